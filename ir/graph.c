@@ -1,0 +1,105 @@
+/* ir/graph.c — graph ownership: the arena, symbols, node list, parameters,
+ * outputs and state updates. */
+#include <string.h>
+
+#include "ir/ir.h"
+#include "ir/ir_internal.h"
+
+ir_graph *ir_graph_new(const char *name)
+{
+    arena a;
+    arena_init(&a);
+    ir_graph *g = arena_alloc(&a, sizeof *g);
+    if (!g) {
+        arena_free(&a);
+        return NULL;
+    }
+    g->arena = a;
+    g->name = arena_strdup(&g->arena, name ? name : "model");
+    return g;
+}
+
+void ir_graph_free(ir_graph *g)
+{
+    if (!g) return;
+    arena a = g->arena; /* g itself lives in the arena */
+    arena_free(&a);
+}
+
+int ir_graph_find_sym(const ir_graph *g, const char *name)
+{
+    for (int i = 0; i < g->nsyms; i++)
+        if (strcmp(g->syms[i], name) == 0) return i;
+    return -1;
+}
+
+int ir_graph_add_sym(ir_graph *g, const char *name)
+{
+    if (g->nsyms >= IR_MAX_SYMS || ir_graph_find_sym(g, name) >= 0) return -1;
+    const char *s = arena_strdup(&g->arena, name);
+    if (!s) return -1;
+    g->syms[g->nsyms] = s;
+    return g->nsyms++;
+}
+
+/* Grow an arena-backed array of `elem` bytes to hold one more item. */
+static bool grow(ir_graph *g, void **items, int count, int *cap, size_t elem)
+{
+    if (count < *cap) return true;
+    int ncap = *cap ? *cap * 2 : 16;
+    void *n = arena_alloc(&g->arena, (size_t)ncap * elem);
+    if (!n) return false;
+    if (count) memcpy(n, *items, (size_t)count * elem);
+    *items = n;
+    *cap = ncap;
+    return true;
+}
+
+bool ir_graph_append_node_(ir_graph *g, ir_node *n)
+{
+    if (!grow(g, (void **)&g->nodes, g->nnodes, &g->cap_nodes, sizeof *g->nodes)) return false;
+    n->id = g->nnodes;
+    g->nodes[g->nnodes++] = n;
+    if (n->op == IR_OP_INPUT || n->op == IR_OP_WEIGHT || n->op == IR_OP_STATE) {
+        if (!grow(g, (void **)&g->params, g->nparams, &g->cap_params, sizeof *g->params)) {
+            g->nnodes--;
+            return false;
+        }
+        n->param = g->nparams;
+        g->params[g->nparams++] = n;
+    } else {
+        n->param = -1;
+    }
+    return true;
+}
+
+int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc loc)
+{
+    if (!value) return -1;
+    if (!grow(g, (void **)&g->outputs, g->noutputs, &g->cap_outputs, sizeof *g->outputs)) return -1;
+    g->outputs[g->noutputs] = (ir_output){arena_strdup(&g->arena, name), value, loc};
+    return g->noutputs++;
+}
+
+int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
+{
+    if (!state || !value || state->op != IR_OP_STATE) return -1;
+    for (int i = 0; i < g->nstates; i++)
+        if (g->states[i].state == state) {
+            g->states[i].value = value;
+            g->states[i].loc = loc;
+            return i;
+        }
+    if (!grow(g, (void **)&g->states, g->nstates, &g->cap_states, sizeof *g->states)) return -1;
+    g->states[g->nstates] = (ir_state_update){state, value, loc};
+    return g->nstates++;
+}
+
+void ir_graph_count_uses(const ir_graph *g, int *uses)
+{
+    memset(uses, 0, (size_t)g->nnodes * sizeof *uses);
+    for (int i = 0; i < g->nnodes; i++)
+        for (int j = 0; j < g->nodes[i]->ninputs; j++) uses[g->nodes[i]->inputs[j]->id]++;
+    for (int i = 0; i < g->noutputs; i++) uses[g->outputs[i].value->id]++;
+    for (int i = 0; i < g->nstates; i++) uses[g->states[i].value->id]++;
+}

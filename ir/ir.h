@@ -1,0 +1,302 @@
+/* ir/ir.h — Kiln's intermediate representation.
+ *
+ * A graph is a list of nodes in topological (creation) order, owned by one
+ * arena. Every node has exactly one result: a tensor type (dtype + shape of
+ * symbolic dimension expressions). Ops that the language writes with several
+ * results (split, cache_write of K and V) are lowered to one node per result.
+ *
+ * Semantics of every op (the interpreter in ir/interp.c is their definition in
+ * code; docs/LANGUAGE.md is the user's copy):
+ *
+ *   INPUT/WEIGHT/STATE  a parameter of the model, named; STATE is persistent
+ *                       and may be given a new value (graph->states).
+ *   CONST               a scalar (rank 0) of attrs.value. Weakly typed: in a
+ *                       binary op with a tensor it takes the tensor's dtype.
+ *   CAUSAL_MASK         [Sq, Sk], m[i][j] = 0 if j <= i + (Sk - Sq), else -inf.
+ *                       Weakly typed like CONST.
+ *   ADD SUB MUL DIV MAX MIN POW   binary, numpy broadcasting (align trailing
+ *                       axes; a dim of 1 stretches). Operands share a dtype.
+ *   NEG EXP LOG SQRT RSQRT TANH SIGMOID RELU  the usual unary functions.
+ *   SILU                x * sigmoid(x).
+ *   GELU                attrs.gelu_tanh ? 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)))
+ *                                       : 0.5x(1+erf(x/sqrt 2)).
+ *   CAST                convert to the result dtype (round to nearest even;
+ *                       float -> i32 truncates toward zero).
+ *   SUM MEAN REDUCE_MAX reduce over the axes in attrs.axes (bit i = axis i);
+ *                       attrs.keepdim keeps them as size 1.
+ *   SOFTMAX             along attrs.axis: exp(x - max) / sum(exp(x - max)).
+ *   RMSNORM(x, w)       over the last axis: x / sqrt(mean(x^2) + eps) * w,
+ *                       w: [D].
+ *   LAYERNORM(x, w[, b]) over the last axis: (x - mean) / sqrt(var + eps) * w + b,
+ *                       var the biased variance.
+ *   MATMUL(a, b)        a [..., M, K] @ b [..., K, N] -> [..., M, N]; both rank
+ *                       >= 2; batch axes broadcast.
+ *   LINEAR(x, w[, b])   x [..., K], w [N, K] (PyTorch nn.Linear layout), b [N]
+ *                       -> [..., N] = x @ w^T + b.
+ *   RESHAPE             same elements, row-major, new shape (the result type).
+ *   PERMUTE             out.dims[i] = in.dims[attrs.perm[i]].
+ *   SLICE               along attrs.axis, elements [start, end).
+ *   CONCAT              along attrs.axis; other axes equal.
+ *   EMBEDDING(t, ids)   t [V, D], ids i32 [...] -> [..., D]: rows of t.
+ *   ROPE(x[, pos])      x [B, S, N, HD], HD even, pos i32 [B]. Row x[b,s,n,:]
+ *                       sits at position p = pos[b] + s (p = s without pos).
+ *                       Rotate-half (Llama): for i < HD/2,
+ *                       f = theta^(-2i/HD), c = cos(p f), s = sin(p f),
+ *                       out[i] = x[i] c - x[i+HD/2] s,
+ *                       out[i+HD/2] = x[i+HD/2] c + x[i] s.
+ *   ATTENTION(q, k, v[, pos])  q [B, S, H, HD]; k, v [B, KV, T, HD] (cache
+ *                       layout); H % KV == 0 and query head h reads KV head
+ *                       h / (H / KV). Query s of batch b sits at position
+ *                       o + s, o = pos[b] (o = T - S without pos). Keys j <
+ *                       o + S are valid; with attrs.causal only j <= o + s.
+ *                       softmax(q.k * attrs.scale) over valid keys, times v.
+ *                       -> [B, S, H, HD]. o + S > T is a run-time error.
+ *   CACHE_WRITE(c, x[, pos])  c [B, KV, T, HD], x [B, S, KV, HD]: the value of
+ *                       c with c[b, h, o + s, :] = x[b, s, h, :], o = pos[b]
+ *                       (0 without pos). o + S > T is a run-time error.
+ */
+#ifndef KILN_IR_H
+#define KILN_IR_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/arena.h"
+#include "util/diag.h"
+
+#define IR_MAX_RANK 8
+#define IR_MAX_SYMS 16
+#define IR_DIM_TERMS 6
+
+/* ---- op table ---------------------------------------------------------- */
+
+typedef enum {
+#define IR_OP(e, name, lo, hi, cls) IR_OP_##e,
+#include "ir/ops.def"
+#undef IR_OP
+    IR_OP_COUNT
+} ir_op;
+
+typedef enum {
+    IR_CLASS_SOURCE,      /* parameters, constants, generated masks */
+    IR_CLASS_ELEMENTWISE, /* out[i] = f(in[i]...) with broadcasting */
+    IR_CLASS_BROADCAST,   /* reserved: pure broadcasts (none yet) */
+    IR_CLASS_INJECTIVE,   /* each output element reads a few input elements */
+    IR_CLASS_REDUCTION,
+    IR_CLASS_MATMUL,
+    IR_CLASS_ATTENTION,
+    IR_CLASS_OPAQUE,
+} ir_fusion_class;
+
+const char *ir_op_name(ir_op op);
+int ir_op_min_inputs(ir_op op);
+int ir_op_max_inputs(ir_op op); /* -1 = variadic */
+ir_fusion_class ir_op_class(ir_op op);
+const char *ir_class_name(ir_fusion_class c);
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+typedef enum { IR_F32, IR_F16, IR_BF16, IR_I32, IR_DTYPE_COUNT } ir_dtype;
+
+const char *ir_dtype_name(ir_dtype t);
+bool ir_dtype_parse(const char *s, ir_dtype *out);
+int ir_dtype_size(ir_dtype t);
+static inline bool ir_dtype_is_float(ir_dtype t) { return t != IR_I32; }
+
+/* Round a float to the nearest bf16 / f16 value (round to nearest even). */
+float ir_round_bf16(float x);
+float ir_round_f16(float x);
+float ir_round_to(ir_dtype t, float x);
+
+/* ---- symbolic dimensions ----------------------------------------------- */
+
+/* A dimension is a polynomial with integer coefficients over the model's
+ * `dims` symbols, kept in a canonical form (terms sorted, like terms merged,
+ * zero terms dropped) so that equal expressions compare equal. */
+typedef struct ir_dim_term {
+    int64_t coef;
+    uint8_t exp[IR_MAX_SYMS]; /* exponent of each symbol */
+} ir_dim_term;
+
+typedef struct ir_dim {
+    int nterms; /* 0 terms = the constant 0 */
+    ir_dim_term t[IR_DIM_TERMS];
+} ir_dim;
+
+ir_dim ir_dim_const(int64_t v);
+ir_dim ir_dim_sym(int sym);
+/* Arithmetic; false when the result does not fit (too many terms, overflow)
+ * or, for division, is not exact (divisor must divide every term). */
+bool ir_dim_add(ir_dim a, ir_dim b, ir_dim *out);
+bool ir_dim_sub(ir_dim a, ir_dim b, ir_dim *out);
+bool ir_dim_mul(ir_dim a, ir_dim b, ir_dim *out);
+bool ir_dim_div(ir_dim a, ir_dim b, ir_dim *out);
+bool ir_dim_eq(const ir_dim *a, const ir_dim *b);
+bool ir_dim_is_const(const ir_dim *a, int64_t *v);
+/* Value for concrete symbol values; false on overflow. */
+bool ir_dim_eval(const ir_dim *a, const int64_t *syms, int64_t *v);
+/* "B", "4096", "B*S", "S + T", "2*B*S". Returns chars written (snprintf). */
+int ir_dim_print(const ir_dim *a, const char *const *syms, char *buf, size_t n);
+
+/* ---- types --------------------------------------------------------------- */
+
+typedef struct ir_type {
+    ir_dtype dtype;
+    int rank;
+    ir_dim dims[IR_MAX_RANK];
+} ir_type;
+
+bool ir_type_eq(const ir_type *a, const ir_type *b);
+/* "bf16[B, S, 4096]" */
+int ir_type_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
+int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
+
+/* ---- nodes and graphs ---------------------------------------------------- */
+
+typedef struct ir_attrs {
+    double value;     /* CONST */
+    double eps;       /* RMSNORM, LAYERNORM */
+    double theta;     /* ROPE */
+    double scale;     /* ATTENTION (always resolved, never 0) */
+    bool causal;      /* ATTENTION */
+    bool keepdim;     /* SUM, MEAN, REDUCE_MAX */
+    bool gelu_tanh;   /* GELU */
+    uint32_t axes;    /* SUM, MEAN, REDUCE_MAX: bit i = reduce axis i */
+    int axis;         /* SOFTMAX, SLICE, CONCAT (non-negative) */
+    int perm[IR_MAX_RANK]; /* PERMUTE */
+    ir_dim start, end;     /* SLICE */
+} ir_attrs;
+
+typedef struct ir_node ir_node;
+struct ir_node {
+    int id;          /* dense, creation order; printed as %id */
+    ir_op op;
+    int ninputs;
+    ir_node **inputs;
+    ir_type type;
+    ir_attrs attrs;
+    src_loc loc;      /* where in the model file it came from */
+    const char *name; /* parameter name, or the variable it was assigned to; may be NULL */
+    int param;        /* INPUT/WEIGHT/STATE: index in graph->params; else -1 */
+};
+
+typedef struct ir_output {
+    const char *name;
+    ir_node *value;
+    src_loc loc;
+} ir_output;
+
+typedef struct ir_state_update {
+    ir_node *state; /* the STATE parameter */
+    ir_node *value; /* its value after the call */
+    src_loc loc;
+} ir_state_update;
+
+typedef struct ir_graph {
+    arena arena;
+    const char *name;
+    src_loc loc;
+    int nsyms;
+    const char *syms[IR_MAX_SYMS];
+    ir_node **nodes;
+    int nnodes, cap_nodes;
+    ir_node **params; /* INPUT, STATE and WEIGHT nodes in declaration order */
+    int nparams, cap_params;
+    ir_output *outputs;
+    int noutputs, cap_outputs;
+    ir_state_update *states;
+    int nstates, cap_states;
+    diag_list *diags; /* where the builder and verifier report; may be NULL */
+} ir_graph;
+
+ir_graph *ir_graph_new(const char *name);
+void ir_graph_free(ir_graph *g);
+/* Adds a `dims` symbol; returns its index or -1 (too many / duplicate). */
+int ir_graph_add_sym(ir_graph *g, const char *name);
+int ir_graph_find_sym(const ir_graph *g, const char *name);
+int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc loc);
+int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc);
+/* Number of uses of each node (by other nodes, outputs and state updates);
+ * `uses` has g->nnodes entries indexed by node id. */
+void ir_graph_count_uses(const ir_graph *g, int *uses);
+
+/* ---- builder --------------------------------------------------------------
+ * Each constructor infers the result type. On a type or shape error it
+ * reports a diagnostic at `loc` into g->diags and returns NULL; passing NULL
+ * inputs returns NULL silently (an earlier error was reported). */
+
+ir_node *ir_param(ir_graph *g, ir_op kind, const char *name, const ir_type *type, src_loc loc);
+ir_node *ir_const(ir_graph *g, double value, ir_dtype dtype, src_loc loc);
+ir_node *ir_causal_mask(ir_graph *g, ir_dim q, ir_dim k, ir_dtype dtype, src_loc loc);
+ir_node *ir_unary(ir_graph *g, ir_op op, ir_node *x, src_loc loc);
+ir_node *ir_gelu(ir_graph *g, ir_node *x, bool tanh_approx, src_loc loc);
+ir_node *ir_binary(ir_graph *g, ir_op op, ir_node *a, ir_node *b, src_loc loc);
+ir_node *ir_cast(ir_graph *g, ir_node *x, ir_dtype to, src_loc loc);
+/* axes: bit mask over x's axes (already non-negative). */
+ir_node *ir_reduce(ir_graph *g, ir_op op, ir_node *x, uint32_t axes, bool keepdim, src_loc loc);
+ir_node *ir_softmax(ir_graph *g, ir_node *x, int axis, src_loc loc);
+ir_node *ir_rmsnorm(ir_graph *g, ir_node *x, ir_node *w, double eps, src_loc loc);
+ir_node *ir_layernorm(ir_graph *g, ir_node *x, ir_node *w, ir_node *b, double eps, src_loc loc);
+ir_node *ir_matmul(ir_graph *g, ir_node *a, ir_node *b, src_loc loc);
+ir_node *ir_linear(ir_graph *g, ir_node *x, ir_node *w, ir_node *bias, src_loc loc);
+ir_node *ir_reshape(ir_graph *g, ir_node *x, int rank, const ir_dim *dims, src_loc loc);
+ir_node *ir_permute(ir_graph *g, ir_node *x, const int *perm, src_loc loc);
+ir_node *ir_slice(ir_graph *g, ir_node *x, int axis, ir_dim start, ir_dim end, src_loc loc);
+ir_node *ir_concat(ir_graph *g, int n, ir_node *const *xs, int axis, src_loc loc);
+ir_node *ir_embedding(ir_graph *g, ir_node *table, ir_node *ids, src_loc loc);
+ir_node *ir_rope(ir_graph *g, ir_node *x, ir_node *pos, double theta, src_loc loc);
+/* scale <= 0 selects the default 1/sqrt(HD). */
+ir_node *ir_attention(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos,
+                      double scale, bool causal, src_loc loc);
+ir_node *ir_cache_write(ir_graph *g, ir_node *cache, ir_node *x, ir_node *pos, src_loc loc);
+
+/* Generic constructor used by passes and the verifier: checks arity and
+ * infers the type from op, inputs and attrs. */
+ir_node *ir_node_new(ir_graph *g, ir_op op, int ninputs, ir_node *const *inputs,
+                     const ir_attrs *attrs, src_loc loc);
+/* Infer the result type of op over inputs; false (with a diagnostic into
+ * `d`, which may be NULL) when they do not fit. For RESHAPE/CAST/CONST/
+ * CAUSAL_MASK and parameters, whose type is not a function of the inputs,
+ * `out` must hold the declared type on entry and is only checked. */
+bool ir_infer_type(const ir_graph *g, ir_op op, int ninputs, ir_node *const *inputs,
+                   const ir_attrs *attrs, ir_type *out, diag_list *d, src_loc loc);
+
+/* ---- verifier and printer ------------------------------------------------ */
+
+/* Checks structure (ids, topological order, arity, uses of parameters) and
+ * re-infers every type. Returns the number of problems found (reported into
+ * d, which may be NULL). */
+int ir_verify(const ir_graph *g, diag_list *d);
+
+/* Stable text form, e.g.
+ *   %5 = rmsnorm(%0, %1) {eps=1e-05} : bf16[B, S, 4096]   ; h  @12:6          */
+void ir_print(const ir_graph *g, FILE *out);
+
+/* ---- reference interpreter (ir/interp.c) --------------------------------- */
+
+typedef struct ir_tensor {
+    ir_dtype dtype;
+    int rank;
+    int64_t shape[IR_MAX_RANK];
+    float *f;   /* float dtypes: values, already rounded to dtype */
+    int32_t *i; /* IR_I32 */
+} ir_tensor;
+
+int64_t ir_tensor_numel(const ir_tensor *t);
+/* Allocates zeroed storage; false on overflow or out of memory. */
+bool ir_tensor_alloc(ir_tensor *t, ir_dtype dtype, int rank, const int64_t *shape);
+void ir_tensor_free(ir_tensor *t);
+
+/* Runs g for the symbol values `dims` (g->nsyms of them).
+ * params: one tensor per g->params, in order, with the shapes their declared
+ *   types take at `dims` (checked). STATE tensors are overwritten with their
+ *   new values when the graph updates them.
+ * outputs: one per g->outputs; allocated here, freed by the caller with
+ *   ir_tensor_free.
+ * Float math is f32; reductions, matmuls and attention accumulate in f64;
+ * every node's result is rounded to its dtype (bf16/f16 where the graph
+ * stores them). Returns 0, or -1 with a message in err. */
+int ir_interp_run(const ir_graph *g, const int64_t *dims, ir_tensor *params,
+                  ir_tensor *outputs, char *err, size_t errlen);
+
+#endif

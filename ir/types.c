@@ -1,0 +1,124 @@
+/* ir/types.c — the op table's accessors, dtypes, rounding to bf16/f16, and
+ * type printing. */
+#include <math.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static const struct {
+    const char *name;
+    int lo, hi;
+    ir_fusion_class cls;
+} op_table[IR_OP_COUNT] = {
+#define IR_OP(e, name, lo, hi, cls) {name, lo, hi, IR_CLASS_##cls},
+#include "ir/ops.def"
+#undef IR_OP
+};
+
+const char *ir_op_name(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[op].name : "?"; }
+int ir_op_min_inputs(ir_op op) { return op_table[op].lo; }
+int ir_op_max_inputs(ir_op op) { return op_table[op].hi; }
+ir_fusion_class ir_op_class(ir_op op) { return op_table[op].cls; }
+
+const char *ir_class_name(ir_fusion_class c)
+{
+    static const char *const names[] = {"source", "elementwise", "broadcast", "injective",
+                                        "reduction", "matmul", "attention", "opaque"};
+    return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "?";
+}
+
+static const char *const dtype_names[IR_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32"};
+
+const char *ir_dtype_name(ir_dtype t) { return (unsigned)t < IR_DTYPE_COUNT ? dtype_names[t] : "?"; }
+
+bool ir_dtype_parse(const char *s, ir_dtype *out)
+{
+    for (int i = 0; i < IR_DTYPE_COUNT; i++)
+        if (strcmp(s, dtype_names[i]) == 0) {
+            *out = (ir_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+int ir_dtype_size(ir_dtype t) { return t == IR_F16 || t == IR_BF16 ? 2 : 4; }
+
+static uint32_t f2u(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+float ir_round_bf16(float x)
+{
+    if (isnan(x)) return x;
+    uint32_t u = f2u(x);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even; overflows to inf correctly */
+    return u2f(u & 0xffff0000u);
+}
+
+float ir_round_f16(float x)
+{
+    if (isnan(x) || isinf(x)) return x;
+    float a = fabsf(x);
+    if (a >= 65520.0f) return copysignf(INFINITY, x); /* beyond max half after rounding */
+    /* quantum: 2^(e-10) for normals, 2^-24 for subnormals (e >= -14) */
+    int e;
+    frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    int exp2 = e - 1;
+    if (exp2 < -14) exp2 = -14;
+    float q = ldexpf(1.0f, exp2 - 10);
+    float r = nearbyintf(a / q) * q; /* default rounding mode: nearest even */
+    return copysignf(r, x);
+}
+
+float ir_round_to(ir_dtype t, float x)
+{
+    switch (t) {
+    case IR_BF16: return ir_round_bf16(x);
+    case IR_F16: return ir_round_f16(x);
+    default: return x;
+    }
+}
+
+bool ir_type_eq(const ir_type *a, const ir_type *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
+    return true;
+}
+
+int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n)
+{
+    size_t off = 0;
+    int w = snprintf(buf, n, "[");
+    off += (size_t)w;
+    for (int i = 0; i < t->rank; i++) {
+        if (i) {
+            w = snprintf(buf + (off < n ? off : n), off < n ? n - off : 0, ", ");
+            off += (size_t)w;
+        }
+        w = ir_dim_print(&t->dims[i], syms, buf + (off < n ? off : n), off < n ? n - off : 0);
+        off += (size_t)w;
+    }
+    w = snprintf(buf + (off < n ? off : n), off < n ? n - off : 0, "]");
+    off += (size_t)w;
+    return (int)off;
+}
+
+int ir_type_print(const ir_type *t, const char *const *syms, char *buf, size_t n)
+{
+    int w = snprintf(buf, n, "%s", ir_dtype_name(t->dtype));
+    size_t off = (size_t)w;
+    off += (size_t)ir_shape_print(t, syms, buf + (off < n ? off : n), off < n ? n - off : 0);
+    return (int)off;
+}

@@ -1,0 +1,97 @@
+/* util/diag.c — collecting and rendering located diagnostics. */
+#include "util/diag.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void diag_list_init(diag_list *d, arena *a)
+{
+    memset(d, 0, sizeof *d);
+    d->arena = a;
+}
+
+void diag_list_free(diag_list *d)
+{
+    free(d->items);
+    d->items = NULL;
+    d->count = d->cap = d->errors = 0;
+}
+
+void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...)
+{
+    int max = d->max_errors > 0 ? d->max_errors : 50;
+    if (sev == DIAG_ERROR) {
+        d->errors++;
+        if (d->errors > max) return;
+    }
+    if (d->count == d->cap) {
+        int cap = d->cap ? d->cap * 2 : 8;
+        diag *n = realloc(d->items, (size_t)cap * sizeof *n);
+        if (!n) return; /* out of memory: the error count still says it failed */
+        d->items = n;
+        d->cap = cap;
+    }
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *msg = n >= 0 ? arena_alloc(d->arena, (size_t)n + 1) : NULL;
+    if (msg) vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    d->items[d->count++] = (diag){sev, loc, msg ? msg : "(out of memory)"};
+}
+
+static const char *sev_name(diag_severity s)
+{
+    switch (s) {
+    case DIAG_ERROR: return "error";
+    case DIAG_WARNING: return "warning";
+    default: return "note";
+    }
+}
+
+/* Find line `line` (1-based) in `src`; returns its start and sets *len. */
+static const char *find_line(const char *src, int line, size_t *len)
+{
+    const char *p = src;
+    for (int l = 1; l < line; l++) {
+        p = strchr(p, '\n');
+        if (!p) return NULL;
+        p++;
+    }
+    const char *e = strchr(p, '\n');
+    *len = e ? (size_t)(e - p) : strlen(p);
+    if (*len && p[*len - 1] == '\r') (*len)--;
+    return p;
+}
+
+void diag_print_one(const diag *g, FILE *out, const char *source)
+{
+    const src_loc *l = &g->loc;
+    if (l->file && l->line > 0)
+        fprintf(out, "%s:%d:%d: ", l->file, l->line, l->col > 0 ? l->col : 1);
+    else if (l->file)
+        fprintf(out, "%s: ", l->file);
+    fprintf(out, "%s: %s\n", sev_name(g->severity), g->msg);
+    if (!source || l->line <= 0 || l->col <= 0) return;
+    size_t len;
+    const char *text = find_line(source, l->line, &len);
+    if (!text) return;
+    fprintf(out, "  %.*s\n  ", (int)len, text);
+    /* keep tabs so the caret lines up under tabbed source */
+    for (int c = 1; c < l->col && (size_t)(c - 1) < len; c++)
+        fputc(text[c - 1] == '\t' ? '\t' : ' ', out);
+    fputc('^', out);
+    for (int c = l->col + 1; c <= l->end_col && (size_t)(c - 1) < len; c++) fputc('~', out);
+    fputc('\n', out);
+}
+
+void diag_print(const diag_list *d, FILE *out, const char *source)
+{
+    for (int i = 0; i < d->count; i++) diag_print_one(&d->items[i], out, source);
+    int max = d->max_errors > 0 ? d->max_errors : 50;
+    if (d->errors > max)
+        fprintf(out, "too many errors (%d); stopped reporting after %d\n", d->errors, max);
+}
