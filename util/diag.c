@@ -18,6 +18,12 @@ void diag_list_free(diag_list *d)
     d->count = d->cap = d->errors = 0;
 }
 
+void diag_list_clear(diag_list *d)
+{
+    d->count = 0;
+    d->errors = 0;
+}
+
 void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...)
 {
     int max = d->max_errors > 0 ? d->max_errors : 50;

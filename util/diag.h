@@ -37,6 +37,8 @@ typedef struct diag_list {
 
 void diag_list_init(diag_list *d, arena *a);
 void diag_list_free(diag_list *d);
+/* Forget the recorded diagnostics (after printing them). */
+void diag_list_clear(diag_list *d);
 void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define diag_error(d, loc, ...) diag_add((d), DIAG_ERROR, (loc), __VA_ARGS__)

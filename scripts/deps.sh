@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Kiln needs to build, if any are missing.
+# The CUDA toolkit is expected at /usr/local/cuda (or $CUDAToolkit_ROOT).
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build flex bison libxxhash-dev libjansson-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "kiln: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+cuda=${CUDAToolkit_ROOT:-/usr/local/cuda}
+if [ ! -f "$cuda/include/nvrtc.h" ]; then
+  echo "kiln: the CUDA toolkit was not found at $cuda (set CUDAToolkit_ROOT)" >&2
+  exit 1
+fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The second README command: the whole test suite, twice — a normal build and
+# one under AddressSanitizer + UndefinedBehaviorSanitizer. GPU tests (ctest
+# label `gpu`) skip themselves when there is no device.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs=$(nproc)
+
+echo "== build/ (RelWithDebInfo)"
+scripts/build.sh build
+ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
+scripts/build.sh build-asan -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -j "$jobs" --output-on-failure
