@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# cli_test.sh KILN — the command line's contract: exit codes and messages.
+set -u
+kiln=$1
+pass=0 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect CODE PATTERN ARGS...: exit status CODE and PATTERN (grep -E) in stdout+stderr
+expect() {
+  local code=$1 pat=$2
+  shift 2
+  local out rc
+  out=$("$kiln" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pat" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: kiln $* -> $rc (want $code), output:"
+    echo "$out" | head -20
+    echo "  (wanted /$pat/)"
+  fi
+}
+
+expect 0 'usage: kiln <command>' --help
+expect 0 'usage: kiln <command>' help
+expect 0 '^kiln [0-9]+\.[0-9]+\.[0-9]+ \(NVRTC [0-9]+\.[0-9]+' --version
+expect 64 'no command given' 
+expect 64 "unknown command 'frobnicate'" frobnicate samples/llama3_8b_layer.kiln
+expect 64 "'check' needs a model file" check
+expect 64 "unknown option '--bogus'" check --bogus samples/llama3_8b_layer.kiln
+expect 64 "--emit must be ast or ir, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
+expect 64 -- "-D expects NAME=VALUE, got 'B'" check samples/llama3_8b_layer.kiln -D B
+expect 64 "-o needs a file name" compile samples/llama3_8b_layer.kiln -o
+expect 66 "no/such/file.kiln" check no/such/file.kiln
+expect 0 '' check samples/llama3_8b_layer.kiln
+expect 0 '^model llama3' compile samples/llama3_8b_layer.kiln
+expect 0 'input x : bf16\[1, 1, 4096\]' compile samples/llama3_8b_layer.kiln -D B=1 -DS=1
+expect 0 'model' compile samples/gpt2_block.kiln --emit=ast
+expect 1 'error' check samples/llama3_8b_layer.kiln -D NOPE=3
+expect 73 'cannot write' compile samples/llama3_1b_layer.kiln -o "$tmp/no/dir/out.ir"
+
+# -o writes the same text as stdout
+"$kiln" compile samples/llama3_1b_layer.kiln -o "$tmp/a.ir" && "$kiln" compile samples/llama3_1b_layer.kiln >"$tmp/b.ir"
+if cmp -s "$tmp/a.ir" "$tmp/b.ir" && [ -s "$tmp/a.ir" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: -o differs from stdout"; fi
+
+# a malformed model: located diagnostic and exit 1
+printf 'model m {\n  dims B\n  input x : f32[B, 4]\n  output y = x + nope\n}\n' >"$tmp/bad.kiln"
+expect 1 "bad.kiln:4:[0-9]+: error: .*nope" check "$tmp/bad.kiln"
+# an empty file and a binary file are errors, not crashes
+: >"$tmp/empty.kiln"
+expect 1 'error' check "$tmp/empty.kiln"
+head -c 2000 /dev/urandom >"$tmp/noise.kiln" 2>/dev/null || printf '\001\002\377' >"$tmp/noise.kiln"
+expect 1 'error' check "$tmp/noise.kiln"
+# a directory is not a model file
+expect 66 'samples' check samples
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
