@@ -474,6 +474,7 @@ static ir_node *make(ir_graph *g, ir_op op, int n, ir_node *const *in, const ir_
     node->type = t;
     node->attrs = *at;
     node->loc = loc;
+    node->group = -1;
     if (!ir_graph_append_node_(g, node)) {
         err(g->diags, loc, "out of memory");
         return NULL;
@@ -485,6 +486,13 @@ ir_node *ir_node_new(ir_graph *g, ir_op op, int n, ir_node *const *in, const ir_
                      src_loc loc)
 {
     return make(g, op, n, in, attrs, NULL, loc);
+}
+
+ir_node *ir_node_copy(ir_graph *g, const ir_node *n, ir_node *const *inputs)
+{
+    ir_node *c = make(g, n->op, n->ninputs, inputs, &n->attrs, &n->type, n->loc);
+    if (c && n->name) c->name = arena_strdup(&g->arena, n->name);
+    return c;
 }
 
 ir_node *ir_param(ir_graph *g, ir_op kind, const char *name, const ir_type *type, src_loc loc)

@@ -95,6 +95,14 @@ int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
     return g->nstates++;
 }
 
+int ir_graph_add_group(ir_graph *g, ir_node *anchor, const char *kind)
+{
+    if (!grow(g, (void **)&g->groups, g->ngroups, &g->cap_groups, sizeof *g->groups)) return -1;
+    g->groups[g->ngroups] = (ir_group){anchor, kind};
+    anchor->group = g->ngroups;
+    return g->ngroups++;
+}
+
 void ir_graph_count_uses(const ir_graph *g, int *uses)
 {
     memset(uses, 0, (size_t)g->nnodes * sizeof *uses);

@@ -178,6 +178,7 @@ struct ir_node {
     src_loc loc;      /* where in the model file it came from */
     const char *name; /* parameter name, or the variable it was assigned to; may be NULL */
     int param;        /* INPUT/WEIGHT/STATE: index in graph->params; else -1 */
+    int group;        /* kernel group (graph->groups) after fusion; -1 = none */
 };
 
 typedef struct ir_output {
@@ -191,6 +192,15 @@ typedef struct ir_state_update {
     ir_node *value; /* its value after the call */
     src_loc loc;
 } ir_state_update;
+
+/* A kernel group: the nodes one generated kernel computes. The anchor is
+ * the op whose template the kernel uses (a matmul, attention, reduction, or
+ * an elementwise op for a pure elementwise kernel); the other members are
+ * its fused prologue and epilogue. Set by the fusion passes. */
+typedef struct ir_group {
+    ir_node *anchor;
+    const char *kind; /* "matmul", "attention", "row", "elementwise", ... */
+} ir_group;
 
 typedef struct ir_graph {
     arena arena;
@@ -206,6 +216,8 @@ typedef struct ir_graph {
     int noutputs, cap_outputs;
     ir_state_update *states;
     int nstates, cap_states;
+    ir_group *groups;
+    int ngroups, cap_groups;
     diag_list *diags; /* where the builder and verifier report; may be NULL */
 } ir_graph;
 
@@ -216,6 +228,9 @@ int ir_graph_add_sym(ir_graph *g, const char *name);
 int ir_graph_find_sym(const ir_graph *g, const char *name);
 int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc loc);
 int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc);
+/* Starts a kernel group anchored at `anchor` (which joins it); returns its
+ * index or -1 when out of memory. */
+int ir_graph_add_group(ir_graph *g, ir_node *anchor, const char *kind);
 /* Number of uses of each node (by other nodes, outputs and state updates);
  * `uses` has g->nnodes entries indexed by node id. */
 void ir_graph_count_uses(const ir_graph *g, int *uses);
@@ -249,6 +264,11 @@ ir_node *ir_rope(ir_graph *g, ir_node *x, ir_node *pos, double theta, src_loc lo
 ir_node *ir_attention(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos,
                       double scale, bool causal, src_loc loc);
 ir_node *ir_cache_write(ir_graph *g, ir_node *cache, ir_node *x, ir_node *pos, src_loc loc);
+
+/* A copy of n (op, attrs, name, location, and the declared part of its type)
+ * over new inputs in g; the type is re-inferred. Passes rebuild graphs with
+ * it. Parameters are copied by name and type. */
+ir_node *ir_node_copy(ir_graph *g, const ir_node *n, ir_node *const *inputs);
 
 /* Generic constructor used by passes and the verifier: checks arity and
  * infers the type from op, inputs and attrs. */

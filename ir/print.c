@@ -71,11 +71,14 @@ void ir_print(const ir_graph *g, FILE *out)
             }
             print_attrs(g, n, out);
             fprintf(out, " : %s", tb);
+            if (n->group >= 0) fprintf(out, " [k%d]", n->group);
             if (n->name) fprintf(out, "  # %s", n->name);
         }
         if (n->loc.line > 0) fprintf(out, "%s@%d:%d", n->name && n->param < 0 ? " " : "  # ", n->loc.line, n->loc.col);
         fputc('\n', out);
     }
+    for (int i = 0; i < g->ngroups; i++)
+        fprintf(out, "kernel k%d = %s(%%%d)\n", i, g->groups[i].kind, g->groups[i].anchor->id);
     for (int i = 0; i < g->noutputs; i++)
         fprintf(out, "output %s = %%%d\n", g->outputs[i].name, g->outputs[i].value->id);
     for (int i = 0; i < g->nstates; i++)

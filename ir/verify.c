@@ -46,6 +46,8 @@ int ir_verify(const ir_graph *g, diag_list *d)
         if (is_param != (n->param >= 0) ||
             (is_param && (n->param >= g->nparams || g->params[n->param] != n)))
             FAIL(n->loc, "%%%d: parameter registration is inconsistent", i);
+        if (n->group < -1 || n->group >= g->ngroups)
+            FAIL(n->loc, "%%%d: kernel group %d does not exist", i, n->group);
         if (!inputs_ok) continue;
         ir_type t = n->type; /* declared part for params, CONST, CAST, RESHAPE, masks */
         if (!ir_infer_type(g, n->op, n->ninputs, n->inputs, &n->attrs, &t, d, n->loc)) {
@@ -78,6 +80,9 @@ int ir_verify(const ir_graph *g, diag_list *d)
             FAIL(s->loc, "state '%s' is %s but is assigned %s", s->state->name, a, b);
         }
     }
+    for (int i = 0; i < g->ngroups; i++)
+        if (!in_graph(g, g->groups[i].anchor) || g->groups[i].anchor->group != i)
+            FAIL((src_loc){0}, "kernel group k%d has no anchor in it", i);
 #undef FAIL
     return bad;
 }
