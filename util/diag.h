@@ -41,8 +41,8 @@ void diag_list_free(diag_list *d);
 void diag_list_clear(diag_list *d);
 void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-#define diag_error(d, loc, ...) diag_add((d), DIAG_ERROR, (loc), __VA_ARGS__)
-#define diag_note(d, loc, ...) diag_add((d), DIAG_NOTE, (loc), __VA_ARGS__)
+#define diag_error(d, ...) diag_add((d), DIAG_ERROR, __VA_ARGS__)
+#define diag_note(d, ...) diag_add((d), DIAG_NOTE, __VA_ARGS__)
 
 /* Render all diagnostics; `source` (may be NULL) is the text of loc.file,
  * used to print the offending line and a caret. */
