@@ -1,0 +1,279 @@
+/* tests/interp/test_interp_attention.c — rope, attention and cache_write,
+ * worked out by hand: exact rotation angles, 2- and 3-key softmaxes, GQA head
+ * mapping, causal masks with position offsets, the default offset T - S,
+ * and the run-time position errors. */
+#include "interp_test.h"
+
+/* HD = 2: out = [x0 cos p - x1 sin p, x1 cos p + x0 sin p] (f = theta^0 = 1). */
+static void test_rope_hd2(void)
+{
+    tgraph t;
+    tg_init(&t, "rope2");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "x", ty(IR_F32, 4, 1, 3, 1, 2));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 1));
+    ir_graph_add_output(g, "nopos", ir_rope(g, x, NULL, 10000.0, NOLOC), NOLOC);
+    ir_graph_add_output(g, "pos", ir_rope(g, x, pos, 10000.0, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    ir_tensor p[2] = {tf(IR_F32, 4, SHAPE(1, 3, 1, 2), FLOATS(1, 0, 1, 0, 0, 1)), ti(1, SHAPE(1), INTS(2))};
+    ir_tensor o[2];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        const float c1 = 0.5403023059f, s1 = 0.8414709848f, c2 = -0.4161468365f, s2 = 0.9092974268f;
+        const float c3 = -0.9899924966f, s3 = 0.1411200081f, c4 = -0.6536436209f, s4 = -0.7568024953f;
+        /* positions 0, 1, 2: [1,0] -> [1,0]; [1,0] at 1 -> [c1, s1]; [0,1] at 2 -> [-s2, c2] */
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 3, 1, 2), FLOATS(1, 0, c1, s1, -s2, c2), 1e-7, 1e-6);
+        /* pos = 2: positions 2, 3, 4 */
+        CHECK_TENSOR(o[1], 4, SHAPE(1, 3, 1, 2), FLOATS(c2, s2, c3, s3, -s4, c4), 1e-7, 1e-6);
+        free_tensors(o, 2);
+    }
+    free_tensors(p, 2);
+    tg_free(&t);
+}
+
+/* HD = 4 with theta = 4/pi^2, so f1 = theta^(-1/2) = pi/2: at p = 1 the second
+ * pair turns by exactly 90 degrees, at p = 2 by 180. Two heads, two batches
+ * with different pos. */
+static void test_rope_hd4(void)
+{
+    tgraph t;
+    tg_init(&t, "rope4");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "x", ty(IR_F32, 4, 2, 1, 2, 4));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 2));
+    ir_graph_add_output(g, "y", ir_rope(g, x, pos, 4.0 / (M_PI * M_PI), NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    ir_tensor p[2] = {
+        tf(IR_F32, 4, SHAPE(2, 1, 2, 4), FLOATS(1, 2, 3, 4, -1, -2, -3, -4, 1, 2, 3, 4, 0, 0, 0, 0)),
+        ti(1, SHAPE(2), INTS(1, 2)),
+    };
+    ir_tensor o[1];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        const double c1 = 0.5403023058681398, s1 = 0.8414709848078965;
+        const double c2 = -0.4161468365471424, s2 = 0.9092974268256817;
+        /* p = 1: [1c1 - 3s1, 2*0 - 4*1, 3c1 + 1s1, 4*0 + 2*1] */
+        float b0[4] = {(float)(c1 - 3 * s1), -4, (float)(3 * c1 + s1), 2};
+        /* p = 2: [c2 - 3s2, 2*(-1) - 0, 3c2 + s2, 4*(-1) + 0] */
+        float b1[4] = {(float)(c2 - 3 * s2), -2, (float)(3 * c2 + s2), -4};
+        float want[16] = {b0[0], b0[1], b0[2], b0[3], -b0[0], -b0[1], -b0[2], -b0[3],
+                          b1[0], b1[1], b1[2], b1[3], 0, 0, 0, 0};
+        CHECK_TENSOR(o[0], 4, SHAPE(2, 1, 2, 4), want, 1e-6, 1e-6);
+        free_tensors(o, 1);
+    }
+    free_tensors(p, 2);
+    tg_free(&t);
+}
+
+/* One query, two keys, scale 1: scores [0, ln 3] -> weights [1/4, 3/4]. */
+static void test_attention_two_keys(void)
+{
+    tgraph t;
+    tg_init(&t, "attn2");
+    ir_graph *g = t.g;
+    ir_node *q = in_(&t, "q", ty(IR_F32, 4, 1, 1, 1, 2));
+    ir_node *k = in_(&t, "k", ty(IR_F32, 4, 1, 1, 2, 2));
+    ir_node *v = in_(&t, "v", ty(IR_F32, 4, 1, 1, 2, 2));
+    ir_graph_add_output(g, "a", ir_attention(g, q, k, v, NULL, 1.0, false, NOLOC), NOLOC);
+    ir_graph_add_output(g, "c", ir_attention(g, q, k, v, NULL, 1.0, true, NOLOC), NOLOC);
+    ir_node *def = ir_attention(g, q, k, v, NULL, 0, false, NOLOC);
+    CHECK(def && fabs(def->attrs.scale - 1 / sqrt(2.0)) < 1e-15);
+    ir_graph_add_output(g, "d", def, NOLOC);
+    CHECK(tg_ok(&t));
+    float ln3 = (float)log(3.0);
+    ir_tensor p[3] = {
+        tf(IR_F32, 4, SHAPE(1, 1, 1, 2), FLOATS(1, 0)),
+        tf(IR_F32, 4, SHAPE(1, 1, 2, 2), (float[]){0, 5, ln3, 7}),
+        tf(IR_F32, 4, SHAPE(1, 1, 2, 2), FLOATS(4, 8, 0, -4)),
+    };
+    ir_tensor o[3];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        /* no pos: o = T - S = 1, the query sits at position 1 and sees keys 0
+         * and 1 (causal or not): 1/4 [4, 8] + 3/4 [0, -4] = [1, -1] */
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 1, 1, 2), FLOATS(1, -1), 1e-6, 1e-6);
+        CHECK_TENSOR(o[1], 4, SHAPE(1, 1, 1, 2), FLOATS(1, -1), 1e-6, 1e-6);
+        /* scale 1/sqrt(2): weights 1 : 3^(1/sqrt 2) */
+        double w1 = pow(3.0, 1 / sqrt(2.0)), z = 1 + w1;
+        CHECK_TENSOR(o[2], 4, SHAPE(1, 1, 1, 2), FLOATS((float)(4 / z), (float)((8 - 4 * w1) / z)), 1e-6, 1e-6);
+        free_tensors(o, 3);
+    }
+    free_tensors(p, 3);
+    tg_free(&t);
+}
+
+/* HD = 1, scale 1, q = ln 2 and k = [0, 1, 1, 1]: key weights 1, 2, 2, 2;
+ * v = [1, 2, 3, 100]. With pos = 1 and S = 2 the queries sit at positions
+ * 1 and 2. */
+static void test_attention_causal_offsets(void)
+{
+    tgraph t;
+    tg_init(&t, "attn_causal");
+    ir_graph *g = t.g;
+    int S = ir_graph_add_sym(g, "S"), T = ir_graph_add_sym(g, "T");
+    ir_node *q = in_(&t, "q", ty(IR_F32, 4, 1, SYM(S), 1, 1));
+    ir_node *k = in_(&t, "k", ty(IR_F32, 4, 1, 1, SYM(T), 1));
+    ir_node *v = in_(&t, "v", ty(IR_F32, 4, 1, 1, SYM(T), 1));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 1));
+    ir_graph_add_output(g, "causal", ir_attention(g, q, k, v, pos, 1.0, true, NOLOC), NOLOC);
+    ir_graph_add_output(g, "full", ir_attention(g, q, k, v, pos, 1.0, false, NOLOC), NOLOC);
+    ir_graph_add_output(g, "causal_nopos", ir_attention(g, q, k, v, NULL, 1.0, true, NOLOC), NOLOC);
+    ir_graph_add_output(g, "full_nopos", ir_attention(g, q, k, v, NULL, 1.0, false, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    float ln2 = (float)log(2.0);
+    ir_tensor p[4] = {
+        tf(IR_F32, 4, SHAPE(1, 2, 1, 1), (float[]){ln2, ln2}),
+        tf(IR_F32, 4, SHAPE(1, 1, 4, 1), FLOATS(0, 1, 1, 1)),
+        tf(IR_F32, 4, SHAPE(1, 1, 4, 1), FLOATS(1, 2, 3, 100)),
+        ti(1, SHAPE(1), INTS(1)),
+    };
+    ir_tensor o[4];
+    char err[256];
+    int rc = ir_interp_run(g, SHAPE(2, 4), p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        /* causal, pos 1: query 0 sees keys 0..1 -> (1 + 2*2)/3 = 5/3;
+         *                query 1 sees keys 0..2 -> (1 + 4 + 6)/5 = 11/5 */
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 2, 1, 1), FLOATS(5.0f / 3, 2.2f), 1e-6, 1e-6);
+        /* not causal: both see keys j < o + S = 3 */
+        CHECK_TENSOR(o[1], 4, SHAPE(1, 2, 1, 1), FLOATS(2.2f, 2.2f), 1e-6, 1e-6);
+        /* no pos: o = T - S = 2, queries at 2 and 3: 11/5 and
+         * (1 + 4 + 6 + 200)/7 = 211/7; not causal: both see all 4 keys */
+        CHECK_TENSOR(o[2], 4, SHAPE(1, 2, 1, 1), FLOATS(2.2f, 211.0f / 7), 1e-6, 1e-6);
+        CHECK_TENSOR(o[3], 4, SHAPE(1, 2, 1, 1), FLOATS(211.0f / 7, 211.0f / 7), 1e-6, 1e-6);
+        free_tensors(o, 4);
+    }
+    /* pos 3 + 2 tokens > 4 */
+    p[3].i[0] = 3;
+    rc = ir_interp_run(g, SHAPE(2, 4), p, o, err, sizeof err);
+    CHECK_ERR(rc, err, "batch 0: position 3 + 2 new tokens exceeds the cache length 4");
+    CHECK_ERR(rc, err, "attention");
+    CHECK(o[0].f == NULL && o[1].f == NULL);
+    p[3].i[0] = -1;
+    rc = ir_interp_run(g, SHAPE(2, 4), p, o, err, sizeof err);
+    CHECK_ERR(rc, err, "batch 0: position -1 is negative");
+    free_tensors(p, 4);
+
+    tg_free(&t);
+
+    /* no pos and S > T */
+    tg_init(&t, "attn_short");
+    g = t.g;
+    q = in_(&t, "q", ty(IR_F32, 4, 1, 3, 1, 1));
+    k = in_(&t, "k", ty(IR_F32, 4, 1, 1, 2, 1));
+    ir_graph_add_output(g, "a", ir_attention(g, q, k, k, NULL, 1.0, true, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    p[0] = tf(IR_F32, 4, SHAPE(1, 3, 1, 1), NULL);
+    p[1] = tf(IR_F32, 4, SHAPE(1, 1, 2, 1), NULL);
+    rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_ERR(rc, err, "3 new tokens exceed the cache length 2");
+    free_tensors(p, 2);
+    tg_free(&t);
+}
+
+/* GQA: H = 4 query heads over KV = 2: heads 0, 1 read KV head 0; heads 2, 3
+ * read KV head 1 (h / (H/KV), not h % KV). Two batches with their own pos. */
+static void test_attention_gqa_batches(void)
+{
+    tgraph t;
+    tg_init(&t, "gqa");
+    ir_graph *g = t.g;
+    ir_node *q = in_(&t, "q", ty(IR_F32, 4, 2, 1, 4, 1));
+    ir_node *k = in_(&t, "k", ty(IR_F32, 4, 2, 2, 3, 1));
+    ir_node *v = in_(&t, "v", ty(IR_F32, 4, 2, 2, 3, 1));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 2));
+    ir_graph_add_output(g, "a", ir_attention(g, q, k, v, pos, 1.0, true, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    /* all scores 0 (k = 0): a plain average over the valid keys */
+    float vv[12] = {/* b0 h0 */ 10, 11, 12, /* b0 h1 */ 20, 21, 22,
+                    /* b1 h0 */ 30, 32, 34, /* b1 h1 */ 40, 44, 48};
+    ir_tensor p[4] = {
+        tf(IR_F32, 4, SHAPE(2, 1, 4, 1), FLOATS(1, 2, 3, 4, 5, 6, 7, 8)),
+        tf(IR_F32, 4, SHAPE(2, 2, 3, 1), NULL),
+        tf(IR_F32, 4, SHAPE(2, 2, 3, 1), vv),
+        ti(1, SHAPE(2), INTS(0, 2)),
+    };
+    ir_tensor o[1];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        /* batch 0 at position 0: key 0 only; batch 1 at position 2: keys 0..2 */
+        CHECK_TENSOR(o[0], 4, SHAPE(2, 1, 4, 1), FLOATS(10, 10, 20, 20, 32, 32, 44, 44), 1e-6, 1e-6);
+        free_tensors(o, 1);
+    }
+    p[3].i[1] = 3;
+    rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_ERR(rc, err, "batch 1: position 3 + 1 new tokens exceeds the cache length 3");
+    free_tensors(p, 4);
+    tg_free(&t);
+}
+
+/* cache_write into a state: rows land at pos[b] + s, the state is updated. */
+static void test_cache_write(void)
+{
+    tgraph t;
+    tg_init(&t, "cache");
+    ir_graph *g = t.g;
+    int S = ir_graph_add_sym(g, "S");
+    ir_node *kc = st_(&t, "kc", ty(IR_F32, 4, 2, 1, 3, 2));
+    ir_node *x = in_(&t, "x", ty(IR_F32, 4, 2, SYM(S), 1, 2));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 2));
+    ir_node *w = ir_cache_write(g, kc, x, pos, NOLOC);
+    ir_graph_add_output(g, "w", w, NOLOC);
+    ir_graph_add_output(g, "w0", ir_cache_write(g, kc, x, NULL, NOLOC), NOLOC);
+    CHECK(ir_graph_set_state(g, kc, w, NOLOC) == 0);
+    CHECK(tg_ok(&t));
+    float c0[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    ir_tensor p[3] = {
+        tf(IR_F32, 4, SHAPE(2, 1, 3, 2), c0),
+        tf(IR_F32, 4, SHAPE(2, 1, 1, 2), FLOATS(100, 101, 200, 201)),
+        ti(1, SHAPE(2), INTS(2, 0)),
+    };
+    ir_tensor o[2];
+    char err[256];
+    int rc = ir_interp_run(g, SHAPE(1), p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    float want[12] = {0, 1, 2, 3, 100, 101, 200, 201, 8, 9, 10, 11};
+    if (rc == 0) {
+        CHECK_TENSOR(o[0], 4, SHAPE(2, 1, 3, 2), want, 0, 0);
+        /* without pos, o = 0 in both batches; computed from the old cache */
+        CHECK_TENSOR(o[1], 4, SHAPE(2, 1, 3, 2), FLOATS(100, 101, 2, 3, 4, 5, 200, 201, 8, 9, 10, 11), 0, 0);
+        CHECK_TENSOR(p[0], 4, SHAPE(2, 1, 3, 2), want, 0, 0); /* the state was updated */
+        free_tensors(o, 2);
+    }
+    /* out of range: position 2 + 2 rows > 3 in batch 0; the state is left alone */
+    ir_tensor x2 = tf(IR_F32, 4, SHAPE(2, 2, 1, 2), FLOATS(1, 1, 2, 2, 3, 3, 4, 4));
+    ir_tensor_free(&p[1]);
+    p[1] = x2;
+    rc = ir_interp_run(g, SHAPE(2), p, o, err, sizeof err);
+    CHECK_ERR(rc, err, "cache_write");
+    CHECK_ERR(rc, err, "batch 0: position 2 + 2 new tokens exceeds the cache length 3");
+    CHECK_TENSOR(p[0], 4, SHAPE(2, 1, 3, 2), want, 0, 0);
+    p[2].i[0] = 1; /* rows 1, 2 of batch 0; rows 0, 1 of batch 1 */
+    rc = ir_interp_run(g, SHAPE(2), p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        CHECK_TENSOR(p[0], 4, SHAPE(2, 1, 3, 2), FLOATS(0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 10, 11), 0, 0);
+        free_tensors(o, 2);
+    }
+    free_tensors(p, 3);
+    tg_free(&t);
+}
+
+int main(void)
+{
+    test_rope_hd2();
+    test_rope_hd4();
+    test_attention_two_keys();
+    test_attention_causal_offsets();
+    test_attention_gqa_batches();
+    test_cache_write();
+    return CHECK_DONE();
+}
