@@ -1,0 +1,872 @@
+/* frontend/lower.c — AST to IR.
+ *
+ * Statements are lowered in order; every name must be defined before it is
+ * used. Expressions are evaluated in one of three ways, chosen by where they
+ * appear:
+ *   - as a compile-time number (const values, keyword options):  fe_eval_num
+ *   - as a dimension, a polynomial over `dims` (shapes, reshape, slice
+ *     bounds, causal_mask sizes):                               fe_eval_dim
+ *   - as a tensor (everything else):                             fe_eval_tensor
+ * A tensor expression whose leaves are all numbers and consts is folded to
+ * one scalar CONST node.
+ *
+ * Errors: each problem is reported once, at the expression responsible. A
+ * failed expression yields NULL, and NULL propagates silently (the builder
+ * returns NULL for NULL inputs; a variable bound to NULL is "poisoned" and
+ * its uses stay quiet), so one mistake never produces a cascade. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/lower.h"
+
+/* ---- symbols ---------------------------------------------------------------- */
+
+fe_sym *fe_lookup(fe_lower *l, const char *name)
+{
+    for (int i = l->nsyms - 1; i >= 0; i--)
+        if (strcmp(l->syms[i].name, name) == 0) return &l->syms[i];
+    return NULL;
+}
+
+static fe_sym *add_sym(fe_lower *l, const char *name, fe_sym_kind kind, src_loc loc)
+{
+    if (l->nsyms == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 32;
+        fe_sym *n = arena_alloc(l->a, (size_t)nc * sizeof *n);
+        if (!n) {
+            diag_error(l->d, loc, "out of memory");
+            return NULL;
+        }
+        if (l->nsyms) memcpy(n, l->syms, (size_t)l->nsyms * sizeof *n);
+        l->syms = n;
+        l->cap = nc;
+    }
+    fe_sym *s = &l->syms[l->nsyms++];
+    memset(s, 0, sizeof *s);
+    s->name = name;
+    s->kind = kind;
+    s->loc = loc;
+    s->sym = -1;
+    return s;
+}
+
+static const char *kind_name(const fe_sym *s)
+{
+    switch (s->kind) {
+    case FE_SYM_DIM: return "dim";
+    case FE_SYM_CONST: return "const";
+    case FE_SYM_PARAM:
+        return s->param_kind == IR_OP_INPUT ? "input" : s->param_kind == IR_OP_STATE ? "state" : "weight";
+    case FE_SYM_VAR: return "variable";
+    case FE_SYM_OUTPUT: return "output";
+    }
+    return "name";
+}
+
+static void redefinition(fe_lower *l, const fe_sym *prev, const char *name, src_loc loc)
+{
+    diag_error(l->d, loc, "redefinition of '%s'", name);
+    diag_note(l->d, prev->loc, "'%s' was first defined here", name);
+}
+
+static bool is_dtype_name(const char *name)
+{
+    ir_dtype t;
+    return ir_dtype_parse(name, &t);
+}
+
+/* A new name; false (with an error) when it is taken. */
+static bool check_new_name(fe_lower *l, const char *name, src_loc loc)
+{
+    fe_sym *prev = fe_lookup(l, name);
+    if (prev) {
+        redefinition(l, prev, name, loc);
+        return false;
+    }
+    if (is_dtype_name(name)) {
+        diag_error(l->d, loc, "'%s' is a dtype name and cannot be used as a name", name);
+        return false;
+    }
+    return true;
+}
+
+/* Is `name` defined by a later statement? Returns its location. */
+static bool defined_later(fe_lower *l, const char *name, src_loc *where)
+{
+    for (int i = 0; i < l->m->nstmts; i++) {
+        const fe_stmt *s = l->m->stmts[i];
+        for (int j = 0; j < s->names.n; j++)
+            if (strcmp(s->names.v[j].name, name) == 0) {
+                *where = s->names.v[j].loc;
+                return true;
+            }
+        for (int j = 0; j < s->consts.n; j++)
+            if (strcmp(s->consts.v[j].name.name, name) == 0) {
+                *where = s->consts.v[j].name.loc;
+                return true;
+            }
+    }
+    return false;
+}
+
+void fe_unknown_name(fe_lower *l, const char *name, src_loc loc)
+{
+    src_loc where;
+    if (defined_later(l, name, &where)) {
+        diag_error(l->d, loc, "'%s' is used before its definition", name);
+        diag_note(l->d, where, "'%s' is defined here", name);
+        return;
+    }
+    const char *best = NULL;
+    int best_d = 1000;
+    for (int i = 0; i < l->nsyms; i++)
+        if (fe_suggest_consider(name, l->syms[i].name, &best_d)) best = l->syms[i].name;
+    if (best)
+        diag_error(l->d, loc, "unknown name '%s'; did you mean '%s'?", name, best);
+    else
+        diag_error(l->d, loc, "unknown name '%s'", name);
+}
+
+/* ---- printing helpers -------------------------------------------------------- */
+
+const char *fe_type_str(fe_lower *l, const ir_type *t)
+{
+    char buf[512];
+    ir_type_print(t, l->g->syms, buf, sizeof buf);
+    return arena_strdup(l->a, buf);
+}
+
+const char *fe_dim_str(fe_lower *l, const ir_dim *d)
+{
+    char buf[256];
+    ir_dim_print(d, l->g->syms, buf, sizeof buf);
+    return arena_strdup(l->a, buf);
+}
+
+static void fmt_num(const fe_num *n, char *buf, size_t len)
+{
+    if (n->is_int) snprintf(buf, len, "%lld", (long long)n->i);
+    else snprintf(buf, len, "%g", n->f);
+}
+
+/* ---- compile-time numbers ------------------------------------------------------ */
+
+static fe_num num_int(int64_t v) { return (fe_num){true, v, (double)v}; }
+static fe_num num_float(double v) { return (fe_num){false, 0, v}; }
+
+bool fe_eval_num(fe_lower *l, const fe_expr *e, fe_num *out)
+{
+    switch (e->kind) {
+    case FE_E_NUM:
+        *out = e->is_int ? num_int(e->ival) : num_float(e->fval);
+        return true;
+    case FE_E_NAME: {
+        fe_sym *s = fe_lookup(l, e->text);
+        if (!s) {
+            fe_unknown_name(l, e->text, e->loc);
+            return false;
+        }
+        if (s->kind == FE_SYM_CONST) {
+            *out = s->num;
+            return s->ok;
+        }
+        if (s->kind == FE_SYM_DIM)
+            diag_error(l->d, e->loc,
+                       "'%s' is a dim (a size known at run time); a compile-time number is needed here",
+                       e->text);
+        else
+            diag_error(l->d, e->loc, "'%s' is a tensor; a compile-time number is needed here",
+                       e->text);
+        return false;
+    }
+    case FE_E_BOOL:
+        diag_error(l->d, e->loc, "expected a number, got '%s'", e->bval ? "true" : "false");
+        return false;
+    case FE_E_LIST:
+        diag_error(l->d, e->loc, "expected a number, got a list");
+        return false;
+    case FE_E_CALL:
+        diag_error(l->d, e->loc, "'%s(...)' is not a compile-time number; only + - * / over numbers and consts are",
+                   e->text);
+        return false;
+    case FE_E_NEG: {
+        fe_num a;
+        if (!fe_eval_num(l, e->lhs, &a)) return false;
+        if (a.is_int) {
+            if (a.i == INT64_MIN) {
+                diag_error(l->d, e->loc, "integer overflow in constant expression");
+                return false;
+            }
+            *out = num_int(-a.i);
+        } else {
+            *out = num_float(-a.f);
+        }
+        return true;
+    }
+    case FE_E_BINOP: {
+        fe_num a, b;
+        bool oka = fe_eval_num(l, e->lhs, &a);
+        bool okb = fe_eval_num(l, e->rhs, &b);
+        if (!oka || !okb) return false;
+        if (e->op == '@') {
+            diag_error(l->d, e->op_loc, "'@' (matrix product) needs tensors, not numbers");
+            return false;
+        }
+        if (e->op == '/' && ((b.is_int && b.i == 0) || (!b.is_int && b.f == 0))) {
+            diag_error(l->d, e->op_loc, "division by zero in constant expression");
+            return false;
+        }
+        if (a.is_int && b.is_int) {
+            int64_t r = 0;
+            bool ovf = false;
+            switch (e->op) {
+            case '+': ovf = __builtin_add_overflow(a.i, b.i, &r); break;
+            case '-': ovf = __builtin_sub_overflow(a.i, b.i, &r); break;
+            case '*': ovf = __builtin_mul_overflow(a.i, b.i, &r); break;
+            case '/':
+                if (a.i == INT64_MIN && b.i == -1) ovf = true;
+                else if (a.i % b.i == 0) r = a.i / b.i;
+                else {
+                    /* not exact: the quotient is a real number */
+                    *out = num_float((double)a.i / (double)b.i);
+                    return true;
+                }
+                break;
+            }
+            if (ovf) {
+                diag_error(l->d, e->op_loc, "integer overflow in constant expression");
+                return false;
+            }
+            *out = num_int(r);
+            return true;
+        }
+        double r = 0;
+        switch (e->op) {
+        case '+': r = a.f + b.f; break;
+        case '-': r = a.f - b.f; break;
+        case '*': r = a.f * b.f; break;
+        case '/': r = a.f / b.f; break;
+        }
+        if (!isfinite(r)) {
+            diag_error(l->d, e->op_loc, "constant expression overflows");
+            return false;
+        }
+        *out = num_float(r);
+        return true;
+    }
+    }
+    return false;
+}
+
+/* Only numbers and consts (no tensors): such an expression folds. */
+static bool is_numeric(fe_lower *l, const fe_expr *e)
+{
+    switch (e->kind) {
+    case FE_E_NUM: return true;
+    case FE_E_NAME: {
+        fe_sym *s = fe_lookup(l, e->text);
+        return s && s->kind == FE_SYM_CONST;
+    }
+    case FE_E_NEG: return is_numeric(l, e->lhs);
+    case FE_E_BINOP: return e->op != '@' && is_numeric(l, e->lhs) && is_numeric(l, e->rhs);
+    default: return false;
+    }
+}
+
+/* ---- dimensions ------------------------------------------------------------------ */
+
+static const char *dim_hint = "a dimension is an integer expression over dims and consts";
+
+bool fe_eval_dim(fe_lower *l, const fe_expr *e, ir_dim *out)
+{
+    switch (e->kind) {
+    case FE_E_NUM:
+        if (!e->is_int) {
+            diag_error(l->d, e->loc, "a dimension must be an integer, not '%s'", e->text);
+            return false;
+        }
+        *out = ir_dim_const(e->ival);
+        return true;
+    case FE_E_NAME: {
+        fe_sym *s = fe_lookup(l, e->text);
+        if (!s) {
+            fe_unknown_name(l, e->text, e->loc);
+            return false;
+        }
+        if (s->kind == FE_SYM_DIM) {
+            *out = s->bound ? ir_dim_const(s->bound_value) : ir_dim_sym(s->sym);
+            return s->bound || s->sym >= 0;
+        }
+        if (s->kind == FE_SYM_CONST) {
+            if (!s->ok) return false;
+            if (!s->num.is_int) {
+                diag_error(l->d, e->loc, "a dimension must be an integer, but const '%s' is %g",
+                           e->text, s->num.f);
+                return false;
+            }
+            *out = ir_dim_const(s->num.i);
+            return true;
+        }
+        diag_error(l->d, e->loc, "'%s' is a tensor, not a size; %s", e->text, dim_hint);
+        return false;
+    }
+    case FE_E_NEG: {
+        ir_dim a;
+        if (!fe_eval_dim(l, e->lhs, &a)) return false;
+        if (!ir_dim_sub(ir_dim_const(0), a, out)) {
+            diag_error(l->d, e->loc, "dimension expression overflows");
+            return false;
+        }
+        return true;
+    }
+    case FE_E_BINOP: {
+        ir_dim a, b;
+        bool oka = fe_eval_dim(l, e->lhs, &a);
+        bool okb = fe_eval_dim(l, e->rhs, &b);
+        if (!oka || !okb) return false;
+        bool ok = false;
+        switch (e->op) {
+        case '+': ok = ir_dim_add(a, b, out); break;
+        case '-': ok = ir_dim_sub(a, b, out); break;
+        case '*': ok = ir_dim_mul(a, b, out); break;
+        case '/': {
+            int64_t bv;
+            if (ir_dim_is_const(&b, &bv) && bv == 0) {
+                diag_error(l->d, e->op_loc, "division by zero in a dimension");
+                return false;
+            }
+            ok = ir_dim_div(a, b, out);
+            if (!ok) {
+                diag_error(l->d, e->op_loc, "'%s' is not divisible by '%s'; division in a dimension must be exact",
+                           fe_dim_str(l, &a), fe_dim_str(l, &b));
+                return false;
+            }
+            break;
+        }
+        case '@':
+            diag_error(l->d, e->op_loc, "'@' (matrix product) is not allowed in a dimension");
+            return false;
+        }
+        if (!ok) {
+            diag_error(l->d, e->op_loc, "dimension expression too large or too complex");
+            return false;
+        }
+        return true;
+    }
+    case FE_E_BOOL:
+    case FE_E_LIST:
+    case FE_E_CALL:
+        diag_error(l->d, e->loc, "expected a dimension; %s", dim_hint);
+        return false;
+    }
+    return false;
+}
+
+/* A declared shape: [dim, ...]; false after an error (reported). */
+static bool eval_type(fe_lower *l, const fe_type *t, ir_type *out)
+{
+    memset(out, 0, sizeof *out);
+    bool ok = true;
+    if (!ir_dtype_parse(t->dtype.name, &out->dtype)) {
+        const char *names[] = {"f32", "f16", "bf16", "i32"};
+        const char *best = NULL;
+        int best_d = 1000;
+        for (int i = 0; i < 4; i++)
+            if (fe_suggest_consider(t->dtype.name, names[i], &best_d)) best = names[i];
+        if (best)
+            diag_error(l->d, t->dtype.loc, "unknown dtype '%s'; did you mean '%s'?", t->dtype.name, best);
+        else
+            diag_error(l->d, t->dtype.loc, "unknown dtype '%s' (expected f32, f16, bf16 or i32)",
+                       t->dtype.name);
+        ok = false;
+    }
+    if (t->dims.n > IR_MAX_RANK) {
+        diag_error(l->d, t->dims.v[IR_MAX_RANK]->loc, "too many dimensions: a tensor has at most %d",
+                   IR_MAX_RANK);
+        return false;
+    }
+    out->rank = t->dims.n;
+    for (int i = 0; i < t->dims.n; i++) {
+        if (!fe_eval_dim(l, t->dims.v[i], &out->dims[i])) {
+            ok = false;
+            continue;
+        }
+        int64_t v;
+        if (ir_dim_is_const(&out->dims[i], &v) && v < 0) {
+            diag_error(l->d, t->dims.v[i]->loc, "a dimension cannot be negative (it is %lld)",
+                       (long long)v);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* ---- tensors ------------------------------------------------------------------------- */
+
+/* A scalar CONST for a numeric expression. An integer next to an i32 tensor
+ * becomes an i32 constant; anything else is a weakly typed f32 scalar that
+ * the builder converts to the other operand's dtype. */
+static ir_node *numeric_const(fe_lower *l, const fe_expr *e, const ir_node *other)
+{
+    fe_num n;
+    if (!fe_eval_num(l, e, &n)) return NULL;
+    ir_dtype dt = IR_F32;
+    if (other && other->type.dtype == IR_I32 && n.is_int) dt = IR_I32;
+    return ir_const(l->g, n.f, dt, e->loc);
+}
+
+static ir_op binop_ir(char op)
+{
+    switch (op) {
+    case '+': return IR_OP_ADD;
+    case '-': return IR_OP_SUB;
+    case '*': return IR_OP_MUL;
+    case '/': return IR_OP_DIV;
+    default: return IR_OP_MATMUL;
+    }
+}
+
+ir_node *fe_binary(fe_lower *l, ir_op op, const fe_expr *a, const fe_expr *b, src_loc loc)
+{
+    bool na = is_numeric(l, a), nb = is_numeric(l, b);
+    ir_node *x, *y;
+    if (na && !nb) {
+        y = fe_eval_tensor(l, b);
+        x = numeric_const(l, a, y);
+    } else if (nb && !na) {
+        x = fe_eval_tensor(l, a);
+        y = numeric_const(l, b, x);
+    } else {
+        x = fe_eval_tensor(l, a);
+        y = fe_eval_tensor(l, b);
+    }
+    if (!x || !y) return NULL;
+    return ir_binary(l->g, op, x, y, loc);
+}
+
+static ir_node *name_tensor(fe_lower *l, const fe_expr *e)
+{
+    fe_sym *s = fe_lookup(l, e->text);
+    if (!s) {
+        if (is_dtype_name(e->text))
+            diag_error(l->d, e->loc, "'%s' is a dtype, not a tensor", e->text);
+        else
+            fe_unknown_name(l, e->text, e->loc);
+        return NULL;
+    }
+    switch (s->kind) {
+    case FE_SYM_DIM:
+        diag_error(l->d, e->loc, "'%s' is a dim (a size), not a tensor", e->text);
+        return NULL;
+    case FE_SYM_CONST: return numeric_const(l, e, NULL);
+    case FE_SYM_OUTPUT:
+        if (!s->assigned) {
+            diag_error(l->d, e->loc, "output '%s' is used before it is assigned", e->text);
+            return NULL;
+        }
+        return s->value;
+    case FE_SYM_PARAM:
+    case FE_SYM_VAR: return s->value;
+    }
+    return NULL;
+}
+
+/* An expression with exactly one value. */
+ir_node *fe_eval_tensor(fe_lower *l, const fe_expr *e)
+{
+    if (is_numeric(l, e)) return numeric_const(l, e, NULL);
+    switch (e->kind) {
+    case FE_E_NUM: return numeric_const(l, e, NULL);
+    case FE_E_NAME: return name_tensor(l, e);
+    case FE_E_BOOL:
+        diag_error(l->d, e->loc, "'%s' is not a tensor (booleans are options such as causal=true)",
+                   e->bval ? "true" : "false");
+        return NULL;
+    case FE_E_LIST:
+        diag_error(l->d, e->loc, "a list is not a tensor (lists are arguments such as shapes and axes)");
+        return NULL;
+    case FE_E_NEG: {
+        ir_node *x = fe_eval_tensor(l, e->lhs);
+        return x ? ir_unary(l->g, IR_OP_NEG, x, e->loc) : NULL;
+    }
+    case FE_E_BINOP:
+        if (e->op == '@') {
+            if (is_numeric(l, e->lhs) || is_numeric(l, e->rhs)) {
+                diag_error(l->d, e->op_loc, "'@' (matrix product) needs two tensors; use '*' to scale");
+                return NULL;
+            }
+            ir_node *a = fe_eval_tensor(l, e->lhs);
+            ir_node *b = fe_eval_tensor(l, e->rhs);
+            return a && b ? ir_matmul(l->g, a, b, e->op_loc) : NULL;
+        }
+        return fe_binary(l, binop_ir(e->op), e->lhs, e->rhs, e->op_loc);
+    case FE_E_CALL: {
+        fe_vals r = fe_eval_call(l, e);
+        if (r.n == 1) return r.v[0];
+        if (r.n > 1)
+            diag_error(l->d, e->loc,
+                       "'%s' returns %d values here; assign them to %d names (a, b = %s(...))",
+                       e->text, r.n, r.n, e->text);
+        return NULL;
+    }
+    }
+    return NULL;
+}
+
+/* ---- statements -------------------------------------------------------------------- */
+
+static void name_node(fe_lower *l, ir_node *n, const char *name)
+{
+    if (n && !n->name && n->param < 0) n->name = arena_strdup(&l->g->arena, name);
+}
+
+static int find_define(fe_lower *l, const char *name)
+{
+    if (!l->opts) return -1;
+    for (int i = l->opts->ndefines - 1; i >= 0; i--)
+        if (l->opts->defines[i].name && strcmp(l->opts->defines[i].name, name) == 0) return i;
+    return -1;
+}
+
+static const src_loc no_loc = {NULL, 0, 0, 0};
+
+static void lower_dims(fe_lower *l, const fe_stmt *s)
+{
+    for (int i = 0; i < s->names.n; i++) {
+        const fe_name *n = &s->names.v[i];
+        if (!check_new_name(l, n->name, n->loc)) continue;
+        fe_sym *sym = add_sym(l, n->name, FE_SYM_DIM, n->loc);
+        if (!sym) return;
+        sym->sym = ir_graph_add_sym(l->g, n->name);
+        if (sym->sym < 0) {
+            diag_error(l->d, n->loc, "too many dims: a model has at most %d", IR_MAX_SYMS);
+            continue;
+        }
+        int di = find_define(l, n->name);
+        if (di >= 0) {
+            l->define_used[di] = true;
+            if (l->define_bad[di]) continue;
+            const fe_num *v = &l->define_num[di];
+            const fe_define *def = &l->opts->defines[di];
+            if (!v->is_int || v->i <= 0) {
+                diag_error(l->d, no_loc, "-D %s=%s: dim '%s' needs a positive integer", def->name,
+                           def->value ? def->value : "", n->name);
+                continue;
+            }
+            sym->bound = true;
+            sym->bound_value = v->i;
+        }
+    }
+}
+
+static void lower_consts(fe_lower *l, const fe_stmt *s)
+{
+    for (int i = 0; i < s->consts.n; i++) {
+        const fe_constdef *c = &s->consts.v[i];
+        fe_num v = {0};
+        bool ok;
+        int di = find_define(l, c->name.name);
+        if (di >= 0) {
+            l->define_used[di] = true;
+            ok = !l->define_bad[di];
+            v = l->define_num[di];
+        } else {
+            ok = fe_eval_num(l, c->value, &v);
+        }
+        if (!check_new_name(l, c->name.name, c->name.loc)) continue;
+        fe_sym *sym = add_sym(l, c->name.name, FE_SYM_CONST, c->name.loc);
+        if (!sym) return;
+        sym->num = v;
+        sym->ok = ok;
+    }
+}
+
+static void lower_param(fe_lower *l, const fe_stmt *s)
+{
+    const fe_name *n = &s->names.v[0];
+    ir_type t;
+    bool ok = eval_type(l, s->type, &t);
+    if (!check_new_name(l, n->name, n->loc)) return;
+    fe_sym *sym = add_sym(l, n->name, FE_SYM_PARAM, n->loc);
+    if (!sym) return;
+    sym->param_kind = s->param_kind;
+    if (!ok) return;
+    sym->param = ir_param(l->g, s->param_kind, n->name, &t, n->loc);
+    sym->value = sym->param;
+}
+
+/* Bind the value of `name` (a target of an assignment or an output). */
+static void bind(fe_lower *l, const fe_name *n, ir_node *v)
+{
+    fe_sym *s = fe_lookup(l, n->name);
+    if (!s) {
+        if (is_dtype_name(n->name)) {
+            diag_error(l->d, n->loc, "'%s' is a dtype name and cannot be used as a name", n->name);
+            return;
+        }
+        s = add_sym(l, n->name, FE_SYM_VAR, n->loc);
+        if (!s) return;
+        s->value = v;
+        name_node(l, v, n->name);
+        return;
+    }
+    switch (s->kind) {
+    case FE_SYM_DIM:
+    case FE_SYM_CONST:
+        diag_error(l->d, n->loc, "cannot assign to %s '%s'", kind_name(s), n->name);
+        diag_note(l->d, s->loc, "'%s' is declared here", n->name);
+        return;
+    case FE_SYM_PARAM:
+        if (s->param_kind != IR_OP_STATE) {
+            diag_error(l->d, n->loc, "cannot assign to %s '%s'; only a state can be given a new value",
+                       kind_name(s), n->name);
+            diag_note(l->d, s->loc, "'%s' is declared here", n->name);
+            return;
+        }
+        if (v && s->param && !ir_type_eq(&v->type, &s->param->type)) {
+            diag_error(l->d, n->loc, "new value of state '%s' has type %s, but the state is %s",
+                       n->name, fe_type_str(l, &v->type), fe_type_str(l, &s->param->type));
+            v = NULL;
+        }
+        s->value = v;
+        s->rebound = true;
+        s->rebind_loc = n->loc;
+        name_node(l, v, n->name);
+        return;
+    case FE_SYM_VAR:
+        redefinition(l, s, n->name, n->loc);
+        return;
+    case FE_SYM_OUTPUT:
+        if (s->assigned) {
+            diag_error(l->d, n->loc, "output '%s' is assigned twice", n->name);
+            diag_note(l->d, s->assign_loc, "first assigned here");
+            return;
+        }
+        s->assigned = true;
+        s->assign_loc = n->loc;
+        if (v && s->has_type && !ir_type_eq(&v->type, &s->type)) {
+            diag_error(l->d, n->loc, "output '%s' is declared %s but its value is %s", n->name,
+                       fe_type_str(l, &s->type), fe_type_str(l, &v->type));
+            v = NULL;
+        }
+        s->value = v;
+        name_node(l, v, n->name);
+        return;
+    }
+}
+
+static void lower_output(fe_lower *l, const fe_stmt *s)
+{
+    const fe_name *n = &s->names.v[0];
+    ir_type t;
+    bool has_type = s->type != NULL, type_ok = true;
+    if (has_type) type_ok = eval_type(l, s->type, &t);
+    ir_node *v = s->value ? fe_eval_tensor(l, s->value) : NULL;
+    if (!check_new_name(l, n->name, n->loc)) return;
+    fe_sym *sym = add_sym(l, n->name, FE_SYM_OUTPUT, n->loc);
+    if (!sym) return;
+    sym->has_type = has_type && type_ok;
+    if (sym->has_type) sym->type = t;
+    if (has_type && !type_ok) sym->assigned = true; /* don't also complain it's unassigned */
+    if (s->value) {
+        sym->assigned = false;
+        bind(l, n, v);
+    }
+}
+
+static void lower_assign(fe_lower *l, const fe_stmt *s)
+{
+    int nt = s->names.n;
+    /* the same name twice in one tuple */
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(s->names.v[i].name, s->names.v[j].name) == 0) {
+                diag_error(l->d, s->names.v[i].loc, "'%s' appears twice on the left of '='",
+                           s->names.v[i].name);
+                return;
+            }
+    if (nt == 1) {
+        ir_node *v = fe_eval_tensor(l, s->value);
+        bind(l, &s->names.v[0], v);
+        return;
+    }
+    fe_vals r = {0, NULL};
+    if (s->value->kind == FE_E_CALL) {
+        r = fe_eval_call(l, s->value);
+    } else {
+        ir_node *v = fe_eval_tensor(l, s->value);
+        if (v) {
+            diag_error(l->d, s->value->loc, "%d names are assigned but the expression has one value",
+                       nt);
+        }
+    }
+    if (r.n > 0 && r.n != nt) {
+        diag_error(l->d, s->value->loc, "%d names are assigned but '%s' returns %d value%s", nt,
+                   s->value->text, r.n, r.n == 1 ? "" : "s");
+        r.n = 0;
+    }
+    for (int i = 0; i < nt; i++) bind(l, &s->names.v[i], r.n ? r.v[i] : NULL);
+}
+
+/* ---- defines ------------------------------------------------------------------------ */
+
+static bool parse_define_value(const char *text, fe_num *out)
+{
+    if (!text || !*text) return false;
+    char *end;
+    errno = 0;
+    long long i = strtoll(text, &end, 10);
+    if (*end == '\0' && errno == 0) {
+        *out = num_int(i);
+        return true;
+    }
+    errno = 0;
+    double f = strtod(text, &end);
+    if (*end != '\0' || errno == ERANGE || !isfinite(f)) return false;
+    *out = num_float(f);
+    return true;
+}
+
+static void check_defines(fe_lower *l)
+{
+    if (!l->opts) return;
+    for (int i = 0; i < l->opts->ndefines; i++) {
+        const fe_define *def = &l->opts->defines[i];
+        const char *name = def->name ? def->name : "";
+        if (!parse_define_value(def->value, &l->define_num[i])) {
+            diag_error(l->d, no_loc, "-D %s=%s: the value must be a number", name,
+                       def->value ? def->value : "");
+            l->define_bad[i] = true;
+        }
+        for (int j = i + 1; j < l->opts->ndefines; j++)
+            if (l->opts->defines[j].name && strcmp(l->opts->defines[j].name, name) == 0) {
+                diag_error(l->d, no_loc, "-D %s is given more than once", name);
+                break;
+            }
+    }
+}
+
+static void check_unused_defines(fe_lower *l)
+{
+    if (!l->opts) return;
+    for (int i = 0; i < l->opts->ndefines; i++) {
+        const fe_define *def = &l->opts->defines[i];
+        if (l->define_used[i]) continue;
+        bool dup = false;
+        for (int j = i + 1; j < l->opts->ndefines; j++)
+            if (def->name && l->opts->defines[j].name && strcmp(l->opts->defines[j].name, def->name) == 0)
+                dup = true;
+        if (dup) continue; /* reported as given twice; the last one was used */
+        const char *name = def->name ? def->name : "";
+        fe_sym *s = fe_lookup(l, name);
+        if (s) {
+            diag_error(l->d, no_loc, "-D %s=%s: '%s' is %s %s, not a dim or a const", name,
+                       def->value ? def->value : "", name,
+                       s->kind == FE_SYM_OUTPUT || (s->kind == FE_SYM_PARAM && s->param_kind == IR_OP_INPUT)
+                           ? "an" : "a",
+                       kind_name(s));
+            continue;
+        }
+        const char *best = NULL;
+        int best_d = 1000;
+        for (int j = 0; j < l->nsyms; j++)
+            if ((l->syms[j].kind == FE_SYM_DIM || l->syms[j].kind == FE_SYM_CONST) &&
+                fe_suggest_consider(name, l->syms[j].name, &best_d))
+                best = l->syms[j].name;
+        if (best)
+            diag_error(l->d, no_loc, "-D %s=%s: model '%s' has no dim or const named '%s'; did you mean '%s'?",
+                       name, def->value ? def->value : "", l->g->name, name, best);
+        else
+            diag_error(l->d, no_loc, "-D %s=%s: model '%s' has no dim or const named '%s'", name,
+                       def->value ? def->value : "", l->g->name, name);
+    }
+}
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+static void finish(fe_lower *l)
+{
+    /* outputs in declaration order */
+    for (int i = 0; i < l->nsyms; i++) {
+        fe_sym *s = &l->syms[i];
+        if (s->kind != FE_SYM_OUTPUT) continue;
+        if (!s->assigned) {
+            diag_error(l->d, s->loc, "output '%s' is declared but never assigned", s->name);
+            continue;
+        }
+        if (s->value) ir_graph_add_output(l->g, s->name, s->value, s->loc);
+    }
+    /* state updates, in declaration order; a state assigned its own value is no update */
+    for (int i = 0; i < l->nsyms; i++) {
+        fe_sym *s = &l->syms[i];
+        if (s->kind == FE_SYM_PARAM && s->param_kind == IR_OP_STATE && s->rebound && s->value &&
+            s->value != s->param)
+            ir_graph_set_state(l->g, s->param, s->value, s->rebind_loc);
+    }
+}
+
+/* Lowers m into a new graph. Returns 0, or -1 when errors were reported
+ * (then *out is NULL). */
+int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, diag_list *d,
+                   ir_graph **out)
+{
+    *out = NULL;
+    int errors0 = d->errors;
+    ir_graph *g = ir_graph_new(m->name.name);
+    if (!g) {
+        diag_error(d, m->loc, "out of memory");
+        return -1;
+    }
+    g->loc = m->loc;
+    g->diags = d;
+    fe_lower l = {0};
+    l.g = g;
+    l.d = d;
+    l.a = scratch;
+    l.m = m;
+    l.opts = opts;
+    int nd = opts ? opts->ndefines : 0;
+    if (nd > 0) {
+        l.define_used = arena_alloc(scratch, (size_t)nd * sizeof *l.define_used);
+        l.define_bad = arena_alloc(scratch, (size_t)nd * sizeof *l.define_bad);
+        l.define_num = arena_alloc(scratch, (size_t)nd * sizeof *l.define_num);
+        if (!l.define_used || !l.define_bad || !l.define_num) {
+            diag_error(d, m->loc, "out of memory");
+            ir_graph_free(g);
+            return -1;
+        }
+    }
+    check_defines(&l);
+    for (int i = 0; i < m->nstmts; i++) {
+        const fe_stmt *s = m->stmts[i];
+        switch (s->kind) {
+        case FE_S_DIMS: lower_dims(&l, s); break;
+        case FE_S_CONST: lower_consts(&l, s); break;
+        case FE_S_PARAM: lower_param(&l, s); break;
+        case FE_S_OUTPUT: lower_output(&l, s); break;
+        case FE_S_ASSIGN: lower_assign(&l, s); break;
+        }
+    }
+    finish(&l);
+    check_unused_defines(&l);
+    if (d->errors == errors0 && g->noutputs == 0 && g->nstates == 0)
+        diag_error(d, m->name.loc, "model '%s' has no outputs", g->name);
+    if (d->errors == errors0 && ir_verify(g, d) != 0)
+        diag_error(d, m->loc, "internal error: the lowered graph does not verify");
+    g->diags = NULL;
+    if (d->errors != errors0) {
+        ir_graph_free(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
+const char *fe_num_str(fe_lower *l, const fe_num *n)
+{
+    char buf[64];
+    fmt_num(n, buf, sizeof buf);
+    return arena_strdup(l->a, buf);
+}
