@@ -1,0 +1,157 @@
+/* passes/pass.h — the pass manager's contract, the fusion report, and the
+ * helpers every pass shares.
+ *
+ * A pass takes ownership of a graph and returns the graph to use next: the
+ * same one modified in place (fusion passes only annotate kernel groups), or
+ * a rebuilt one (rewriting passes copy the graph through a pass_rewriter and
+ * free the old one). On failure it returns NULL after freeing its input and
+ * reporting into ctx->diags. The pipeline runs the verifier after each pass.
+ *
+ * Fusion decisions — taken or refused — go into the report with the rule
+ * that decided them, the source lines involved and the HBM bytes saved. */
+#ifndef KILN_PASS_H
+#define KILN_PASS_H
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+/* ---- the fusion report ---------------------------------------------------- */
+
+typedef struct pass_decision {
+    const char *pass;    /* the pass that decided */
+    const char *rule;    /* the rule, e.g. "epilogue-residual" (a --disable name) */
+    bool taken;
+    const char *what;    /* "fuse add (line 24) into the epilogue of linear (line 24)" */
+    const char *why;     /* taken: what it buys; refused: what blocks it, in words a user can act on */
+    int lines[8];        /* source lines of the ops involved, ascending, unique */
+    int nlines;
+    ir_dim bytes;        /* HBM bytes per call saved (taken) or that would be saved (refused) */
+} pass_decision;
+
+typedef struct pass_report {
+    arena arena;
+    pass_decision *items;
+    int count, cap;
+} pass_report;
+
+void pass_report_init(pass_report *r);
+void pass_report_free(pass_report *r);
+
+/* ---- options and context --------------------------------------------------- */
+
+typedef struct pass_options {
+    const char *const *disabled; /* pass or rule names (--disable=NAME) */
+    int ndisabled;
+    const char *print_after;     /* --print-ir-after=PASS */
+    const char *print_before;    /* --print-ir-before=PASS */
+    bool print_after_all;        /* --print-ir-after-all */
+    FILE *dump;                  /* where IR dumps go (stderr when NULL) */
+} pass_options;
+
+typedef struct pass_ctx {
+    const pass_options *opts;
+    pass_report *report;         /* may be NULL */
+    diag_list *diags;
+    const char *pass;            /* the pass now running (set by the pipeline) */
+} pass_ctx;
+
+typedef ir_graph *(*pass_fn)(ir_graph *g, pass_ctx *ctx);
+
+typedef struct pass_info {
+    const char *name;
+    pass_fn run;
+    const char *summary;
+    const char *const *rules;    /* NULL-terminated rule names it decides with; may be NULL */
+    bool required;               /* cannot be disabled (planning) */
+} pass_info;
+
+/* The pipeline, in order (passes/pipeline.c). */
+const pass_info *pass_pipeline(int *count);
+/* Is this a known pass or rule name? */
+bool pass_name_known(const char *name);
+/* Checks the options (unknown names, disabling a required pass); reports
+ * into d and returns false on a problem. */
+bool pass_options_check(const pass_options *o, diag_list *d);
+/* Runs every pass in order, with the verifier after each. Consumes g. */
+ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx);
+/* Is the rule (or the pass running it) enabled? */
+bool pass_enabled(const pass_ctx *ctx, const char *rule);
+
+/* Records a decision. nodes: the ops involved (their lines are collected). */
+void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken, ir_dim bytes,
+                 ir_node *const *nodes, int nnodes, const char *what, const char *why_fmt, ...)
+    __attribute__((format(printf, 9, 10)));
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Bytes of a tensor of type t: numel * dtype size, symbolic. */
+ir_dim pass_bytes(const ir_type *t);
+
+/* Users of every node: users[id] lists the nodes that read it; is_output[id]
+ * says whether it is a graph output or a state's new value. */
+typedef struct pass_users {
+    int **users;    /* users[id][0..count[id]) = user node ids, ascending */
+    int *count;
+    bool *is_output;
+    int n;
+} pass_users;
+bool pass_users_build(pass_users *u, const ir_graph *g);
+void pass_users_free(pass_users *u);
+/* A phrase like "t7 has 2 consumers (lines 14, 19)" for refusals. */
+const char *pass_describe_consumers(arena *a, const ir_graph *g, const pass_users *u, const ir_node *n);
+/* "add (line 24)" */
+const char *pass_describe(arena *a, const ir_node *n);
+
+/* RESHAPE, PERMUTE and SLICE: read through indexing by the consuming
+ * kernel, never a kernel of their own unless they are a model output. */
+bool pass_is_view(const ir_node *n);
+/* bind[id] is true for nodes computed from weights and constants only:
+ * done once when weights are bound. malloc'd, g->nnodes entries. */
+bool *pass_bind_time(const ir_graph *g);
+
+/* Rebuilding a graph: copy nodes in order, rewriting some on the way. */
+typedef struct pass_rewriter {
+    const ir_graph *src;
+    ir_graph *dst;
+    ir_node **map; /* src node id -> node in dst */
+} pass_rewriter;
+
+bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, diag_list *d);
+/* Copies n over its mapped inputs; records the mapping. */
+ir_node *pass_rw_copy(pass_rewriter *rw, const ir_node *n);
+/* The dst node standing for src node n. */
+static inline ir_node *pass_rw_get(const pass_rewriter *rw, const ir_node *n) { return rw->map[n->id]; }
+/* Maps outputs and state updates into dst; frees the rewriter and src
+ * (ownership passes to the result). NULL (both graphs freed) on failure. */
+ir_graph *pass_rw_finish(pass_rewriter *rw, ir_graph *src);
+void pass_rw_abort(pass_rewriter *rw);
+
+/* ---- the passes (one file each) --------------------------------------------- */
+ir_graph *pass_canonicalize(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_raise(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_dce(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_cse(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx);
+
+/* ---- translation validation (passes/validate.c) ----------------------------- */
+
+typedef struct pass_validation {
+    double max_rel_err;     /* largest ||a - b|| / ||a|| over outputs and states */
+    const char *worst;      /* name of that output or state (static storage of graph a) */
+    int compared;           /* outputs + states compared */
+} pass_validation;
+
+/* Runs `before` and `after` on the same random inputs (seeded) for the
+ * given dims and compares every output and state by name. i32 inputs get
+ * values valid for their uses (positions fit the cache, ids fit the table).
+ * Returns 0, or -1 with a message (interpreter error, interface mismatch). */
+int pass_validate(const ir_graph *before, const ir_graph *after, const int64_t *dims, uint64_t seed,
+                  pass_validation *res, char *err, size_t errlen);
+
+#endif

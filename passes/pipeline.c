@@ -1,0 +1,130 @@
+/* passes/pipeline.c — the pipeline, spelled out in one list, and the
+ * driver that runs it: the verifier after every pass, IR dumps before and
+ * after passes on request, and --disable for passes and fusion rules. */
+#include <string.h>
+
+#include "passes/pass.h"
+
+static const char *const rules_canonicalize[] = {"fold-constants", "collapse-reshapes",
+                                                 "collapse-permutes", "drop-identity", NULL};
+static const char *const rules_raise[] = {"raise-rmsnorm", "raise-layernorm", "raise-softmax",
+                                          "raise-attention", "raise-linear", "raise-silu", "raise-gelu", NULL};
+static const char *const rules_merge[] = {"merge-linears", NULL};
+static const char *const rules_epilogue[] = {"epilogue-bias", "epilogue-scale", "epilogue-activation",
+                                             "epilogue-residual", "epilogue-swiglu", NULL};
+static const char *const rules_residual_norm[] = {"residual-norm", NULL};
+static const char *const rules_attention[] = {"attention-rope", "attention-cache-write", NULL};
+static const char *const rules_elementwise[] = {"elementwise-chain", "reduction-prologue",
+                                                "reduction-epilogue", NULL};
+
+/* The order matters: patterns are raised before anything is merged, merged
+ * linears exist before epilogues are fused into them, and every fusion has
+ * run before kernels are planned. */
+static const pass_info pipeline[] = {
+    {"canonicalize", pass_canonicalize, "fold constants, collapse reshape/permute chains, drop identities", rules_canonicalize, false},
+    {"raise", pass_raise, "recognize rmsnorm, layernorm, softmax, attention, linear written with primitives", rules_raise, false},
+    {"cse", pass_cse, "merge identical computations", NULL, false},
+    {"dce", pass_dce, "drop values nothing uses", NULL, false},
+    {"merge-linears", pass_merge_linears, "merge linears that share an input (Q/K/V, gate/up)", rules_merge, false},
+    {"fuse-epilogue", pass_fuse_epilogue, "fuse bias, scale, activation, residual and SwiGLU into matmul epilogues", rules_epilogue, false},
+    {"fuse-residual-norm", pass_fuse_residual_norm, "fuse a residual add and the norm after it into one row kernel", rules_residual_norm, false},
+    {"fuse-attention", pass_fuse_attention, "fuse RoPE and the KV-cache write into attention", rules_attention, false},
+    {"fuse-elementwise", pass_fuse_elementwise, "fuse elementwise chains and reduction prologues/epilogues", rules_elementwise, false},
+    {"plan-kernels", pass_plan_kernels, "group every remaining op into a kernel", NULL, true},
+};
+
+const pass_info *pass_pipeline(int *count)
+{
+    *count = (int)(sizeof pipeline / sizeof pipeline[0]);
+    return pipeline;
+}
+
+static const pass_info *find_pass_of_rule(const char *name, bool *is_pass)
+{
+    int n;
+    const pass_info *p = pass_pipeline(&n);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(p[i].name, name)) {
+            *is_pass = true;
+            return &p[i];
+        }
+        for (const char *const *r = p[i].rules; r && *r; r++)
+            if (!strcmp(*r, name)) {
+                *is_pass = false;
+                return &p[i];
+            }
+    }
+    return NULL;
+}
+
+bool pass_name_known(const char *name)
+{
+    bool is_pass;
+    return find_pass_of_rule(name, &is_pass) != NULL;
+}
+
+bool pass_options_check(const pass_options *o, diag_list *d)
+{
+    bool ok = true;
+    const char *names[] = {o->print_after, o->print_before};
+    for (int i = 0; i < 2; i++) {
+        bool is_pass = false;
+        if (names[i] && (!find_pass_of_rule(names[i], &is_pass) || !is_pass)) {
+            diag_error(d, (src_loc){0}, "no pass named '%s' (see kiln passes)", names[i]);
+            ok = false;
+        }
+    }
+    for (int i = 0; i < o->ndisabled; i++) {
+        bool is_pass = false;
+        const pass_info *p = find_pass_of_rule(o->disabled[i], &is_pass);
+        if (!p) {
+            diag_error(d, (src_loc){0}, "--disable: no pass or rule named '%s' (see kiln passes)", o->disabled[i]);
+            ok = false;
+        } else if (is_pass && p->required) {
+            diag_error(d, (src_loc){0}, "--disable: pass '%s' is required and cannot be disabled", p->name);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+bool pass_enabled(const pass_ctx *ctx, const char *rule)
+{
+    const pass_options *o = ctx->opts;
+    if (!o) return true;
+    for (int i = 0; i < o->ndisabled; i++)
+        if (!strcmp(o->disabled[i], rule) || (ctx->pass && !strcmp(o->disabled[i], ctx->pass))) return false;
+    return true;
+}
+
+static void dump(const pass_ctx *ctx, const char *when, const char *pass, const ir_graph *g)
+{
+    FILE *out = ctx->opts && ctx->opts->dump ? ctx->opts->dump : stderr;
+    fprintf(out, "// ----- IR %s %s -----\n", when, pass);
+    ir_print(g, out);
+}
+
+ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx)
+{
+    int n;
+    const pass_info *p = pass_pipeline(&n);
+    const pass_options *o = ctx->opts;
+    for (int i = 0; i < n && g; i++) {
+        ctx->pass = p[i].name;
+        if (!p[i].required && !pass_enabled(ctx, p[i].name)) continue;
+        if (o && o->print_before && !strcmp(o->print_before, p[i].name)) dump(ctx, "before", p[i].name, g);
+        g->diags = ctx->diags;
+        g = p[i].run(g, ctx);
+        if (!g) break;
+        if (ir_verify(g, ctx->diags) != 0) {
+            diag_error(ctx->diags, g->loc, "internal error: the IR verifier failed after pass '%s'", p[i].name);
+            ir_graph_free(g);
+            g = NULL;
+            break;
+        }
+        if (o && (o->print_after_all || (o->print_after && !strcmp(o->print_after, p[i].name))))
+            dump(ctx, "after", p[i].name, g);
+    }
+    ctx->pass = NULL;
+    return g;
+}

@@ -1,0 +1,153 @@
+/* passes/plan_kernels.c — the last pass: every computation belongs to
+ * exactly one kernel, or to none for a good reason.
+ *
+ * Algorithm:
+ *  1. Bind-time values: a node whose transitive inputs are all weights or
+ *     constants (packed Q/K/V weights, a transposed weight) is computed once
+ *     when weights are bound; it gets no kernel.
+ *  2. Free nodes: parameters, scalar constants and causal masks (generated
+ *     inside the kernel that reads them), and views — RESHAPE, PERMUTE,
+ *     SLICE — that the consuming kernel reads through its indexing. A view
+ *     that is itself a model output or a state's new value must be
+ *     materialized and gets a copy kernel.
+ *  3. Every other node not yet in a group (left ungrouped by the fusion
+ *     passes, or all of them when fusion is disabled) becomes a kernel of
+ *     its own, named after its op's fusion class.
+ *  4. Kernels are renumbered in execution order (by their last member) and
+ *     checked: each kernel's inputs come from earlier kernels, so fusion
+ *     never created a cycle. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass.h"
+
+bool pass_is_view(const ir_node *n)
+{
+    return n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_SLICE;
+}
+
+static const char *kind_of(const ir_node *n)
+{
+    switch (ir_op_class(n->op)) {
+    case IR_CLASS_MATMUL: return "matmul";
+    case IR_CLASS_ATTENTION: return "attention";
+    case IR_CLASS_REDUCTION: return "row";
+    case IR_CLASS_ELEMENTWISE: return "elementwise";
+    case IR_CLASS_INJECTIVE: return pass_is_view(n) ? "copy" : "gather";
+    case IR_CLASS_OPAQUE: return n->op == IR_OP_CACHE_WRITE ? "cache-write" : "opaque";
+    default: return "elementwise";
+    }
+}
+
+/* bind[id]: computed from weights and constants only */
+bool *pass_bind_time(const ir_graph *g)
+{
+    bool *bind = calloc((size_t)g->nnodes + 1, sizeof *bind);
+    if (!bind) return NULL;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->op == IR_OP_WEIGHT) {
+            bind[i] = true;
+        } else if (n->param < 0 && n->ninputs > 0) {
+            bool all = true;
+            for (int j = 0; j < n->ninputs && all; j++) {
+                const ir_node *in = n->inputs[j];
+                all = bind[in->id] || in->op == IR_OP_CONST;
+            }
+            bind[i] = all;
+        }
+    }
+    return bind;
+}
+
+typedef struct order_item {
+    int group, last;
+} order_item;
+
+static int cmp_order(const void *a, const void *b)
+{
+    const order_item *x = a, *y = b;
+    return x->last != y->last ? x->last - y->last : x->group - y->group;
+}
+
+/* The kernel that produces the value of n, looking through free views. */
+static int producer_group(const ir_node *n)
+{
+    while (n->group < 0 && pass_is_view(n)) n = n->inputs[0];
+    return n->group;
+}
+
+ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
+{
+    bool *bind = pass_bind_time(g);
+    pass_users u;
+    if (!bind || !pass_users_build(&u, g)) {
+        free(bind);
+        diag_error(ctx->diags, g->loc, "out of memory");
+        ir_graph_free(g);
+        return NULL;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        ir_node *n = g->nodes[i];
+        if (n->group >= 0 || bind[i] || ir_op_class(n->op) == IR_CLASS_SOURCE) continue;
+        if (pass_is_view(n) && !u.is_output[i]) continue;
+        if (ir_graph_add_group(g, n, kind_of(n)) < 0) {
+            diag_error(ctx->diags, n->loc, "out of memory");
+            goto fail;
+        }
+    }
+    /* a bind-time node inside a group would be recomputed per call: take it out */
+    for (int i = 0; i < g->nnodes; i++)
+        if (bind[i] && g->nodes[i]->group >= 0 && g->groups[g->nodes[i]->group].anchor != g->nodes[i])
+            g->nodes[i]->group = -1;
+
+    /* renumber kernels in execution order */
+    int k = g->ngroups;
+    order_item *ord = calloc((size_t)k + 1, sizeof *ord);
+    int *renum = calloc((size_t)k + 1, sizeof *renum);
+    ir_group *groups = calloc((size_t)k + 1, sizeof *groups);
+    if (!ord || !renum || !groups) {
+        free(ord);
+        free(renum);
+        free(groups);
+        diag_error(ctx->diags, g->loc, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < k; i++) ord[i].group = i;
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->group >= 0) ord[g->nodes[i]->group].last = i;
+    qsort(ord, (size_t)k, sizeof *ord, cmp_order);
+    for (int i = 0; i < k; i++) {
+        renum[ord[i].group] = i;
+        groups[i] = g->groups[ord[i].group];
+    }
+    memcpy(g->groups, groups, (size_t)k * sizeof *groups);
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->group >= 0) g->nodes[i]->group = renum[g->nodes[i]->group];
+    free(ord);
+    free(renum);
+    free(groups);
+
+    /* every kernel reads only what earlier kernels (or bind time) produced */
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group < 0) continue;
+        for (int j = 0; j < n->ninputs; j++) {
+            int pg = producer_group(n->inputs[j]);
+            if (pg > n->group) {
+                diag_error(ctx->diags, n->loc,
+                           "internal error: kernel k%d reads %s, computed later by kernel k%d", n->group,
+                           pass_describe(&g->arena, n->inputs[j]), pg);
+                goto fail;
+            }
+        }
+    }
+    pass_users_free(&u);
+    free(bind);
+    return g;
+fail:
+    pass_users_free(&u);
+    free(bind);
+    ir_graph_free(g);
+    return NULL;
+}
