@@ -219,6 +219,9 @@ static void test_low_precision(void)
     ir_graph_add_output(g, "tobf", ir_cast(g, x, IR_BF16, NOLOC), NOLOC);
     ir_graph_add_output(g, "hadd", ir_binary(g, IR_OP_ADD, h, ir_const(g, 0x1p-11, IR_F32, NOLOC), NOLOC), NOLOC);
     ir_graph_add_output(g, "exp", ir_unary(g, IR_OP_EXP, a, NOLOC), NOLOC);
+    /* (a + b) - a: the intermediate sum is stored in bf16, so 1 + 2^-9 - 1 = 0 */
+    ir_graph_add_output(g, "cancel",
+                        ir_binary(g, IR_OP_SUB, ir_binary(g, IR_OP_ADD, a, b, NOLOC), a, NOLOC), NOLOC);
     CHECK(tg_ok(&t));
     ir_tensor p[4] = {
         tf(IR_BF16, 1, SHAPE(4), FLOATS(1, 3.14159f, 1, -2)),
@@ -227,12 +230,14 @@ static void test_low_precision(void)
         /* 1+2^-9 -> 1; 1+3*2^-9 -> 1+2^-7; ties 1+2^-8 -> 1 and 1+3*2^-8 -> 1+2^-6 (even) */
         tf(IR_F32, 1, SHAPE(5), FLOATS(1 + 0x1p-9f, 1 + 3 * 0x1p-9f, 1 + 0x1p-8f, 1 + 3 * 0x1p-8f, -1.0f / 3)),
     };
-    ir_tensor o[6];
+    ir_tensor o[7];
     char err[256];
     int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
     CHECK_MSG(rc == 0, "%s", err);
     if (rc == 0) {
         CHECK(o[0].dtype == IR_BF16);
+        /* 1 + 2^-9 - 1 -> 0; 5.875 - 3.140625 = 2.734375; 1 - 1 = 0; -2^-7 + ... */
+        CHECK_TENSOR(o[6], 1, SHAPE(4), FLOATS(0, ir_round_bf16(5.875f - 3.140625f), 0, 0x1p-7f), 0, 0);
         /* the parameters were rounded on the way in: 3.14159 -> 3.140625, 2.71828 -> 2.71875 */
         CHECK(p[0].f[1] == 3.140625f && p[1].f[1] == 2.71875f);
         CHECK(o[0].f[0] == 1.0f); /* 1 + 2^-9 rounds to 1 in bf16 */
@@ -248,7 +253,7 @@ static void test_low_precision(void)
         CHECK(o[4].dtype == IR_F16);
         CHECK(o[4].f[0] == 1.0f && o[4].f[1] == 2048.0f); /* f16: 1+2^-11 is a tie -> 1 */
         for (int k = 0; k < 4; k++) CHECK(o[5].f[k] == ir_round_bf16((float)exp(p[0].f[k])));
-        free_tensors(o, 6);
+        free_tensors(o, 7);
     }
     free_tensors(p, 4);
     tg_free(&t);
