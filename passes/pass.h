@@ -139,6 +139,46 @@ ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx);
 
+/* ---- memory plan (passes/plan_memory.c) ----------------------------------------
+ * Every value that crosses from one kernel to another gets a buffer in one
+ * arena of intermediates. Buffers whose lifetimes (first writer .. last
+ * reader, in kernel order) do not overlap share memory; an elementwise or row
+ * kernel may write its output over an input of the same size that it reads
+ * for the last time (in place). Model outputs live in the caller's buffers,
+ * a state's new value in the state itself (cache writes are in place), and
+ * bind-time values (packed weights) with the weights. */
+
+typedef struct pass_buffer {
+    const ir_node *value; /* the node whose result the buffer holds */
+    int first, last;      /* kernels: the writer, the last reader */
+    int64_t bytes, offset;
+} pass_buffer;
+
+typedef struct pass_memplan {
+    pass_buffer *bufs;
+    int nbufs;
+    int64_t peak;          /* bytes of the intermediates arena */
+    int64_t total;         /* what they would take without reuse */
+    int64_t packed;        /* bytes of bind-time values (packed weights) */
+} pass_memplan;
+
+/* dims: a value per graph symbol (may be NULL when every dim is a number).
+ * Returns 0, or -1 with a message naming the unbound dims. */
+int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, char *err, size_t errlen);
+void pass_memplan_free(pass_memplan *mp);
+void pass_memplan_print(const ir_graph *g, const pass_memplan *mp, FILE *out);
+
+/* ---- the report, rendered (passes/report.c) --------------------------------------- */
+
+/* For people: kernels, then every decision with its rule, lines and bytes. */
+void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out);
+/* For tools: the same as JSON (jansson). mp may be NULL. Returns 0 or -1
+ * with a message. */
+int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
+                           const char *path, char *err, size_t errlen);
+/* "12.0 MiB" for a number of bytes; "8192*B*S bytes" when symbolic. */
+const char *pass_bytes_str(arena *a, const ir_graph *g, const ir_dim *bytes);
+
 /* ---- translation validation (passes/validate.c) ----------------------------- */
 
 typedef struct pass_validation {

@@ -1,0 +1,151 @@
+/* passes/plan_memory.c — liveness and buffer reuse for intermediates.
+ *
+ * Algorithm: find every value written by one kernel and read by another
+ * (looking through views, which share their base's buffer). Its lifetime is
+ * [writer kernel, last reader kernel]. Buffers are placed largest first at
+ * the lowest offset that does not overlap, in address, any placed buffer
+ * whose lifetime overlaps its own. Two lifetimes that only touch — one ends
+ * at kernel k, the other starts at k — do not overlap when kernel k is an
+ * elementwise or row kernel of the same size: it reads each element before
+ * writing it, so the output may take the input's place. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass.h"
+
+static bool dim_value(const ir_dim *d, const int64_t *dims, int64_t *v)
+{
+    if (ir_dim_is_const(d, v)) return true;
+    return dims && ir_dim_eval(d, dims, v);
+}
+
+static bool in_place_ok(const ir_graph *g, const pass_buffer *a, const pass_buffer *b)
+{
+    const pass_buffer *early = a->last <= b->first ? a : b, *late = early == a ? b : a;
+    if (early->last != late->first || early->bytes != late->bytes) return false;
+    const char *kind = g->groups[late->first].kind;
+    return !strcmp(kind, "elementwise") || !strcmp(kind, "row");
+}
+
+static bool conflict(const ir_graph *g, const pass_buffer *a, const pass_buffer *b)
+{
+    if (a->last < b->first || b->last < a->first) return false;
+    if ((a->last == b->first || b->last == a->first) && in_place_ok(g, a, b)) return false;
+    bool addr = a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+    return addr;
+}
+
+static int cmp_size(const void *x, const void *y)
+{
+    const pass_buffer *a = *(pass_buffer *const *)x, *b = *(pass_buffer *const *)y;
+    if (a->bytes != b->bytes) return a->bytes < b->bytes ? 1 : -1;
+    return a->value->id - b->value->id;
+}
+
+/* The node whose buffer a value lives in (views alias their base). */
+static const ir_node *base_of(const ir_node *n)
+{
+    while (n->group < 0 && pass_is_view(n)) n = n->inputs[0];
+    return n;
+}
+
+int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, char *err, size_t errlen)
+{
+    memset(mp, 0, sizeof *mp);
+    int n = g->nnodes;
+    int *last = malloc(((size_t)n + 1) * sizeof *last);
+    bool *external = calloc((size_t)n + 1, sizeof *external);
+    bool *bind = pass_bind_time(g);
+    if (!last || !external || !bind) goto oom;
+    for (int i = 0; i < n; i++) last[i] = -1;
+    for (int i = 0; i < g->noutputs; i++) external[base_of(g->outputs[i].value)->id] = true;
+    for (int i = 0; i < g->nstates; i++) external[base_of(g->states[i].value)->id] = true;
+    for (int i = 0; i < n; i++) {
+        const ir_node *c = g->nodes[i];
+        if (c->group < 0) continue;
+        for (int j = 0; j < c->ninputs; j++) {
+            const ir_node *p = base_of(c->inputs[j]);
+            if (p->group >= 0 && p->group != c->group && c->group > last[p->id]) last[p->id] = c->group;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const ir_node *v = g->nodes[i];
+        int64_t bytes = 0;
+        if (bind[i] && v->op != IR_OP_WEIGHT && v->param < 0) {
+            ir_dim b = pass_bytes(&v->type);
+            if (!dim_value(&b, dims, &bytes)) goto unbound;
+            mp->packed += bytes;
+        }
+        if (v->group < 0 || last[i] < 0 || external[i]) continue;
+        ir_dim b = pass_bytes(&v->type);
+        if (!dim_value(&b, dims, &bytes)) goto unbound;
+        pass_buffer *nb = realloc(mp->bufs, ((size_t)mp->nbufs + 1) * sizeof *nb);
+        if (!nb) goto oom;
+        mp->bufs = nb;
+        bytes = (bytes + 255) & ~(int64_t)255; /* 256-byte aligned for vector loads */
+        mp->bufs[mp->nbufs++] = (pass_buffer){v, v->group, last[i], bytes, 0};
+        mp->total += bytes;
+    }
+    pass_buffer **order = malloc(((size_t)mp->nbufs + 1) * sizeof *order);
+    if (!order) goto oom;
+    for (int i = 0; i < mp->nbufs; i++) order[i] = &mp->bufs[i];
+    qsort(order, (size_t)mp->nbufs, sizeof *order, cmp_size);
+    for (int i = 0; i < mp->nbufs; i++) {
+        pass_buffer *b = order[i];
+        b->offset = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int j = 0; j < i; j++)
+                if (conflict(g, b, order[j])) {
+                    b->offset = order[j]->offset + order[j]->bytes;
+                    moved = true;
+                }
+        }
+        if (b->offset + b->bytes > mp->peak) mp->peak = b->offset + b->bytes;
+    }
+    free(order);
+    free(last);
+    free(external);
+    free(bind);
+    return 0;
+unbound:
+    snprintf(err, errlen, "the memory plan needs a value for every dim: bind ");
+    for (int i = 0; i < g->nsyms; i++) {
+        size_t len = strlen(err);
+        snprintf(err + len, errlen > len ? errlen - len : 0, "%s-D %s=N", i ? " " : "", g->syms[i]);
+    }
+    goto fail;
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    free(last);
+    free(external);
+    free(bind);
+    pass_memplan_free(mp);
+    return -1;
+}
+
+void pass_memplan_free(pass_memplan *mp)
+{
+    free(mp->bufs);
+    memset(mp, 0, sizeof *mp);
+}
+
+void pass_memplan_print(const ir_graph *g, const pass_memplan *mp, FILE *out)
+{
+    arena a;
+    arena_init(&a);
+    ir_dim peak = ir_dim_const(mp->peak), total = ir_dim_const(mp->total), packed = ir_dim_const(mp->packed);
+    fprintf(out, "memory plan: %d intermediate buffers, peak %s (%s without reuse); packed weights %s\n",
+            mp->nbufs, pass_bytes_str(&a, g, &peak),
+            pass_bytes_str(&a, g, &total), pass_bytes_str(&a, g, &packed));
+    for (int i = 0; i < mp->nbufs; i++) {
+        const pass_buffer *b = &mp->bufs[i];
+        ir_dim bytes = ir_dim_const(b->bytes);
+        fprintf(out, "  buf %-3d %%%-4d %-28s kernels k%d..k%d  offset %-10lld %s\n", i, b->value->id,
+                pass_describe(&a, b->value), b->first, b->last, (long long)b->offset,
+                pass_bytes_str(&a, g, &bytes));
+    }
+    arena_free(&a);
+}

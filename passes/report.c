@@ -1,0 +1,149 @@
+/* passes/report.c — the fusion report for people (--explain) and for tools
+ * (--report=FILE.json). */
+#include <jansson.h>
+#include <string.h>
+
+#include "passes/pass.h"
+
+const char *pass_bytes_str(arena *a, const ir_graph *g, const ir_dim *bytes)
+{
+    int64_t v;
+    if (!ir_dim_is_const(bytes, &v)) {
+        char buf[256];
+        ir_dim_print(bytes, g->syms, buf, sizeof buf);
+        return arena_printf(a, "%s bytes", buf);
+    }
+    if (v < 1024) return arena_printf(a, "%lld B", (long long)v);
+    if (v < 1024 * 1024) return arena_printf(a, "%.1f KiB", v / 1024.0);
+    if (v < 1024LL * 1024 * 1024) return arena_printf(a, "%.1f MiB", v / (1024.0 * 1024));
+    return arena_printf(a, "%.2f GiB", v / (1024.0 * 1024 * 1024));
+}
+
+static const char *lines_str(arena *a, const pass_decision *d)
+{
+    if (d->nlines == 0) return "";
+    char buf[128];
+    size_t off = 0;
+    for (int i = 0; i < d->nlines; i++) {
+        int w = snprintf(buf + off, sizeof buf - off, "%s%d", i ? ", " : "", d->lines[i]);
+        if (w > 0 && (size_t)w < sizeof buf - off) off += (size_t)w;
+    }
+    return arena_printf(a, " (line%s %s)", d->nlines > 1 ? "s" : "", buf);
+}
+
+/* "linear (line 17) + slice, silu, mul" */
+static const char *kernel_str(arena *a, const ir_graph *g, int k)
+{
+    const ir_node *anchor = g->groups[k].anchor;
+    char buf[512];
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != k || n == anchor) continue;
+        int w = snprintf(buf + off, sizeof buf - off, "%s%s", off ? ", " : "", ir_op_name(n->op));
+        if (w > 0 && (size_t)w < sizeof buf - off) off += (size_t)w;
+    }
+    return arena_printf(a, "%s%s%s", pass_describe(a, anchor), off ? " + " : "", buf);
+}
+
+void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out)
+{
+    arena a;
+    arena_init(&a);
+    int taken = 0;
+    for (int i = 0; i < r->count; i++) taken += r->items[i].taken;
+    fprintf(out, "fusion report for model %s\n\n", g->name);
+    fprintf(out, "kernels (%d):\n", g->ngroups);
+    for (int k = 0; k < g->ngroups; k++)
+        fprintf(out, "  k%-3d %-12s %s\n", k, g->groups[k].kind, kernel_str(&a, g, k));
+    fprintf(out, "\ndecisions (%d taken, %d refused):\n", taken, r->count - taken);
+    for (int i = 0; i < r->count; i++) {
+        const pass_decision *d = &r->items[i];
+        int64_t v;
+        bool none = ir_dim_is_const(&d->bytes, &v) && v == 0;
+        fprintf(out, "  %-8s %s%s: %s\n", d->taken ? "taken" : "refused", d->rule, lines_str(&a, d), d->what);
+        if (d->why && d->why[0]) fprintf(out, "           %s\n", d->why);
+        if (!none)
+            fprintf(out, "           %s %s of HBM traffic per call\n", d->taken ? "saves" : "would save",
+                    pass_bytes_str(&a, g, &d->bytes));
+    }
+    arena_free(&a);
+}
+
+static json_t *bytes_json(const ir_graph *g, const ir_dim *b)
+{
+    int64_t v;
+    if (ir_dim_is_const(b, &v)) return json_integer(v);
+    char buf[256];
+    ir_dim_print(b, g->syms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *node_json(const ir_node *n)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(n->id));
+    json_object_set_new(o, "op", json_string(ir_op_name(n->op)));
+    if (n->name) json_object_set_new(o, "name", json_string(n->name));
+    json_object_set_new(o, "line", json_integer(n->loc.line));
+    return o;
+}
+
+int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
+                           const char *path, char *err, size_t errlen)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "model", json_string(g->name));
+    json_t *kernels = json_array();
+    for (int k = 0; k < g->ngroups; k++) {
+        json_t *o = json_object(), *ops = json_array();
+        json_object_set_new(o, "id", json_integer(k));
+        json_object_set_new(o, "kind", json_string(g->groups[k].kind));
+        json_object_set_new(o, "anchor", node_json(g->groups[k].anchor));
+        for (int i = 0; i < g->nnodes; i++)
+            if (g->nodes[i]->group == k) json_array_append_new(ops, node_json(g->nodes[i]));
+        json_object_set_new(o, "ops", ops);
+        json_array_append_new(kernels, o);
+    }
+    json_object_set_new(root, "kernels", kernels);
+    json_t *decisions = json_array();
+    for (int i = 0; i < r->count; i++) {
+        const pass_decision *d = &r->items[i];
+        json_t *o = json_object(), *lines = json_array();
+        json_object_set_new(o, "pass", json_string(d->pass ? d->pass : ""));
+        json_object_set_new(o, "rule", json_string(d->rule));
+        json_object_set_new(o, "taken", json_boolean(d->taken));
+        json_object_set_new(o, "what", json_string(d->what));
+        json_object_set_new(o, "why", json_string(d->why ? d->why : ""));
+        for (int j = 0; j < d->nlines; j++) json_array_append_new(lines, json_integer(d->lines[j]));
+        json_object_set_new(o, "lines", lines);
+        json_object_set_new(o, "bytes_saved", bytes_json(g, &d->bytes));
+        json_array_append_new(decisions, o);
+    }
+    json_object_set_new(root, "decisions", decisions);
+    if (mp) {
+        json_t *m = json_object(), *bufs = json_array();
+        json_object_set_new(m, "peak_bytes", json_integer(mp->peak));
+        json_object_set_new(m, "total_bytes_without_reuse", json_integer(mp->total));
+        json_object_set_new(m, "packed_weight_bytes", json_integer(mp->packed));
+        for (int i = 0; i < mp->nbufs; i++) {
+            json_t *b = json_object();
+            json_object_set_new(b, "value", node_json(mp->bufs[i].value));
+            json_object_set_new(b, "first_kernel", json_integer(mp->bufs[i].first));
+            json_object_set_new(b, "last_kernel", json_integer(mp->bufs[i].last));
+            json_object_set_new(b, "offset", json_integer(mp->bufs[i].offset));
+            json_object_set_new(b, "bytes", json_integer(mp->bufs[i].bytes));
+            json_array_append_new(bufs, b);
+        }
+        json_object_set_new(m, "buffers", bufs);
+        json_object_set_new(root, "memory", m);
+    }
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot write the report to '%s'", path);
+        return -1;
+    }
+    return 0;
+}
