@@ -214,8 +214,11 @@ static bool bind_args(fe_lower *l, const builtin *b, const fe_expr *call, const 
             if (npos >= b->nparams) {
                 int given = 0;
                 for (int k = 0; k < args->n; k++) given += !args->v[k].name;
-                diag_error(l->d, a->value->loc, "%s takes at most %d argument%s, got %d (usage: %s)",
-                           b->name, b->nparams, b->nparams == 1 ? "" : "s", given, b->usage);
+                int req = 0;
+                for (int k = 0; k < b->nparams; k++) req += b->p[k].required;
+                diag_error(l->d, a->value->loc, "%s takes %s%d argument%s, got %d (usage: %s)",
+                           b->name, req == b->nparams ? "" : "at most ", b->nparams,
+                           b->nparams == 1 ? "" : "s", given, b->usage);
                 return false;
             }
             argv[npos++] = a->value;

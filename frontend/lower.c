@@ -87,6 +87,8 @@ static bool check_new_name(fe_lower *l, const char *name, src_loc loc)
     }
     if (is_dtype_name(name)) {
         diag_error(l->d, loc, "'%s' is a dtype name and cannot be used as a name", name);
+        fe_sym *s = add_sym(l, name, FE_SYM_VAR, loc); /* poisoned: uses stay quiet */
+        if (s) s->poison = true;
         return false;
     }
     return true;
@@ -168,6 +170,7 @@ bool fe_eval_num(fe_lower *l, const fe_expr *e, fe_num *out)
             fe_unknown_name(l, e->text, e->loc);
             return false;
         }
+        if (s->poison) return false;
         if (s->kind == FE_SYM_CONST) {
             *out = s->num;
             return s->ok;
@@ -295,6 +298,7 @@ bool fe_eval_dim(fe_lower *l, const fe_expr *e, ir_dim *out)
             fe_unknown_name(l, e->text, e->loc);
             return false;
         }
+        if (s->poison) return false;
         if (s->kind == FE_SYM_DIM) {
             *out = s->bound ? ir_dim_const(s->bound_value) : ir_dim_sym(s->sym);
             return s->bound || s->sym >= 0;
@@ -456,6 +460,7 @@ static ir_node *name_tensor(fe_lower *l, const fe_expr *e)
             fe_unknown_name(l, e->text, e->loc);
         return NULL;
     }
+    if (s->poison) return NULL;
     switch (s->kind) {
     case FE_SYM_DIM:
         diag_error(l->d, e->loc, "'%s' is a dim (a size), not a tensor", e->text);
@@ -541,7 +546,9 @@ static void lower_dims(fe_lower *l, const fe_stmt *s)
         if (!sym) return;
         sym->sym = ir_graph_add_sym(l->g, n->name);
         if (sym->sym < 0) {
-            diag_error(l->d, n->loc, "too many dims: a model has at most %d", IR_MAX_SYMS);
+            if (!l->too_many_dims)
+                diag_error(l->d, n->loc, "too many dims: a model has at most %d", IR_MAX_SYMS);
+            l->too_many_dims = true;
             continue;
         }
         int di = find_define(l, n->name);
@@ -604,10 +611,11 @@ static void bind(fe_lower *l, const fe_name *n, ir_node *v)
     if (!s) {
         if (is_dtype_name(n->name)) {
             diag_error(l->d, n->loc, "'%s' is a dtype name and cannot be used as a name", n->name);
-            return;
+            v = NULL;
         }
         s = add_sym(l, n->name, FE_SYM_VAR, n->loc);
         if (!s) return;
+        s->poison = is_dtype_name(n->name); /* defined anyway so that its uses stay quiet */
         s->value = v;
         name_node(l, v, n->name);
         return;

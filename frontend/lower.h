@@ -27,6 +27,7 @@ typedef struct fe_sym {
     const char *name;
     fe_sym_kind kind;
     src_loc loc; /* the definition (declaration) */
+    bool poison; /* its definition failed: uses are silently NULL */
     /* DIM */
     int sym;
     bool bound;
@@ -60,6 +61,7 @@ typedef struct fe_lower {
     bool *define_used;
     bool *define_bad; /* the value failed to parse */
     fe_num *define_num;
+    bool too_many_dims; /* reported once */
 } fe_lower;
 
 /* The values of an expression: one for most, several for split and the

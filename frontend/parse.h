@@ -3,6 +3,7 @@
  * global, so two threads may parse at once. */
 #ifndef KILN_FRONTEND_PARSE_H
 #define KILN_FRONTEND_PARSE_H
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,6 +19,7 @@ typedef struct fe_parser {
     fe_model *model;
     int errors;    /* lexical and syntax errors seen */
     bool oom;
+    jmp_buf *fatal; /* where the scanner's fatal errors (out of memory) return */
 
     /* lexer position (1-based) of the next character */
     int line, col;
@@ -30,6 +32,8 @@ typedef struct fe_parser {
     bool last_sync;        /* the last token may start a statement after an error */
     bool skipping;         /* discarding tokens after a syntax error */
     const char *last_text; /* identifier text of the last token (for messages) */
+    bool opened;           /* the model's '{' was seen */
+    const char *model_name;
 } fe_parser;
 
 /* Location of the current token for the lexer. */

@@ -414,6 +414,10 @@ static int fe_yylex(FE_YYSTYPE *lval, FE_YYLTYPE *lloc, struct fe_parser *p)
         bool first = !p->last_tok || lloc->first_line > p->last_end_line;
         bool sync = starts_stmt(t) || (t == IDENT && (p->last_tok == ';' ||
                                                       (first && ends_expr(p->last_tok))));
+        if (t == '{' && !p->opened) {
+            p->opened = true;
+            p->model_name = p->last_tok == IDENT ? p->last_text : NULL;
+        }
         p->last_tok = t;
         p->last_end_line = lloc->last_line;
         p->last_end_col = lloc->last_column;
@@ -430,6 +434,12 @@ static void fe_yyerror(FE_YYLTYPE *lloc, struct fe_parser *p, const char *msg)
 {
     p->errors++;
     src_loc loc = L(p, *lloc);
+    /* At the end of the file inside the model, say what is missing. */
+    if (p->last_tok == FE_YYEOF && p->opened && strcmp(msg, "syntax error, unexpected end of file") == 0) {
+        diag_error(p->diags, loc, "%s, expecting '}' to close model '%s'", msg,
+                   p->model_name ? p->model_name : "?");
+        return;
+    }
     /* Name the offending token: "unexpected identifier 'ln1'". */
     const char *kinds[] = {"unexpected identifier", "unexpected number"};
     for (int i = 0; i < 2; i++) {
