@@ -191,6 +191,10 @@ typedef struct pass_validation {
  * given dims and compares every output and state by name. i32 inputs get
  * values valid for their uses (positions fit the cache, ids fit the table).
  * Returns 0, or -1 with a message (interpreter error, interface mismatch). */
+/* The error to accept between a model and its compiled form: 1e-4 for f32
+ * graphs; 3e-2 when bf16/f16 values are stored (a fused op rounds once where
+ * the primitives rounded at every step). */
+double pass_validate_tolerance(const ir_graph *g);
 int pass_validate(const ir_graph *before, const ir_graph *after, const int64_t *dims, uint64_t seed,
                   pass_validation *res, char *err, size_t errlen);
 

@@ -182,3 +182,10 @@ out:
     free(ob);
     return rc;
 }
+
+double pass_validate_tolerance(const ir_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->type.dtype == IR_BF16 || g->nodes[i]->type.dtype == IR_F16) return 3e-2;
+    return 1e-4;
+}
