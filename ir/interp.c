@@ -150,6 +150,17 @@ static void round_tensor(ir_tensor *t)
     for (int64_t k = 0; k < n; k++) t->f[k] = ir_round_to(t->dtype, t->f[k]);
 }
 
+static bool is_rounded(const ir_tensor *t)
+{
+    if (t->dtype != IR_F16 && t->dtype != IR_BF16) return true;
+    int64_t n = ir_tensor_numel(t);
+    for (int64_t k = 0; k < n; k++) {
+        float v = t->f[k];
+        if (v == v && ir_round_to(t->dtype, v) != v) return false;
+    }
+    return true;
+}
+
 /* ---- interpreter state and errors ------------------------------------------ */
 
 typedef struct interp {
@@ -736,21 +747,28 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
     if (HD % 2) return fail(c, n, "head dimension %lld is odd", (long long)HD);
     if (check_pos(c, n, pos, B)) return -1;
     int64_t half = HD / 2;
-    double theta = n->attrs.theta;
+    /* cos/sin of p * f_i for one position, shared by all heads */
+    double *cs = malloc((size_t)(half > 0 ? 2 * half : 1) * sizeof(double));
+    if (!cs) return fail(c, n, "out of memory");
+    double *sn = cs + half;
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
             double p = (double)((pos ? (int64_t)pos->i[b] : 0) + s);
+            for (int64_t i = 0; i < half; i++) {
+                double f = pow(n->attrs.theta, -2.0 * (double)i / (double)HD);
+                cs[i] = cos(p * f);
+                sn[i] = sin(p * f);
+            }
             for (int64_t h = 0; h < NH; h++) {
                 int64_t base = ((b * S + s) * NH + h) * HD;
                 for (int64_t i = 0; i < half; i++) {
-                    double f = pow(theta, -2.0 * (double)i / (double)HD);
-                    double cs = cos(p * f), sn = sin(p * f);
                     double x1 = get(x, base + i), x2 = get(x, base + i + half);
-                    put(out, base + i, x1 * cs - x2 * sn);
-                    put(out, base + i + half, x2 * cs + x1 * sn);
+                    put(out, base + i, x1 * cs[i] - x2 * sn[i]);
+                    put(out, base + i + half, x2 * cs[i] + x1 * sn[i]);
                 }
             }
         }
+    free(cs);
     return 0;
 }
 
@@ -776,18 +794,22 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
 {
     if (q->rank != 4) return shape_mismatch(c, n, "q", q);
     if (k->rank != 4) return shape_mismatch(c, n, "k", k);
-    if (!same_shape(k, v)) return shape_mismatch(c, n, "v", v);
+    if (v->rank != 4 || v->shape[0] != k->shape[0] || v->shape[1] != k->shape[1] ||
+        v->shape[2] != k->shape[2])
+        return shape_mismatch(c, n, "v", v);
     int64_t B = q->shape[0], S = q->shape[1], H = q->shape[2], HD = q->shape[3];
-    int64_t KV = k->shape[1], T = k->shape[2];
+    int64_t KV = k->shape[1], T = k->shape[2], VD = v->shape[3];
     if (k->shape[0] != B || k->shape[3] != HD) return shape_mismatch(c, n, "k", k);
     if (KV == 0 || H % KV) return fail(c, n, "%lld query heads do not divide into %lld KV heads",
                                        (long long)H, (long long)KV);
-    if (!same_shape(q, out)) return shape_mismatch(c, n, "q", q);
+    if (out->rank != 4 || out->shape[0] != B || out->shape[1] != S || out->shape[2] != H ||
+        out->shape[3] != VD)
+        return shape_mismatch(c, n, "q", q);
     if (check_pos(c, n, pos, B)) return -1;
     int64_t group = H / KV;
     double scale = n->attrs.scale > 0 ? n->attrs.scale : 1.0 / sqrt((double)HD);
     double *p = malloc((size_t)(T > 0 ? T : 1) * sizeof(double));
-    double *acc = malloc((size_t)(HD > 0 ? HD : 1) * sizeof(double));
+    double *acc = malloc((size_t)(VD > 0 ? VD : 1) * sizeof(double));
     if (!p || !acc) {
         free(p);
         free(acc);
@@ -818,12 +840,13 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
                     p[j] = exp(p[j] - m);
                     sum += p[j];
                 }
-                for (int64_t d = 0; d < HD; d++) acc[d] = 0;
+                for (int64_t d = 0; d < VD; d++) acc[d] = 0;
                 for (int64_t j = 0; j < nk; j++) {
-                    int64_t vb = ((b * KV + kh) * T + j) * HD;
-                    for (int64_t d = 0; d < HD; d++) acc[d] += p[j] * get(v, vb + d);
+                    int64_t vb = ((b * KV + kh) * T + j) * VD;
+                    for (int64_t d = 0; d < VD; d++) acc[d] += p[j] * get(v, vb + d);
                 }
-                for (int64_t d = 0; d < HD; d++) put(out, qb + d, acc[d] / sum);
+                int64_t ob = ((b * S + s) * H + h) * VD;
+                for (int64_t d = 0; d < VD; d++) put(out, ob + d, acc[d] / sum);
             }
     }
     free(p);
@@ -989,6 +1012,17 @@ static int run_graph(interp *c, ir_tensor *params, ir_tensor *outputs, ir_tensor
                 return fail(c, n, "not a parameter of the graph");
             c->vals[k] = params[n->param];
             c->owned[k] = false;
+            /* A bf16/f16 parameter holding values that are not of its dtype
+             * is read through a rounded copy, so it behaves like storage. */
+            if (!is_rounded(&c->vals[k])) {
+                ir_tensor r;
+                if (!ir_tensor_alloc(&r, c->vals[k].dtype, c->vals[k].rank, c->vals[k].shape))
+                    return fail(c, n, "out of memory");
+                memcpy(r.f, c->vals[k].f, (size_t)ir_tensor_numel(&r) * sizeof(float));
+                round_tensor(&r);
+                c->vals[k] = r;
+                c->owned[k] = true;
+            }
         } else {
             const ir_tensor **in = in_stack;
             if (n->ninputs > 8) {

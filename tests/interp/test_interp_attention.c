@@ -267,8 +267,40 @@ static void test_cache_write(void)
     tg_free(&t);
 }
 
+/* v may have its own head dim: the result is [B, S, H, v's head dim]. */
+static void test_attention_value_dim(void)
+{
+    tgraph t;
+    tg_init(&t, "attn_vd");
+    ir_graph *g = t.g;
+    ir_node *q = in_(&t, "q", ty(IR_F32, 4, 1, 1, 1, 2));
+    ir_node *k = in_(&t, "k", ty(IR_F32, 4, 1, 1, 2, 2));
+    ir_node *v = in_(&t, "v", ty(IR_F32, 4, 1, 1, 2, 3));
+    ir_node *a = ir_attention(g, q, k, v, NULL, 1.0, true, NOLOC);
+    ir_graph_add_output(g, "a", a, NOLOC);
+    CHECK(tg_ok(&t));
+    float ln3 = (float)log(3.0);
+    ir_tensor p[3] = {
+        tf(IR_F32, 4, SHAPE(1, 1, 1, 2), FLOATS(1, 0)),
+        tf(IR_F32, 4, SHAPE(1, 1, 2, 2), (float[]){0, 5, ln3, 7}),
+        tf(IR_F32, 4, SHAPE(1, 1, 2, 3), FLOATS(4, 8, 12, 0, -4, 4)),
+    };
+    ir_tensor o[1];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        /* 1/4 [4, 8, 12] + 3/4 [0, -4, 4] */
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 1, 1, 3), FLOATS(1, -1, 6), 1e-6, 1e-6);
+        free_tensors(o, 1);
+    }
+    free_tensors(p, 3);
+    tg_free(&t);
+}
+
 int main(void)
 {
+    test_attention_value_dim();
     test_rope_hd2();
     test_rope_hd4();
     test_attention_two_keys();

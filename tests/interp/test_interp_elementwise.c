@@ -320,8 +320,37 @@ static void test_long_chain(void)
     tg_free(&t);
 }
 
+/* A bf16 parameter whose values are not bf16 is read as if rounded, and the
+ * caller's tensor is left as it was. */
+static void test_unrounded_param(void)
+{
+    tgraph t;
+    tg_init(&t, "raw");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "x", ty(IR_BF16, 1, 2));
+    ir_graph_add_output(g, "xx", ir_binary(g, IR_OP_MUL, x, x, NOLOC), NOLOC);
+    ir_graph_add_output(g, "x", x, NOLOC);
+    CHECK(tg_ok(&t));
+    ir_tensor p[1] = {tf(IR_BF16, 1, SHAPE(2), NULL)};
+    p[0].f[0] = 1 + 0x1p-9f; /* not a bf16 value: (1 + 2^-9)^2 would round up to 1 + 2^-7 */
+    p[0].f[1] = 3;
+    ir_tensor o[2];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        CHECK_TENSOR(o[0], 1, SHAPE(2), FLOATS(1, 9), 0, 0);
+        CHECK_TENSOR(o[1], 1, SHAPE(2), FLOATS(1, 3), 0, 0);
+        CHECK(p[0].f[0] == 1 + 0x1p-9f);
+        free_tensors(o, 2);
+    }
+    free_tensors(p, 1);
+    tg_free(&t);
+}
+
 int main(void)
 {
+    test_unrounded_param();
     test_broadcast();
     test_binary_ops();
     test_int_and_cast();
