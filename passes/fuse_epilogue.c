@@ -1,0 +1,331 @@
+/* passes/fuse_epilogue.c — fuse elementwise consumers into matmul epilogues.
+ *
+ * A matmul's result sits in registers before it is stored. Elementwise work
+ * on it there — a bias, a scale, an activation, a residual add, the SwiGLU
+ * product of a merged gate/up linear — costs no extra HBM traffic, where a
+ * separate kernel would write the result and read it back.
+ *
+ * Algorithm: every MATMUL and LINEAR computed at run time starts a kernel
+ * group of kind "matmul" (bind-time matmuls, over weights only, are not
+ * kernels). From the anchor walk forward along the epilogue tail:
+ *
+ *   - SwiGLU (first, at the anchor only): the anchor's only consumers are two
+ *     slices along the last axis splitting it into equal halves g and u, and
+ *     silu(g) * u (or gelu) is their only consumer. The slices, the
+ *     activation and the product join; at bind time the gate and up columns
+ *     are interleaved so that each output tile holds both halves.
+ *   - otherwise, while the tail has exactly one consumer c and c is an
+ *     ungrouped elementwise op, c joins when its other operands are
+ *       a scalar (rule epilogue-scale),
+ *       a vector along the result's last axis (epilogue-bias),
+ *       a tensor of the result's full shape (epilogue-residual),
+ *     or c is unary (epilogue-activation); c's result must have the tail's
+ *     shape (a broadcast to a larger tensor would not fit the output tile).
+ *
+ * Every op joined is a decision; so is every op refused (disabled rule,
+ * shape mismatch). When the tail has several consumers, the refusal is
+ * recorded at the end of the pass only for an elementwise consumer that no
+ * other matmul took in (so an add that reads two matmul results is not
+ * reported as refused by one and fused by the other). Slices of a merged
+ * Q/K/V result are views read by other kernels and stay ungrouped.
+ *
+ * Bytes saved per fused op: the intermediate it would have read back,
+ * written and read (2 x its bytes). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass.h"
+
+#define NZ(s) ((s) ? (s) : "?")
+
+static bool *mark_bind_time(const ir_graph *g)
+{
+    bool *bt = calloc((size_t)g->nnodes + 1, sizeof *bt);
+    if (!bt) return NULL;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST) bt[i] = true;
+        else if (n->ninputs > 0) {
+            bool all = true;
+            for (int j = 0; j < n->ninputs && all; j++) all = bt[n->inputs[j]->id];
+            bt[i] = all;
+        }
+    }
+    return bt;
+}
+
+static ir_dim times(int64_t k, ir_dim d)
+{
+    ir_dim r;
+    return ir_dim_mul(ir_dim_const(k), d, &r) ? r : ir_dim_const(0);
+}
+
+static ir_dim plus(ir_dim a, ir_dim b)
+{
+    ir_dim r;
+    return ir_dim_add(a, b, &r) ? r : ir_dim_const(0);
+}
+
+static const char *shape_str(arena *a, const ir_graph *g, const ir_type *t)
+{
+    char buf[256];
+    ir_shape_print(t, g->syms, buf, sizeof buf);
+    return arena_strdup(a, buf);
+}
+
+static const char *type_str(arena *a, const ir_graph *g, const ir_type *t)
+{
+    char buf[256];
+    ir_type_print(t, g->syms, buf, sizeof buf);
+    return arena_strdup(a, buf);
+}
+
+static bool same_shape(const ir_type *a, const ir_type *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
+    return true;
+}
+
+static bool is_one(const ir_dim *d)
+{
+    int64_t v;
+    return ir_dim_is_const(d, &v) && v == 1;
+}
+
+static int consumers(const pass_users *u, const ir_node *n)
+{
+    return u->count[n->id] + (u->is_output[n->id] ? 1 : 0);
+}
+
+static ir_node *only_user(const ir_graph *g, const pass_users *u, const ir_node *n)
+{
+    return consumers(u, n) == 1 && u->count[n->id] == 1 ? g->nodes[u->users[n->id][0]] : NULL;
+}
+
+typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL } epi_kind;
+
+static const char *rule_of(epi_kind k)
+{
+    switch (k) {
+    case K_BIAS: return "epilogue-bias";
+    case K_SCALE: return "epilogue-scale";
+    case K_ACTIVATION: return "epilogue-activation";
+    case K_RESIDUAL: break;
+    }
+    return "epilogue-residual";
+}
+
+static const char *phrase_of(epi_kind k)
+{
+    switch (k) {
+    case K_BIAS: return "the bias is applied to the accumulator in registers";
+    case K_SCALE: return "the scale is applied to the accumulator in registers";
+    case K_ACTIVATION: return "the activation is applied to the accumulator in registers";
+    case K_RESIDUAL: break;
+    }
+    return "the residual is read and added to the accumulator in registers";
+}
+
+/* How c (an elementwise op reading tail) joins the epilogue: by what its
+ * other operand is. *why is set when it cannot join. */
+static epi_kind classify(arena *a, const ir_graph *g, const ir_node *c, const ir_node *tail, const char **why)
+{
+    *why = NULL;
+    const ir_type *tt = &tail->type;
+    epi_kind kind = K_ACTIVATION;
+    const ir_node *other = NULL;
+    for (int i = 0; i < c->ninputs; i++)
+        if (c->inputs[i] != tail) other = c->inputs[i];
+    if (other) {
+        const ir_type *ot = &other->type;
+        bool scalar = true;
+        for (int j = 0; j < ot->rank; j++) scalar = scalar && is_one(&ot->dims[j]);
+        bool vector = ot->rank >= 1 && tt->rank >= 1 && ot->rank <= tt->rank &&
+                      ir_dim_eq(&ot->dims[ot->rank - 1], &tt->dims[tt->rank - 1]);
+        for (int j = 0; vector && j < ot->rank - 1; j++) vector = is_one(&ot->dims[j]);
+        if (scalar) kind = K_SCALE;
+        else if (same_shape(ot, tt)) kind = K_RESIDUAL;
+        else if (vector) kind = K_BIAS;
+        else {
+            kind = K_RESIDUAL;
+            if (same_shape(&c->type, tt))
+                *why = arena_printf(a, "the %s reads %s, which is neither a scalar, a vector along the last axis nor a tensor of the matmul's shape %s",
+                                    ir_op_name(c->op), NZ(shape_str(a, g, ot)), NZ(shape_str(a, g, tt)));
+        }
+    }
+    if (!same_shape(&c->type, tt))
+        *why = arena_printf(a, "the %s%s reads %s but the matmul produces %s", kind == K_RESIDUAL ? "residual " : "",
+                            ir_op_name(c->op), NZ(shape_str(a, g, other ? &other->type : &c->type)),
+                            NZ(shape_str(a, g, tt)));
+    return kind;
+}
+
+typedef struct pending {
+    ir_node *c, *tail, *anchor;
+} pending;
+
+typedef struct epi {
+    ir_graph *g;
+    pass_ctx *ctx;
+    pass_users u;
+    bool *bt;
+    arena a;
+    pending *pend;
+    int npend;
+} epi;
+
+static void refuse(epi *e, const char *rule, ir_dim bytes, ir_node *c, ir_node *anchor, const char *why)
+{
+    ir_node *nodes[2] = {c, anchor};
+    const char *what = arena_printf(&e->a, "fuse %s into the epilogue of %s", NZ(pass_describe(&e->a, c)),
+                                    NZ(pass_describe(&e->a, anchor)));
+    pass_decide(e->ctx, e->g, rule, false, bytes, nodes, 2, NZ(what), "not fused: %s", NZ(why));
+}
+
+static bool slice_bounds(const ir_node *s, ir_dim *start, ir_dim *end)
+{
+    *start = s->attrs.start;
+    *end = s->attrs.end;
+    return true;
+}
+
+/* SwiGLU at the anchor. Returns the new tail (the product) or NULL. */
+static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
+{
+    const pass_users *u = &e->u;
+    ir_graph *g = e->g;
+    if (u->count[anchor->id] != 2 || u->is_output[anchor->id]) return NULL;
+    ir_node *s[2] = {g->nodes[u->users[anchor->id][0]], g->nodes[u->users[anchor->id][1]]};
+    int last = anchor->type.rank - 1;
+    for (int i = 0; i < 2; i++)
+        if (s[i]->op != IR_OP_SLICE || s[i]->attrs.axis != last || s[i]->group >= 0) return NULL;
+    /* two equal halves covering the whole last axis */
+    ir_dim st[2], en[2];
+    slice_bounds(s[0], &st[0], &en[0]);
+    slice_bounds(s[1], &st[1], &en[1]);
+    ir_dim zero = ir_dim_const(0);
+    int lo = ir_dim_eq(&st[0], &zero) ? 0 : 1;
+    if (!ir_dim_eq(&st[lo], &zero) || !ir_dim_eq(&en[lo], &st[1 - lo]) ||
+        !ir_dim_eq(&en[1 - lo], &anchor->type.dims[last]) ||
+        !ir_dim_eq(&s[0]->type.dims[last], &s[1]->type.dims[last]))
+        return NULL;
+    /* find act(gate) * up */
+    ir_node *gate = NULL, *up = NULL, *act = NULL, *mul = NULL;
+    for (int i = 0; i < 2 && !mul; i++) {
+        ir_node *a = u->count[s[i]->id] == 1 ? g->nodes[u->users[s[i]->id][0]] : NULL;
+        if (!a || (a->op != IR_OP_SILU && a->op != IR_OP_GELU) || a->group >= 0) continue;
+        ir_node *m = u->count[a->id] == 1 ? g->nodes[u->users[a->id][0]] : NULL;
+        ir_node *other = s[1 - i];
+        if (!m || m->op != IR_OP_MUL || m->group >= 0) continue;
+        if (!((m->inputs[0] == a && m->inputs[1] == other) || (m->inputs[1] == a && m->inputs[0] == other)))
+            continue;
+        gate = s[i];
+        up = other;
+        act = a;
+        mul = m;
+    }
+    if (!mul) return NULL;
+    ir_node *nodes[5] = {anchor, gate, up, act, mul};
+    ir_dim bytes = plus(times(2, pass_bytes(&anchor->type)), times(2, pass_bytes(&act->type)));
+    const char *what = arena_printf(&e->a, "fuse the %s gate %s(%s) * %s into the epilogue of %s",
+                                    act->op == IR_OP_SILU ? "SwiGLU" : "GeGLU", ir_op_name(act->op),
+                                    gate->name ? gate->name : "gate", up->name ? up->name : "up",
+                                    NZ(pass_describe(&e->a, anchor)));
+    const char *ctype = NZ(type_str(&e->a, g, &mul->type));
+    if (!pass_enabled(e->ctx, "epilogue-swiglu")) {
+        pass_decide(e->ctx, g, "epilogue-swiglu", false, bytes, nodes, 5, NZ(what),
+                    "not fused: rule epilogue-swiglu is disabled (--disable)");
+        return NULL;
+    }
+    const ir_node *single[3] = {gate, up, act};
+    for (int i = 0; i < 3; i++)
+        if (consumers(u, single[i]) != 1) {
+            pass_decide(e->ctx, g, "epilogue-swiglu", false, bytes, nodes, 5, NZ(what), "not fused: %s",
+                        NZ(pass_describe_consumers(&e->a, g, u, single[i])));
+            return NULL;
+        }
+    gate->group = up->group = act->group = mul->group = k;
+    pass_decide(e->ctx, g, "epilogue-swiglu", true, bytes, nodes, 5, NZ(what),
+                "the gate and up columns will be interleaved at bind time so each output tile holds both; "
+                "%s(gate) * up is computed in registers and only the product %s is stored",
+                ir_op_name(act->op), ctype);
+    return mul;
+}
+
+static bool fuse_from(epi *e, ir_node *anchor)
+{
+    ir_graph *g = e->g;
+    const pass_users *u = &e->u;
+    int k = ir_graph_add_group(g, anchor, "matmul");
+    if (k < 0) return false;
+    ir_node *tail = try_swiglu(e, anchor, k);
+    if (!tail) tail = anchor;
+    for (;;) {
+        ir_node *c = only_user(g, u, tail);
+        if (!c) {
+            /* several consumers: remember elementwise ones that could have joined */
+            for (int i = 0; i < u->count[tail->id] && consumers(u, tail) > 1; i++) {
+                ir_node *x = g->nodes[u->users[tail->id][i]];
+                if (ir_op_class(x->op) != IR_CLASS_ELEMENTWISE || x->group >= 0) continue;
+                e->pend[e->npend++] = (pending){x, tail, anchor};
+                break;
+            }
+            return true;
+        }
+        if (ir_op_class(c->op) != IR_CLASS_ELEMENTWISE || c->group >= 0 || e->bt[c->id]) return true;
+        const char *why;
+        epi_kind kind = classify(&e->a, g, c, tail, &why);
+        ir_dim bytes = times(2, pass_bytes(&tail->type));
+        const char *rule = rule_of(kind);
+        if (why) {
+            refuse(e, rule, bytes, c, anchor, why);
+            return true;
+        }
+        if (!pass_enabled(e->ctx, rule)) {
+            refuse(e, rule, bytes, c, anchor, arena_printf(&e->a, "rule %s is disabled (--disable)", rule));
+            return true;
+        }
+        c->group = k;
+        ir_node *nodes[2] = {c, anchor};
+        const char *what = arena_printf(&e->a, "fuse %s into the epilogue of %s", NZ(pass_describe(&e->a, c)),
+                                        NZ(pass_describe(&e->a, anchor)));
+        pass_decide(e->ctx, g, rule, true, bytes, nodes, 2, NZ(what), "%s, so the intermediate %s is not written and read back",
+                    phrase_of(kind), NZ(type_str(&e->a, g, &tail->type)));
+        tail = c;
+    }
+}
+
+ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
+{
+    epi e = {.g = g, .ctx = ctx};
+    arena_init(&e.a);
+    bool have_users = pass_users_build(&e.u, g);
+    e.bt = mark_bind_time(g);
+    e.pend = malloc(((size_t)g->nnodes + 1) * sizeof *e.pend);
+    bool ok = have_users && e.bt && e.pend;
+    for (int i = 0; ok && i < g->nnodes; i++) {
+        ir_node *n = g->nodes[i];
+        if ((n->op == IR_OP_MATMUL || n->op == IR_OP_LINEAR) && n->group < 0 && !e.bt[i]) ok = fuse_from(&e, n);
+    }
+    /* refusals for consumers that no matmul took in */
+    for (int i = 0; ok && i < e.npend; i++) {
+        pending *p = &e.pend[i];
+        if (p->c->group >= 0) continue;
+        const char *why;
+        epi_kind kind = classify(&e.a, g, p->c, p->tail, &why);
+        refuse(&e, rule_of(kind), times(2, pass_bytes(&p->tail->type)), p->c, p->anchor,
+               pass_describe_consumers(&e.a, g, &e.u, p->tail));
+    }
+    if (have_users) pass_users_free(&e.u);
+    free(e.bt);
+    free(e.pend);
+    arena_free(&e.a);
+    if (!ok) {
+        diag_error(ctx->diags, g->loc, "out of memory");
+        ir_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
