@@ -562,16 +562,24 @@ static int run_matmul(interp *c, const ir_node *n, const ir_tensor *a, const ir_
     }
     int64_t batches = 1;
     for (int i = 0; i < nb; i++) batches *= out->shape[i];
+    /* one output row at a time, accumulated over k in order, in double */
+    double *acc = malloc((size_t)(N > 0 ? N : 1) * sizeof(double));
+    if (!acc) return fail(c, n, "out of memory");
     int64_t idx[IR_MAX_RANK] = {0}, oa = 0, ob = 0;
     for (int64_t bt = 0; bt < batches; bt++) {
         int64_t oo = bt * M * N;
-        for (int64_t m = 0; m < M; m++)
-            for (int64_t j = 0; j < N; j++) {
-                double acc = 0;
-                for (int64_t k = 0; k < K; k++)
-                    acc += get(a, oa + m * K + k) * get(b, ob + k * N + j);
-                put(out, oo + m * N + j, acc);
+        for (int64_t m = 0; m < M; m++) {
+            for (int64_t j = 0; j < N; j++) acc[j] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double av = get(a, oa + m * K + k);
+                int64_t br = ob + k * N;
+                if (b->dtype != IR_I32)
+                    for (int64_t j = 0; j < N; j++) acc[j] += av * (double)b->f[br + j];
+                else
+                    for (int64_t j = 0; j < N; j++) acc[j] += av * get(b, br + j);
             }
+            for (int64_t j = 0; j < N; j++) put(out, oo + m * N + j, acc[j]);
+        }
         for (int r = nb - 1; r >= 0; r--) {
             oa += sa[r];
             ob += sb[r];
@@ -581,7 +589,23 @@ static int run_matmul(interp *c, const ir_node *n, const ir_tensor *a, const ir_
             idx[r] = 0;
         }
     }
+    free(acc);
     return 0;
+}
+
+/* sum x[k] w[k] in double; four partial sums keep the adds independent. */
+static double dot_f32(const float *x, const float *w, int64_t K)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+        s0 += (double)x[k] * w[k];
+        s1 += (double)x[k + 1] * w[k + 1];
+        s2 += (double)x[k + 2] * w[k + 2];
+        s3 += (double)x[k + 3] * w[k + 3];
+    }
+    for (; k < K; k++) s0 += (double)x[k] * w[k];
+    return (s0 + s1) + (s2 + s3);
 }
 
 static int run_linear(interp *c, const ir_node *n, const ir_tensor *x, const ir_tensor *w,
@@ -601,7 +625,10 @@ static int run_linear(interp *c, const ir_node *n, const ir_tensor *x, const ir_
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < N; j++) {
             double acc = 0;
-            for (int64_t k = 0; k < K; k++) acc += get(x, r * K + k) * get(w, j * K + k);
+            if (x->dtype != IR_I32 && w->dtype != IR_I32)
+                acc = dot_f32(x->f + r * K, w->f + j * K, K);
+            else
+                for (int64_t k = 0; k < K; k++) acc += get(x, r * K + k) * get(w, j * K + k);
             if (b) acc += get(b, j);
             put(out, r * N + j, acc);
         }
