@@ -298,8 +298,45 @@ static void test_attention_value_dim(void)
     tg_free(&t);
 }
 
+/* The primitive form softmax(q @ k^T * scale + causal_mask(S, T)) @ v equals
+ * the fused op without pos (offset T - S) — the pattern the passes raise. */
+static void test_attention_matches_primitives(void)
+{
+    enum { B = 2, S = 3, H = 2, T = 5, HD = 4 };
+    tgraph t;
+    tg_init(&t, "attn_prim");
+    ir_graph *g = t.g;
+    ir_node *q = in_(&t, "q", ty(IR_F32, 4, B, S, H, HD));
+    ir_node *k = in_(&t, "k", ty(IR_F32, 4, B, H, T, HD));
+    ir_node *v = in_(&t, "v", ty(IR_F32, 4, B, H, T, HD));
+    ir_node *qp = ir_permute(g, q, (int[]){0, 2, 1, 3}, NOLOC);  /* [B, H, S, HD] */
+    ir_node *kt = ir_permute(g, k, (int[]){0, 1, 3, 2}, NOLOC);  /* [B, H, HD, T] */
+    ir_node *sc = ir_binary(g, IR_OP_MUL, ir_matmul(g, qp, kt, NOLOC), ir_const(g, 0.5, IR_F32, NOLOC), NOLOC);
+    sc = ir_binary(g, IR_OP_ADD, sc, ir_causal_mask(g, ir_dim_const(S), ir_dim_const(T), IR_F32, NOLOC), NOLOC);
+    ir_node *pr = ir_matmul(g, ir_softmax(g, sc, 3, NOLOC), v, NOLOC); /* [B, H, S, HD] */
+    ir_graph_add_output(g, "prim", ir_permute(g, pr, (int[]){0, 2, 1, 3}, NOLOC), NOLOC);
+    ir_graph_add_output(g, "fused", ir_attention(g, q, k, v, NULL, 0.5, true, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    float qv[B * S * H * HD], kv[B * H * T * HD], vv[B * H * T * HD];
+    for (int i = 0; i < B * S * H * HD; i++) qv[i] = (float)sin(i * 0.7) * 2;
+    for (int i = 0; i < B * H * T * HD; i++) kv[i] = (float)cos(i * 1.3), vv[i] = (float)sin(i * 0.37 + 1);
+    ir_tensor p[3] = {tf(IR_F32, 4, SHAPE(B, S, H, HD), qv), tf(IR_F32, 4, SHAPE(B, H, T, HD), kv),
+                      tf(IR_F32, 4, SHAPE(B, H, T, HD), vv)};
+    ir_tensor o[2];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        CHECK_TENSOR(o[1], 4, SHAPE(B, S, H, HD), o[0].f, 1e-6, 1e-5);
+        free_tensors(o, 2);
+    }
+    free_tensors(p, 3);
+    tg_free(&t);
+}
+
 int main(void)
 {
+    test_attention_matches_primitives();
     test_attention_value_dim();
     test_rope_hd2();
     test_rope_hd4();

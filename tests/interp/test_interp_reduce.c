@@ -176,8 +176,38 @@ static void test_norms(void)
     tg_free(&t);
 }
 
+/* x * rsqrt(mean(x * x, -1, keepdim) + eps) * w equals rmsnorm(x, w, eps). */
+static void test_rmsnorm_matches_primitives(void)
+{
+    tgraph t;
+    tg_init(&t, "rms_prim");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "x", ty(IR_F32, 3, 2, 3, 8));
+    ir_node *w = wt_(&t, "w", ty(IR_F32, 1, 8));
+    ir_node *ms = ir_reduce(g, IR_OP_MEAN, ir_binary(g, IR_OP_MUL, x, x, NOLOC), 4, true, NOLOC);
+    ir_node *r = ir_unary(g, IR_OP_RSQRT, ir_binary(g, IR_OP_ADD, ms, ir_const(g, 1e-5, IR_F32, NOLOC), NOLOC), NOLOC);
+    ir_graph_add_output(g, "prim", ir_binary(g, IR_OP_MUL, ir_binary(g, IR_OP_MUL, x, r, NOLOC), w, NOLOC), NOLOC);
+    ir_graph_add_output(g, "fused", ir_rmsnorm(g, x, w, 1e-5, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    float xv[48], wv[8];
+    for (int i = 0; i < 48; i++) xv[i] = (float)sin(i * 0.91) * 3;
+    for (int i = 0; i < 8; i++) wv[i] = 1 + 0.1f * (float)i;
+    ir_tensor p[2] = {tf(IR_F32, 3, SHAPE(2, 3, 8), xv), tf(IR_F32, 1, SHAPE(8), wv)};
+    ir_tensor o[2];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        CHECK_TENSOR(o[1], 3, SHAPE(2, 3, 8), o[0].f, 1e-6, 1e-6);
+        free_tensors(o, 2);
+    }
+    free_tensors(p, 2);
+    tg_free(&t);
+}
+
 int main(void)
 {
+    test_rmsnorm_matches_primitives();
     test_reductions();
     test_reduce_bf16();
     test_softmax();
