@@ -16,8 +16,10 @@
  * softmax, matmul/linear dot products, RoPE angles and attention accumulate in
  * double. Every node's result is then rounded to the node's dtype
  * (ir_round_to), so a bf16 graph behaves like one that stores bf16 between
- * ops. Float -> i32 truncates toward zero; NaN becomes 0 and values outside
- * the i32 range saturate.
+ * ops. A bf16/f16 parameter whose values are not of its dtype is read
+ * through a rounded copy (the caller's tensor is not touched). Float -> i32
+ * truncates toward zero; NaN becomes 0 and values outside the i32 range
+ * saturate. i32 arithmetic wraps around; i32 division truncates.
  *
  * Errors never abort: every entry point returns -1 with a message naming the
  * node ("%7 = attention ('a' at llama.kiln:12:5): ...") and frees everything
