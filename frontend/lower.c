@@ -121,6 +121,10 @@ void fe_unknown_name(fe_lower *l, const char *name, src_loc loc)
         diag_note(l->d, where, "'%s' is defined here", name);
         return;
     }
+    if (fe_is_builtin(name)) {
+        diag_error(l->d, loc, "'%s' is a function; call it as %s(...)", name, name);
+        return;
+    }
     const char *best = NULL;
     int best_d = 1000;
     for (int i = 0; i < l->nsyms; i++)
