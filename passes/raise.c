@@ -71,6 +71,8 @@ typedef struct match {
     double eps, scale;
     int axis;
     bool causal, w_kn, no_max, div_form, pow_form, var_form2, scale_div;
+    int kperm[4];    /* attention: k = permute(kk, kperm) is [B, KV, T, HD] */
+    ir_type ktype;
     const char *why; /* refusal reason */
 } match;
 
@@ -263,6 +265,12 @@ static bool square_of(ir_node *t, ir_node **base, bool *is_pow)
         return true;
     }
     return false;
+}
+
+static void permuted(const ir_type *in, const int *perm, ir_type *out)
+{
+    *out = *in;
+    for (int i = 0; i < in->rank; i++) out->dims[i] = in->dims[perm[i]];
 }
 
 /* ---- norms ---------------------------------------------------------------------- */
@@ -466,7 +474,7 @@ static mres match_layernorm(raiser *r, match *m, ir_node *n)
 /* exp(x - max(x, a)) / sum(exp(x - max(x, a)), a), or exp(x) / sum(exp(x), a) */
 static mres match_softmax(raiser *r, match *m, ir_node *n)
 {
-    ir_node *e, *s, *x2, *mx;
+    ir_node *e, *s, *x2 = NULL, *mx = NULL;
     if (!bin(n, IR_OP_DIV, &e, &s) || e->op != IR_OP_EXP || s->op != IR_OP_SUM || !s->attrs.keepdim ||
         !same_value(s->inputs[0], e, 8))
         return R_NO;
@@ -666,15 +674,6 @@ static mres match_linear(raiser *r, match *m, ir_node *n)
 
 /* ---- attention ------------------------------------------------------------------------ */
 
-static bool is_kt(const ir_node *t)
-{
-    static const int want[4] = {0, 1, 3, 2};
-    if (t->op != IR_OP_PERMUTE || t->type.rank != 4) return false;
-    for (int i = 0; i < 4; i++)
-        if (t->attrs.perm[i] != want[i]) return false;
-    return true;
-}
-
 /* q @ transpose(k) [* s | / s]: fills q, k and the scale; R_NO when L is
  * not a product of q and k at all. */
 static mres scores(raiser *r, match *m, ir_node *L, ir_node **q)
@@ -708,11 +707,17 @@ static mres scores(raiser *r, match *m, ir_node *L, ir_node **q)
     if (qk->type.rank != 4 || (*q)->type.rank != 4 || kt->type.rank != 4)
         return refuse(r, m, "the scores %s are not [B, H, S, T]; attention works on 4-d q, k and v",
                       shape_str(r, &qk->type));
-    if (!is_kt(kt))
-        return refuse(r, m, "the keys %s are not written as transpose(k) of a [B, KV, T, HD] k; attention reads k "
+    if (kt->op != IR_OP_PERMUTE)
+        return refuse(r, m, "the keys %s are not a transpose (a permute) of a [B, KV, T, HD] k; attention reads k "
                             "in that layout",
                       describe(r, kt));
+    /* kt = permute(base, P) = transpose(permute(base, Q)), Q = P with its last two entries swapped */
     m->kk = kt->inputs[0];
+    m->kperm[0] = kt->attrs.perm[0];
+    m->kperm[1] = kt->attrs.perm[1];
+    m->kperm[2] = kt->attrs.perm[3];
+    m->kperm[3] = kt->attrs.perm[2];
+    permuted(&m->kk->type, m->kperm, &m->ktype);
     if (!(s > 0) || !isfinite(s))
         return refuse(r, m, "the scale %g is not positive; attention takes a positive scale", s);
     return R_YES;
@@ -768,7 +773,7 @@ static mres match_attention(raiser *r, match *m, ir_node *n)
                           shape_str(r, st));
         m->causal = true;
     }
-    const ir_type *qt = &q->type, *kt = &m->kk->type, *vt = &v->type;
+    const ir_type *qt = &q->type, *kt = &m->ktype, *vt = &v->type;
     int64_t one;
     bool kv1 = ir_dim_is_const(&kt->dims[1], &one) && one == 1;
     if (!ir_dim_eq(&qt->dims[0], &kt->dims[0]) || !ir_dim_eq(&qt->dims[0], &vt->dims[0]))
@@ -807,12 +812,6 @@ static const char *escapes(raiser *r, const match *m)
     return NULL;
 }
 
-static void permuted(const ir_type *in, const int *perm, ir_type *out)
-{
-    *out = *in;
-    for (int i = 0; i < in->rank; i++) out->dims[i] = in->dims[perm[i]];
-}
-
 static const int perm_bshd[4] = {0, 2, 1, 3};
 static const int perm_t2[2] = {1, 0};
 
@@ -824,7 +823,7 @@ static bool fits(raiser *r, const match *m)
     ir_type t;
     memset(&t, 0, sizeof t);
     ir_node *in[4] = {m->x, m->w, m->b, NULL};
-    ir_node fake1;
+    ir_node fake1, fake2;
     ir_op op;
     int n = 1;
     switch (m->k) {
@@ -849,8 +848,10 @@ static bool fits(raiser *r, const match *m)
         at.causal = m->causal;
         fake1 = *m->x;
         permuted(&m->x->type, perm_bshd, &fake1.type);
+        fake2 = *m->kk;
+        fake2.type = m->ktype;
         in[0] = &fake1;
-        in[1] = m->kk;
+        in[1] = &fake2;
         in[2] = m->v;
         break;
     default: return false;
@@ -1090,8 +1091,8 @@ static ir_node *build(pass_rewriter *rw, const match *m, made *mk)
         break;
     case K_ATTENTION: {
         ir_node *q = permute_c(d, x, perm_bshd, loc);
-        ir_node *att = ir_attention(d, q, pass_rw_get(rw, m->kk), pass_rw_get(rw, m->v), NULL, m->scale,
-                                    m->causal, loc);
+        ir_node *k = permute_c(d, pass_rw_get(rw, m->kk), m->kperm, loc);
+        ir_node *att = q && k ? ir_attention(d, q, k, pass_rw_get(rw, m->v), NULL, m->scale, m->causal, loc) : NULL;
         out = att ? ir_permute(d, att, perm_bshd, loc) : NULL;
         if (out && !remember(mk, out)) out = NULL;
         break;
