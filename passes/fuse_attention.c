@@ -25,8 +25,6 @@
 
 #define NZ(s) ((s) ? (s) : "?")
 
-static bool is_view(const ir_node *n) { return n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE; }
-
 static int consumers(const pass_users *u, const ir_node *n)
 {
     return u->count[n->id] + (u->is_output[n->id] ? 1 : 0);
@@ -51,7 +49,7 @@ typedef struct att {
 static ir_node *behind_views(const att *t, ir_node *v, ir_node **blocker)
 {
     *blocker = NULL;
-    while (is_view(v)) {
+    while (pass_is_view(v)) {
         if (!*blocker && consumers(&t->u, v) != 1) *blocker = v;
         v = v->inputs[0];
     }
@@ -121,7 +119,7 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
     ir_graph *g = t->g;
     const pass_users *u = &t->u;
     ir_node *v = attn->inputs[input];
-    while (is_view(v) && u->count[v->id] == 1 && !u->is_output[v->id]) {
+    while (pass_is_view(v) && u->count[v->id] == 1 && !u->is_output[v->id]) {
         v = v->inputs[0];
     }
     ir_node *cw = v;

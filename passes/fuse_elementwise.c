@@ -33,22 +33,6 @@
 
 #define NZ(s) ((s) ? (s) : "?")
 
-static bool *mark_bind_time(const ir_graph *g)
-{
-    bool *bt = calloc((size_t)g->nnodes + 1, sizeof *bt);
-    if (!bt) return NULL;
-    for (int i = 0; i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST) bt[i] = true;
-        else if (n->ninputs > 0) {
-            bool all = true;
-            for (int j = 0; j < n->ninputs && all; j++) all = bt[n->inputs[j]->id];
-            bt[i] = all;
-        }
-    }
-    return bt;
-}
-
 static ir_dim times(int64_t k, ir_dim d)
 {
     ir_dim r;
@@ -282,7 +266,7 @@ ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx)
     ew e = {.g = g, .ctx = ctx};
     arena_init(&e.a);
     bool have_users = pass_users_build(&e.u, g);
-    e.bt = mark_bind_time(g);
+    e.bt = pass_bind_time(g);
     e.refused = calloc(nn, sizeof *e.refused);
     e.stamp = calloc(nn, sizeof *e.stamp);
     e.stack = calloc(2 * nn, sizeof *e.stack);

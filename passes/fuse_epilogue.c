@@ -17,7 +17,8 @@
  *   - otherwise, while the tail has exactly one consumer c and c is an
  *     ungrouped elementwise op, c joins when its other operands are
  *       a scalar (rule epilogue-scale),
- *       a vector along the result's last axis (epilogue-bias),
+ *       a vector along the result's last axis, or another operand that
+ *       broadcasts to the result, such as a mask (epilogue-bias),
  *       a tensor of the result's full shape (epilogue-residual),
  *     or c is unary (epilogue-activation); c's result must have the tail's
  *     shape (a broadcast to a larger tensor would not fit the output tile).
@@ -37,22 +38,6 @@
 #include "passes/pass.h"
 
 #define NZ(s) ((s) ? (s) : "?")
-
-static bool *mark_bind_time(const ir_graph *g)
-{
-    bool *bt = calloc((size_t)g->nnodes + 1, sizeof *bt);
-    if (!bt) return NULL;
-    for (int i = 0; i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST) bt[i] = true;
-        else if (n->ninputs > 0) {
-            bool all = true;
-            for (int j = 0; j < n->ninputs && all; j++) all = bt[n->inputs[j]->id];
-            bt[i] = all;
-        }
-    }
-    return bt;
-}
 
 static ir_dim times(int64_t k, ir_dim d)
 {
@@ -104,12 +89,13 @@ static ir_node *only_user(const ir_graph *g, const pass_users *u, const ir_node 
     return consumers(u, n) == 1 && u->count[n->id] == 1 ? g->nodes[u->users[n->id][0]] : NULL;
 }
 
-typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL } epi_kind;
+typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL, K_BROADCAST } epi_kind;
 
 static const char *rule_of(epi_kind k)
 {
     switch (k) {
-    case K_BIAS: return "epilogue-bias";
+    case K_BIAS:
+    case K_BROADCAST: return "epilogue-bias";
     case K_SCALE: return "epilogue-scale";
     case K_ACTIVATION: return "epilogue-activation";
     case K_RESIDUAL: break;
@@ -121,6 +107,7 @@ static const char *phrase_of(epi_kind k)
 {
     switch (k) {
     case K_BIAS: return "the bias is applied to the accumulator in registers";
+    case K_BROADCAST: return "the broadcast operand is read with broadcast indexing and applied to the accumulator in registers";
     case K_SCALE: return "the scale is applied to the accumulator in registers";
     case K_ACTIVATION: return "the activation is applied to the accumulator in registers";
     case K_RESIDUAL: break;
@@ -148,12 +135,7 @@ static epi_kind classify(arena *a, const ir_graph *g, const ir_node *c, const ir
         if (scalar) kind = K_SCALE;
         else if (same_shape(ot, tt)) kind = K_RESIDUAL;
         else if (vector) kind = K_BIAS;
-        else {
-            kind = K_RESIDUAL;
-            if (same_shape(&c->type, tt))
-                *why = arena_printf(a, "the %s reads %s, which is neither a scalar, a vector along the last axis nor a tensor of the matmul's shape %s",
-                                    ir_op_name(c->op), NZ(shape_str(a, g, ot)), NZ(shape_str(a, g, tt)));
-        }
+        else kind = ot->rank <= tt->rank ? K_BROADCAST : K_RESIDUAL;
     }
     if (!same_shape(&c->type, tt))
         *why = arena_printf(a, "the %s%s reads %s but the matmul produces %s", kind == K_RESIDUAL ? "residual " : "",
@@ -302,7 +284,7 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
     epi e = {.g = g, .ctx = ctx};
     arena_init(&e.a);
     bool have_users = pass_users_build(&e.u, g);
-    e.bt = mark_bind_time(g);
+    e.bt = pass_bind_time(g);
     e.pend = malloc(((size_t)g->nnodes + 1) * sizeof *e.pend);
     bool ok = have_users && e.bt && e.pend;
     for (int i = 0; ok && i < g->nnodes; i++) {

@@ -16,28 +16,13 @@
  * fuse-elementwise (rule reduction-prologue). The add must not be a
  * transitive input of the norm's other inputs (the gain, the bias), or the
  * kernel would wait on itself. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "passes/pass.h"
 
 #define RULE "residual-norm"
 #define NZ(s) ((s) ? (s) : "?")
-
-static bool *mark_bind_time(const ir_graph *g)
-{
-    bool *bt = calloc((size_t)g->nnodes + 1, sizeof *bt);
-    if (!bt) return NULL;
-    for (int i = 0; i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST) bt[i] = true;
-        else if (n->ninputs > 0) {
-            bool all = true;
-            for (int j = 0; j < n->ninputs && all; j++) all = bt[n->inputs[j]->id];
-            bt[i] = all;
-        }
-    }
-    return bt;
-}
 
 /* Scratch for depends_on: a visit stamp per node and a stack. */
 typedef struct walk {
@@ -78,7 +63,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
     int nn = g->nnodes;
     pass_users u;
     bool have_users = pass_users_build(&u, g);
-    bool *bt = mark_bind_time(g);
+    bool *bt = pass_bind_time(g);
     walk w = {calloc((size_t)nn + 1, sizeof *w.stamp), 0, calloc((size_t)nn + 1, sizeof *w.stack)};
     arena a;
     arena_init(&a);
@@ -115,10 +100,13 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
                 join = add;
                 char tb[256];
                 ir_type_print(&add->type, g->syms, tb, sizeof tb);
+                char who[64];
+                if (others == 1) snprintf(who, sizeof who, "its other consumer");
+                else snprintf(who, sizeof who, "its %d other consumers", others);
                 pass_decide(ctx, g, RULE, true, bytes, nodes, 2, NZ(what),
-                            "one row kernel writes the sum %s once for its other %d consumer%s and normalizes it "
+                            "one row kernel writes the sum %s once for %s and normalizes it "
                             "from registers; the norm does not read it back",
-                            tb, others, others == 1 ? "" : "s");
+                            tb, who);
             }
         }
         int k = ir_graph_add_group(g, norm, "row");

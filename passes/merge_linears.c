@@ -35,22 +35,6 @@
 #define RULE "merge-linears"
 #define NZ(s) ((s) ? (s) : "?")
 
-static bool *mark_bind_time(const ir_graph *g)
-{
-    bool *bt = calloc((size_t)g->nnodes + 1, sizeof *bt);
-    if (!bt) return NULL;
-    for (int i = 0; i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST) bt[i] = true;
-        else if (n->ninputs > 0) {
-            bool all = true;
-            for (int j = 0; j < n->ninputs && all; j++) all = bt[n->inputs[j]->id];
-            bt[i] = all;
-        }
-    }
-    return bt;
-}
-
 static ir_node *bias_of(const ir_node *l) { return l->ninputs > 2 ? l->inputs[2] : NULL; }
 
 /* Can b be merged into the class led by a? NULL when yes, else why not. */
@@ -72,10 +56,11 @@ static const char *incompatible(arena *a, const ir_node *x, const ir_node *y)
     return NULL;
 }
 
-/* A short name for a weight in the report: its parameter name, else its op. */
+/* A short name for a weight in the report: its name, "permute(wt)", or its op and line. */
 static const char *weight_name(arena *a, const ir_node *w)
 {
     if (w->name) return w->name;
+    if (w->ninputs == 1 && w->inputs[0]->name) return arena_printf(a, "%s(%s)", ir_op_name(w->op), w->inputs[0]->name);
     return pass_describe(a, w);
 }
 
@@ -143,13 +128,17 @@ static void report_merge(pass_ctx *ctx, const ir_graph *g, arena *a, const ir_no
     char what[1024], ws[512];
     size_t off = 0, woff = 0;
     what[0] = ws[0] = 0;
+    /* members on one line are told apart by their column */
+    bool same_line = false;
+    for (int i = 1; i < n; i++)
+        for (int j = 0; j < i; j++) same_line = same_line || g->nodes[ids[i]]->loc.line == g->nodes[ids[j]]->loc.line;
     for (int i = 0; i < n; i++) {
         ir_node *l = g->nodes[ids[i]];
         nodes[i] = l;
-        const char *item;
-        if (i == 0) item = pass_describe(a, l);
-        else if (l->name) item = arena_printf(a, "'%s' (%d)", l->name, l->loc.line);
-        else item = arena_printf(a, "(line %d)", l->loc.line);
+        const char *where = same_line ? arena_printf(a, "%d:%d", l->loc.line, l->loc.col)
+                                      : arena_printf(a, "%d", l->loc.line);
+        const char *item = arena_printf(a, "%s%s%s%s(%s%s)", i == 0 ? "linear " : "", l->name ? "'" : "",
+                                        l->name ? l->name : "", l->name ? "' " : "", i == 0 ? "line " : "", NZ(where));
         int w = snprintf(what + off, sizeof what - off, "%s%s", i == 0 ? "" : ", ", NZ(item));
         if (w > 0 && (size_t)w < sizeof what - off) off += (size_t)w;
         w = snprintf(ws + woff, sizeof ws - woff, "%s%s", i == 0 ? "" : "; ", NZ(weight_name(a, l->inputs[1])));
@@ -179,7 +168,7 @@ ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
 {
     if (!pass_enabled(ctx, RULE)) return g;
     int n = g->nnodes;
-    bool *bt = mark_bind_time(g);
+    bool *bt = pass_bind_time(g);
     int *leader = malloc(((size_t)n + 1) * sizeof *leader); /* class leader of a merged linear, else -1 */
     int *cand = malloc(((size_t)n + 1) * sizeof *cand);
     int *members = malloc(((size_t)n + 1) * sizeof *members);
