@@ -235,7 +235,8 @@ static mres refuse(raiser *r, match *m, const char *fmt, ...)
 /* "'t' (line 14)" or "mul (line 14)" */
 static const char *describe(raiser *r, const ir_node *n)
 {
-    if (n->name && n->param < 0) {
+    if (n->name && n->param >= 0) return arena_printf(&r->a, "%s '%s'", ir_op_name(n->op), n->name);
+    if (n->name) {
         if (n->loc.line > 0) return arena_printf(&r->a, "'%s' (line %d)", n->name, n->loc.line);
         return arena_printf(&r->a, "'%s'", n->name);
     }
@@ -577,25 +578,42 @@ static bool one_plus_tanh(ir_node *t, ir_node **th)
 
 /* 0.5 * x * (1 + tanh(c * (x + k * x^3))), c = sqrt(2/pi), k = 0.044715, in
  * any order and association of the products. */
+static mres gelu_with(raiser *r, match *m, ir_node *n, ir_node *T, ir_node *th);
+
 static mres match_gelu(raiser *r, match *m, ir_node *n)
 {
-    ir_node *f[MAXF], *th = NULL, *T = NULL;
+    ir_node *f[MAXF], *th = NULL;
     int nf = 0;
     double c = 1;
     if (n->op != IR_OP_MUL) return R_NO;
     match scratch = *m;
     if (!flatten(&scratch, n, NULL, f, &nf, &c, 8)) return R_NO;
-    for (int i = 0; i < nf && !T; i++)
-        if (one_plus_tanh(f[i], &th)) T = f[i];
-    if (!T) return R_NO;
+    /* x may itself be a product holding another 1 + tanh(...): try each */
+    for (int i = 0; i < nf; i++) {
+        if (!one_plus_tanh(f[i], &th)) continue;
+        match t = *m;
+        mres res = gelu_with(r, &t, n, f[i], th);
+        if (res != R_NO) {
+            *m = t;
+            return res;
+        }
+    }
+    return R_NO;
+}
+
+static mres gelu_with(raiser *r, match *m, ir_node *n, ir_node *T, ir_node *th)
+{
+    ir_node *f[MAXF];
+    int nf = 0;
+    double c = 1;
+    match scratch = *m;
     /* the tanh's argument: c * (p + q) with one of p, q the cubic term in the other */
-    ir_node *uf[MAXF], *p, *q, *x = NULL;
+    ir_node *uf[MAXF], *p, *q, *x = NULL, *cube_node = NULL;
     int nu = 0;
     double cu = 1;
     if (!flatten(&scratch, th->inputs[0], NULL, uf, &nu, &cu, 8) || nu != 1 || !bin(uf[0], IR_OP_ADD, &p, &q))
         return R_NO;
     double ck = 1;
-    ir_node *cube_node = NULL;
     for (int i = 0; i < 2 && !x; i++) {
         ir_node *cand = i ? q : p, *cube = i ? p : q, *cf[MAXF];
         int nc = 0;
@@ -608,8 +626,6 @@ static mres match_gelu(raiser *r, match *m, ir_node *n)
     }
     if (!x) return R_NO;
     /* now collect the pattern's nodes for real, with x an atom */
-    nf = 0;
-    c = 1;
     if (!flatten(m, n, x, f, &nf, &c, 8) || nf != 2) return R_NO;
     if (!((f[0] == T && same_value(f[1], x, 6)) || (f[1] == T && same_value(f[0], x, 6)))) return R_NO;
     nu = 0;
