@@ -176,15 +176,18 @@ static bool arg_dtype(fe_lower *l, const builtin *b, const fe_expr *e, ir_dtype 
     return false;
 }
 
-static const fe_expr *const *list_items(fe_lower *l, const builtin *b, int i, const fe_expr *e,
-                                        int *n)
+/* The items of a list argument; false (reported) when it is not a list.
+ * An empty list has n == 0 and items NULL. */
+static bool list_items(fe_lower *l, const builtin *b, int i, const fe_expr *e,
+                       const fe_expr *const **items, int *n)
 {
     if (e->kind != FE_E_LIST) {
         diag_error(l->d, e->loc, "%s: '%s' must be a list [...]", b->name, b->p[i].name);
-        return NULL;
+        return false;
     }
     *n = e->items.n;
-    return (const fe_expr *const *)e->items.v;
+    *items = (const fe_expr *const *)e->items.v;
+    return true;
 }
 
 /* ---- binding ------------------------------------------------------------------------ */
@@ -252,13 +255,22 @@ static bool bind_args(fe_lower *l, const builtin *b, const fe_expr *call, const 
         argv[k] = a->value;
     }
     if (!ok) return false;
+    char missing[256];
+    size_t off = 0;
+    int nmissing = 0;
+    missing[0] = '\0';
     for (int k = 0; k < b->nparams; k++)
-        if (b->p[k].required && !argv[k]) {
-            diag_error(l->d, call->loc, "%s: missing argument '%s' (usage: %s)", b->name, b->p[k].name,
-                       b->usage);
-            ok = false;
+        if (b->p[k].required && !argv[k] && off < sizeof missing) {
+            off += (size_t)snprintf(missing + off, sizeof missing - off, "%s'%s'",
+                                    nmissing ? ", " : "", b->p[k].name);
+            nmissing++;
         }
-    return ok;
+    if (nmissing) {
+        diag_error(l->d, call->loc, "%s: missing argument%s %s (usage: %s)", b->name,
+                   nmissing > 1 ? "s" : "", missing, b->usage);
+        return false;
+    }
+    return true;
 }
 
 /* Evaluate the P_TENSOR arguments; false when any failed. */
@@ -364,8 +376,8 @@ static fe_vals h_reshape(fe_lower *l, const builtin *b, const fe_expr *call, con
     ir_node *t[MAXP];
     bool ok = tensors(l, b, argv, t);
     int n;
-    const fe_expr *const *items = list_items(l, b, 1, argv[1], &n);
-    if (!items) return one(l, NULL);
+    const fe_expr *const *items;
+    if (!list_items(l, b, 1, argv[1], &items, &n)) return one(l, NULL);
     if (n > IR_MAX_RANK) {
         diag_error(l->d, items[IR_MAX_RANK]->loc, "reshape: too many dimensions (at most %d)",
                    IR_MAX_RANK);
@@ -444,8 +456,8 @@ static fe_vals h_permute(fe_lower *l, const builtin *b, const fe_expr *call, con
     if (!tensors(l, b, argv, t)) return one(l, NULL);
     ir_node *x = t[0];
     int n;
-    const fe_expr *const *items = list_items(l, b, 1, argv[1], &n);
-    if (!items) return one(l, NULL);
+    const fe_expr *const *items;
+    if (!list_items(l, b, 1, argv[1], &items, &n)) return one(l, NULL);
     if (n != x->type.rank) {
         diag_error(l->d, argv[1]->loc, "permute: %d axes given for %s, which has %d", n,
                    fe_type_str(l, &x->type), x->type.rank);
@@ -483,8 +495,8 @@ static fe_vals h_slice(fe_lower *l, const builtin *b, const fe_expr *call, const
 static fe_vals h_concat(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
 {
     int n;
-    const fe_expr *const *items = list_items(l, b, 0, argv[0], &n);
-    if (!items) return one(l, NULL);
+    const fe_expr *const *items;
+    if (!list_items(l, b, 0, argv[0], &items, &n)) return one(l, NULL);
     if (n == 0) {
         diag_error(l->d, argv[0]->loc, "concat: the list of tensors is empty");
         return one(l, NULL);
@@ -605,7 +617,8 @@ static fe_vals h_cache_write(fe_lower *l, const builtin *b, const fe_expr *call,
     fe_vals r = many(l, 2);
     if (!r.v) return none;
     r.v[0] = ir_cache_write(l->g, t[0], t[2], t[4], call->loc);
-    r.v[1] = ir_cache_write(l->g, t[1], t[3], t[4], call->loc);
+    /* the V write would most likely repeat the K write's error */
+    r.v[1] = r.v[0] ? ir_cache_write(l->g, t[1], t[3], t[4], call->loc) : NULL;
     return r;
 }
 

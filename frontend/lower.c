@@ -798,7 +798,7 @@ static void check_unused_defines(fe_lower *l)
 
 /* ---- the model ------------------------------------------------------------------------ */
 
-static void finish(fe_lower *l)
+static void finish(fe_lower *l, int errors0)
 {
     /* outputs in declaration order */
     for (int i = 0; i < l->nsyms; i++) {
@@ -808,7 +808,15 @@ static void finish(fe_lower *l)
             diag_error(l->d, s->loc, "output '%s' is declared but never assigned", s->name);
             continue;
         }
-        if (s->value) ir_graph_add_output(l->g, s->name, s->value, s->loc);
+        if (s->value) {
+            if (ir_graph_add_output(l->g, s->name, s->value, s->loc) < 0)
+                diag_error(l->d, s->loc, "out of memory");
+        } else if (l->d->errors == errors0) {
+            /* every failure reports; this guards the guarantee that a NULL
+             * graph always comes with an error */
+            diag_error(l->d, s->loc, "internal error: output '%s' has no value (please report)",
+                       s->name);
+        }
     }
     /* state updates, in declaration order; a state assigned its own value is no update */
     for (int i = 0; i < l->nsyms; i++) {
@@ -861,7 +869,7 @@ int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, di
         case FE_S_ASSIGN: lower_assign(&l, s); break;
         }
     }
-    finish(&l);
+    finish(&l, errors0);
     check_unused_defines(&l);
     if (d->errors == errors0 && g->noutputs == 0 && g->nstates == 0)
         diag_error(d, m->name.loc, "model '%s' has no outputs", g->name);
