@@ -72,6 +72,7 @@ typedef struct match {
     int axis;
     bool causal, w_kn, no_max, div_form, pow_form, var_form2, scale_div;
     int kperm[4];    /* attention: k = permute(kk, kperm) is [B, KV, T, HD] */
+    src_loc kloc;    /* where the model transposes k */
     ir_type ktype;
     const char *why; /* refusal reason */
 } match;
@@ -729,6 +730,7 @@ static mres scores(raiser *r, match *m, ir_node *L, ir_node **q)
                       describe(r, kt));
     /* kt = permute(base, P) = transpose(permute(base, Q)), Q = P with its last two entries swapped */
     m->kk = kt->inputs[0];
+    m->kloc = kt->loc;
     m->kperm[0] = kt->attrs.perm[0];
     m->kperm[1] = kt->attrs.perm[1];
     m->kperm[2] = kt->attrs.perm[3];
@@ -1107,7 +1109,7 @@ static ir_node *build(pass_rewriter *rw, const match *m, made *mk)
         break;
     case K_ATTENTION: {
         ir_node *q = permute_c(d, x, perm_bshd, loc);
-        ir_node *k = permute_c(d, pass_rw_get(rw, m->kk), m->kperm, loc);
+        ir_node *k = permute_c(d, pass_rw_get(rw, m->kk), m->kperm, m->kloc);
         ir_node *att = q && k ? ir_attention(d, q, k, pass_rw_get(rw, m->v), NULL, m->scale, m->causal, loc) : NULL;
         out = att ? ir_permute(d, att, perm_bshd, loc) : NULL;
         if (out && !remember(mk, out)) out = NULL;
