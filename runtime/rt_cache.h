@@ -108,7 +108,8 @@ typedef enum rt_cache_lookup {
 
 /* On a hit, *out receives a malloc'd copy (free with rt_blob_free); on a
  * miss or an error it is empty. A disk hit also fills the memory map. arch
- * must be the arch the key was made with (it selects the directory). */
+ * must be the arch the key was made with: it selects the directory on disk
+ * (the memory map is keyed by the key alone, which already covers it). */
 rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt_blob *out);
 
 /* Store a copy in memory and on disk. A disk failure is counted (and the

@@ -221,13 +221,14 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
 
     char incdir[4096], incopt[4100];
     bool have_inc;
-    if (opts && opts->include_dir) {
-        have_inc = snprintf(incdir, sizeof incdir, "%s", opts->include_dir) < (int)sizeof incdir;
+    if (opts && opts->include_dir) { /* "" = no include directory */
+        have_inc = opts->include_dir[0] &&
+                   snprintf(incdir, sizeof incdir, "%s", opts->include_dir) < (int)sizeof incdir;
     } else {
         have_inc = rt_nvrtc_include_dir(opts ? opts->getenv : NULL, opts ? opts->getenv_user : NULL,
                                         incdir, sizeof incdir);
     }
-    if (have_inc && incdir[0]) {
+    if (have_inc) {
         snprintf(incopt, sizeof incopt, "-I%s", incdir);
         argv[nopt++] = incopt;
     }

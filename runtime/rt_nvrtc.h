@@ -58,7 +58,8 @@ typedef struct rt_compile_opts {
     const char *const *extra; /* more NVRTC options ("-DTILE=64", "--use_fast_math") */
     int nextra;               /* must not set the architecture: use arch */
     bool lineinfo;            /* add -lineinfo */
-    const char *include_dir;  /* CUDA headers; NULL = rt_nvrtc_include_dir() */
+    const char *include_dir;  /* CUDA headers; NULL = rt_nvrtc_include_dir(),
+                               * "" = none */
     rt_getenv_fn getenv;      /* used to resolve include_dir when NULL */
     void *getenv_user;
 } rt_compile_opts;
