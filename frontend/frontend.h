@@ -34,11 +34,18 @@ int fe_source_from_string(fe_source *src, const char *name, const char *text);
 void fe_source_free(fe_source *src);
 
 /* Parses and lowers. Returns the graph (verified) or NULL when any error was
- * reported into d. The graph's diags pointer is reset to NULL on return. */
+ * reported into d. The graph's diags pointer is reset to NULL on return.
+ * opts may be NULL. Every diagnostic carries a location whose file name is a
+ * copy in d's arena (it outlives src and the graph); the graph's node
+ * locations point at a copy in the graph's own arena. No global state: any
+ * number of threads may compile at once. The language and its diagnostics
+ * are described in docs/LANGUAGE.md. */
 ir_graph *fe_compile(const fe_source *src, const fe_options *opts, diag_list *d);
 
-/* Parses only and prints the AST (a stable, indented S-expression form).
- * Returns 0, or -1 when there were syntax errors (reported into d). */
+/* Parses only and prints the AST (a stable, indented S-expression form, one
+ * statement per line ending with its @line:col; see docs/LANGUAGE.md).
+ * Returns 0, or -1 when there were syntax errors (reported into d; nothing
+ * is printed then). */
 int fe_dump_ast(const fe_source *src, FILE *out, diag_list *d);
 
 #endif

@@ -434,6 +434,11 @@ static void fe_yyerror(FE_YYLTYPE *lloc, struct fe_parser *p, const char *msg)
 {
     p->errors++;
     src_loc loc = L(p, *lloc);
+    /* bison's stack overflows (YYMAXDEPTH) only on absurd nesting */
+    if (strcmp(msg, "memory exhausted") == 0) {
+        diag_error(p->diags, loc, "expression nested too deeply (the parser's stack is full)");
+        return;
+    }
     /* At the end of the file inside the model, say what is missing. */
     if (p->last_tok == FE_YYEOF && p->opened && strcmp(msg, "syntax error, unexpected end of file") == 0) {
         diag_error(p->diags, loc, "%s, expecting '}' to close model '%s'", msg,
