@@ -542,7 +542,11 @@ static bool weakly_typed(const ir_node *n)
  * operand's dtype: `x * 0.5` keeps x's dtype. */
 static ir_node *retype_weak(ir_graph *g, ir_node *w, ir_dtype to)
 {
-    if (w->type.dtype == to || !ir_dtype_is_float(to)) return w;
+    if (w->type.dtype == to) return w;
+    if (!ir_dtype_is_float(to)) { /* `pos + 1`: an integral constant becomes i32 */
+        bool integral = w->op == IR_OP_CONST && w->attrs.value == (double)(int32_t)w->attrs.value;
+        return integral ? ir_const(g, w->attrs.value, to, w->loc) : w;
+    }
     if (w->op == IR_OP_CONST) return ir_const(g, w->attrs.value, to, w->loc);
     return ir_causal_mask(g, w->type.dims[0], w->type.dims[1], to, w->loc);
 }

@@ -170,6 +170,8 @@ void pass_memplan_print(const ir_graph *g, const pass_memplan *mp, FILE *out);
 
 /* ---- the report, rendered (passes/report.c) --------------------------------------- */
 
+/* The kernels in execution order, one line each: kind, anchor, fused ops. */
+void pass_kernels_print(const ir_graph *g, FILE *out);
 /* For people: kernels, then every decision with its rule, lines and bytes. */
 void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out);
 /* For tools: the same as JSON (jansson). mp may be NULL. Returns 0 or -1

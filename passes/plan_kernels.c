@@ -21,11 +21,6 @@
 
 #include "passes/pass.h"
 
-bool pass_is_view(const ir_node *n)
-{
-    return n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_SLICE;
-}
-
 static const char *kind_of(const ir_node *n)
 {
     switch (ir_op_class(n->op)) {
@@ -37,27 +32,6 @@ static const char *kind_of(const ir_node *n)
     case IR_CLASS_OPAQUE: return n->op == IR_OP_CACHE_WRITE ? "cache-write" : "opaque";
     default: return "elementwise";
     }
-}
-
-/* bind[id]: computed from weights and constants only */
-bool *pass_bind_time(const ir_graph *g)
-{
-    bool *bind = calloc((size_t)g->nnodes + 1, sizeof *bind);
-    if (!bind) return NULL;
-    for (int i = 0; i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (n->op == IR_OP_WEIGHT) {
-            bind[i] = true;
-        } else if (n->param < 0 && n->ninputs > 0) {
-            bool all = true;
-            for (int j = 0; j < n->ninputs && all; j++) {
-                const ir_node *in = n->inputs[j];
-                all = bind[in->id] || in->op == IR_OP_CONST;
-            }
-            bind[i] = all;
-        }
-    }
-    return bind;
 }
 
 typedef struct order_item {

@@ -47,6 +47,16 @@ static const char *kernel_str(arena *a, const ir_graph *g, int k)
     return arena_printf(a, "%s%s%s", pass_describe(a, anchor), off ? " + " : "", buf);
 }
 
+void pass_kernels_print(const ir_graph *g, FILE *out)
+{
+    arena a;
+    arena_init(&a);
+    fprintf(out, "kernels (%d):\n", g->ngroups);
+    for (int k = 0; k < g->ngroups; k++)
+        fprintf(out, "  k%-3d %-12s %s\n", k, g->groups[k].kind, kernel_str(&a, g, k));
+    arena_free(&a);
+}
+
 void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out)
 {
     arena a;
@@ -54,9 +64,7 @@ void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out)
     int taken = 0;
     for (int i = 0; i < r->count; i++) taken += r->items[i].taken;
     fprintf(out, "fusion report for model %s\n\n", g->name);
-    fprintf(out, "kernels (%d):\n", g->ngroups);
-    for (int k = 0; k < g->ngroups; k++)
-        fprintf(out, "  k%-3d %-12s %s\n", k, g->groups[k].kind, kernel_str(&a, g, k));
+    pass_kernels_print(g, out);
     fprintf(out, "\ndecisions (%d taken, %d refused):\n", taken, r->count - taken);
     for (int i = 0; i < r->count; i++) {
         const pass_decision *d = &r->items[i];

@@ -11,6 +11,7 @@
 
 #include "frontend/frontend.h"
 #include "ir/ir.h"
+#include "passes/pass.h"
 #include "runtime/rt_info.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
@@ -21,11 +22,24 @@ static const char usage_text[] =
     "commands:\n"
     "  check FILE               parse and type-check a model; print diagnostics\n"
     "  compile FILE             compile a model and write what --emit selects\n"
+    "  passes                   list the passes and fusion rules, in pipeline order\n"
     "\n"
     "options:\n"
-    "  --emit=ast|ir            what `compile` writes (default: ir)\n"
+    "  --emit=KIND              what `compile` writes: ast, ir (as written), fused-ir\n"
+    "                           (after all passes, kernels marked [kN]; the default),\n"
+    "                           plan (kernels and the memory plan; needs every dim bound)\n"
     "  -o OUT                   write to OUT instead of standard output\n"
     "  -D NAME=VALUE            bind a `dims` size or override a `const` (repeatable)\n"
+    "  --explain                print the fusion report: every kernel, every decision\n"
+    "                           taken or refused, its rule, lines and bytes saved\n"
+    "  --report=FILE.json       write the fusion report as JSON\n"
+    "  --disable=NAME[,NAME]    turn off a pass or a fusion rule (see `kiln passes`)\n"
+    "  --print-ir-before=PASS   dump the IR before PASS (to stderr)\n"
+    "  --print-ir-after=PASS    dump the IR after PASS\n"
+    "  --print-ir-after-all     dump the IR after every pass\n"
+    "  --verify                 run the interpreter before and after the pipeline on\n"
+    "                           random inputs and report the largest relative error\n"
+    "                           (dims not bound with -D take the value 4)\n"
     "  -h, --help               show this help\n"
     "  --version                show the versions of Kiln and its CUDA components\n"
     "\n"
@@ -39,6 +53,11 @@ typedef struct cli {
     const char *out;
     fe_define defines[64];
     int ndefines;
+    const char *disabled[64];
+    int ndisabled;
+    const char *report;
+    const char *print_before, *print_after;
+    bool print_all, explain, verify;
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -74,6 +93,23 @@ static int parse_args(int argc, char **argv, cli *c)
             rt_versions(v, sizeof v);
             printf("kiln %s (%s)\n", KILN_VERSION, v);
             return -1;
+        } else if (!strcmp(a, "--explain")) {
+            c->explain = true;
+        } else if (!strcmp(a, "--verify")) {
+            c->verify = true;
+        } else if (!strcmp(a, "--print-ir-after-all")) {
+            c->print_all = true;
+        } else if (!strncmp(a, "--print-ir-after=", 17)) {
+            c->print_after = a + 17;
+        } else if (!strncmp(a, "--print-ir-before=", 18)) {
+            c->print_before = a + 18;
+        } else if (!strncmp(a, "--report=", 9)) {
+            c->report = a + 9;
+        } else if (!strncmp(a, "--disable=", 10)) {
+            for (char *t = strtok(a + 10, ","); t; t = strtok(NULL, ",")) {
+                if (c->ndisabled == 64) return usage_error("too many --disable names%s", "");
+                c->disabled[c->ndisabled++] = t;
+            }
         } else if (!strncmp(a, "--emit=", 7)) {
             c->emit = a + 7;
         } else if (!strcmp(a, "--emit")) {
@@ -98,12 +134,13 @@ static int parse_args(int argc, char **argv, cli *c)
         }
     }
     if (!c->cmd) return usage_error("no command given%s", "");
-    if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile"))
+    if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile") && strcmp(c->cmd, "passes"))
         return usage_error("unknown command '%s'", c->cmd);
+    if (!strcmp(c->cmd, "passes")) return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
     if (!c->file) return usage_error("'%s' needs a model file", c->cmd);
-    if (!c->emit) c->emit = "ir";
-    if (strcmp(c->emit, "ir") && strcmp(c->emit, "ast"))
-        return usage_error("--emit must be ast or ir, not '%s'", c->emit);
+    if (!c->emit) c->emit = "fused-ir";
+    if (strcmp(c->emit, "ir") && strcmp(c->emit, "ast") && strcmp(c->emit, "fused-ir") && strcmp(c->emit, "plan"))
+        return usage_error("--emit must be ast, ir, fused-ir or plan, not '%s'", c->emit);
     if (!strcmp(c->cmd, "check") && c->out) return usage_error("'check' writes no output file%s", "");
     return EX_OK;
 }
@@ -129,6 +166,111 @@ static int close_out(const cli *c, FILE *f)
         return EX_CANTCREAT;
     }
     return EX_OK;
+}
+
+static int list_passes(void)
+{
+    int n;
+    const pass_info *p = pass_pipeline(&n);
+    printf("passes, in pipeline order (--disable=NAME turns one off):\n");
+    for (int i = 0; i < n; i++) {
+        printf("  %-20s %s%s\n", p[i].name, p[i].summary, p[i].required ? " (required)" : "");
+        for (const char *const *r = p[i].rules; r && *r; r++) printf("      rule %s\n", *r);
+    }
+    return EX_OK;
+}
+
+/* Runs the pipeline on g (consumed) and writes what was asked for. */
+static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src)
+{
+    int status = EX_OK;
+    if (!strcmp(c->emit, "ir")) {
+        FILE *out = open_out(c, &status);
+        if (out) {
+            ir_print(g, out);
+            status = close_out(c, out);
+        }
+        ir_graph_free(g);
+        return status;
+    }
+    pass_options o = {.disabled = c->disabled,
+                      .ndisabled = c->ndisabled,
+                      .print_after = c->print_after,
+                      .print_before = c->print_before,
+                      .print_after_all = c->print_all,
+                      .dump = stderr};
+    if (!pass_options_check(&o, d)) {
+        diag_print(d, stderr, NULL);
+        ir_graph_free(g);
+        return EX_USAGE;
+    }
+    ir_graph *before = NULL;
+    if (c->verify) { /* the unfused graph, for the interpreter to compare against */
+        diag_list d2;
+        diag_list_init(&d2, d->arena);
+        fe_options fo = {c->defines, c->ndefines};
+        before = fe_compile(src, &fo, &d2);
+        diag_list_free(&d2);
+    }
+    pass_report rep;
+    pass_report_init(&rep);
+    pass_ctx ctx = {.opts = &o, .report = &rep, .diags = d};
+    g = pass_run_pipeline(g, &ctx);
+    diag_print(d, stderr, src->text);
+    diag_list_clear(d);
+    pass_memplan mp;
+    memset(&mp, 0, sizeof mp);
+    bool have_plan = false;
+    char err[1024];
+    if (!g) {
+        status = EX_SOFTWARE;
+        goto out;
+    }
+    if (!strcmp(c->emit, "plan") || c->report) {
+        have_plan = pass_plan_memory(g, NULL, &mp, err, sizeof err) == 0;
+        if (!have_plan && !strcmp(c->emit, "plan")) {
+            fprintf(stderr, "kiln: %s\n", err);
+            status = EX_USAGE;
+            goto out;
+        }
+    }
+    FILE *out = open_out(c, &status);
+    if (!out) goto out;
+    if (!strcmp(c->emit, "plan")) {
+        fprintf(out, "plan for model %s\n", g->name);
+        pass_kernels_print(g, out);
+        fputc('\n', out);
+        pass_memplan_print(g, &mp, out);
+    } else {
+        ir_print(g, out);
+    }
+    status = close_out(c, out);
+    if (c->explain) pass_report_print(&rep, g, stderr);
+    if (c->report && pass_report_write_json(&rep, g, have_plan ? &mp : NULL, c->report, err, sizeof err) != 0) {
+        fprintf(stderr, "kiln: %s\n", err);
+        status = EX_CANTCREAT;
+    }
+    if (c->verify && before) {
+        int64_t dims[IR_MAX_SYMS];
+        for (int i = 0; i < IR_MAX_SYMS; i++) dims[i] = 4;
+        pass_validation v;
+        if (pass_validate(before, g, dims, 1, &v, err, sizeof err) != 0) {
+            fprintf(stderr, "kiln: --verify: %s\n", err);
+            status = EX_SOFTWARE;
+        } else {
+            double tol = pass_validate_tolerance(before);
+            bool ok = v.max_rel_err <= tol;
+            fprintf(stderr, "verify: %s: %d outputs and states compared on random inputs; largest relative error %.3g (%s), tolerance %.0e\n",
+                    ok ? "ok" : "FAILED", v.compared, v.max_rel_err, v.worst ? v.worst : "-", tol);
+            if (!ok) status = EX_SOFTWARE;
+        }
+    }
+out:
+    pass_memplan_free(&mp);
+    pass_report_free(&rep);
+    ir_graph_free(before);
+    ir_graph_free(g);
+    return status;
 }
 
 static int run(const cli *c)
@@ -168,14 +310,8 @@ static int run(const cli *c)
         status = EX_SOFTWARE;
         goto done;
     }
-    if (!strcmp(c->cmd, "compile")) {
-        FILE *out = open_out(c, &status);
-        if (out) {
-            ir_print(g, out);
-            status = close_out(c, out);
-        }
-    }
-    ir_graph_free(g);
+    if (!strcmp(c->cmd, "compile")) status = compile(c, g, &d, &src); /* consumes g */
+    else ir_graph_free(g);
 done:
     fe_source_free(&src);
     diag_list_free(&d);
@@ -190,5 +326,6 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &c);
     if (rc == -1) return EX_OK;
     if (rc != EX_OK) return rc;
+    if (!strcmp(c.cmd, "passes")) return list_passes();
     return run(&c);
 }

@@ -30,7 +30,7 @@ expect 64 'no command given'
 expect 64 "unknown command 'frobnicate'" frobnicate samples/llama3_8b_layer.kiln
 expect 64 "'check' needs a model file" check
 expect 64 "unknown option '--bogus'" check --bogus samples/llama3_8b_layer.kiln
-expect 64 "--emit must be ast or ir, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
+expect 64 "--emit must be ast, ir, fused-ir or plan, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
 expect 64 -- "-D expects NAME=VALUE, got 'B'" check samples/llama3_8b_layer.kiln -D B
 expect 64 "-o needs a file name" compile samples/llama3_8b_layer.kiln -o
 expect 66 "no/such/file.kiln" check no/such/file.kiln
@@ -40,6 +40,28 @@ expect 0 'input x : bf16\[1, 1, 4096\]' compile samples/llama3_8b_layer.kiln -D 
 expect 0 'model' compile samples/gpt2_block.kiln --emit=ast
 expect 1 'error' check samples/llama3_8b_layer.kiln -D NOPE=3
 expect 73 'cannot write' compile samples/llama3_1b_layer.kiln -o "$tmp/no/dir/out.ir"
+
+# passes, fusion report, plan, verification
+expect 0 'fuse-epilogue' passes
+expect 0 'rule epilogue-swiglu' passes
+expect 0 'kernels \(7\)' compile samples/llama3_8b_layer.kiln --explain -o /dev/null
+expect 0 'refused +residual-norm \(lines 37, 40\)' compile samples/llama3_8b_layer.kiln --explain -o /dev/null
+expect 0 'k5 +matmul +linear \(line 41\) \+ slice, slice, silu, mul' compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --emit=plan
+expect 0 'memory plan: [0-9]+ intermediate buffers, peak' compile samples/llama3_1b_layer.kiln -D B=1 -D S=1 -D T=64 --emit=plan
+expect 64 'the memory plan needs a value for every dim: bind -D B=N -D S=N -D T=N' compile samples/llama3_1b_layer.kiln --emit=plan
+expect 64 "--disable: no pass or rule named 'bogus'" compile samples/llama3_1b_layer.kiln --disable=bogus
+expect 64 "pass 'plan-kernels' is required" compile samples/llama3_1b_layer.kiln --disable=plan-kernels
+expect 64 "no pass named 'nope'" compile samples/llama3_1b_layer.kiln --print-ir-after=nope
+expect 0 'IR after raise' compile samples/gpt2_block.kiln --print-ir-after=raise -o /dev/null
+expect 0 'IR before fuse-epilogue' compile samples/gpt2_block.kiln --print-ir-before=fuse-epilogue -o /dev/null
+expect 0 'IR after plan-kernels' compile samples/gpt2_block.kiln --print-ir-after-all -o /dev/null
+expect 0 'kernels \(8\)' compile samples/llama3_1b_layer.kiln --disable=epilogue-swiglu --explain -o /dev/null
+expect 0 'verify: ok: 1 outputs' compile samples/gpt2_block.kiln -D D=96 -D B=1 -D S=4 --verify -o /dev/null
+expect 0 'verify: ok: 3 outputs and states' compile samples/llama3_1b_layer.kiln -D D=256 -D F=512 --verify -o /dev/null
+"$kiln" compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --report="$tmp/r.json" -o /dev/null
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert len(r['kernels'])==7 and r['memory']['peak_bytes']>0 and any(d['rule']=='epilogue-swiglu' and d['taken'] for d in r['decisions'])" "$tmp/r.json"; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --report JSON"; fi
+expect 73 'cannot write the report' compile samples/llama3_1b_layer.kiln --report="$tmp/no/dir/r.json" -o /dev/null
 
 # -o writes the same text as stdout
 "$kiln" compile samples/llama3_1b_layer.kiln -o "$tmp/a.ir" && "$kiln" compile samples/llama3_1b_layer.kiln >"$tmp/b.ir"
@@ -55,6 +77,13 @@ head -c 2000 /dev/urandom >"$tmp/noise.kiln" 2>/dev/null || printf '\001\002\377
 expect 1 'error' check "$tmp/noise.kiln"
 # a directory is not a model file
 expect 66 'samples' check samples
+
+# never linked against the driver: kiln starts on machines without one
+if command -v ldd >/dev/null && ldd "$kiln" | grep -q 'libcuda\.so'; then
+  fail=$((fail + 1)); echo "FAIL: kiln links libcuda:"; ldd "$kiln" | grep libcuda
+else
+  pass=$((pass + 1))
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

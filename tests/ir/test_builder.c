@@ -87,6 +87,13 @@ static void test_types(void)
     ir_node *m = ir_binary(g, IR_OP_MUL, y, c, L(7));
     CHECK(m && m->type.dtype == IR_BF16 && m->inputs[1]->type.dtype == IR_BF16);
 
+    /* `pos + 1`: an integral constant takes i32; 0.5 cannot and is refused */
+    ir_node *p1 = ir_binary(g, IR_OP_ADD, pos, ir_const(g, 1, IR_F32, L(7)), L(7));
+    CHECK(p1 && p1->type.dtype == IR_I32 && p1->inputs[1]->type.dtype == IR_I32);
+    CHECK(ir_binary(g, IR_OP_ADD, pos, ir_const(g, 0.5, IR_F32, L(7)), L(7)) == NULL);
+    CHECK(f.d.errors == 1);
+    diag_list_clear(&f.d);
+
     /* broadcasting [B, S, 128] with [128] and [1, S, 1] */
     ir_node *bb = ir_binary(g, IR_OP_ADD, m, bias, L(8));
     CHECK(bb && bb->type.rank == 3);
