@@ -1,0 +1,80 @@
+/* tests/codegen/test_attention_nvrtc.c — the attention templates compile with
+ * NVRTC for sm_90a, with a hand-written generated part, with an empty log:
+ * prefill and decode, bf16 and f16, HD 64 and 128, every combination of
+ * KILN_CAUSAL, KILN_ROPE, KILN_APPEND (64 units). The all-on variants are
+ * compiled again with ptxas -v to check for local memory: no stack frame,
+ * no spills. Needs no GPU and no driver (NVRTC only). */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "gpu/attention_src.h"
+
+/* The integer just before `what` in line, or -1. */
+static int num_before(const char *line, const char *what)
+{
+    const char *w = strstr(line, what);
+    if (!w) return -1;
+    while (w > line && w[-1] == ' ') w--;
+    const char *d = w;
+    while (d > line && d[-1] >= '0' && d[-1] <= '9') d--;
+    return d < w ? atoi(d) : -1;
+}
+
+int main(void)
+{
+    enum { NPLAIN = 64, NV = 8 };
+    att_job jobs[NPLAIN + NV];
+    memset(jobs, 0, sizeof jobs);
+    int n = 0;
+    for (int i = 0; i < NPLAIN; i++) {
+        att_cfg c = {.decode = i & 1, .bf16 = !(i & 2), .hd = (i & 4) ? 128 : 64,
+                     .causal = !!(i & 8), .rope = !!(i & 16), .append = !!(i & 32),
+                     .splits = 16, .theta = 500000.0};
+        jobs[n++].cfg = c;
+    }
+    for (int i = 0; i < NV; i++) {
+        att_cfg c = {.decode = i & 1, .bf16 = !(i & 2), .hd = (i & 4) ? 128 : 64, .causal = 1,
+                     .rope = 1, .append = 1, .splits = 16, .theta = 500000.0};
+        jobs[n].cfg = c;
+        jobs[n++].verbose_ptxas = 1;
+    }
+    att_compile_all(jobs, n, 0);
+
+    for (int i = 0; i < n; i++) {
+        att_job *j = &jobs[i];
+        char name[128];
+        att_cfg_name(&j->cfg, name, sizeof name);
+        CHECK_MSG(j->ok, "%s did not compile:\n%s", name, j->log ? j->log : "(no log)");
+        if (!j->ok) continue;
+        if (!j->verbose_ptxas) {
+            CHECK_MSG(j->log && j->log[0] == 0, "%s: NVRTC log not empty:\n%s", name, j->log);
+            continue;
+        }
+        /* ptxas -v: only "ptxas info" lines and the stack/spill line, all zero */
+        int regs = -1, smem = -1, frame = -1, spills = -1, other = 0;
+        for (char *line = j->log; line && *line;) {
+            char *end = strchr(line, '\n');
+            if (end) *end = 0;
+            int a;
+            const char *u;
+            if ((u = strstr(line, "Used ")) && sscanf(u, "Used %d registers", &a) == 1) {
+                regs = a;
+                smem = num_before(line, "bytes smem");
+            } else if (strstr(line, "bytes stack frame")) {
+                frame = num_before(line, "bytes stack frame");
+                spills = num_before(line, "bytes spill stores") + num_before(line, "bytes spill loads");
+            } else if (strncmp(line, "ptxas info", 10) != 0 && line[0] != 0) {
+                other++;
+                fprintf(stderr, "%s: unexpected log line: %s\n", name, line);
+            }
+            line = end ? end + 1 : NULL;
+        }
+        printf("%-40s %3d registers, %5d bytes smem, stack %d, spills %d\n", name, regs, smem,
+               frame, spills);
+        CHECK_MSG(other == 0, "%s: warnings in the log", name);
+        CHECK_MSG(regs > 0 && regs <= 255, "%s: %d registers", name, regs);
+        CHECK_MSG(smem >= 0 && smem <= 48 * 1024, "%s: %d bytes of static smem", name, smem);
+        CHECK_MSG(frame == 0 && spills == 0, "%s: stack frame %d, spills %d", name, frame, spills);
+    }
+    for (int i = 0; i < n; i++) att_job_free(&jobs[i]);
+    return CHECK_DONE();
+}
