@@ -330,7 +330,9 @@ rt_status rt_nvrtc_compile_many(int n, const char *const names[], const char *co
     if (n == 0) return RT_OK;
     if (nthreads <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        nthreads = cpus > 0 ? (int)(cpus > 1024 ? 1024 : cpus) : 1;
+        nthreads = cpus > RT_NVRTC_DEFAULT_THREADS_MAX ? RT_NVRTC_DEFAULT_THREADS_MAX
+                   : cpus > 0                         ? (int)cpus
+                                                      : 1;
     }
     if (nthreads > n) nthreads = n;
     for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
