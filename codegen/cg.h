@@ -1,0 +1,161 @@
+/* codegen/cg.h — kernel groups to CUDA C++ source text.
+ *
+ * For each kernel group of a planned graph (passes/plan_kernels.c) codegen
+ * produces one translation unit, in this order (codegen/kernels/CONTRACT.md):
+ *
+ *   common.cuh            types, loads/stores, math helpers
+ *   the generated part    #defines (KILN_KERNEL, KILN_T, tiles...), the
+ *                         KilnArgs struct, the family's __device__ hooks
+ *   the family template   codegen/kernels/<family>.cuh, the __global__ kernel
+ *
+ * plus what the runtime needs to run it: the kernel name, the family, the
+ * launch rule (grid/block/shared memory as functions of the model's dims) and
+ * the KilnArgs fields in order with what each one binds to. Codegen never
+ * calls CUDA; it produces text. NVRTC compiles it (runtime/rt_nvrtc.h).
+ *
+ * Everything is deterministic: the same graph gives byte-identical text, so
+ * the text is its own cache key.
+ *
+ * KilnArgs layout: every field is 8 bytes (a device pointer or a long long),
+ * field i at byte offset 8*i; args_size = 8*nargs. The runtime fills a byte
+ * buffer of that size and launches with it as the single kernel parameter. */
+#ifndef KILN_CG_H
+#define KILN_CG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+typedef enum cg_family {
+    CG_FAMILY_ELEMENTWISE,      /* elementwise.cuh: elementwise, gather, copy, cache-write, fallbacks */
+    CG_FAMILY_ROW,              /* row.cuh: norms, softmax, last-axis reductions */
+    CG_FAMILY_MATMUL,           /* matmul_mma.cuh: tensor cores, large M */
+    CG_FAMILY_GEMV,             /* gemv.cuh: small M, split-K */
+    CG_FAMILY_ATTENTION_PREFILL,/* attention_prefill.cuh */
+    CG_FAMILY_ATTENTION_DECODE, /* attention_decode.cuh: split-KV */
+} cg_family;
+
+const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */
+const char *cg_family_template(cg_family f); /* "elementwise.cuh", ... */
+
+/* What one KilnArgs field binds to. */
+typedef enum cg_arg_kind {
+    CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */
+    CG_ARG_OUTPUT,       /* pointer: the caller's buffer of g->outputs[index] */
+    CG_ARG_STATE,        /* pointer: the buffer of state g->states[index] (its new value is
+                          * written in place: cache writes) */
+    CG_ARG_PACKED,       /* pointer: a bind-time value (merged / interleaved weights), node */
+    CG_ARG_INTERMEDIATE, /* pointer: the memory plan's buffer for node (pass_buffer.value) */
+    CG_ARG_WORKSPACE,    /* pointer: scratch of `dim` bytes (evaluated at run time) */
+    CG_ARG_SCALAR,       /* long long: the value of `dim` for the run's dims */
+    CG_ARG_NULL,         /* pointer: always NULL (an optional operand this group lacks) */
+} cg_arg_kind;
+
+typedef struct cg_arg {
+    cg_arg_kind kind;
+    const char *field;  /* KilnArgs field name */
+    const char *ctype;  /* its CUDA type, e.g. "const __nv_bfloat16 *", "long long" */
+    int node;           /* pointer kinds but WORKSPACE: the node whose storage it is (-1 else) */
+    int index;          /* PARAM / OUTPUT / STATE: the index; else -1 */
+    bool written;       /* pointer: the kernel stores through it */
+    bool zeroed;        /* WORKSPACE: must hold zeros when the kernel starts */
+    ir_dim dim;         /* SCALAR: value; WORKSPACE: bytes */
+    ir_dim elem_offset; /* pointer kinds: the field points this many elements
+                         * past the start of the storage (a slice read in place) */
+    size_t offset;      /* byte offset in KilnArgs (8 * position) */
+} cg_arg;
+
+/* One grid dimension: min(ceil(n / div), cap); cap 0 = no cap. */
+typedef struct cg_grid_dim {
+    ir_dim n;
+    int64_t div;
+    int64_t cap;
+} cg_grid_dim;
+
+typedef struct cg_launch {
+    cg_grid_dim grid[3];
+    int block;          /* threads per CTA */
+    int64_t smem;       /* dynamic shared memory bytes */
+} cg_launch;
+
+/* A bind-time layout change the runtime must apply to a packed value before
+ * this kernel reads it. INTERLEAVE_ROWS: rows of the value (axis 0, `half`*2
+ * rows) are reordered so that new row 2j = old row j and new row 2j+1 = old
+ * row half+j (SwiGLU: gate and up columns side by side in one output tile). */
+typedef enum cg_xform_kind { CG_XFORM_INTERLEAVE_ROWS } cg_xform_kind;
+typedef struct cg_xform {
+    cg_xform_kind kind;
+    int node;           /* the packed (bind-time) value, or a weight parameter */
+    ir_dim half;
+} cg_xform;
+
+typedef struct cg_kernel {
+    int group;              /* index in g->groups */
+    const char *kind;       /* the group's kind ("matmul", "row", ...) */
+    cg_family family;
+    const char *name;       /* kiln_<model>_k<group>_<kind> */
+    const char *source;     /* the whole translation unit, NUL-terminated */
+    size_t source_len;
+    const char *generated;  /* the generated part alone (for tests and --emit) */
+    const char *note;       /* why a fallback was taken, or NULL */
+    cg_arg *args;
+    int nargs;
+    size_t args_size;       /* bytes of KilnArgs: 8 * nargs */
+    cg_launch launch;
+    cg_xform *xforms;       /* bind-time layout changes of this kernel's weights */
+    int nxforms;
+    void *priv_;            /* storage; freed by cg_kernel_free */
+} cg_kernel;
+
+/* Options; NULL means the defaults. */
+typedef struct cg_options {
+    /* Values of the model's dims (g->nsyms of them) for the launch shapes
+     * this variant serves, or NULL: the large-shape variant (tensor-core
+     * matmul, prefill attention) where a dim is symbolic. With values, small
+     * shapes pick the GEMV and decode templates (see cg_heuristics in
+     * cg_emit.c). */
+    const int64_t *dims;
+    /* Look up a template's text by file name before the built-in ones
+     * (tests use it to supply stubs); may be NULL or return NULL. */
+    const char *(*template_lookup)(void *user, const char *name);
+    void *template_user;
+} cg_options;
+
+/* Emits kernel group k of g (a graph after the whole pipeline: groups
+ * planned). Returns 0, or -1 with a message in err (out is then empty). */
+int cg_emit_kernel(const ir_graph *g, int k, cg_kernel *out, char *err, size_t errlen);
+int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kernel *out, char *err,
+                      size_t errlen);
+void cg_kernel_free(cg_kernel *k);
+
+/* Every group, in kernel order: *out is a malloc'd array of *n kernels,
+ * freed with cg_kernels_free. Returns 0, or -1 with a message in err. */
+int cg_emit_all(const ir_graph *g, cg_kernel **out, int *n, char *err, size_t errlen);
+int cg_emit_all_ex(const ir_graph *g, const cg_options *opts, cg_kernel **out, int *n, char *err,
+                   size_t errlen);
+void cg_kernels_free(cg_kernel *ks, int n);
+
+/* The launch shape for concrete dims (g->nsyms values). False (with a
+ * message) when a dim does not evaluate or a grid dimension exceeds CUDA's
+ * limits. */
+bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], unsigned *block,
+                    size_t *smem, char *err, size_t errlen);
+/* The value of a SCALAR or WORKSPACE argument for concrete dims. */
+bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value);
+
+/* `kiln compile --emit=cuda -o DIR`: writes DIR/<name>.cu for every kernel
+ * (DIR must exist) and DIR/kernels.txt listing, per kernel, its family,
+ * launch rule and arguments. Returns the number of kernels written, or -1
+ * with a message. opts may be NULL. */
+int cg_write_sources(const ir_graph *g, const char *dir, const cg_options *opts, char *err,
+                     size_t errlen);
+/* The description written to kernels.txt, for one kernel. */
+void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out);
+
+/* Built-in template text (codegen/kernels/<name>, embedded at build time),
+ * or NULL. */
+const char *cg_template_text(const char *name);
+
+#endif

@@ -1,0 +1,692 @@
+/* codegen/cg_family.c — the generated part of each kernel family.
+ *
+ * Each generator checks that the group fits its template, registers the
+ * KilnArgs fields the template reads (in the contract's order), writes the
+ * template constants into plan->defines and the hook functions into `hooks`
+ * (codegen/kernels/CONTRACT.md). A group that does not fit fails with the
+ * reason; cg_emit.c then falls back to the generic elementwise kernel.
+ *
+ * Heuristics (tiles, threads, vector widths, splits) are small functions at
+ * the top of each section; they only need to be correct and reasonable, the
+ * fast template versions tune them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cg_impl.h"
+
+#define SM_COUNT 132 /* H200; launch rules cap grids at a multiple of it */
+
+static void define(cg_plan *plan, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void define(cg_plan *plan, const char *name, const char *fmt, ...)
+{
+    cg_str_printf(&plan->defines, "#define %s ", name);
+    va_list ap;
+    va_start(ap, fmt);
+    cg_str_vprintf(&plan->defines, fmt, ap);
+    va_end(ap);
+    cg_str_append(&plan->defines, "\n", 1);
+}
+
+static bool same_shape(const ir_type *a, const ir_type *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
+    return true;
+}
+
+static bool dim_value(const ir_dim *d, const int64_t *dims, int64_t *v)
+{
+    if (ir_dim_is_const(d, v)) return true;
+    return dims && ir_dim_eval(d, dims, v);
+}
+
+/* Does member (or free view) n read the anchor, directly or through members? */
+static bool reads_anchor(const cg_gen *gen, const ir_node *n, int depth)
+{
+    if (n == gen->anchor) return true;
+    if (depth > 64 || !(cg_is_member(gen, n) || cg_is_free_view(gen, n))) return false;
+    for (int i = 0; i < n->ninputs; i++)
+        if (reads_anchor(gen, n->inputs[i], depth + 1)) return true;
+    return false;
+}
+
+static void finish_fn(cg_gen *gen, cg_str *hooks, const char *signature, cg_str *body)
+{
+    cg_str_printf(hooks, "%s\n{\n%s}\n\n", signature, body->s ? body->s : "");
+    if (body->oom) hooks->oom = true;
+    cg_str_free(body);
+}
+
+/* ---- elementwise: also gathers, copies, cache writes and the generic fallback --- */
+
+/* A cache write whose result lives in the cache it updates: only the new
+ * rows are written (in place). */
+static bool in_place_cache_write(const cg_gen *gen, const ir_node *n)
+{
+    return n->op == IR_OP_CACHE_WRITE && cg_storage_node(gen, n) == cg_storage_node(gen, n->inputs[0]);
+}
+
+static void emit_output(cg_gen *gen, const ir_node *o, const char *e)
+{
+    if (in_place_cache_write(gen, o)) {
+        const ir_node *xs = o->inputs[1], *pos = o->ninputs > 2 ? o->inputs[2] : NULL;
+        cg_idx xi = cg_idx_flat(&xs->type, e);
+        const char *b = cg_idx_coord(gen, &xi, 0), *s = cg_idx_coord(gen, &xi, 1);
+        const char *h = cg_idx_coord(gen, &xi, 2), *d = cg_idx_coord(gen, &xi, 3);
+        const char *off = "0LL";
+        if (pos) {
+            cg_idx pi = cg_idx_flat(&pos->type, NULL);
+            pi.c[0] = b;
+            off = cg_int_value(gen, pos, &pi);
+        }
+        cg_line(gen, "const long long t = %s + %s;", off, s);
+        cg_open(gen, "if (t >= 0 && t < %s) /* positions past the cache are not written */",
+                cg_dim(gen, &o->type.dims[2]));
+        const char *v = cg_value(gen, xs, &xi);
+        cg_idx ci = cg_idx_flat(&o->type, NULL);
+        ci.c[0] = b;
+        ci.c[1] = h;
+        ci.c[2] = "t";
+        ci.c[3] = d;
+        cg_store(gen, o, &ci, v);
+        cg_close(gen);
+        return;
+    }
+    cg_idx x = cg_idx_flat(&o->type, e);
+    cg_store(gen, o, &x, cg_value(gen, o, &x));
+}
+
+/* KILN_VEC: 4 consecutive elements per thread for plain elementwise chains
+ * with one output (ILP; the fast version vectorizes the hook), else 1. */
+static int heur_vec(bool simple, int nouts) { return simple && nouts == 1 ? 4 : 1; }
+
+bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
+{
+    const ir_graph *g = gen->g;
+    plan->family = CG_FAMILY_ELEMENTWISE;
+    plan->nouts = 0;
+    bool simple = true;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != gen->k || gen->bind[i]) continue;
+        if (ir_op_class(n->op) != IR_CLASS_ELEMENTWISE && !pass_is_view(n)) simple = false;
+        if (!cg_used_outside(gen, n)) continue;
+        if (plan->nouts == (int)(sizeof plan->outs / sizeof plan->outs[0]))
+            return cg_fail(gen, "kernel k%d has more than %d outputs", gen->k, plan->nouts);
+        plan->outs[plan->nouts++] = n;
+    }
+    if (plan->nouts == 0) return cg_fail(gen, "kernel k%d computes nothing that is used", gen->k);
+    ir_dim space[16], total = ir_dim_const(0);
+    for (int j = 0; j < plan->nouts; j++) {
+        const ir_node *o = plan->outs[j];
+        const ir_type *t = in_place_cache_write(gen, o) ? &o->inputs[1]->type : &o->type;
+        space[j] = cg_numel(gen, t, 0, t->rank);
+        total = cg_dim_add(gen, total, space[j]);
+    }
+    cg_scalar(gen, "n", total);
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    if (plan->nouts == 1) {
+        emit_output(gen, plan->outs[0], "i");
+    } else {
+        /* several outputs: the index space is their concatenation */
+        ir_dim off = ir_dim_const(0);
+        for (int j = 0; j < plan->nouts; j++) {
+            ir_dim end = cg_dim_add(gen, off, space[j]);
+            if (j + 1 < plan->nouts) cg_open(gen, "%sif (i < %s)", j ? "else " : "", cg_dim(gen, &end));
+            else cg_open(gen, "else");
+            cg_line(gen, "const long long e = i - %s;", cg_dim(gen, &off));
+            emit_output(gen, plan->outs[j], "e");
+            cg_close(gen);
+            off = end;
+        }
+    }
+    finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_elem(const KilnArgs &p, long long i)", &body);
+    int vec = heur_vec(simple, plan->nouts);
+    define(plan, "KILN_VEC", "%d", vec);
+    define(plan, "KILN_EW_THREADS", "256");
+    gen->kern->launch.block = 256;
+    gen->kern->launch.grid[0] = (cg_grid_dim){total, 256 * vec, SM_COUNT * 8};
+    gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = (cg_grid_dim){ir_dim_const(1), 1, 0};
+    return !gen->failed;
+}
+
+/* ---- row ------------------------------------------------------------------------- */
+
+/* Threads per row: about 8 elements per thread, a power of two in [64, 1024]
+ * (a symbolic row length gets 256). The row stays in registers when its
+ * length is a constant that needs at most 16 items per thread. */
+static int heur_row_threads(const ir_dim *d, int *items)
+{
+    int64_t len;
+    *items = 0;
+    if (!ir_dim_is_const(d, &len)) return 256;
+    int t = 64;
+    while (t < 1024 && (int64_t)t * 8 < len) t *= 2;
+    int64_t per = (len + t - 1) / t;
+    if (per <= 16) *items = (int)per;
+    return t;
+}
+
+bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
+{
+    const ir_graph *g = gen->g;
+    const ir_node *A = gen->anchor, *X = A->inputs[0];
+    const ir_type *xt = &X->type;
+    int r = xt->rank;
+    plan->family = CG_FAMILY_ROW;
+    if (r < 1) return cg_fail(gen, "row kernel over a scalar");
+    const char *op = NULL;
+    bool reduction = false;
+    switch (A->op) {
+    case IR_OP_RMSNORM: op = "KILN_ROW_RMSNORM"; break;
+    case IR_OP_LAYERNORM: op = "KILN_ROW_LAYERNORM"; break;
+    case IR_OP_SOFTMAX:
+        if (A->attrs.axis != r - 1) return cg_fail(gen, "softmax along axis %d, not the last", A->attrs.axis);
+        op = "KILN_ROW_SOFTMAX";
+        break;
+    case IR_OP_SUM:
+    case IR_OP_MEAN:
+    case IR_OP_REDUCE_MAX:
+        if (A->attrs.axes != (1u << (r - 1))) return cg_fail(gen, "%s over axes other than the last alone", ir_op_name(A->op));
+        op = A->op == IR_OP_SUM ? "KILN_ROW_SUM" : A->op == IR_OP_MEAN ? "KILN_ROW_MEAN" : "KILN_ROW_MAX";
+        reduction = true;
+        break;
+    default: return cg_fail(gen, "%s is not a row operation", ir_op_name(A->op));
+    }
+    /* classify members: prologue (before the anchor) and epilogue (after) */
+    const ir_node *pre[16], *post[16], *rowout[16];
+    int npre = 0, npost = 0, nrowout = 0;
+    bool elemout = !reduction;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != gen->k || gen->bind[i]) continue;
+        bool after = n != A && reads_anchor(gen, n, 0);
+        if (n != A && ir_op_class(n->op) != IR_CLASS_ELEMENTWISE)
+            return cg_fail(gen, "%s (line %d) in a row kernel is not elementwise", ir_op_name(n->op), n->loc.line);
+        if (!cg_used_outside(gen, n)) continue;
+        if (npre == 16 || npost == 16 || nrowout == 16) return cg_fail(gen, "too many outputs");
+        if (n != A && !after) {
+            if (!same_shape(&n->type, xt)) return cg_fail(gen, "a prologue output is not row-shaped");
+            pre[npre++] = n;
+        } else if (same_shape(&n->type, xt)) {
+            post[npost++] = n;
+            elemout = true;
+        } else if (reduction && same_shape(&n->type, &A->type)) {
+            rowout[nrowout++] = n;
+        } else {
+            return cg_fail(gen, "an epilogue output of the row kernel has another shape");
+        }
+    }
+    if (npost + nrowout == 0) return cg_fail(gen, "the row kernel's result is not used");
+
+    ir_dim d = xt->dims[r - 1], rows = cg_numel(gen, xt, 0, r - 1);
+    cg_scalar(gen, "rows", rows);
+    cg_scalar(gen, "d", d);
+    const char *D = cg_dim(gen, &d);
+    cg_idx xi = cg_idx_flat(xt, cg_printf(gen, "(row * %s + i)", D));
+    xi.c[r - 1] = "i";
+
+    /* kiln_row_in: the row's input element */
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "return %s;", cg_value(gen, X, &xi));
+    finish_fn(gen, hooks, "__device__ __forceinline__ float kiln_row_in(const KilnArgs &p, long long row, long long i)",
+              &body);
+
+    /* kiln_row_pre: prologue values needed outside (the residual stream) */
+    cg_begin_fn(gen, &body);
+    cg_set_subst(gen, X, "x");
+    for (int j = 0; j < npre; j++) cg_store(gen, pre[j], &xi, cg_value(gen, pre[j], &xi));
+    if (npre == 0) cg_line(gen, "(void)p; (void)row; (void)i; (void)x;");
+    finish_fn(gen, hooks,
+              "__device__ __forceinline__ void kiln_row_pre(const KilnArgs &p, long long row, long long i, float x)",
+              &body);
+
+    /* kiln_row_out: the anchor's value, the epilogue, the stores */
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "(void)x;");
+    if (A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM) {
+        cg_idx wi = cg_idx_flat(&A->inputs[1]->type, "i");
+        const char *av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
+        if (A->ninputs > 2) av = cg_printf(gen, "%s + %s", av, cg_value(gen, A->inputs[2], &wi));
+        cg_line(gen, "const float y = %s;", av);
+        cg_set_subst(gen, A, "y");
+    } else {
+        cg_set_subst(gen, A, "v");
+    }
+    cg_set_subst(gen, X, "x");
+    for (int j = 0; j < npost; j++) cg_store(gen, post[j], &xi, cg_value(gen, post[j], &xi));
+    if (nrowout) {
+        if (elemout) cg_open(gen, "if (i == 0)");
+        for (int j = 0; j < nrowout; j++) {
+            cg_idx ri = cg_idx_flat(&rowout[j]->type, "row");
+            cg_store(gen, rowout[j], &ri, cg_value(gen, rowout[j], &ri));
+        }
+        if (elemout) cg_close(gen);
+    }
+    finish_fn(gen, hooks,
+              "__device__ __forceinline__ void kiln_row_out(const KilnArgs &p, long long row, long long i, float v, "
+              "float x)",
+              &body);
+
+    int items, threads = heur_row_threads(&d, &items);
+    define(plan, "KILN_ROW_OP", "%s", op);
+    if (A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM) define(plan, "KILN_EPS", "%s", cg_float_lit(gen, A->attrs.eps));
+    define(plan, "KILN_ROW_THREADS", "%d", threads);
+    define(plan, "KILN_ROW_ITEMS", "%d", items);
+    define(plan, "KILN_ROW_ELEMOUT", "%d", elemout ? 1 : 0);
+    gen->kern->launch.block = threads;
+    gen->kern->launch.grid[0] = (cg_grid_dim){rows, 1, 0};
+    gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = (cg_grid_dim){ir_dim_const(1), 1, 0};
+    return !gen->failed;
+}
+
+/* ---- matmul ------------------------------------------------------------------------ */
+
+/* Batch strides of an operand over the output's batch axes: one stride for
+ * the flattened batch index, or false when its axes do not flatten. */
+static bool batch_stride(const ir_type *ot, int nb, const ir_type *xt, const cg_strided *xs, ir_dim *out)
+{
+    int xb = xt->rank - 2;
+    ir_dim prev = ir_dim_const(0), prev_dim = ir_dim_const(1);
+    bool have = false;
+    *out = ir_dim_const(0);
+    for (int q = nb - 1; q >= 0; q--) {
+        if (cg_dim_one(&ot->dims[q])) continue;
+        int xa = q - (nb - xb);
+        ir_dim s = (xa >= 0 && !cg_dim_one(&xt->dims[xa])) ? xs->stride[xa] : ir_dim_const(0);
+        if (!have) {
+            *out = s;
+            have = true;
+        } else {
+            ir_dim want;
+            if (!ir_dim_mul(prev, prev_dim, &want) || !ir_dim_eq(&want, &s)) return false;
+        }
+        prev = s;
+        prev_dim = ot->dims[q];
+    }
+    return true;
+}
+
+/* Which template and tiles. GEMV when M (rows of the product) is known to be
+ * at most 16 — decode — else the tensor-core template with 128x128x32 tiles
+ * (64 wide when N <= 64), 2x2 warps, 3 stages. GEMV: 8 columns per CTA, and K
+ * split until there are about two CTAs per SM (each slice >= 512 of K). */
+typedef struct mm_heur {
+    bool gemv;
+    int bm, bn, bk, wm, wn, stages;
+    int cols, splitk;
+} mm_heur;
+
+static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
+                           const int64_t *dims)
+{
+    mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1};
+    int64_t m, n, k, b;
+    if (dim_value(M, dims, &m) && m <= 16) h.gemv = true;
+    if (dim_value(N, dims, &n) && n <= 64) h.bn = 64;
+    if (h.gemv && dim_value(N, dims, &n) && dim_value(K, dims, &k)) {
+        if (!dim_value(batch, dims, &b)) b = 1;
+        int64_t ctas = (n + h.cols - 1) / h.cols * b;
+        while (ctas * h.splitk < 2 * SM_COUNT && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
+    }
+    return h;
+}
+
+bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
+{
+    const ir_graph *g = gen->g;
+    const ir_node *A = gen->anchor, *a = A->inputs[0], *w = A->inputs[1];
+    const ir_node *bias = A->op == IR_OP_LINEAR && A->ninputs > 2 ? A->inputs[2] : NULL;
+    const ir_type *ot = &A->type;
+    int ro = ot->rank, ra = a->type.rank, rw = w->type.rank;
+    if (A->op != IR_OP_MATMUL && A->op != IR_OP_LINEAR) return cg_fail(gen, "not a matmul");
+    cg_strided as, ws;
+    if (!cg_strided_of(gen, a, &as)) return cg_fail(gen, "the left operand is not a strided view of stored data");
+    if (!cg_strided_of(gen, w, &ws)) return cg_fail(gen, "the right operand is not a strided view of stored data");
+    ir_dim one = ir_dim_const(1);
+    ir_dim M, N, K, batch = one, lda, ldw, sa = ir_dim_const(0), sw = ir_dim_const(0);
+    int b_nk;
+    if (!ir_dim_eq(&as.stride[ra - 1], &one)) return cg_fail(gen, "the left operand's K axis is not contiguous");
+    K = a->type.dims[ra - 1];
+    if (A->op == IR_OP_LINEAR) {
+        M = cg_numel(gen, &a->type, 0, ra - 1);
+        N = w->type.dims[0];
+        for (int j = 0; j + 2 < ra; j++) {
+            ir_dim want;
+            if (!ir_dim_mul(as.stride[j + 1], a->type.dims[j + 1], &want) || !ir_dim_eq(&want, &as.stride[j]))
+                return cg_fail(gen, "the left operand's rows do not flatten to one stride");
+        }
+        lda = ra >= 2 ? as.stride[ra - 2] : K;
+        if (ir_dim_eq(&ws.stride[1], &one)) b_nk = 1, ldw = ws.stride[0];
+        else if (ir_dim_eq(&ws.stride[0], &one)) b_nk = 0, ldw = ws.stride[1];
+        else return cg_fail(gen, "the weight has no contiguous axis");
+    } else {
+        M = a->type.dims[ra - 2];
+        N = w->type.dims[rw - 1];
+        lda = as.stride[ra - 2];
+        if (ir_dim_eq(&ws.stride[rw - 1], &one)) b_nk = 0, ldw = ws.stride[rw - 2];
+        else if (ir_dim_eq(&ws.stride[rw - 2], &one)) b_nk = 1, ldw = ws.stride[rw - 1];
+        else return cg_fail(gen, "the right operand has no contiguous axis");
+        batch = cg_numel(gen, ot, 0, ro - 2);
+        if (!batch_stride(ot, ro - 2, &a->type, &as, &sa) || !batch_stride(ot, ro - 2, &w->type, &ws, &sw))
+            return cg_fail(gen, "the batch axes of an operand do not flatten to one stride");
+    }
+
+    /* epilogue members: elementwise, reading the anchor at the output element */
+    const ir_node *slices[2] = {NULL, NULL};
+    int nslices = 0, nother = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != gen->k || gen->bind[i] || n == A) continue;
+        bool direct = false;
+        for (int j = 0; j < n->ninputs; j++) direct |= n->inputs[j] == A;
+        if (n->op == IR_OP_SLICE && direct && n->attrs.axis == ro - 1 && nslices < 2) {
+            slices[nslices++] = n;
+            continue;
+        }
+        if (ir_op_class(n->op) != IR_CLASS_ELEMENTWISE)
+            return cg_fail(gen, "%s (line %d) in a matmul epilogue is not elementwise", ir_op_name(n->op), n->loc.line);
+        nother++;
+    }
+    /* SwiGLU: the result split in two halves along N by two slices */
+    bool swiglu = false;
+    ir_dim half = ir_dim_const(0);
+    if (nslices == 2) {
+        if (slices[0]->attrs.start.nterms != 0) {
+            const ir_node *t = slices[0];
+            slices[0] = slices[1];
+            slices[1] = t;
+        }
+        if (!ir_dim_div(N, ir_dim_const(2), &half) || slices[0]->attrs.start.nterms != 0 ||
+            !ir_dim_eq(&slices[0]->attrs.end, &half) || !ir_dim_eq(&slices[1]->attrs.start, &half) ||
+            !ir_dim_eq(&slices[1]->attrs.end, &N))
+            return cg_fail(gen, "the slices of the matmul result are not its two halves");
+        if (cg_used_outside(gen, A) || cg_used_outside(gen, slices[0]) || cg_used_outside(gen, slices[1]))
+            return cg_fail(gen, "a half of a gated matmul is used outside the kernel");
+        if (!gen->bind[w->id] || (bias && !gen->bind[bias->id]))
+            return cg_fail(gen, "a gated matmul needs bind-time weights (to interleave gate and up)");
+        if (ws.base != w || !ir_dim_eq(&ws.off, &(ir_dim){0}) || b_nk != 1)
+            return cg_fail(gen, "a gated matmul needs an [N, K] weight stored as such");
+        swiglu = true;
+    } else if (nslices == 1) {
+        return cg_fail(gen, "a slice of the matmul result in its epilogue");
+    }
+
+    /* outputs */
+    const ir_node *outs[16];
+    int nouts = 0;
+    const ir_type *out_t = swiglu ? &slices[0]->type : ot;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != gen->k || gen->bind[i] || !cg_used_outside(gen, n)) continue;
+        if (!same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
+        if (nouts == 16) return cg_fail(gen, "too many outputs");
+        outs[nouts++] = n;
+    }
+    if (nouts == 0) return cg_fail(gen, "the matmul result is not used");
+
+    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims);
+    plan->family = h.gemv ? CG_FAMILY_GEMV : CG_FAMILY_MATMUL;
+    cg_ptr_strided(gen, "a", &as, false);
+    cg_ptr_strided(gen, "w", &ws, false);
+    cg_scalar(gen, "M", M);
+    cg_scalar(gen, "N", N);
+    cg_scalar(gen, "K", K);
+    cg_scalar(gen, "batch", batch);
+    cg_scalar(gen, "lda", lda);
+    cg_scalar(gen, "ldw", ldw);
+    cg_scalar(gen, "sa", sa);
+    cg_scalar(gen, "sw", sw);
+    if (h.gemv) {
+        ir_dim wsb = cg_dim_mul(gen, cg_dim_mul(gen, cg_dim_mul(gen, M, N), batch), ir_dim_const(4 * h.splitk));
+        ir_dim semb = cg_dim_mul(gen, cg_dim_mul(gen, N, batch), ir_dim_const(4));
+        if (h.splitk > 1) {
+            cg_workspace(gen, "ws", "float *", wsb, false);
+            cg_workspace(gen, "sem", "int *", semb, true);
+        } else {
+            cg_null_ptr(gen, "ws", "float *");
+            cg_null_ptr(gen, "sem", "int *");
+        }
+    }
+
+    /* kiln_epilogue2 */
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    const char *Ms = A->op == IR_OP_MATMUL ? cg_dim(gen, &M) : "";
+    if (swiglu) {
+        const char *H2 = cg_dim(gen, &half);
+        cg_line(gen, "(void)has1; /* N is even: the up column n + 1 always exists */");
+        cg_line(gen, "const long long j = n >> 1; /* gate j at column n, up j at n + 1 (interleaved) */");
+        const char *gv = "v0", *uv = "v1";
+        if (bias) {
+            cg_idx b0 = cg_idx_flat(&bias->type, "n"), b1 = cg_idx_flat(&bias->type, "(n + 1)");
+            gv = cg_printf(gen, "(v0 + %s)", cg_value(gen, bias, &b0));
+            uv = cg_printf(gen, "(v1 + %s)", cg_value(gen, bias, &b1));
+        }
+        cg_line(gen, "const float gate = %s, up = %s;", gv, uv);
+        cg_set_subst(gen, slices[0], "gate");
+        cg_set_subst(gen, slices[1], "up");
+        cg_idx oi = cg_idx_flat(out_t, A->op == IR_OP_LINEAR ? cg_printf(gen, "(m * %s + j)", H2)
+                                                             : cg_printf(gen, "((b * %s + m) * %s + j)", Ms, H2));
+        oi.c[ro - 1] = "j";
+        if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
+        for (int j = 0; j < nouts; j++) cg_store(gen, outs[j], &oi, cg_value(gen, outs[j], &oi));
+        gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
+        if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
+        gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half};
+        if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half};
+    } else {
+        const char *Ns = cg_dim(gen, &N);
+        for (int c = 0; c < 2; c++) {
+            const char *col = c ? "(n + 1)" : "n";
+            cg_open(gen, "%s", c ? "if (has1)" : "");
+            const char *v = c ? "v1" : "v0";
+            if (bias) {
+                cg_idx bi = cg_idx_flat(&bias->type, col);
+                v = cg_printf(gen, "(%s + %s)", v, cg_value(gen, bias, &bi));
+            }
+            cg_line(gen, "const float acc = %s;", v);
+            cg_set_subst(gen, A, "acc");
+            cg_idx oi = cg_idx_flat(ot, A->op == IR_OP_LINEAR ? cg_printf(gen, "(m * %s + %s)", Ns, col)
+                                                             : cg_printf(gen, "((b * %s + m) * %s + %s)", Ms, Ns, col));
+            oi.c[ro - 1] = col;
+            if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
+            for (int j = 0; j < nouts; j++) cg_store(gen, outs[j], &oi, cg_value(gen, outs[j], &oi));
+            cg_close(gen);
+            cg_clear_subst(gen);
+        }
+    }
+    cg_line(gen, "(void)b;");
+    finish_fn(gen, hooks,
+              "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
+              "long long n, float v0, float v1, bool has1)",
+              &body);
+
+    define(plan, "KILN_B_NK", "%d", b_nk);
+    define(plan, "KILN_SWIGLU", "%d", swiglu ? 1 : 0);
+    cg_launch *L = &gen->kern->launch;
+    if (h.gemv) {
+        define(plan, "KILN_GEMV_COLS", "%d", h.cols);
+        int64_t mv;
+        if (dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
+        define(plan, "KILN_SPLITK", "%d", h.splitk);
+        L->block = 256;
+        L->grid[0] = (cg_grid_dim){N, h.cols, 0};
+        L->grid[1] = (cg_grid_dim){ir_dim_const(h.splitk), 1, 0};
+        L->grid[2] = (cg_grid_dim){batch, 1, 0};
+    } else {
+        define(plan, "KILN_BM", "%d", h.bm);
+        define(plan, "KILN_BN", "%d", h.bn);
+        define(plan, "KILN_BK", "%d", h.bk);
+        define(plan, "KILN_WARPS_M", "%d", h.wm);
+        define(plan, "KILN_WARPS_N", "%d", h.wn);
+        define(plan, "KILN_STAGES", "%d", h.stages);
+        /* the template's KILN_SMEM_BYTES (matmul_mma.cuh), computed here for the launch:
+         * 2-byte types a STAGES-deep ring of rows padded by 8 elements; f32 one
+         * A and one B tile, k-major, padded by 4 */
+        int64_t smem;
+        if (a->type.dtype == IR_F32)
+            smem = ((int64_t)h.bk * (h.bm + 4) + (int64_t)h.bk * (h.bn + 4)) * 4;
+        else
+            smem = (int64_t)h.stages *
+                   ((int64_t)h.bm * (h.bk + 8) + (b_nk ? (int64_t)h.bn * (h.bk + 8) : (int64_t)h.bk * (h.bn + 8))) * 2;
+        L->block = 32 * h.wm * h.wn;
+        L->smem = smem;
+        L->grid[0] = (cg_grid_dim){N, h.bn, 0};
+        L->grid[1] = (cg_grid_dim){M, h.bm, 0};
+        L->grid[2] = (cg_grid_dim){batch, 1, 0};
+    }
+    (void)nother;
+    return !gen->failed;
+}
+
+/* ---- attention ------------------------------------------------------------------------- */
+
+/* Prefill: 64 queries and 64 keys per tile, 4 warps. Decode (S known and
+ * <= 16): split the cache in chunks so that B*KV*SPLITS covers the SMs
+ * twice, 1..32. */
+static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims)
+{
+    int64_t b, h;
+    if (!dim_value(B, dims, &b) || !dim_value(H, dims, &h) || b * h <= 0) return 8;
+    int s = 1;
+    while (s < 32 && b * h * s < 2 * SM_COUNT) s *= 2;
+    return s;
+}
+
+static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
+
+static const ir_node *opt_input(const ir_node *n, int i) { return n->ninputs > i ? n->inputs[i] : NULL; }
+
+/* The [B, S, N, HD] strides of a q or new-rows operand. */
+static bool rows_operand(cg_gen *gen, const ir_node *n, const char *field, const char *pre, cg_strided *s)
+{
+    if (!cg_strided_of(gen, n, s)) return cg_fail(gen, "attention: %s is not a strided view of stored data", field);
+    ir_dim one = ir_dim_const(1);
+    if (s->rank != 4 || !ir_dim_eq(&s->stride[3], &one))
+        return cg_fail(gen, "attention: the head dimension of %s is not contiguous", field);
+    cg_ptr_strided(gen, field, s, false);
+    const char *names[3] = {"sb", "ss", "sh"};
+    for (int i = 0; i < 3; i++) cg_scalar(gen, cg_printf(gen, "%s_%s", pre, names[i]), s->stride[i]);
+    return true;
+}
+
+bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
+{
+    const ir_graph *g = gen->g;
+    const ir_node *A = gen->anchor;
+    if (A->op != IR_OP_ATTENTION) return cg_fail(gen, "not attention");
+    const ir_node *q = A->inputs[0], *kc = A->inputs[1], *vc = A->inputs[2], *pos = opt_input(A, 3);
+    const ir_node *rope_q = NULL, *rope_k = NULL, *knew = NULL, *vnew = NULL;
+    if (q->op == IR_OP_ROPE && cg_is_member(gen, q)) {
+        rope_q = q;
+        q = q->inputs[0];
+        if (!same_pos(opt_input(rope_q, 1), pos)) return cg_fail(gen, "attention: RoPE on q uses other positions");
+    }
+    bool append = kc->op == IR_OP_CACHE_WRITE && cg_is_member(gen, kc);
+    if (append != (vc->op == IR_OP_CACHE_WRITE && cg_is_member(gen, vc)))
+        return cg_fail(gen, "attention: the cache write of only one of k and v is fused");
+    if (append) {
+        for (int i = 0; i < 2; i++) {
+            const ir_node *cw = i ? vc : kc;
+            if (!pos || !same_pos(opt_input(cw, 2), pos))
+                return cg_fail(gen, "attention: a fused cache write must use the attention's positions");
+            if (cg_storage_node(gen, cw) != cg_storage_node(gen, cw->inputs[0]))
+                return cg_fail(gen, "attention: a fused cache write must update its cache in place");
+        }
+        knew = kc->inputs[1];
+        vnew = vc->inputs[1];
+        if (knew->op == IR_OP_ROPE && cg_is_member(gen, knew)) {
+            rope_k = knew;
+            knew = knew->inputs[0];
+            if (!same_pos(opt_input(rope_k, 1), pos)) return cg_fail(gen, "attention: RoPE on k uses other positions");
+        }
+    }
+    if ((rope_q != NULL) != (rope_k != NULL) && append)
+        return cg_fail(gen, "attention: RoPE is fused on only one of q and the new k rows");
+    if (rope_q && rope_k && rope_q->attrs.theta != rope_k->attrs.theta)
+        return cg_fail(gen, "attention: q and k are rotated with different theta");
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != gen->k || gen->bind[i] || pass_is_view(n)) continue;
+        if (n != A && n != rope_q && n != rope_k && !(append && (n == kc || n == vc)))
+            return cg_fail(gen, "attention: %s (line %d) cannot be fused into the attention kernel",
+                           ir_op_name(n->op), n->loc.line);
+        if ((n == rope_q || n == rope_k) && cg_used_outside(gen, n))
+            return cg_fail(gen, "attention: the rotated %s is also used outside the kernel", n == rope_q ? "q" : "k");
+    }
+    const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
+    int64_t hd;
+    if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
+    if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
+
+    int64_t s_val;
+    bool decode = dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
+    plan->family = decode ? CG_FAMILY_ATTENTION_DECODE : CG_FAMILY_ATTENTION_PREFILL;
+
+    cg_strided qs, ks, vs;
+    if (!rows_operand(gen, q, "q", "q", &qs)) return false;
+    ir_dim zero = ir_dim_const(0);
+    for (int i = 0; i < 2; i++) {
+        const ir_node *c = i ? vc : kc;
+        cg_strided *s = i ? &vs : &ks;
+        const ir_node *data = append ? cg_storage_node(gen, c) : c;
+        if (!cg_strided_of(gen, data, s) || s->base != data || !ir_dim_eq(&s->off, &zero))
+            return cg_fail(gen, "attention: the %s cache is not a stored contiguous tensor", i ? "v" : "k");
+        cg_ptr_named(gen, i ? "v" : "k", append ? c : data, append);
+    }
+    cg_ptr_named(gen, "o", A, true);
+    if (pos) cg_ptr_named(gen, "pos", pos, false);
+    else cg_null_ptr(gen, "pos", "const int *");
+    if (append) {
+        if (!rows_operand(gen, knew, "k_new", "kn", &ks)) return false;
+        if (!rows_operand(gen, vnew, "v_new", "vn", &vs)) return false;
+    } else {
+        const char *ct_s = cg_printf(gen, "const %s *", qt->dtype == IR_F32 ? "float" : qt->dtype == IR_F16 ? "__half" : "__nv_bfloat16");
+        cg_null_ptr(gen, "k_new", ct_s);
+        cg_null_ptr(gen, "v_new", ct_s);
+        const char *f[6] = {"kn_sb", "kn_ss", "kn_sh", "vn_sb", "vn_ss", "vn_sh"};
+        for (int i = 0; i < 6; i++) cg_scalar(gen, f[i], zero);
+    }
+    cg_scalar(gen, "B", qt->dims[0]);
+    cg_scalar(gen, "S", qt->dims[1]);
+    cg_scalar(gen, "T", ct->dims[2]);
+    cg_scalar(gen, "H", qt->dims[2]);
+    cg_scalar(gen, "KV", ct->dims[1]);
+    int splits = decode ? heur_att_splits(&qt->dims[0], &ct->dims[1], dims) : 0;
+    if (decode) {
+        ir_dim bsh = cg_dim_mul(gen, cg_dim_mul(gen, qt->dims[0], qt->dims[1]), qt->dims[2]);
+        cg_workspace(gen, "ws", "float *", cg_dim_mul(gen, bsh, ir_dim_const(4 * splits * (hd + 2))), false);
+        cg_workspace(gen, "sem", "int *", cg_dim_mul(gen, bsh, ir_dim_const(4)), true);
+    }
+    cg_str_printf(hooks, "/* attention: no hooks; the template reads the constants and KilnArgs above */\n\n");
+
+    define(plan, "KILN_HD", "%lld", (long long)hd);
+    define(plan, "KILN_SCALE", "%s", cg_float_lit(gen, A->attrs.scale));
+    define(plan, "KILN_CAUSAL", "%d", A->attrs.causal ? 1 : 0);
+    define(plan, "KILN_ROPE", "%d", rope_q ? 1 : 0);
+    define(plan, "KILN_THETA", "%s", cg_float_lit(gen, rope_q ? rope_q->attrs.theta : 10000.0));
+    define(plan, "KILN_APPEND", "%d", append ? 1 : 0);
+    cg_launch *L = &gen->kern->launch;
+    if (decode) {
+        /* one CTA per (split, KV head, batch) serves the whole GQA group */
+        define(plan, "KILN_SPLITS", "%d", splits);
+        define(plan, "KILN_DEC_WARPS", "2");
+        define(plan, "KILN_ATT_THREADS", "64");
+        L->block = 64;
+        L->grid[0] = (cg_grid_dim){ir_dim_const(splits), 1, 0};
+        L->grid[1] = (cg_grid_dim){ct->dims[1], 1, 0};
+    } else {
+        define(plan, "KILN_BQ", "64");
+        define(plan, "KILN_BK", "64");
+        define(plan, "KILN_ATT_THREADS", "128");
+        L->block = 128;
+        L->grid[0] = (cg_grid_dim){qt->dims[1], 64, 0};
+        L->grid[1] = (cg_grid_dim){qt->dims[2], 1, 0};
+    }
+    L->grid[2] = (cg_grid_dim){qt->dims[0], 1, 0};
+    return !gen->failed;
+}

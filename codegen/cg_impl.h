@@ -1,0 +1,161 @@
+/* codegen/cg_impl.h — shared by the codegen files (not public).
+ *
+ * cg_expr.c    strings, dims as C, the KilnArgs registry, the expression
+ *              emitter (index math, broadcasting, views, every op)
+ * cg_family.c  the hooks of each family (elementwise, row, matmul, attention)
+ * cg_emit.c    the public API: grouping analysis, heuristics, assembly of the
+ *              translation unit, launch rules, writing sources */
+#ifndef KILN_CG_IMPL_H
+#define KILN_CG_IMPL_H
+#include <stdarg.h>
+
+#include "codegen/cg.h"
+#include "passes/pass.h"
+
+/* ---- a growable string ------------------------------------------------------ */
+typedef struct cg_str {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} cg_str;
+void cg_str_printf(cg_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_str_vprintf(cg_str *b, const char *fmt, va_list ap);
+void cg_str_append(cg_str *b, const char *s, size_t n);
+void cg_str_free(cg_str *b);
+
+/* ---- the generator state of one kernel ------------------------------------- */
+
+typedef struct cg_memo {
+    int node;
+    const char *key; /* the index it was computed at */
+    const char *var;
+    int depth;       /* block depth where the local was declared */
+} cg_memo;
+
+typedef struct cg_subst {
+    int node;
+    const char *expr; /* the value of node at the hook's index */
+} cg_subst;
+
+/* Where a node's elements live: base + off + sum(coord[i] * stride[i]). */
+typedef struct cg_strided {
+    const ir_node *base;
+    int rank;
+    ir_dim stride[IR_MAX_RANK];
+    ir_dim off;
+} cg_strided;
+
+typedef struct cg_gen {
+    const ir_graph *g;
+    int k;                   /* the group */
+    const ir_node *anchor;
+    arena *a;                /* the kernel's strings */
+    const bool *bind;        /* bind-time nodes */
+    const pass_users *users;
+    cg_kernel *kern;
+    /* KilnArgs fields in order (the dims are appended last) */
+    cg_arg *args;
+    int nargs, capargs;
+    bool dim_used[IR_MAX_SYMS];
+    /* the function being generated */
+    cg_str *body;
+    int depth, tmp;
+    cg_memo *memo;
+    int nmemo, capmemo;
+    cg_subst subst[8];
+    int nsubst;
+    /* errors: the first one wins */
+    char *err;
+    size_t errlen;
+    bool failed;
+} cg_gen;
+
+bool cg_fail(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *cg_printf(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A node's dims as a C long long expression over p.dim_<sym> fields. */
+const char *cg_dim(cg_gen *gen, const ir_dim *d);
+bool cg_dim_one(const ir_dim *d);                 /* the constant 1 */
+ir_dim cg_dim_mul(cg_gen *gen, ir_dim a, ir_dim b);
+ir_dim cg_dim_add(cg_gen *gen, ir_dim a, ir_dim b);
+ir_dim cg_numel(cg_gen *gen, const ir_type *t, int from, int to); /* product of dims [from, to) */
+
+/* ---- storage and arguments -------------------------------------------------- */
+/* Does the kernel compute n itself (a member of the group, not the anchor
+ * when the template computes the anchor)? Views are members or free. */
+bool cg_is_member(const cg_gen *gen, const ir_node *n);
+/* A view read through by indexing (not bind-time, not materialized elsewhere). */
+bool cg_is_free_view(const cg_gen *gen, const ir_node *n);
+/* The KilnArgs field holding node n's storage; registers it (written: the
+ * kernel stores to it). NULL on failure (n has no storage). */
+const char *cg_ptr(cg_gen *gen, const ir_node *n, bool written);
+/* A named field bound to n's storage (template operands: "a", "w", "q"...). */
+const char *cg_ptr_named(cg_gen *gen, const char *field, const ir_node *n, bool written);
+/* A named field pointing into s->base's storage at element s->off. */
+const char *cg_ptr_strided(cg_gen *gen, const char *field, const cg_strided *s, bool written);
+/* A named pointer field that is always NULL. */
+void cg_null_ptr(cg_gen *gen, const char *field, const char *ctype);
+void cg_scalar(cg_gen *gen, const char *field, ir_dim value);
+void cg_workspace(cg_gen *gen, const char *field, const char *ctype, ir_dim bytes, bool zeroed);
+/* Storage identity: state values resolve to their state parameter. */
+const ir_node *cg_storage_node(const cg_gen *gen, const ir_node *n);
+/* Is n a group output (used outside the group, an output or a state)? */
+bool cg_used_outside(const cg_gen *gen, const ir_node *n);
+/* Follows free views from n down to stored data; false when the layout is
+ * not affine per axis or n is computed by this kernel. */
+bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out);
+
+/* ---- indices and values ------------------------------------------------------- */
+
+/* An element of a tensor of type t: its row-major flat index and/or its
+ * coordinates, as C expressions valid at the current point of the body.
+ * Invariant: flat != NULL, or every c[i] != NULL. */
+typedef struct cg_idx {
+    const ir_type *t;
+    const char *flat;
+    const char *c[IR_MAX_RANK];
+} cg_idx;
+
+cg_idx cg_idx_flat(const ir_type *t, const char *flat);
+const char *cg_idx_coord(cg_gen *gen, const cg_idx *x, int axis);
+const char *cg_idx_flatten(cg_gen *gen, const cg_idx *x);
+/* The index of an operand of type `to` broadcast to x (numpy rules). */
+cg_idx cg_idx_broadcast(cg_gen *gen, const cg_idx *x, const ir_type *to);
+
+/* The value of node n at x as a float C expression (declaring locals in the
+ * body as needed). */
+const char *cg_value(cg_gen *gen, const ir_node *n, const cg_idx *x);
+/* An i32 node's value as a long long expression (positions, ids). */
+const char *cg_int_value(cg_gen *gen, const ir_node *n, const cg_idx *x);
+/* Stores v as node n's element x into n's storage. */
+void cg_store(cg_gen *gen, const ir_node *n, const cg_idx *x, const char *v);
+
+/* Body writing: lines at the current depth; blocks scope the memo. */
+void cg_line(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_open(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_close(cg_gen *gen);
+/* Starts a new function body (fresh memo, locals, substitutions). */
+void cg_begin_fn(cg_gen *gen, cg_str *body);
+void cg_set_subst(cg_gen *gen, const ir_node *n, const char *expr);
+void cg_clear_subst(cg_gen *gen);
+/* A float literal: %.9g plus 'f' (".0f" for integers), infinities and NaN. */
+const char *cg_float_lit(cg_gen *gen, double v);
+
+/* ---- families (cg_family.c) ----------------------------------------------------- */
+typedef struct cg_plan {
+    cg_family family;
+    const char *note;
+    /* elementwise: the outputs in order, with the index space size */
+    const ir_node *outs[16];
+    int nouts;
+    /* template constants, as "#define NAME value" lines */
+    cg_str defines;
+} cg_plan;
+
+/* Each returns false (via cg_fail) when the group does not fit the family. */
+bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks);
+bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks);
+bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
+bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
+
+#endif

@@ -1,0 +1,78 @@
+// codegen/kernels/common.cuh — what every kernel template and every generated
+// hook uses: storage types, loads and stores that convert to and from float,
+// rounding, the math of the elementwise ops, warp and block reductions.
+//
+// First in every translation unit (see CONTRACT.md). The generated part that
+// follows defines KILN_KERNEL, KILN_T (typedef kiln_t), the KilnArgs struct
+// and the family's hooks; the template comes last. Compiled by NVRTC with
+// -std=c++17 -default-device; the CUDA headers below are the only includes.
+#ifndef KILN_COMMON_CUH
+#define KILN_COMMON_CUH
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define KILN_INF __int_as_float(0x7f800000)
+#define KILN_NAN __int_as_float(0x7fffffff)
+
+// ---- loads and stores: element math is float32 --------------------------
+__device__ __forceinline__ float kiln_ld(const float *p) { return *p; }
+__device__ __forceinline__ float kiln_ld(const __half *p) { return __half2float(*p); }
+__device__ __forceinline__ float kiln_ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ float kiln_ld(const int *p) { return (float)*p; }
+
+__device__ __forceinline__ void kiln_st(float *p, float v) { *p = v; }
+__device__ __forceinline__ void kiln_st(__half *p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void kiln_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void kiln_st(int *p, float v) { *p = (int)v; }
+
+// Round to a storage type and back (an explicit cast inside a fused chain).
+__device__ __forceinline__ float kiln_round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+__device__ __forceinline__ float kiln_round_f16(float v) { return __half2float(__float2half_rn(v)); }
+
+// ---- the elementwise ops that are more than one operator ------------------
+__device__ __forceinline__ float kiln_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float kiln_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float kiln_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }
+__device__ __forceinline__ float kiln_gelu_tanh(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(0.797884561f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float kiln_relu(float x) { return x > 0.0f ? x : 0.0f; }
+
+// ---- reductions ----------------------------------------------------------
+__device__ __forceinline__ float kiln_warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float kiln_warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+// Sum (or max) over the CTA; every thread gets the result. blockDim.x is a
+// multiple of 32; `red` is __shared__ float[32]. Safe to call repeatedly with
+// the same `red` (the first barrier protects the previous call's reads).
+template <bool MAX>
+__device__ __forceinline__ float kiln_block_reduce(float v, float *red)
+{
+    v = MAX ? kiln_warp_max(v) : kiln_warp_sum(v);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    v = lane < nwarps ? red[lane] : (MAX ? -KILN_INF : 0.0f);
+    return MAX ? kiln_warp_max(v) : kiln_warp_sum(v);
+}
+
+// ---- row family op codes (KILN_ROW_OP) -------------------------------------
+#define KILN_ROW_RMSNORM 1
+#define KILN_ROW_LAYERNORM 2
+#define KILN_ROW_SOFTMAX 3
+#define KILN_ROW_SUM 4
+#define KILN_ROW_MEAN 5
+#define KILN_ROW_MAX 6
+
+#endif
