@@ -1,0 +1,356 @@
+// codegen/kernels/gemv.cuh — family `matmul`, small M (decode): bandwidth-bound GEMV.
+//
+// acc[b][m][n] = sum_k A[b][m][k] * B(b, n, k) in float32, then kiln_epilogue2 per pair of
+// adjacent columns (codegen/kernels/CONTRACT.md, family `matmul`).
+//
+// Work split: CTA (x, y, z) owns the KILN_GEMV_COLS output columns [x*COLS, x*COLS+COLS) of
+// batch z, for ALL rows m, over K slice y of KILN_SPLITK. Its 256 threads stride along k, and
+// every thread works on all COLS columns and up to KILN_GEMV_MAXM rows at once: per step a
+// thread issues COLS 16-byte weight loads (8 bf16/f16 or 4 f32 each) for each of
+// KILN_GEMV_UNROLL steps before using any of them (COLS*UNROLL loads in flight), reads the
+// matching 16 bytes of each A row (A is small and shared by all CTAs: L2/L1 hits), and
+// accumulates in f32 registers. Then warp shuffles and a shared-memory pass over the 8 warps
+// reduce the partial sums.
+//
+// B layout KILN_B_NK 1 ([N, K], k contiguous) is the fast path: a warp reads 512 contiguous
+// bytes of one weight row per load. KILN_B_NK 0 ([K, N]) is supported (a thread reads the
+// COLS contiguous weights of one k row per load) but is not the decode layout: codegen
+// should transpose such weights at bind time.
+//
+// Split-K (KILN_SPLITK > 1): each CTA writes its partial sums to the float workspace
+// p.ws[((b*SPLITK + s)*M + m)*N + n] (batch*SPLITK*M*N floats), then bumps the counter
+// p.sem[b*gridDim.x + x] (batch*ceil(N/COLS) ints, zero before the first launch). The CTA
+// that brings it to SPLITK sums the slices in slice order (deterministic), runs the epilogue
+// and puts the counter back to 0, so the next launch or graph replay needs no memset.
+//
+// Rows: p.M may exceed KILN_GEMV_MAXM; the CTA then loops over blocks of MAXM rows,
+// reading its weights once per block (correct, slower: pick MAXM >= M).
+// Alignment: 16-byte loads need the batch's A and W base 16-byte aligned and lda/ldw
+// multiples of the vector width; otherwise the CTA uses scalar loads throughout. A K slice
+// that is not a multiple of the vector width ends with a scalar tail.
+//
+// Constants: KILN_GEMV_COLS (even, columns per CTA), KILN_SPLITK (>= 1), KILN_B_NK,
+// KILN_GEMV_MAXM (rows held in registers, default 8), KILN_GEMV_UNROLL (default
+// max(1, min(4, 16/COLS))). Registers per thread ~ 4*COLS*UNROLL + MAXM*COLS + ~40.
+// Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
+#ifndef KILN_GEMV_CUH
+#define KILN_GEMV_CUH
+
+#ifndef __CUDA_BF16_H__
+#include <cuda_bf16.h>
+#endif
+#ifndef __CUDA_FP16_H__
+#include <cuda_fp16.h>
+#endif
+
+#ifndef KILN_T
+#error "gemv.cuh: the generated part must define KILN_T"
+#endif
+#ifndef KILN_B_NK
+#define KILN_B_NK 1
+#endif
+#ifndef KILN_SPLITK
+#define KILN_SPLITK 1
+#endif
+#ifndef KILN_GEMV_MAXM
+#define KILN_GEMV_MAXM 8
+#endif
+#ifndef KILN_GEMV_UNROLL
+#define KILN_GEMV_UNROLL ((16 / KILN_GEMV_COLS) < 1 ? 1 : (16 / KILN_GEMV_COLS) > 4 ? 4 : (16 / KILN_GEMV_COLS))
+#endif
+
+#define KGV_THREADS 256
+#define KGV_WARPS (KGV_THREADS / 32)
+
+static_assert(KILN_GEMV_COLS >= 2 && KILN_GEMV_COLS % 2 == 0, "KILN_GEMV_COLS must be even");
+static_assert(KILN_SPLITK >= 1, "KILN_SPLITK must be >= 1");
+static_assert(KILN_GEMV_MAXM >= 1 && KILN_GEMV_MAXM <= 32, "KILN_GEMV_MAXM in 1..32");
+static_assert(KILN_GEMV_UNROLL >= 1, "KILN_GEMV_UNROLL must be >= 1");
+
+template <typename X, typename Y> struct kgv_same { static constexpr bool value = false; };
+template <typename X> struct kgv_same<X, X> { static constexpr bool value = true; };
+
+// Element type traits: VEC elements per 16 bytes, conversions to f32.
+template <typename T> struct kgv_t;
+template <> struct kgv_t<__nv_bfloat16> {
+    static constexpr int VEC = 8;
+    static __device__ __forceinline__ float ld(const __nv_bfloat16 *p)
+    {
+        return __uint_as_float((unsigned)(*reinterpret_cast<const unsigned short *>(p)) << 16);
+    }
+    static __device__ __forceinline__ void cvt(const uint4 &u, float (&f)[8])
+    {
+        f[0] = __uint_as_float(u.x << 16);
+        f[1] = __uint_as_float(u.x & 0xffff0000u);
+        f[2] = __uint_as_float(u.y << 16);
+        f[3] = __uint_as_float(u.y & 0xffff0000u);
+        f[4] = __uint_as_float(u.z << 16);
+        f[5] = __uint_as_float(u.z & 0xffff0000u);
+        f[6] = __uint_as_float(u.w << 16);
+        f[7] = __uint_as_float(u.w & 0xffff0000u);
+    }
+};
+template <> struct kgv_t<__half> {
+    static constexpr int VEC = 8;
+    static __device__ __forceinline__ float ld(const __half *p) { return __half2float(*p); }
+    static __device__ __forceinline__ float2 h2(unsigned v)
+    {
+        __half2 h;
+        *reinterpret_cast<unsigned *>(&h) = v;
+        return __half22float2(h);
+    }
+    static __device__ __forceinline__ void cvt(const uint4 &u, float (&f)[8])
+    {
+        float2 t;
+        t = h2(u.x), f[0] = t.x, f[1] = t.y;
+        t = h2(u.y), f[2] = t.x, f[3] = t.y;
+        t = h2(u.z), f[4] = t.x, f[5] = t.y;
+        t = h2(u.w), f[6] = t.x, f[7] = t.y;
+    }
+};
+template <> struct kgv_t<float> {
+    static constexpr int VEC = 4;
+    static __device__ __forceinline__ float ld(const float *p) { return *p; }
+    static __device__ __forceinline__ void cvt(const uint4 &u, float (&f)[4])
+    {
+        f[0] = __uint_as_float(u.x);
+        f[1] = __uint_as_float(u.y);
+        f[2] = __uint_as_float(u.z);
+        f[3] = __uint_as_float(u.w);
+    }
+};
+
+// Weights are read exactly once: 16-byte non-coherent load that does not allocate in L1.
+__device__ __forceinline__ uint4 kgv_ld_stream(const void *p)
+{
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    return r;
+}
+__device__ __forceinline__ uint4 kgv_ld_vec(const void *p) { return __ldg(reinterpret_cast<const uint4 *>(p)); }
+
+__device__ __forceinline__ bool kgv_aligned(const void *p, long long ld, int vec)
+{
+    return ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) && (ld % vec == 0);
+}
+
+// Partial sums of this CTA (acc, per thread) -> reduced over the CTA -> epilogue, or into the
+// split-K workspace. red: [KGV_WARPS][MAXM*COLS] floats of shared memory.
+template <int MAXM, int COLS>
+__device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[MAXM][COLS], float *red,
+                                                      long long b, long long mb, long long n0)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const long long M = p.M, N = p.N;
+#pragma unroll
+    for (int m = 0; m < MAXM; m++) {
+        if (mb + m < M) {
+#pragma unroll
+            for (int c = 0; c < COLS; c++) {
+                float v = acc[m][c];
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                if (lane == 0) red[warp * (MAXM * COLS) + m * COLS + c] = v;
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < MAXM * (COLS / 2); i += KGV_THREADS) {
+        const int m = i / (COLS / 2), c = (i % (COLS / 2)) * 2;
+        const long long gm = mb + m, gn = n0 + c;
+        if (gm >= M || gn >= N) continue;
+        float v0 = 0.f, v1 = 0.f;
+#pragma unroll
+        for (int w = 0; w < KGV_WARPS; w++) {
+            v0 += red[w * (MAXM * COLS) + m * COLS + c];
+            v1 += red[w * (MAXM * COLS) + m * COLS + c + 1];
+        }
+        if (KILN_SPLITK == 1) {
+            kiln_epilogue2(p, b, gm, gn, v0, v1, gn + 1 < N);
+        } else {
+            float *ws = p.ws + ((b * KILN_SPLITK + blockIdx.y) * M + gm) * N + gn;
+            ws[0] = v0;
+            if (gn + 1 < N) ws[1] = v1;
+        }
+    }
+    __syncthreads(); // red is reused by the next row block
+}
+
+template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p)
+{
+    using TR = kgv_t<T>;
+    constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, U = KILN_GEMV_UNROLL;
+    constexpr int STEP = KGV_THREADS * VEC; // elements of k covered by one step of the CTA
+    __shared__ float red[KGV_WARPS * MAXM * COLS];
+    __shared__ int last_flag;
+
+    const int tid = threadIdx.x;
+    const long long b = blockIdx.z;
+    const long long M = p.M, N = p.N, K = p.K;
+    const long long n0 = (long long)blockIdx.x * COLS;
+    const T *A = reinterpret_cast<const T *>(p.a) + b * p.sa;
+    const T *W = reinterpret_cast<const T *>(p.w) + b * p.sw;
+
+    // This CTA's K slice; slice starts are multiples of VEC so 16-byte loads stay aligned.
+    const long long kper = ((K + KILN_SPLITK - 1) / KILN_SPLITK + VEC - 1) / VEC * VEC;
+    const long long k0 = kper * blockIdx.y < K ? kper * blockIdx.y : K;
+    const long long k1 = k0 + kper < K ? k0 + kper : K;
+
+    const bool vec = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
+                     (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+
+    for (long long mb = 0; mb < M; mb += MAXM) {
+        float acc[MAXM][COLS];
+#pragma unroll
+        for (int m = 0; m < MAXM; m++)
+#pragma unroll
+            for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+
+        if (KILN_B_NK) {
+            // Row pointers of this CTA's weight rows; columns past N re-read row N-1 (ignored).
+            const T *wr[COLS];
+#pragma unroll
+            for (int c = 0; c < COLS; c++) wr[c] = W + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
+            long long kv = k0; // end of the vectorized part
+            if (vec) {
+                kv = k0 + (k1 - k0) / VEC * VEC;
+                long long k = k0 + (long long)tid * VEC;
+                // U steps at a time: every load of the group is issued before the first use.
+                for (; k + (long long)(U - 1) * STEP < kv; k += (long long)U * STEP) {
+                    uint4 w[U][COLS];
+#pragma unroll
+                    for (int u = 0; u < U; u++)
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream(wr[c] + k + u * STEP);
+#pragma unroll
+                    for (int u = 0; u < U; u++) {
+#pragma unroll
+                        for (int m = 0; m < MAXM; m++) {
+                            if (mb + m < M) {
+                                float af[VEC];
+                                TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k + u * STEP), af);
+#pragma unroll
+                                for (int c = 0; c < COLS; c++) {
+                                    float wf[VEC];
+                                    TR::cvt(w[u][c], wf);
+#pragma unroll
+                                    for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
+                                }
+                            }
+                        }
+                    }
+                }
+                for (; k < kv; k += STEP) {
+                    uint4 w[COLS];
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) w[c] = kgv_ld_stream(wr[c] + k);
+#pragma unroll
+                    for (int m = 0; m < MAXM; m++) {
+                        if (mb + m < M) {
+                            float af[VEC];
+                            TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), af);
+#pragma unroll
+                            for (int c = 0; c < COLS; c++) {
+                                float wf[VEC];
+                                TR::cvt(w[c], wf);
+#pragma unroll
+                                for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
+                            }
+                        }
+                    }
+                }
+            }
+            // Scalar: the tail of a vectorized slice (< VEC elements), or the whole slice.
+            for (long long k = kv + tid; k < k1; k += KGV_THREADS) {
+                float wv[COLS];
+#pragma unroll
+                for (int c = 0; c < COLS; c++) wv[c] = TR::ld(wr[c] + k);
+#pragma unroll
+                for (int m = 0; m < MAXM; m++) {
+                    if (mb + m < M) {
+                        const float a = TR::ld(A + (mb + m) * p.lda + k);
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[c], acc[m][c]);
+                    }
+                }
+            }
+        } else {
+            // W is [K, N]: a thread takes whole k rows; the COLS weights of a row are contiguous.
+            constexpr int KU = 4; // rows in flight per thread
+            long long k = k0 + tid;
+            for (; k < k1; k += (long long)KU * KGV_THREADS) {
+                float wv[KU][COLS];
+#pragma unroll
+                for (int u = 0; u < KU; u++) {
+                    const long long kk = k + (long long)u * KGV_THREADS;
+                    const T *row = W + (kk < k1 ? kk : k1 - 1) * p.ldw + n0;
+                    if (vec) {
+#pragma unroll
+                        for (int c = 0; c < COLS; c += VEC) {
+                            float f[VEC];
+                            TR::cvt(kgv_ld_stream(row + c), f);
+#pragma unroll
+                            for (int e = 0; e < VEC; e++)
+                                if (c + e < COLS) wv[u][c + e] = f[e];
+                        }
+                    } else {
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) wv[u][c] = n0 + c < N ? TR::ld(row + c) : 0.f;
+                    }
+                    if (kk >= k1) {
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) wv[u][c] = 0.f;
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < KU; u++) {
+                    const long long kk = k + (long long)u * KGV_THREADS;
+                    if (kk < k1) {
+#pragma unroll
+                        for (int m = 0; m < MAXM; m++) {
+                            if (mb + m < M) {
+                                const float a = TR::ld(A + (mb + m) * p.lda + kk);
+#pragma unroll
+                                for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[u][c], acc[m][c]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        kgv_reduce_out<MAXM, COLS>(p, acc, red, b, mb, n0);
+    }
+
+    if (KILN_SPLITK > 1) {
+        // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
+        __threadfence(); // this CTA's workspace writes are visible device-wide ...
+        __syncthreads(); // ... before thread 0 announces them
+        if (tid == 0) {
+            const int prev = atomicAdd(&p.sem[b * gridDim.x + blockIdx.x], 1);
+            last_flag = (prev == KILN_SPLITK - 1);
+        }
+        __syncthreads();
+        if (!last_flag) return;
+        __threadfence();
+        for (long long i = tid; i < M * (COLS / 2); i += KGV_THREADS) {
+            const long long m = i / (COLS / 2), gn = n0 + (i % (COLS / 2)) * 2;
+            if (gn >= N) continue;
+            const bool has1 = gn + 1 < N;
+            float v0 = 0.f, v1 = 0.f;
+#pragma unroll 4
+            for (int s = 0; s < KILN_SPLITK; s++) {
+                const float *ws = p.ws + ((b * KILN_SPLITK + s) * M + m) * N + gn;
+                v0 += __ldcg(ws);
+                if (has1) v1 += __ldcg(ws + 1);
+            }
+            kiln_epilogue2(p, b, m, gn, v0, v1, has1);
+        }
+        if (tid == 0) p.sem[b * gridDim.x + blockIdx.x] = 0; // ready for the next launch
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(KGV_THREADS) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
+
+#endif // KILN_GEMV_CUH

@@ -1,0 +1,279 @@
+/* tests/gpu/mm_src.h — builds matmul translation units for the tests
+ * (tests/codegen/test_matmul_nvrtc.c, tests/gpu/test_gpu_matmul.c) the way
+ * codegen does (codegen/kernels/CONTRACT.md): common.cuh, a hand-written
+ * generated part (constants, KilnArgs, kiln_epilogue2), then the template
+ * (matmul_mma.cuh or gemv.cuh); compiled with rt_nvrtc to sm_90a cubins.
+ *
+ * Header-only (static functions); include once per test. Templates are read
+ * from $KILN_SOURCE_DIR/codegen/kernels, else from KILN_SOURCE_DIR (a
+ * compile-time define), else ./codegen/kernels. */
+#ifndef KILN_TESTS_MM_SRC_H
+#define KILN_TESTS_MM_SRC_H
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_nvrtc.h"
+
+enum { MM_BF16, MM_F16, MM_F32 };
+enum { MM_KIND_MMA, MM_KIND_GEMV };
+enum { MM_EPI_STORE, MM_EPI_BIAS_RES };
+
+/* KilnArgs as the test's generated part declares it: every field 8 bytes. */
+typedef struct mm_args {
+    const void *a;
+    const void *w;
+    void *out;
+    const void *bias; /* [N] (bias+residual epilogue) */
+    const void *res;  /* like out (bias+residual epilogue) */
+    float *ws;        /* gemv split-K workspace */
+    int *sem;         /* gemv split-K counters */
+    long long sa, sw, lda, ldw, M, N, K, batch, so, ldo;
+} mm_args;
+
+static const char mm_struct_text[] =
+    "struct KilnArgs {\n"
+    "    const kiln_t *a;\n"
+    "    const kiln_t *w;\n"
+    "    kiln_t *out;\n"
+    "    const kiln_t *bias;\n"
+    "    const kiln_t *res;\n"
+    "    float *ws;\n"
+    "    int *sem;\n"
+    "    long long sa, sw, lda, ldw, M, N, K, batch, so, ldo;\n"
+    "};\n";
+
+/* The two epilogues: a plain store, and out = acc + bias[n] + res[b][m][n]. */
+static const char mm_epi_store_text[] =
+    "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m,\n"
+    "                                               long long n, float v0, float v1, bool has1)\n"
+    "{\n"
+    "    kiln_t *o = p.out + b * p.so + m * p.ldo + n;\n"
+    "    kiln_st(o, v0);\n"
+    "    if (has1) kiln_st(o + 1, v1);\n"
+    "}\n";
+static const char mm_epi_bias_res_text[] =
+    "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m,\n"
+    "                                               long long n, float v0, float v1, bool has1)\n"
+    "{\n"
+    "    const long long i = b * p.so + m * p.ldo + n;\n"
+    "    kiln_st(p.out + i, v0 + kiln_ld(p.bias + n) + kiln_ld(p.res + i));\n"
+    "    if (has1) kiln_st(p.out + i + 1, v1 + kiln_ld(p.bias + n + 1) + kiln_ld(p.res + i + 1));\n"
+    "}\n";
+
+typedef struct mm_cfg {
+    int kind;  /* MM_KIND_* */
+    int dt;    /* MM_BF16 / MM_F16 / MM_F32 */
+    int nk;    /* KILN_B_NK */
+    int epi;   /* MM_EPI_* */
+    /* matmul_mma */
+    int bm, bn, bk, wm, wn, stages;
+    /* gemv */
+    int cols, splitk, maxm;
+} mm_cfg;
+
+static const char *mm_dt_name(int dt)
+{
+    return dt == MM_BF16 ? "bf16" : dt == MM_F16 ? "f16" : "f32";
+}
+static const char *mm_dt_ctype(int dt)
+{
+    return dt == MM_BF16 ? "__nv_bfloat16" : dt == MM_F16 ? "__half" : "float";
+}
+static size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
+
+static void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
+{
+    if (c->kind == MM_KIND_MMA)
+        snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+                 c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+    else
+        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+                 c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm);
+}
+
+/* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory). */
+static int mm_threads(const mm_cfg *c) { return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : 256; }
+static size_t mm_smem_bytes(const mm_cfg *c)
+{
+    if (c->kind != MM_KIND_MMA) return 0;
+    if (c->dt == MM_F32) return (size_t)(c->bk * (c->bm + 4) + c->bk * (c->bn + 4)) * 4;
+    size_t b = c->nk ? (size_t)c->bn * (c->bk + 8) : (size_t)c->bk * (c->bn + 8);
+    return (size_t)c->stages * ((size_t)c->bm * (c->bk + 8) + b) * 2;
+}
+static void mm_grid(const mm_cfg *c, long long M, long long N, long long batch, unsigned g[3])
+{
+    if (c->kind == MM_KIND_MMA) {
+        g[0] = (unsigned)((N + c->bn - 1) / c->bn);
+        g[1] = (unsigned)((M + c->bm - 1) / c->bm);
+    } else {
+        g[0] = (unsigned)((N + c->cols - 1) / c->cols);
+        g[1] = (unsigned)c->splitk;
+    }
+    g[2] = (unsigned)batch;
+}
+
+static char *mm_read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
+            if (fread(s, 1, (size_t)n, f) != (size_t)n) {
+                free(s);
+                s = NULL;
+            } else {
+                s[n] = 0;
+            }
+        }
+    }
+    fclose(f);
+    return s;
+}
+
+static char *mm_read_kernel_file(const char *name)
+{
+    char path[4096];
+    const char *env = getenv("KILN_SOURCE_DIR");
+    char *s = NULL;
+    if (env) {
+        snprintf(path, sizeof path, "%s/codegen/kernels/%s", env, name);
+        s = mm_read_text(path);
+    }
+#ifdef KILN_SOURCE_DIR
+    if (!s) {
+        snprintf(path, sizeof path, "%s/codegen/kernels/%s", KILN_SOURCE_DIR, name);
+        s = mm_read_text(path);
+    }
+#endif
+    if (!s) {
+        snprintf(path, sizeof path, "codegen/kernels/%s", name);
+        s = mm_read_text(path);
+    }
+    if (!s) fprintf(stderr, "cannot read codegen/kernels/%s (set KILN_SOURCE_DIR)\n", name);
+    return s;
+}
+
+typedef struct mm_buf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} mm_buf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void mm_printf(mm_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->oom) return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->len + (size_t)n + 1) * 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* The translation unit of c with kernel name `kname`, malloc'd; NULL when a
+ * file is missing. */
+static char *mm_source(const mm_cfg *c, const char *kname)
+{
+    char *common = mm_read_kernel_file("common.cuh");
+    char *tmpl = mm_read_kernel_file(c->kind == MM_KIND_MMA ? "matmul_mma.cuh" : "gemv.cuh");
+    if (!common || !tmpl) {
+        free(common);
+        free(tmpl);
+        return NULL;
+    }
+    mm_buf b = {0};
+    mm_printf(&b, "%s\n", common);
+    mm_printf(&b, "/* generated part (hand-written for the test) */\n");
+    mm_printf(&b, "#define KILN_KERNEL %s\n", kname);
+    mm_printf(&b, "#define KILN_T %s\ntypedef KILN_T kiln_t;\n", mm_dt_ctype(c->dt));
+    mm_printf(&b, "#define KILN_B_NK %d\n", c->nk);
+    if (c->kind == MM_KIND_MMA)
+        mm_printf(&b,
+                  "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_BK %d\n#define KILN_WARPS_M %d\n"
+                  "#define KILN_WARPS_N %d\n#define KILN_STAGES %d\n",
+                  c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+    else
+        mm_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n", c->cols,
+                  c->splitk, c->maxm);
+    mm_printf(&b, "%s", mm_struct_text);
+    mm_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
+    mm_printf(&b, "%s", tmpl);
+    free(common);
+    free(tmpl);
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* Compile the n configurations (kernel i is named "kiln_test_mm<i>") in
+ * parallel. out[i] as rt_nvrtc_compile gives it (target CUBIN, sm_90a);
+ * a unit whose files are missing gets RT_ERR_IO. ptxas_v: add
+ * --ptxas-options=-v (resource lines in the log). Returns the number of
+ * failures. */
+static int mm_compile_all(const mm_cfg *cfgs, int n, int ptxas_v, rt_compile_result *out)
+{
+    char **names = calloc((size_t)n, sizeof *names);
+    char **srcs = calloc((size_t)n, sizeof *srcs);
+    int bad = 0;
+    if (!names || !srcs) {
+        free(names);
+        free(srcs);
+        return n;
+    }
+    for (int i = 0; i < n; i++) {
+        names[i] = malloc(32);
+        if (names[i]) snprintf(names[i], 32, "kiln_test_mm%d", i);
+        srcs[i] = names[i] ? mm_source(&cfgs[i], names[i]) : NULL;
+        if (!srcs[i]) bad = 1;
+    }
+    int fails = 0;
+    if (bad) {
+        for (int i = 0; i < n; i++) {
+            memset(&out[i], 0, sizeof out[i]);
+            out[i].status = RT_ERR_IO;
+            fails++;
+        }
+    } else {
+        rt_compile_opts opts = {0};
+        static const char *const vopt[] = {"--ptxas-options=-v"};
+        opts.arch = "sm_90a";
+        if (ptxas_v) {
+            opts.extra = vopt;
+            opts.nextra = 1;
+        }
+        rt_nvrtc_compile_many(n, (const char *const *)names, (const char *const *)srcs, &opts,
+                              RT_TARGET_CUBIN, out, 0, NULL, NULL);
+        for (int i = 0; i < n; i++)
+            if (out[i].status != RT_OK) fails++;
+    }
+    for (int i = 0; i < n; i++) {
+        free(names[i]);
+        free(srcs[i]);
+    }
+    free(names);
+    free(srcs);
+    return fails;
+}
+
+#endif

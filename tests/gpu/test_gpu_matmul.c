@@ -1,0 +1,698 @@
+/* tests/gpu/test_gpu_matmul.c — the matmul templates on the GPU.
+ *
+ * Every configuration (template x dtype x B layout x epilogue x tiles) is
+ * compiled once with NVRTC for sm_90a (tests/gpu/mm_src.h builds the unit:
+ * common.cuh, a hand-written generated part, the template) and loaded with
+ * runtime/rt_launch. Each case draws fresh random inputs (seed printed; set
+ * KILN_SEED to repeat a run), poisons the output (and the split-K workspace)
+ * with 0xFF bytes (NaN in every dtype), launches by CONTRACT.md's launch rule
+ * and compares with a reference: float64 on the CPU for small problems,
+ * cuBLAS (cublasGemmStridedBatchedEx, f32 compute, f32 output) for large
+ * ones, plus bias + residual on the CPU for that epilogue. Pass:
+ * ||out - ref|| / ||ref|| < 1e-2 (bf16, f16) or 1e-4 (f32) and no NaN (an
+ * element left unwritten stays NaN). Split-K cases run twice on the same
+ * counters: the last CTA must have reset them.
+ *
+ * Output: one line per case, then "N passed, N failed". Exit 0, 1 on any
+ * failure, 77 when there is no CUDA device.
+ * Environment: KILN_MM_FILTER=substr runs only configurations whose name
+ * contains substr; KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
+ * decode GEMVs and a prefill matmul against cuBLAS (median of 50 launches,
+ * CUDA events, inputs rotated so weights do not sit in L2). No test asserts
+ * a time. */
+#define _POSIX_C_SOURCE 200809L
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/mm_src.h"
+#include "runtime/rt_launch.h"
+
+static int g_pass, g_fail, g_broken;
+
+/* ---- host bf16/f16 conversions (round to nearest even) -------------------- */
+static uint16_t f2bf(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static float bf2f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint16_t f2h(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+    int e8 = (int)((x >> 23) & 0xff), exp = e8 - 127 + 15;
+    if (e8 == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        int shift = 14 - exp;
+        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+static float h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+    if (e == 0) {
+        float v = ldexpf((float)m, -24);
+        return sign ? -v : v;
+    }
+    if (e == 31) u = sign | 0x7f800000u | (m << 13);
+    else u = sign | ((e - 15 + 127) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- random numbers: splitmix64 ------------------------------------------- */
+static uint64_t g_rng;
+static uint64_t rng_next(void)
+{
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rng_uniform(void) /* [-1, 1) */
+{
+    return (float)((double)(rng_next() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+/* A host tensor: raw storage in dtype dt and the stored values as float. */
+typedef struct htensor {
+    int dt;
+    size_t n;
+    void *raw;
+    float *val;
+} htensor;
+
+static int ht_random(htensor *t, int dt, size_t n)
+{
+    t->dt = dt;
+    t->n = n;
+    t->raw = malloc(n * mm_dt_size(dt) + 16);
+    t->val = malloc(n * sizeof(float) + 16);
+    if (!t->raw || !t->val) return 0;
+    for (size_t i = 0; i < n; i++) {
+        float f = rng_uniform();
+        if (dt == MM_BF16) {
+            uint16_t h = f2bf(f);
+            ((uint16_t *)t->raw)[i] = h;
+            t->val[i] = bf2f(h);
+        } else if (dt == MM_F16) {
+            uint16_t h = f2h(f);
+            ((uint16_t *)t->raw)[i] = h;
+            t->val[i] = h2f(h);
+        } else {
+            ((float *)t->raw)[i] = f;
+            t->val[i] = f;
+        }
+    }
+    return 1;
+}
+static void ht_free(htensor *t)
+{
+    free(t->raw);
+    free(t->val);
+    memset(t, 0, sizeof *t);
+}
+static double raw_get(int dt, const void *raw, size_t i)
+{
+    if (dt == MM_BF16) return bf2f(((const uint16_t *)raw)[i]);
+    if (dt == MM_F16) return h2f(((const uint16_t *)raw)[i]);
+    return ((const float *)raw)[i];
+}
+
+/* ---- CUDA helpers ------------------------------------------------------------- */
+static int cuda_ok(cudaError_t e, const char *what, int line)
+{
+    if (e == cudaSuccess) return 1;
+    fprintf(stderr, "test_gpu_matmul.c:%d: %s: %s (%s)\n", line, what, cudaGetErrorString(e), cudaGetErrorName(e));
+    if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
+        e == cudaErrorIllegalInstruction || e == cudaErrorHardwareStackError || e == cudaErrorLaunchTimeout ||
+        e == cudaErrorAssert)
+        g_broken = 1; /* sticky: the context is lost, later cases cannot run */
+    return 0;
+}
+#define CK(call) cuda_ok((call), #call, __LINE__)
+
+static int blas_ok(cublasStatus_t s, const char *what, int line)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return 1;
+    fprintf(stderr, "test_gpu_matmul.c:%d: %s: cuBLAS status %d\n", line, what, (int)s);
+    return 0;
+}
+#define BK(call) blas_ok((call), #call, __LINE__)
+
+static cudaDataType_t cuda_type(int dt)
+{
+    return dt == MM_BF16 ? CUDA_R_16BF : dt == MM_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+/* C[b] (f32, [M][N]) = A[b] (M x K, lda) * B(b) through cuBLAS (column-major:
+ * C^T = op(W) A^T). */
+static int cublas_ref(cublasHandle_t h, int dt, int nk, const void *dA, const void *dW, float *dC, long long M,
+                      long long N, long long K, long long batch, long long lda, long long ldw, long long sa,
+                      long long sw)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasComputeType_t ct = dt == MM_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+    return BK(cublasGemmStridedBatchedEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+                                         dW, cuda_type(dt), (int)ldw, sw, dA, cuda_type(dt), (int)lda, sa, &zero, dC,
+                                         CUDA_R_32F, (int)N, M * N, (int)batch, ct, CUBLAS_GEMM_DEFAULT));
+}
+
+/* ---- one case ------------------------------------------------------------------- */
+typedef struct mm_case {
+    int cfg;
+    long long M, N, K, batch;
+    int shared_w; /* batch > 1 with one weight (sw = 0) */
+    int a_off;    /* A starts a_off elements into its allocation (misaligned when odd) */
+    int pad;      /* padded leading dims: lda, ldw = the row length rounded up to 8, plus 8 */
+} mm_case;
+
+typedef struct compiled {
+    mm_cfg cfg;
+    char name[128];
+    rt_module *mod;
+    rt_kernel k;
+    int ok;
+} compiled;
+
+static const double CPU_REF_LIMIT = 3e7; /* multiply-adds; above: cuBLAS */
+
+static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
+{
+    const mm_cfg *cf = &c->cfg;
+    const int dt = cf->dt;
+    const size_t es = mm_dt_size(dt);
+    const long long M = t->M, N = t->N, K = t->K, B = t->batch;
+    const long long wcols = cf->nk ? K : N;
+    const long long lda = t->pad ? (K + 7) / 8 * 8 + 8 : K, ldw = t->pad ? (wcols + 7) / 8 * 8 + 8 : wcols;
+    const long long wrows = cf->nk ? N : K;
+    const long long sa = M * lda, sw = t->shared_w ? 0 : wrows * ldw;
+    const size_t na = (size_t)(B * sa) + (size_t)t->a_off, nw = (size_t)((t->shared_w ? 1 : B) * wrows * ldw);
+    const size_t no = (size_t)(B * M * N);
+    const double tol = dt == MM_F32 ? 1e-4 : 1e-2;
+    unsigned grid[3];
+    mm_grid(cf, M, N, B, grid);
+    const int use_cpu = (double)M * N * K * B <= CPU_REF_LIMIT;
+    const int reps = cf->kind == MM_KIND_GEMV && cf->splitk > 1 ? 2 : 1;
+
+    char label[256];
+    snprintf(label, sizeof label, "%s M=%lld N=%lld K=%lld b=%lld%s%s%s", c->name, M, N, K, B,
+             t->shared_w ? " sharedW" : "", t->a_off ? " A+1(misaligned)" : "", t->pad ? " padded-ld" : "");
+
+    htensor hA = {0}, hW = {0}, hBias = {0}, hRes = {0};
+    void *dA = NULL, *dW = NULL, *dO = NULL, *dBias = NULL, *dRes = NULL;
+    float *dC = NULL, *dWs = NULL;
+    int *dSem = NULL;
+    double *acc = NULL;
+    void *hO = NULL;
+    float *hC = NULL;
+    int ok = 0;
+    char err[512];
+    double rel = -1;
+    long long nans = 0;
+
+    if (!ht_random(&hA, dt, na) || !ht_random(&hW, dt, nw) || !ht_random(&hBias, dt, (size_t)N) ||
+        !ht_random(&hRes, dt, no) || !(acc = malloc(no * sizeof(double))) || !(hO = malloc(no * es))) {
+        fprintf(stderr, "out of host memory\n");
+        goto done;
+    }
+    if (!CK(cudaMalloc(&dA, na * es)) || !CK(cudaMalloc(&dW, nw * es)) || !CK(cudaMalloc(&dO, no * es)) ||
+        !CK(cudaMalloc(&dBias, (size_t)N * es)) || !CK(cudaMalloc(&dRes, no * es)) ||
+        !CK(cudaMemcpy(dA, hA.raw, na * es, cudaMemcpyHostToDevice)) ||
+        !CK(cudaMemcpy(dW, hW.raw, nw * es, cudaMemcpyHostToDevice)) ||
+        !CK(cudaMemcpy(dBias, hBias.raw, (size_t)N * es, cudaMemcpyHostToDevice)) ||
+        !CK(cudaMemcpy(dRes, hRes.raw, no * es, cudaMemcpyHostToDevice)))
+        goto done;
+    size_t nws = 0, nsem = 0;
+    if (cf->kind == MM_KIND_GEMV && cf->splitk > 1) {
+        nws = (size_t)(B * cf->splitk * M * N);
+        nsem = (size_t)B * grid[0];
+        if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
+            !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
+            goto done;
+    }
+
+    /* reference accumulators */
+    if (use_cpu) {
+        for (long long b = 0; b < B; b++)
+            for (long long m = 0; m < M; m++) {
+                const float *a = hA.val + t->a_off + b * sa + m * lda;
+                for (long long n = 0; n < N; n++) {
+                    double s = 0;
+                    const float *w = hW.val + b * sw;
+                    if (cf->nk)
+                        for (long long k = 0; k < K; k++) s += (double)a[k] * w[n * ldw + k];
+                    else
+                        for (long long k = 0; k < K; k++) s += (double)a[k] * w[k * ldw + n];
+                    acc[(b * M + m) * N + n] = s;
+                }
+            }
+    } else {
+        if (!CK(cudaMalloc((void **)&dC, no * sizeof(float))) || !(hC = malloc(no * sizeof(float))) ||
+            !cublas_ref(blas, dt, cf->nk, (const char *)dA + (size_t)t->a_off * es, dW, dC, M, N, K, B, lda, ldw, sa,
+                        sw) ||
+            !CK(cudaDeviceSynchronize()) || !CK(cudaMemcpy(hC, dC, no * sizeof(float), cudaMemcpyDeviceToHost)))
+            goto done;
+        for (size_t i = 0; i < no; i++) acc[i] = hC[i];
+    }
+    if (cf->epi == MM_EPI_BIAS_RES)
+        for (size_t i = 0; i < no; i++) acc[i] += (double)hBias.val[i % (size_t)N] + hRes.val[i];
+
+    mm_args args = {0};
+    args.a = (const char *)dA + (size_t)t->a_off * es;
+    args.w = dW;
+    args.out = dO;
+    args.bias = dBias;
+    args.res = dRes;
+    args.ws = dWs;
+    args.sem = dSem;
+    args.sa = sa;
+    args.sw = sw;
+    args.lda = lda;
+    args.ldw = ldw;
+    args.M = M;
+    args.N = N;
+    args.K = K;
+    args.batch = B;
+    args.so = M * N;
+    args.ldo = N;
+
+    ok = 1;
+    for (int rep = 0; rep < reps && ok; rep++) {
+        if (!CK(cudaMemset(dO, 0xff, no * es)) || (dWs && !CK(cudaMemset(dWs, 0xff, nws * sizeof(float))))) {
+            ok = 0;
+            break;
+        }
+        rt_dim3 g = {grid[0], grid[1], grid[2]}, bl = {(unsigned)mm_threads(cf), 1, 1};
+        rt_lstatus s = rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &args, sizeof args, err, sizeof err);
+        if (s != RT_LAUNCH_OK) {
+            fprintf(stderr, "%s: %s\n", label, err);
+            ok = 0;
+            break;
+        }
+        if (!CK(cudaGetLastError()) || !CK(cudaDeviceSynchronize()) ||
+            !CK(cudaMemcpy(hO, dO, no * es, cudaMemcpyDeviceToHost))) {
+            ok = 0;
+            break;
+        }
+        double num = 0, den = 0;
+        nans = 0;
+        for (size_t i = 0; i < no; i++) {
+            double o = raw_get(dt, hO, i);
+            if (!isfinite(o)) {
+                nans++;
+                continue;
+            }
+            num += (o - acc[i]) * (o - acc[i]);
+            den += acc[i] * acc[i];
+        }
+        rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (nans || !(rel < tol)) ok = 0;
+        if (!ok && reps > 1) fprintf(stderr, "%s: failed on launch %d of %d (split-K counters)\n", label, rep + 1, reps);
+    }
+
+done:
+    if (ok) g_pass++;
+    else g_fail++;
+    if (nans)
+        printf("%-4s %s  %lld of %zu outputs NaN/unwritten, rel=%.2e (ref %s)\n", ok ? "ok" : "FAIL", label, nans, no,
+               rel, use_cpu ? "cpu f64" : "cublas");
+    else
+        printf("%-4s %s  rel=%.2e tol=%.0e (ref %s)\n", ok ? "ok" : "FAIL", label, rel, tol,
+               use_cpu ? "cpu f64" : "cublas");
+    fflush(stdout);
+    cudaFree(dA);
+    cudaFree(dW);
+    cudaFree(dO);
+    cudaFree(dBias);
+    cudaFree(dRes);
+    cudaFree(dC);
+    cudaFree(dWs);
+    cudaFree(dSem);
+    ht_free(&hA);
+    ht_free(&hW);
+    ht_free(&hBias);
+    ht_free(&hRes);
+    free(acc);
+    free(hO);
+    free(hC);
+}
+
+/* cuBLAS itself against the CPU, both layouts, batched: the large cases rely on it. */
+static void cublas_selfcheck(cublasHandle_t blas)
+{
+    for (int nk = 0; nk <= 1; nk++) {
+        compiled c = {0};
+        c.cfg.dt = MM_BF16;
+        c.cfg.nk = nk;
+        const long long M = 33, N = 70, K = 100, B = 2, lda = K, ldw = nk ? K : N;
+        const long long sa = M * lda, sw = (nk ? N : K) * ldw;
+        htensor hA = {0}, hW = {0};
+        void *dA = NULL, *dW = NULL;
+        float *dC = NULL, *hC = NULL;
+        int ok = 0;
+        double num = 0, den = 0;
+        if (ht_random(&hA, MM_BF16, (size_t)(B * sa)) && ht_random(&hW, MM_BF16, (size_t)(B * sw)) &&
+            (hC = malloc((size_t)(B * M * N) * sizeof(float))) && CK(cudaMalloc(&dA, (size_t)(B * sa) * 2)) &&
+            CK(cudaMalloc(&dW, (size_t)(B * sw) * 2)) && CK(cudaMalloc((void **)&dC, (size_t)(B * M * N) * 4)) &&
+            CK(cudaMemcpy(dA, hA.raw, (size_t)(B * sa) * 2, cudaMemcpyHostToDevice)) &&
+            CK(cudaMemcpy(dW, hW.raw, (size_t)(B * sw) * 2, cudaMemcpyHostToDevice)) &&
+            cublas_ref(blas, MM_BF16, nk, dA, dW, dC, M, N, K, B, lda, ldw, sa, sw) &&
+            CK(cudaMemcpy(hC, dC, (size_t)(B * M * N) * 4, cudaMemcpyDeviceToHost))) {
+            for (long long b = 0; b < B; b++)
+                for (long long m = 0; m < M; m++)
+                    for (long long n = 0; n < N; n++) {
+                        double s = 0;
+                        for (long long k = 0; k < K; k++)
+                            s += (double)hA.val[b * sa + m * lda + k] *
+                                 hW.val[b * sw + (nk ? n * ldw + k : k * ldw + n)];
+                        double d = hC[(b * M + m) * N + n] - s;
+                        num += d * d;
+                        den += s * s;
+                    }
+            ok = sqrt(num / den) < 1e-5;
+        }
+        printf("%-4s cublas reference self-check (%s, batched) rel=%.2e\n", ok ? "ok" : "FAIL", nk ? "B [N,K]" : "B [K,N]",
+               den > 0 ? sqrt(num / den) : -1.0);
+        if (ok) g_pass++;
+        else g_fail++;
+        cudaFree(dA);
+        cudaFree(dW);
+        cudaFree(dC);
+        free(hC);
+        ht_free(&hA);
+        ht_free(&hW);
+    }
+}
+
+/* ---- benchmark (KILN_BENCH=1) ---------------------------------------------------- */
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+enum { BENCH_ITERS = 50, BENCH_WARM = 5 };
+
+/* Median launch time (ms) of `launch(i)` over BENCH_ITERS, each timed alone with events. */
+typedef int (*bench_fn)(void *u, int i);
+static float bench_median(bench_fn fn, void *u)
+{
+    cudaEvent_t ev[2 * BENCH_ITERS];
+    float t[BENCH_ITERS];
+    for (int i = 0; i < 2 * BENCH_ITERS; i++)
+        if (!CK(cudaEventCreate(&ev[i]))) return -1;
+    for (int i = 0; i < BENCH_WARM; i++)
+        if (!fn(u, i)) return -1;
+    for (int i = 0; i < BENCH_ITERS; i++) {
+        CK(cudaEventRecord(ev[2 * i], NULL));
+        if (!fn(u, i)) return -1;
+        CK(cudaEventRecord(ev[2 * i + 1], NULL));
+    }
+    if (!CK(cudaDeviceSynchronize())) return -1;
+    for (int i = 0; i < BENCH_ITERS; i++) CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
+    for (int i = 0; i < 2 * BENCH_ITERS; i++) cudaEventDestroy(ev[i]);
+    qsort(t, BENCH_ITERS, sizeof t[0], cmp_float);
+    return 0.5f * (t[BENCH_ITERS / 2 - 1] + t[BENCH_ITERS / 2]);
+}
+
+typedef struct bench_ctx {
+    const compiled *c;
+    cublasHandle_t blas;
+    int nrot;
+    void **A, **W, **O;
+    float *ws;
+    int *sem;
+    long long M, N, K;
+} bench_ctx;
+
+static int bench_kiln(void *u, int i)
+{
+    bench_ctx *b = u;
+    const mm_cfg *cf = &b->c->cfg;
+    int r = i % b->nrot;
+    mm_args a = {0};
+    a.a = b->A[r];
+    a.w = b->W[r];
+    a.out = b->O[r];
+    a.ws = b->ws;
+    a.sem = b->sem;
+    a.lda = b->K;
+    a.ldw = cf->nk ? b->K : b->N;
+    a.M = b->M;
+    a.N = b->N;
+    a.K = b->K;
+    a.batch = 1;
+    a.so = b->M * b->N;
+    a.ldo = b->N;
+    unsigned g[3];
+    mm_grid(cf, b->M, b->N, 1, g);
+    char err[512];
+    rt_dim3 gd = {g[0], g[1], g[2]}, bl = {(unsigned)mm_threads(cf), 1, 1};
+    if (rt_launch(&b->c->k, gd, bl, mm_smem_bytes(cf), NULL, &a, sizeof a, err, sizeof err) != RT_LAUNCH_OK) {
+        fprintf(stderr, "bench: %s\n", err);
+        return 0;
+    }
+    return 1;
+}
+
+static int bench_cublas(void *u, int i)
+{
+    bench_ctx *b = u;
+    int r = i % b->nrot;
+    const float one = 1.0f, zero = 0.0f;
+    return BK(cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)b->N, (int)b->M, (int)b->K, &one, b->W[r],
+                           CUDA_R_16BF, (int)b->K, b->A[r], CUDA_R_16BF, (int)b->K, &zero, b->O[r], CUDA_R_16BF,
+                           (int)b->N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* Times kiln configs cs[0..nc) and cuBLAS on M x N x K, bf16, B = [N, K]. */
+static void bench_shape(const compiled *cs, int nc, cublasHandle_t blas, long long M, long long N, long long K)
+{
+    const size_t wbytes = (size_t)(N * K) * 2, abytes = (size_t)(M * K) * 2, obytes = (size_t)(M * N) * 2;
+    /* rotate so that the set of weights touched between two uses of one set is >= 3 x 60 MB of L2 */
+    int nrot = (int)((180u << 20) / wbytes) + 1;
+    if (nrot < 2) nrot = 2;
+    if (nrot > 16) nrot = 16;
+    void *A[16] = {0}, *W[16] = {0}, *O[16] = {0};
+    htensor hA = {0}, hW = {0};
+    float *ws = NULL;
+    int *sem = NULL;
+    const double flop = 2.0 * M * N * K, bytes = (double)(wbytes + abytes + obytes);
+    if (!ht_random(&hA, MM_BF16, (size_t)(M * K)) || !ht_random(&hW, MM_BF16, (size_t)(N * K))) goto out;
+    for (int r = 0; r < nrot; r++) {
+        if (!CK(cudaMalloc(&A[r], abytes)) || !CK(cudaMalloc(&W[r], wbytes)) || !CK(cudaMalloc(&O[r], obytes)) ||
+            !CK(cudaMemcpy(A[r], hA.raw, abytes, cudaMemcpyHostToDevice)) ||
+            !CK(cudaMemcpy(W[r], hW.raw, wbytes, cudaMemcpyHostToDevice)))
+            goto out;
+    }
+    /* split-K scratch big enough for any config here: 16 slices */
+    if (!CK(cudaMalloc((void **)&ws, (size_t)(16 * M * N) * sizeof(float))) ||
+        !CK(cudaMalloc((void **)&sem, (size_t)(N + 1) * sizeof(int))) ||
+        !CK(cudaMemset(sem, 0, (size_t)(N + 1) * sizeof(int))))
+        goto out;
+    printf("bench M=%lld N=%lld K=%lld bf16 (floor: %.1f MB, %.2f GFLOP; %d rotating input sets)\n", M, N, K,
+           bytes / 1e6, flop / 1e9, nrot);
+    for (int i = -1; i < nc; i++) {
+        bench_ctx b = {.c = i >= 0 ? &cs[i] : NULL, .blas = blas, .nrot = nrot, .A = A, .W = W, .O = O,
+                       .ws = ws, .sem = sem, .M = M, .N = N, .K = K};
+        float ms = bench_median(i >= 0 ? bench_kiln : bench_cublas, &b);
+        if (ms <= 0) {
+            printf("  %-44s failed\n", i >= 0 ? cs[i].name : "cublasGemmEx");
+            continue;
+        }
+        printf("  %-44s %9.2f us  %7.1f GB/s  %7.1f TFLOP/s\n", i >= 0 ? cs[i].name : "cublasGemmEx", ms * 1e3,
+               bytes / (ms * 1e-3) / 1e9, flop / (ms * 1e-3) / 1e12);
+        fflush(stdout);
+    }
+out:
+    for (int r = 0; r < 16; r++) {
+        cudaFree(A[r]);
+        cudaFree(W[r]);
+        cudaFree(O[r]);
+    }
+    cudaFree(ws);
+    cudaFree(sem);
+    ht_free(&hA);
+    ht_free(&hW);
+}
+
+/* ---- the configurations and cases -------------------------------------------------- */
+#define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0}
+#define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm}
+
+static const mm_cfg test_cfgs[] = {
+    /* 0 */ MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
+    /* 1 */ MMA(MM_BF16, 0, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
+    /* 2 */ MMA(MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 32, 2, 2, 3),
+    /* 3 */ MMA(MM_BF16, 0, MM_EPI_BIAS_RES, 128, 256, 32, 2, 4, 3),
+    /* 4 */ MMA(MM_F16, 1, MM_EPI_STORE, 128, 64, 64, 2, 2, 2),
+    /* 5 */ MMA(MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1),
+    /* 6 */ MMA(MM_F32, 0, MM_EPI_BIAS_RES, 64, 128, 32, 2, 2, 1),
+    /* 7 */ GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 1, 4),
+    /* 8 */ GEMV(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 4, 16),
+    /* 9 */ GEMV(MM_BF16, 0, MM_EPI_STORE, 8, 1, 4),
+    /* 10 */ GEMV(MM_BF16, 0, MM_EPI_BIAS_RES, 8, 3, 4),
+    /* 11 */ GEMV(MM_F32, 1, MM_EPI_STORE, 4, 2, 4),
+    /* 12 */ GEMV(MM_F32, 0, MM_EPI_BIAS_RES, 8, 1, 16),
+    /* 13 */ GEMV(MM_F16, 1, MM_EPI_STORE, 16, 3, 1),
+};
+enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
+
+static const mm_cfg bench_cfgs[] = {
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1),   GEMV(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1),   GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1),
+    MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4), MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 4, 4),
+    MMA(MM_BF16, 1, MM_EPI_STORE, 128, 256, 32, 2, 4, 3), MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 64, 2, 4, 3),
+};
+enum { NBENCH = (int)(sizeof bench_cfgs / sizeof bench_cfgs[0]), NGEMV_BENCH = 4 };
+
+static const long long Ms[] = {1, 3, 16, 77, 512}, Ns[] = {8, 200, 4096}, Ks[] = {64, 100, 4096};
+
+static int add(mm_case *cs, int n, int cfg, long long M, long long N, long long K)
+{
+    mm_case c = {.cfg = cfg, .M = M, .N = N, .K = K, .batch = 1};
+    cs[n] = c;
+    return n + 1;
+}
+
+static int build_cases(mm_case *cs)
+{
+    int n = 0;
+    for (int cfg = 0; cfg < NTEST; cfg++) {
+        const mm_cfg *c = &test_cfgs[cfg];
+        const int full = cfg == 0 || cfg == 7 || cfg == 8; /* the whole shape grid */
+        for (int mi = 0; mi < 5; mi++)
+            for (int ni = 0; ni < 3; ni++)
+                for (int ki = 0; ki < 3; ki++) {
+                    long long M = Ms[mi], N = Ns[ni], K = Ks[ki];
+                    if (c->kind == MM_KIND_GEMV && M > 16 && !(M == 77 && N == 200 && K == 100)) continue;
+                    if (!full && !((ni >= 1 && ki >= 1) || (mi == 2 && ni == 0 && ki == 0))) continue;
+                    n = add(cs, n, cfg, M, N, K);
+                }
+        /* batched (own weights, then one shared weight), misaligned A, padded leading dims */
+        long long Mb = c->kind == MM_KIND_GEMV ? 3 : 77;
+        cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 200, .K = 136, .batch = 3};
+        cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 200, .K = 136, .batch = 2, .shared_w = 1};
+        cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 264, .K = 264, .batch = 1, .a_off = 1};
+        cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 98, .K = 517, .batch = 1, .pad = 1};
+    }
+    return n;
+}
+
+int main(void)
+{
+    char why[256];
+    if (!rt_device_available(why, sizeof why)) {
+        printf("skip: %s\n", why);
+        return 77;
+    }
+    const char *seed_env = getenv("KILN_SEED");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
+    g_rng = seed;
+    const char *filter = getenv("KILN_MM_FILTER");
+    const int bench = getenv("KILN_BENCH") && atoi(getenv("KILN_BENCH")) > 0;
+    struct cudaDeviceProp prop;
+    if (CK(cudaGetDeviceProperties(&prop, 0)))
+        printf("device: %s, %d SMs, %.0f MB L2; seed %llu (KILN_SEED to repeat)\n", prop.name,
+               prop.multiProcessorCount, prop.l2CacheSize / 1048576.0, (unsigned long long)seed);
+
+    /* compile everything at once */
+    const int ncomp = NTEST + (bench ? NBENCH : 0);
+    mm_cfg all[NTEST + NBENCH];
+    compiled comp[NTEST + NBENCH];
+    rt_compile_result res[NTEST + NBENCH];
+    memset(comp, 0, sizeof comp);
+    for (int i = 0; i < ncomp; i++) all[i] = i < NTEST ? test_cfgs[i] : bench_cfgs[i - NTEST];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    mm_compile_all(all, ncomp, 0, res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("compiled %d kernels in %.1f s\n", ncomp, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    int maxsmem = 0;
+    char err[512];
+    if (rt_device_max_smem_optin(&maxsmem, err, sizeof err) != RT_LAUNCH_OK) fprintf(stderr, "%s\n", err);
+    for (int i = 0; i < ncomp; i++) {
+        compiled *c = &comp[i];
+        c->cfg = all[i];
+        mm_cfg_name(&c->cfg, c->name, sizeof c->name);
+        char kname[32];
+        snprintf(kname, sizeof kname, "kiln_test_mm%d", i);
+        if (res[i].status != RT_OK) {
+            printf("FAIL %s: compile: %s\n", c->name, res[i].message ? res[i].message : rt_status_str(res[i].status));
+            g_fail++;
+            continue;
+        }
+        if (res[i].log && res[i].log[0]) printf("note %s: NVRTC log:\n%s\n", c->name, res[i].log);
+        rt_kernel_attrs at;
+        if (rt_module_load(&c->mod, res[i].code.data, res[i].code.size, err, sizeof err) != RT_LAUNCH_OK ||
+            rt_module_kernel(c->mod, kname, &c->k, err, sizeof err) != RT_LAUNCH_OK ||
+            (mm_smem_bytes(&c->cfg) > 48 * 1024 &&
+             rt_kernel_set_max_smem(&c->k, mm_smem_bytes(&c->cfg), err, sizeof err) != RT_LAUNCH_OK) ||
+            rt_kernel_get_attrs(&c->k, &at, err, sizeof err) != RT_LAUNCH_OK) {
+            printf("FAIL %s: load: %s\n", c->name, err);
+            g_fail++;
+            continue;
+        }
+        c->ok = 1;
+        printf("kernel %-44s %3d regs, %6zu B dyn smem + %5zu static, %zu B local%s\n", c->name, at.num_regs,
+               mm_smem_bytes(&c->cfg), at.static_smem, at.local_bytes, at.local_bytes ? "  (SPILLS)" : "");
+    }
+    for (int i = 0; i < ncomp; i++) rt_compile_result_free(&res[i]);
+
+    cublasHandle_t blas = NULL;
+    if (!BK(cublasCreate(&blas))) {
+        printf("FAIL cublasCreate\n");
+        return 1;
+    }
+    cublas_selfcheck(blas);
+
+    static mm_case cases[NTEST * 64];
+    int ncase = build_cases(cases);
+    for (int i = 0; i < ncase && !g_broken; i++) {
+        const compiled *c = &comp[cases[i].cfg];
+        if (filter && !strstr(c->name, filter)) continue;
+        if (!c->ok) {
+            g_fail++;
+            continue;
+        }
+        run_case(c, &cases[i], blas);
+    }
+    if (g_broken) printf("FAIL stopping: a kernel broke the CUDA context (illegal address or similar)\n");
+
+    if (bench && !g_broken) {
+        bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 4096, 4096);
+        bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 14336, 4096);
+        bench_shape(comp + NTEST + NGEMV_BENCH, NBENCH - NGEMV_BENCH, blas, 2048, 4096, 4096);
+    }
+
+    cublasDestroy(blas);
+    for (int i = 0; i < ncomp; i++) rt_module_free(comp[i].mod);
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
