@@ -19,7 +19,7 @@
 // Constants (codegen): KILN_BM, KILN_BN, KILN_BK, KILN_WARPS_M, KILN_WARPS_N,
 // KILN_STAGES, KILN_B_NK. Requirements (static_assert below):
 //   BM % (16*WARPS_M) == 0, BN % (16*WARPS_N) == 0, BK % 16 == 0, STAGES >= 2;
-//   f32 path: BN % 4 == 0, THREADS % (BN/4) == 0, BM % (THREADS/(BN/4)) == 0.
+//   f32 path: BM % 4 == 0, BN % 4 == 0, THREADS % (BN/4) == 0, BM % (THREADS/(BN/4)) == 0.
 // Launch: grid (ceil(N/BN), ceil(M/BM), batch), block 32*WARPS_M*WARPS_N,
 // dynamic shared memory KILN_SMEM_BYTES (formula below; > 48 KiB needs the kernel's
 // max-dynamic-shared-memory attribute raised first: rt_kernel_set_max_smem).
@@ -267,8 +267,8 @@ template <typename T> __device__ __forceinline__ void kmm_main32(const KilnArgs 
     constexpr int NT = KMM_THREADS;
     constexpr int TX = BN / 4, TY = NT / TX, RM = BM / TY; // 4 columns x RM rows per thread
     constexpr int LA = BM + KMM_F32_PAD, LB = BN + KMM_F32_PAD;
-    static_assert(BN % 4 == 0 && NT % TX == 0 && TY > 0 && BM % TY == 0,
-                  "f32 matmul: need BN % 4 == 0, threads % (BN/4) == 0, BM % (threads/(BN/4)) == 0");
+    static_assert(BN % 4 == 0 && BM % 4 == 0 && NT % TX == 0 && TY > 0 && BM % TY == 0,
+                  "f32 matmul: need BM, BN % 4 == 0, threads % (BN/4) == 0, BM % (threads/(BN/4)) == 0");
 
     extern __shared__ __align__(16) unsigned char kmm_smem[];
     float *sA = reinterpret_cast<float *>(kmm_smem); // [BK][LA], k-major

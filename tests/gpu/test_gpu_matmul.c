@@ -367,9 +367,6 @@ done:
 static void cublas_selfcheck(cublasHandle_t blas)
 {
     for (int nk = 0; nk <= 1; nk++) {
-        compiled c = {0};
-        c.cfg.dt = MM_BF16;
-        c.cfg.nk = nk;
         const long long M = 33, N = 70, K = 100, B = 2, lda = K, ldw = nk ? K : N;
         const long long sa = M * lda, sw = (nk ? N : K) * ldw;
         htensor hA = {0}, hW = {0};
