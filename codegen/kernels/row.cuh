@@ -43,6 +43,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ROW_THREADS) KILN_KERNEL(KilnA
     const long long row = blockIdx.x;
     const long long d = p.d;
     const float inv_d = 1.0f / (float)d;
+    (void)inv_d;
 #if KILN_ROW_ITEMS > 0
     float xs[KILN_ROW_ITEMS];
     KILN_ROW_FOR(xs[k] = kiln_row_in(p, row, i); kiln_row_pre(p, row, i, xs[k]);)
