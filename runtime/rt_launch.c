@@ -157,17 +157,18 @@ rt_lstatus rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *
         return fail(RT_LAUNCH_ERR_NOT_FOUND, err, n, "cudaLibraryGetKernel: no kernel '%s' in the module (%s)",
                     name, cudaGetErrorName(e));
     if (e != cudaSuccess) return cuda_fail(e, err, n, "cudaLibraryGetKernel", name);
-    size_t off = 0, size = 0;
+    /* The parameter's size, to catch a host/device KilnArgs mismatch at launch. A
+     * kernel with no parameter, or more than one, is refused; when the query itself
+     * is unsupported (param_size 0) launches go unchecked. */
+    size_t off = 0, size = 0, off1 = 0, size1 = 0;
     e = cudaFuncGetParamInfo((const void *)ker, 0, &off, &size);
-    if (e != cudaSuccess) {
-        return fail(RT_LAUNCH_ERR_INVALID, err, n,
-                    "kernel '%s': cannot read its first parameter (%s): Kiln kernels take one KilnArgs struct",
-                    name, cudaGetErrorString(e));
-    }
-    size_t off1 = 0, size1 = 0;
-    if (cudaFuncGetParamInfo((const void *)ker, 1, &off1, &size1) == cudaSuccess)
+    if (e == cudaSuccess && cudaFuncGetParamInfo((const void *)ker, 1, &off1, &size1) == cudaSuccess)
         return fail(RT_LAUNCH_ERR_INVALID, err, n, "kernel '%s' takes more than one parameter", name);
-    (void)cudaGetLastError(); /* the probe above is expected to fail; do not leave it sticky */
+    if (e == cudaErrorInvalidValue)
+        return fail(RT_LAUNCH_ERR_INVALID, err, n, "kernel '%s' takes no parameter: Kiln kernels take one KilnArgs struct",
+                    name);
+    if (e != cudaSuccess) size = 0;
+    (void)cudaGetLastError(); /* the probes are expected to fail; leave no error behind */
     const char *kept = keep_name(m, name);
     if (!kept) return fail(RT_LAUNCH_ERR_NOMEM, err, n, "rt_module_kernel: out of memory");
     k->fn = (void *)ker;
@@ -229,7 +230,7 @@ static rt_lstatus check_launch(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, 
 {
     if (!k || !k->fn) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch: NULL kernel");
     if (!args) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': NULL args", kname(k));
-    if (args_size != k->param_size)
+    if (k->param_size && args_size != k->param_size)
         return fail(RT_LAUNCH_ERR_INVALID, err, n,
                     "rt_launch '%s': host args struct is %zu bytes but the kernel's parameter is %zu bytes "
                     "(KilnArgs differs between host and device)", kname(k), args_size, k->param_size);

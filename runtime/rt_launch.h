@@ -10,7 +10,7 @@
  * host copy of that struct) as the single kernel parameter; the struct's size
  * is checked against the kernel's parameter size read from the module
  * (cudaFuncGetParamInfo), so a host/device struct mismatch is an error, not
- * silent garbage.
+ * silent garbage. Any kernel with exactly one by-value parameter works.
  *
  * Messages: every call that can fail takes (err, n); err may be NULL. On
  * failure err receives one line naming the call, the kernel and CUDA's error
@@ -36,7 +36,7 @@ typedef struct rt_module rt_module; /* a loaded cubin/PTX (a cudaLibrary_t) */
 
 typedef struct rt_kernel {
     void *fn;            /* the cudaKernel_t, usable wherever the runtime takes a function */
-    size_t param_size;   /* bytes of the kernel's single by-value parameter */
+    size_t param_size;   /* bytes of the kernel's single by-value parameter (0: unknown, unchecked) */
     const char *name;    /* points into the owning module; valid until rt_module_free */
     rt_module *mod;
 } rt_kernel;
