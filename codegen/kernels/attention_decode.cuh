@@ -354,7 +354,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     constexpr int STAGE = 2 * TK * CH; /* uint4s per stage: K tile, then V tile */
     static_assert(STG * STAGE * 16 <= 47 * 1024, "decode stages exceed 47 KB of shared memory");
     static_assert(NW * 16 * (HD + 2) * 4 <= STG * STAGE * 16, "decode: warp merge does not fit");
-    static_assert(16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
+    static_assert(2 * 16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
     __shared__ __align__(128) uint4 sbuf[STG * STAGE];
 #if KILN_ROPE
     __shared__ double sInv[HD / 2];
@@ -546,38 +546,40 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     __syncthreads();
     if (!sLast) return;
     __threadfence();
-    float *sw = (float *)sbuf; /* [16][SPL] split weights, 1/l folded in */
+    float *sw = (float *)sbuf, *sl = sw + 16 * SPL; /* [16][SPL]: m then weights; l */
     for (int mt = 0; mt * 16 < R; mt++) {
         __syncthreads();
-        for (int rw = tid; rw < 16; rw += NT) {
-            const int rr = mt * 16 + rw;
-            if (rr >= R) break;
-            const long long base = row_base(rr);
-            float M = ninf();
-            for (int cc = 0; cc < SPL; cc++) M = fmaxf(M, __ldcg(&wsml[2 * (base + cc)]));
-            float ls = 0.f;
+        const int nr = min(16, R - mt * 16);
+        for (int i = tid; i < nr * SPL; i += NT) { /* independent loads, all in flight */
+            const long long pi = row_base(mt * 16 + i / SPL) + i % SPL;
+            sw[i] = __ldcg(&wsml[2 * pi]);
+            sl[i] = __ldcg(&wsml[2 * pi + 1]);
+        }
+        __syncthreads();
+        for (int rw = tid; rw < nr; rw += NT) {
+            float M = ninf(), ls = 0.f;
+            for (int cc = 0; cc < SPL; cc++) M = fmaxf(M, sw[rw * SPL + cc]);
             for (int cc = 0; cc < SPL; cc++) {
-                const float mc = __ldcg(&wsml[2 * (base + cc)]);
+                const float mc = sw[rw * SPL + cc];
                 const float f = mc == ninf() ? 0.f : exp2f(mc - M);
                 sw[rw * SPL + cc] = f;
-                ls += f * __ldcg(&wsml[2 * (base + cc) + 1]);
+                ls += f * sl[rw * SPL + cc];
             }
             const float inv = ls > 0.f ? 1.f / ls : 0.f;
             for (int cc = 0; cc < SPL; cc++) sw[rw * SPL + cc] *= inv;
         }
         __syncthreads();
-        for (int i = tid; i < 16 * (HD / 2); i += NT) {
+        for (int i = tid; i < nr * (HD / 2); i += NT) {
             const int rw = i / (HD / 2), d = (i % (HD / 2)) * 2, rr = mt * 16 + rw;
-            if (rr >= R) break;
-            const long long base = row_base(rr);
+            const float2 *src = (const float2 *)&wsacc[row_base(rr) * HD + d];
             float a0 = 0.f, a1 = 0.f;
+#pragma unroll 8
             for (int cc = 0; cc < SPL; cc++) {
+                /* empty splits left their accumulators unwritten: select, never multiply */
                 const float w = sw[rw * SPL + cc];
-                if (w != 0.f) {
-                    const float2 v = __ldcg((const float2 *)&wsacc[(base + cc) * HD + d]);
-                    a0 += w * v.x;
-                    a1 += w * v.y;
-                }
+                const float2 v = __ldcg(src + (long long)cc * (HD / 2));
+                a0 += w != 0.f ? w * v.x : 0.f;
+                a1 += w != 0.f ? w * v.y : 0.f;
             }
             const int s = rr / G, h = kvh * G + rr % G;
             *(unsigned *)(out + (((long long)b * S + s) * H + h) * HD + d) = pack2(a0, a1);

@@ -1,0 +1,648 @@
+/* tests/gpu/test_gpu_attention.c — the attention templates on the GPU against
+ * a float64 CPU reference written from ir/ir.h (ATTENTION, ROPE, CACHE_WRITE).
+ *
+ * Each case builds its translation unit (common.cuh + a hand-written
+ * generated part + the template), compiles it with NVRTC for sm_90a (all
+ * cases' kernels at once, on threads), loads it with cudaLibraryLoadData and
+ * runs it on fresh random inputs (seed printed; KILN_SEED=N repeats one).
+ * q, k_new, v_new are views into one fused QKV buffer [B, S, H+2KV, HD], as
+ * the QKV matmul leaves them. Outputs are poisoned (0xFF: NaN) before every
+ * launch. Checks per case:
+ *   - ‖out − ref‖ / ‖ref‖ < 1e-2 (bf16) or 5e-3 (f16), no NaN (every element
+ *     written);
+ *   - KILN_APPEND: cache rows o .. o+S-1 (poisoned before) hold the new rows
+ *     (v bit-exact, k bit-exact without RoPE, within rounding with it), and
+ *     every other cache row is bit-identical to what it was;
+ *   - decode: the launch is run twice (a graph replay's situation) and both
+ *     results are checked; the split counters are back to zero after each.
+ * Prints one line per case and "N passed, N failed"; exits 77 without a
+ * device of compute capability 9.x.
+ *
+ * KILN_BENCH=1 adds timings (median of 50 launches, CUDA events, after
+ * warm-up, rotating input sets so the data is not all in L2): decode
+ * B=1 and B=32, H=32, KV=8, HD=128, context 1024 (KV bytes read, GB/s), for a
+ * few KILN_SPLITS; prefill B=1, S=2048, H=32, KV=8, HD=128, causal (TFLOP/s,
+ * causal FLOPs: 4*HD per visible (query, key) pair per head), plain and with
+ * RoPE / APPEND. Each line: the median of single launches between events
+ * (includes the host's submission gap for short kernels), then the time per
+ * launch of the same 50 launches replayed as a CUDA graph. */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "check.h"
+#include "gpu/attention_src.h"
+
+#define PREFILL_BQ 64       /* KILN_BQ default */
+#define PREFILL_THREADS 128 /* 2 * KILN_BQ */
+#define DECODE_THREADS 64   /* 32 * KILN_DEC_WARPS default */
+#define THETA 500000.0
+
+#define CUDA_OK(call)                                                                      \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+/* ---- numbers --------------------------------------------------------------- */
+
+static uint64_t rng_state;
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double rng_unif(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
+/* roughly N(0, 1): sum of 4 uniforms */
+static float rng_normal(void)
+{
+    double s = rng_unif() + rng_unif() + rng_unif() + rng_unif() - 2.0;
+    return (float)(s * 1.7320508);
+}
+
+static uint16_t f2bf(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+static float bf2f(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+static uint16_t f2h(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, e8 = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+    if (e8 == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    int e = (int)e8 - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        int shift = 14 - e;
+        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+static float h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+    if (e == 0) {
+        if (!mant) x = sign;
+        else {
+            int k = -1;
+            do {
+                mant <<= 1;
+                k++;
+            } while (!(mant & 0x400u));
+            x = sign | ((uint32_t)(127 - 15 - k) << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (e == 31) x = sign | 0x7f800000u | (mant << 13);
+    else x = sign | ((e - 15 + 127) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+static int g_bf16 = 1; /* dtype of the case being built */
+static uint16_t enc(float f) { return g_bf16 ? f2bf(f) : f2h(f); }
+static float dec(uint16_t h) { return g_bf16 ? bf2f(h) : h2f(h); }
+static float rnd(double v) { return dec(enc((float)v)); }
+
+/* rotate-half RoPE of one HD row at position p, in double, rounded */
+static void rope_row(float *x, int hd, long long p)
+{
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        double f = pow(THETA, -2.0 * (double)i / (double)hd);
+        double c = cos((double)p * f), s = sin((double)p * f);
+        double x1 = x[i], x2 = x[i + half];
+        x[i] = rnd(x1 * c - x2 * s);
+        x[i + half] = rnd(x2 * c + x1 * s);
+    }
+}
+
+/* ---- cases ----------------------------------------------------------------- */
+
+typedef struct tcase {
+    int decode, bf16, B, S, H, KV, HD, T, causal, rope, append, splits;
+    int use_pos;
+    int pos[8];
+} tcase;
+
+static const tcase cases[] = {
+    /* prefill: B=2, H=8 */
+    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}},
+    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}},
+    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}},
+    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}},
+    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}},
+    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}},
+    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}},
+    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}},
+    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}},
+    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}},
+    /* decode */
+    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}},
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}},
+    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}},
+    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}},
+    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}},
+    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}},
+    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}},
+    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}},
+    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+static att_cfg case_cfg(const tcase *c)
+{
+    att_cfg g = {.decode = c->decode, .bf16 = c->bf16, .hd = c->HD, .causal = c->causal,
+                 .rope = c->rope, .append = c->append, .splits = c->decode ? c->splits : 16,
+                 .theta = THETA};
+    return g;
+}
+
+/* ---- kernels ----------------------------------------------------------------- */
+
+typedef struct kern {
+    att_cfg cfg;
+    cudaLibrary_t lib;
+    cudaKernel_t fn;
+} kern;
+static kern kerns[64];
+static int nkerns;
+
+static int add_cfg(att_job *jobs, int n, att_cfg c)
+{
+    for (int i = 0; i < n; i++)
+        if (att_cfg_eq(&jobs[i].cfg, &c)) return n;
+    memset(&jobs[n], 0, sizeof jobs[n]);
+    jobs[n].cfg = c;
+    return n + 1;
+}
+
+static cudaKernel_t find_kernel(att_cfg c)
+{
+    for (int i = 0; i < nkerns; i++)
+        if (att_cfg_eq(&kerns[i].cfg, &c)) return kerns[i].fn;
+    return NULL;
+}
+
+static int build_kernels(att_job *jobs, int n)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    att_compile_all(jobs, n, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        char name[128];
+        att_cfg_name(&jobs[i].cfg, name, sizeof name);
+        if (!jobs[i].ok) {
+            fprintf(stderr, "compile %s failed:\n%s\n", name, jobs[i].log ? jobs[i].log : "");
+            bad++;
+            continue;
+        }
+        kern *k = &kerns[nkerns++];
+        k->cfg = jobs[i].cfg;
+        CUDA_OK(cudaLibraryLoadData(&k->lib, jobs[i].cubin, NULL, NULL, 0, NULL, NULL, 0));
+        CUDA_OK(cudaLibraryGetKernel(&k->fn, k->lib, ATT_KERNEL_NAME));
+        att_job_free(&jobs[i]);
+    }
+    printf("compiled %d kernels with NVRTC in %.1f s\n", n,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    return bad;
+}
+
+/* ---- one case ---------------------------------------------------------------- */
+
+typedef struct dev_bufs {
+    uint16_t *qkv, *kc, *vc, *out;
+    int *pos, *sem;
+    float *ws;
+} dev_bufs;
+
+static void fill_args(att_args *a, const tcase *c, const dev_bufs *d)
+{
+    const long long W = (long long)(c->H + 2 * c->KV) * c->HD; /* fused QKV row */
+    memset(a, 0, sizeof *a);
+    a->q = d->qkv;
+    a->k_new = d->qkv + (long long)c->H * c->HD;
+    a->v_new = d->qkv + (long long)(c->H + c->KV) * c->HD;
+    a->k = d->kc;
+    a->v = d->vc;
+    a->o = d->out;
+    a->pos = c->use_pos ? d->pos : NULL;
+    a->ws = d->ws;
+    a->sem = d->sem;
+    a->q_sb = a->kn_sb = a->vn_sb = (long long)c->S * W;
+    a->q_ss = a->kn_ss = a->vn_ss = W;
+    a->q_sh = a->kn_sh = a->vn_sh = c->HD;
+    a->B = c->B;
+    a->S = c->S;
+    a->T = c->T;
+    a->H = c->H;
+    a->KV = c->KV;
+}
+
+static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st)
+{
+    dim3 grid, block;
+    if (c->decode) {
+        grid.x = (unsigned)c->splits;
+        grid.y = (unsigned)c->KV;
+        block.x = DECODE_THREADS;
+    } else {
+        grid.x = (unsigned)((c->S + PREFILL_BQ - 1) / PREFILL_BQ);
+        grid.y = (unsigned)c->H;
+        block.x = PREFILL_THREADS;
+    }
+    grid.z = (unsigned)c->B;
+    block.y = block.z = 1;
+    void *args[1] = {a};
+    CUDA_OK(cudaLaunchKernel((const void *)fn, grid, block, args, 0, st));
+    CUDA_OK(cudaGetLastError());
+}
+
+static double rel_err(const float *x, const double *ref, size_t n, size_t *nans)
+{
+    double num = 0, den = 0;
+    *nans = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i])) (*nans)++;
+        double d = (double)x[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static void run_case(int idx, const tcase *c)
+{
+    g_bf16 = c->bf16;
+    const int B = c->B, S = c->S, H = c->H, KV = c->KV, HD = c->HD, T = c->T, G = H / KV;
+    const long long W = (long long)(H + 2 * KV) * HD;
+    const size_t nqkv = (size_t)B * S * W, ncache = (size_t)B * KV * T * HD, nout = (size_t)B * S * H * HD;
+    uint16_t *qkv = malloc(nqkv * 2), *kc = malloc(ncache * 2), *vc = malloc(ncache * 2);
+    uint16_t *kc2 = malloc(ncache * 2), *vc2 = malloc(ncache * 2), *out = malloc(nout * 2);
+    float *outf = malloc(nout * sizeof(float));
+    float *qf = malloc(nout * sizeof(float));
+    float *kf = malloc(ncache * sizeof(float)), *vf = malloc(ncache * sizeof(float));
+    double *ref = malloc(nout * sizeof(double)), *p = malloc((size_t)T * sizeof(double));
+    int o[8];
+    for (size_t i = 0; i < nqkv; i++) qkv[i] = enc(rng_normal());
+    for (size_t i = 0; i < ncache; i++) kc[i] = enc(rng_normal()), vc[i] = enc(rng_normal());
+    for (int b = 0; b < B; b++) {
+        o[b] = c->use_pos ? c->pos[b] : T - S;
+        if (c->append) /* poison the rows the kernel must write */
+            for (int kh = 0; kh < KV; kh++)
+                for (int s = 0; s < S; s++) {
+                    size_t r = (((size_t)b * KV + kh) * T + o[b] + s) * HD;
+                    memset(kc + r, 0xff, (size_t)HD * 2);
+                    memset(vc + r, 0xff, (size_t)HD * 2);
+                }
+    }
+
+    /* reference: effective q, k, v as the unfused graph would hold them */
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++) {
+                float *x = qf + (((size_t)b * S + s) * H + h) * HD;
+                for (int d = 0; d < HD; d++) x[d] = dec(qkv[((size_t)b * S + s) * W + (size_t)h * HD + d]);
+                if (c->rope) rope_row(x, HD, o[b] + s);
+            }
+    for (size_t i = 0; i < ncache; i++) kf[i] = dec(kc[i]), vf[i] = dec(vc[i]);
+    if (c->append)
+        for (int b = 0; b < B; b++)
+            for (int kh = 0; kh < KV; kh++)
+                for (int s = 0; s < S; s++) {
+                    size_t r = (((size_t)b * KV + kh) * T + o[b] + s) * HD;
+                    size_t src = ((size_t)b * S + s) * W + (size_t)(H + kh) * HD;
+                    for (int d = 0; d < HD; d++) {
+                        kf[r + d] = dec(qkv[src + d]);
+                        vf[r + d] = dec(qkv[src + (size_t)KV * HD + d]);
+                    }
+                    if (c->rope) rope_row(kf + r, HD, o[b] + s);
+                }
+    const double scale = 1.0 / sqrt((double)HD);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++) {
+                const float *q = qf + (((size_t)b * S + s) * H + h) * HD;
+                const int kh = h / G, nk = c->causal ? o[b] + s + 1 : o[b] + S;
+                double m = -INFINITY, sum = 0;
+                for (int j = 0; j < nk; j++) {
+                    const float *k = kf + (((size_t)b * KV + kh) * T + j) * HD;
+                    double dot = 0;
+                    for (int d = 0; d < HD; d++) dot += (double)q[d] * k[d];
+                    p[j] = dot * scale;
+                    if (p[j] > m) m = p[j];
+                }
+                for (int j = 0; j < nk; j++) sum += (p[j] = exp(p[j] - m));
+                double *r = ref + (((size_t)b * S + s) * H + h) * HD;
+                for (int d = 0; d < HD; d++) r[d] = 0;
+                for (int j = 0; j < nk; j++) {
+                    const float *v = vf + (((size_t)b * KV + kh) * T + j) * HD;
+                    for (int d = 0; d < HD; d++) r[d] += p[j] * v[d];
+                }
+                for (int d = 0; d < HD; d++) r[d] /= sum;
+            }
+
+    /* device */
+    dev_bufs d = {0};
+    size_t nws = c->decode ? (size_t)B * S * H * c->splits * (HD + 2) : 1;
+    CUDA_OK(cudaMalloc((void **)&d.qkv, nqkv * 2));
+    CUDA_OK(cudaMalloc((void **)&d.kc, ncache * 2));
+    CUDA_OK(cudaMalloc((void **)&d.vc, ncache * 2));
+    CUDA_OK(cudaMalloc((void **)&d.out, nout * 2));
+    CUDA_OK(cudaMalloc((void **)&d.pos, 8 * sizeof(int)));
+    CUDA_OK(cudaMalloc((void **)&d.sem, (size_t)B * KV * sizeof(int)));
+    CUDA_OK(cudaMalloc((void **)&d.ws, nws * sizeof(float)));
+    CUDA_OK(cudaMemcpy(d.qkv, qkv, nqkv * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d.kc, kc, ncache * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d.vc, vc, ncache * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d.pos, c->pos, 8 * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d.sem, 0, (size_t)B * KV * sizeof(int)));
+    CUDA_OK(cudaMemset(d.ws, 0xff, nws * sizeof(float)));
+
+    att_cfg cfg = case_cfg(c);
+    char name[128];
+    att_cfg_name(&cfg, name, sizeof name);
+    cudaKernel_t fn = find_kernel(cfg);
+    att_args a;
+    fill_args(&a, c, &d);
+    const double tol = c->bf16 ? 1e-2 : 5e-3;
+    const int runs = c->decode ? 2 : 1;
+    int ok = fn != NULL;
+    double err = NAN;
+    size_t nans = 0;
+    for (int run = 0; ok && run < runs; run++) {
+        CUDA_OK(cudaMemset(d.out, 0xff, nout * 2));
+        launch(fn, c, &a, 0);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(out, d.out, nout * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < nout; i++) outf[i] = dec(out[i]);
+        double e = rel_err(outf, ref, nout, &nans);
+        CHECK_MSG(nans == 0, "case %d (%s) run %d: %zu output elements NaN (unwritten?)", idx, name,
+                  run, nans);
+        CHECK_MSG(e < tol, "case %d (%s) run %d: relative error %.3g >= %.0e", idx, name, run, e, tol);
+        if (!(nans == 0 && e < tol)) ok = 0;
+        if (run == 0 || e > err) err = e;
+        if (c->decode) {
+            int sem[64] = {0};
+            CUDA_OK(cudaMemcpy(sem, d.sem, (size_t)B * KV * sizeof(int), cudaMemcpyDeviceToHost));
+            int nz = 0;
+            for (int i = 0; i < B * KV; i++) nz += sem[i] != 0;
+            CHECK_MSG(nz == 0, "case %d (%s): %d split counters not reset", idx, name, nz);
+            if (nz) ok = 0;
+        }
+    }
+    if (!fn) CHECK_MSG(0, "case %d (%s): no kernel", idx, name);
+
+    /* caches: new rows written (exactly the expected values), nothing else touched */
+    long long bad_other = 0, bad_v = 0, bad_k = 0;
+    double kerr = 0, kden = 0;
+    if (fn) {
+        CUDA_OK(cudaMemcpy(kc2, d.kc, ncache * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(vc2, d.vc, ncache * 2, cudaMemcpyDeviceToHost));
+        for (int b = 0; b < B; b++)
+            for (int kh = 0; kh < KV; kh++)
+                for (int j = 0; j < T; j++) {
+                    size_t r = (((size_t)b * KV + kh) * T + j) * HD;
+                    int isnew = c->append && j >= o[b] && j < o[b] + S;
+                    for (int e = 0; e < HD; e++) {
+                        if (!isnew) {
+                            bad_other += kc2[r + e] != kc[r + e] || vc2[r + e] != vc[r + e];
+                            continue;
+                        }
+                        bad_v += vc2[r + e] != enc(vf[r + e]);
+                        float kd = dec(kc2[r + e]);
+                        if (!c->rope) bad_k += kc2[r + e] != enc(kf[r + e]);
+                        else if (isnan(kd)) bad_k++;
+                        kerr += ((double)kd - kf[r + e]) * ((double)kd - kf[r + e]);
+                        kden += (double)kf[r + e] * kf[r + e];
+                    }
+                }
+        double krel = sqrt(kerr / (kden > 0 ? kden : 1));
+        CHECK_MSG(bad_other == 0, "case %d (%s): %lld cache elements outside the new rows changed", idx,
+                  name, bad_other);
+        CHECK_MSG(bad_v == 0 && bad_k == 0, "case %d (%s): new cache rows wrong (%lld v, %lld k elements)",
+                  idx, name, bad_v, bad_k);
+        CHECK_MSG(krel < 4e-3, "case %d (%s): new k rows off by %.3g (relative)", idx, name, krel);
+        if (bad_other || bad_v || bad_k || !(krel < 4e-3)) ok = 0;
+    }
+    printf("%-4s case %2d %-42s B=%d S=%-3d H=%d KV=%d T=%-4d %s rel.err %.2e%s\n", ok ? "ok" : "FAIL",
+           idx, name, B, S, H, KV, T, c->use_pos ? "pos" : "T-S", err,
+           c->append ? (bad_other || bad_v || bad_k ? ", caches WRONG" : ", caches ok") : "");
+    fflush(stdout);
+
+    cudaFree(d.qkv);
+    cudaFree(d.kc);
+    cudaFree(d.vc);
+    cudaFree(d.out);
+    cudaFree(d.pos);
+    cudaFree(d.sem);
+    cudaFree(d.ws);
+    free(qkv), free(kc), free(vc), free(kc2), free(vc2), free(out), free(outf), free(qf);
+    free(kf), free(vf), free(ref), free(p);
+}
+
+/* ---- timing ------------------------------------------------------------------ */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of 50 launches (ms), each between two events, rotating over nsets
+ * argument sets; *graph_ms: the same 50 launches captured in a CUDA graph,
+ * replayed, time per launch (no host submission gaps). */
+static float time_launches(cudaKernel_t fn, const tcase *c, att_args *sets, int nsets, float *graph_ms)
+{
+    cudaStream_t st;
+    CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaEvent_t ev[51];
+    for (int i = 0; i < 51; i++) CUDA_OK(cudaEventCreate(&ev[i]));
+    for (int i = 0; i < 10; i++) launch(fn, c, &sets[i % nsets], st); /* warm-up */
+    float ms[50];
+    for (int i = 0; i < 50; i++) {
+        CUDA_OK(cudaEventRecord(ev[0], st));
+        launch(fn, c, &sets[i % nsets], st);
+        CUDA_OK(cudaEventRecord(ev[1 + i], st));
+        CUDA_OK(cudaEventSynchronize(ev[1 + i]));
+        CUDA_OK(cudaEventElapsedTime(&ms[i], ev[0], ev[1 + i]));
+    }
+    qsort(ms, 50, sizeof ms[0], cmp_float);
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < 50; i++) launch(fn, c, &sets[i % nsets], st);
+    CUDA_OK(cudaStreamEndCapture(st, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    CUDA_OK(cudaGraphLaunch(ge, st)); /* warm-up */
+    float gm[5];
+    for (int i = 0; i < 5; i++) {
+        CUDA_OK(cudaEventRecord(ev[0], st));
+        CUDA_OK(cudaGraphLaunch(ge, st));
+        CUDA_OK(cudaEventRecord(ev[1], st));
+        CUDA_OK(cudaEventSynchronize(ev[1]));
+        CUDA_OK(cudaEventElapsedTime(&gm[i], ev[0], ev[1]));
+        gm[i] /= 50;
+    }
+    qsort(gm, 5, sizeof gm[0], cmp_float);
+    *graph_ms = gm[2];
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    for (int i = 0; i < 51; i++) cudaEventDestroy(ev[i]);
+    cudaStreamDestroy(st);
+    return 0.5f * (ms[24] + ms[25]);
+}
+
+static void bench_one(const tcase *c)
+{
+    att_cfg cfg = case_cfg(c);
+    cudaKernel_t fn = find_kernel(cfg);
+    char name[128];
+    att_cfg_name(&cfg, name, sizeof name);
+    if (!fn) {
+        printf("bench %s: no kernel\n", name);
+        return;
+    }
+    g_bf16 = c->bf16;
+    const int B = c->B, S = c->S, H = c->H, KV = c->KV, HD = c->HD, T = c->T;
+    const long long W = (long long)(H + 2 * KV) * HD;
+    const size_t nqkv = (size_t)B * S * W, ncache = (size_t)B * KV * T * HD, nout = (size_t)B * S * H * HD;
+    const size_t set_bytes = (nqkv + 2 * ncache) * 2;
+    int nsets = (int)((180u << 20) / set_bytes) + 1; /* > 3x the 60 MB L2 in all */
+    if (nsets > 32) nsets = 32;
+    uint16_t *h = malloc((nqkv > ncache ? nqkv : ncache) * 2);
+    dev_bufs d[32];
+    att_args a[32];
+    size_t nws = c->decode ? (size_t)B * S * H * c->splits * (HD + 2) : 1;
+    for (int i = 0; i < nsets; i++) {
+        memset(&d[i], 0, sizeof d[i]);
+        CUDA_OK(cudaMalloc((void **)&d[i].qkv, nqkv * 2));
+        CUDA_OK(cudaMalloc((void **)&d[i].kc, ncache * 2));
+        CUDA_OK(cudaMalloc((void **)&d[i].vc, ncache * 2));
+        for (size_t k = 0; k < nqkv; k++) h[k] = enc(rng_normal());
+        CUDA_OK(cudaMemcpy(d[i].qkv, h, nqkv * 2, cudaMemcpyHostToDevice));
+        for (size_t k = 0; k < ncache; k++) h[k] = enc(rng_normal());
+        CUDA_OK(cudaMemcpy(d[i].kc, h, ncache * 2, cudaMemcpyHostToDevice));
+        for (size_t k = 0; k < ncache; k++) h[k] = enc(rng_normal());
+        CUDA_OK(cudaMemcpy(d[i].vc, h, ncache * 2, cudaMemcpyHostToDevice));
+        if (i == 0) {
+            CUDA_OK(cudaMalloc((void **)&d[0].out, nout * 2));
+            CUDA_OK(cudaMalloc((void **)&d[0].pos, 64 * sizeof(int)));
+            CUDA_OK(cudaMalloc((void **)&d[0].sem, (size_t)B * KV * sizeof(int)));
+            CUDA_OK(cudaMalloc((void **)&d[0].ws, nws * sizeof(float)));
+            int pos[64];
+            for (int b = 0; b < 64; b++) pos[b] = c->pos[0];
+            CUDA_OK(cudaMemcpy(d[0].pos, pos, 64 * sizeof(int), cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemset(d[0].sem, 0, (size_t)B * KV * sizeof(int)));
+        } else {
+            d[i].out = d[0].out, d[i].pos = d[0].pos, d[i].sem = d[0].sem, d[i].ws = d[0].ws;
+        }
+        fill_args(&a[i], c, &d[i]);
+    }
+    float gms = 0;
+    float ms = time_launches(fn, c, a, nsets, &gms);
+    const int L = c->pos[0] + S; /* every batch at the same position */
+    if (c->decode) {
+        double bytes = (double)B * KV * L * HD * 2 * 2;
+        printf("bench %-40s B=%-2d ctx=%d splits=%-2d %7.2f us %7.1f GB/s | graph %7.2f us %7.1f GB/s (KV %.1f MB, %d sets)\n",
+               name, B, L, c->splits, ms * 1e3, bytes / (ms * 1e-3) / 1e9, gms * 1e3,
+               bytes / (gms * 1e-3) / 1e9, bytes / 1e6, nsets);
+    } else {
+        double pairs = 0;
+        for (int s = 0; s < S; s++) pairs += c->causal ? (double)(c->pos[0] + s + 1) : (double)L;
+        double flops = 4.0 * HD * H * B * pairs;
+        printf("bench %-40s B=%d S=%d %7.1f us %6.1f TFLOP/s | graph %7.1f us %6.1f TFLOP/s (%.1f GFLOP, %d sets)\n",
+               name, B, S, ms * 1e3, flops / (ms * 1e-3) / 1e12, gms * 1e3, flops / (gms * 1e-3) / 1e12,
+               flops / 1e9, nsets);
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int i = 0; i < nsets; i++) {
+        cudaFree(d[i].qkv);
+        cudaFree(d[i].kc);
+        cudaFree(d[i].vc);
+    }
+    cudaFree(d[0].out);
+    cudaFree(d[0].pos);
+    cudaFree(d[0].sem);
+    cudaFree(d[0].ws);
+    free(h);
+}
+
+/* decode at context 1024 (pos 1023, S 1), prefill S 2048 from position 0 */
+static const tcase benches[] = {
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 16, 1, {1023}},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 2, 1, {1023}},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 0, 0, 1, {0}},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 1, 0, 1, {0}},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}},
+};
+#define NBENCH ((int)(sizeof benches / sizeof benches[0]))
+
+int main(void)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("no CUDA device: skipped\n");
+        return 77;
+    }
+    struct cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9) {
+        printf("device is sm_%d%d, the kernels are built for sm_90a: skipped\n", prop.major, prop.minor);
+        return 77;
+    }
+    const char *bench_env = getenv("KILN_BENCH");
+    const int bench = bench_env && atoi(bench_env) != 0;
+    const char *seed_env = getenv("KILN_SEED");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
+    rng_state = seed;
+    printf("device %s, %d SMs; seed %llu (KILN_SEED to repeat)\n", prop.name, prop.multiProcessorCount,
+           (unsigned long long)seed);
+
+    att_job jobs[64];
+    int n = 0;
+    for (int i = 0; i < NCASES; i++) n = add_cfg(jobs, n, case_cfg(&cases[i]));
+    if (bench)
+        for (int i = 0; i < NBENCH; i++) n = add_cfg(jobs, n, case_cfg(&benches[i]));
+    int bad = build_kernels(jobs, n);
+    CHECK_MSG(bad == 0, "%d kernels did not compile", bad);
+
+    for (int i = 0; i < NCASES; i++) run_case(i, &cases[i]);
+    if (bench)
+        for (int i = 0; i < NBENCH; i++) bench_one(&benches[i]);
+    for (int i = 0; i < nkerns; i++) cudaLibraryUnload(kerns[i].lib);
+    return CHECK_DONE();
+}
