@@ -4,15 +4,22 @@
  * Exit codes (sysexits.h style): 0 success; 1 errors in the model file;
  * 64 usage error; 66 input file unreadable; 70 internal error; 73 output
  * file not writable. */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "frontend/frontend.h"
 #include "ir/ir.h"
+#include "codegen/cg.h"
 #include "passes/pass.h"
+#include "runtime/rt_cache.h"
 #include "runtime/rt_info.h"
+#include "runtime/rt_nvrtc.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
 
@@ -23,11 +30,19 @@ static const char usage_text[] =
     "  check FILE               parse and type-check a model; print diagnostics\n"
     "  compile FILE             compile a model and write what --emit selects\n"
     "  passes                   list the passes and fusion rules, in pipeline order\n"
+    "  cache ls|verify|clear    list, check (deleting corrupt entries) or empty the\n"
+    "                           kernel cache ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n"
+    "                           else ~/.cache/kiln)\n"
     "\n"
     "options:\n"
     "  --emit=KIND              what `compile` writes: ast, ir (as written), fused-ir\n"
     "                           (after all passes, kernels marked [kN]; the default),\n"
-    "                           plan (kernels and the memory plan; needs every dim bound)\n"
+    "                           plan (kernels and the memory plan; needs every dim bound),\n"
+    "                           cuda, ptx or cubin (one file per kernel into the\n"
+    "                           directory given by -o, plus kernels.txt)\n"
+    "  --arch=SM                NVRTC target for ptx/cubin (default sm_90a)\n"
+    "  --no-cache               compile every kernel, neither reading nor filling the cache\n"
+    "  --timings                print per-kernel compile times and cache hits\n"
     "  -o OUT                   write to OUT instead of standard output\n"
     "  -D NAME=VALUE            bind a `dims` size or override a `const` (repeatable)\n"
     "  --explain                print the fusion report: every kernel, every decision\n"
@@ -58,6 +73,8 @@ typedef struct cli {
     const char *report;
     const char *print_before, *print_after;
     bool print_all, explain, verify;
+    const char *arch;
+    bool no_cache, timings;
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -95,6 +112,12 @@ static int parse_args(int argc, char **argv, cli *c)
             return -1;
         } else if (!strcmp(a, "--explain")) {
             c->explain = true;
+        } else if (!strcmp(a, "--no-cache")) {
+            c->no_cache = true;
+        } else if (!strcmp(a, "--timings")) {
+            c->timings = true;
+        } else if (!strncmp(a, "--arch=", 7)) {
+            c->arch = a + 7;
         } else if (!strcmp(a, "--verify")) {
             c->verify = true;
         } else if (!strcmp(a, "--print-ir-after-all")) {
@@ -134,13 +157,24 @@ static int parse_args(int argc, char **argv, cli *c)
         }
     }
     if (!c->cmd) return usage_error("no command given%s", "");
-    if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile") && strcmp(c->cmd, "passes"))
+    if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile") && strcmp(c->cmd, "passes") &&
+        strcmp(c->cmd, "cache"))
         return usage_error("unknown command '%s'", c->cmd);
     if (!strcmp(c->cmd, "passes")) return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
+    if (!strcmp(c->cmd, "cache")) {
+        if (!c->file || (strcmp(c->file, "ls") && strcmp(c->file, "verify") && strcmp(c->file, "clear")))
+            return usage_error("'cache' needs ls, verify or clear%s", "");
+        return EX_OK;
+    }
+    if (c->arch && !rt_nvrtc_arch_valid(c->arch))
+        return usage_error("--arch must look like sm_90a, not '%s'", c->arch);
     if (!c->file) return usage_error("'%s' needs a model file", c->cmd);
     if (!c->emit) c->emit = "fused-ir";
-    if (strcmp(c->emit, "ir") && strcmp(c->emit, "ast") && strcmp(c->emit, "fused-ir") && strcmp(c->emit, "plan"))
-        return usage_error("--emit must be ast, ir, fused-ir or plan, not '%s'", c->emit);
+    bool to_dir = !strcmp(c->emit, "cuda") || !strcmp(c->emit, "ptx") || !strcmp(c->emit, "cubin");
+    if (strcmp(c->emit, "ir") && strcmp(c->emit, "ast") && strcmp(c->emit, "fused-ir") && strcmp(c->emit, "plan") &&
+        !to_dir)
+        return usage_error("--emit must be ast, ir, fused-ir, plan, cuda, ptx or cubin, not '%s'", c->emit);
+    if (to_dir && !c->out) return usage_error("--emit=%s writes one file per kernel: give a directory with -o DIR", c->emit);
     if (!strcmp(c->cmd, "check") && c->out) return usage_error("'check' writes no output file%s", "");
     return EX_OK;
 }
@@ -178,6 +212,184 @@ static int list_passes(void)
         for (const char *const *r = p[i].rules; r && *r; r++) printf("      rule %s\n", *r);
     }
     return EX_OK;
+}
+
+static void progress(void *user, int done, int total, int index, const rt_compile_result *r)
+{
+    const cg_kernel *ks = user;
+    if (isatty(2)) fprintf(stderr, "\r\033[K[%d/%d] %s (%.0f ms)", done, total, ks[index].name, r->ms);
+    if (isatty(2) && done == total) fputc('\n', stderr);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int write_blob(const char *dir, const char *name, const char *ext, const void *data, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f) ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        fprintf(stderr, "kiln: cannot write '%s': %s\n", path, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    return EX_OK;
+}
+
+/* --emit=cuda|ptx|cubin: one file per kernel into c->out. */
+static int emit_kernels(const cli *c, const ir_graph *g)
+{
+    char err[2048];
+    if (mkdir(c->out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "kiln: cannot create '%s': %s\n", c->out, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    if (!strcmp(c->emit, "cuda")) {
+        int n = cg_write_sources(g, c->out, NULL, err, sizeof err);
+        if (n < 0) {
+            fprintf(stderr, "kiln: %s\n", err);
+            return EX_CANTCREAT;
+        }
+        return EX_OK;
+    }
+    cg_kernel *ks = NULL;
+    int n = 0;
+    if (cg_emit_all(g, &ks, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "kiln: code generation failed: %s\n", err);
+        return EX_SOFTWARE;
+    }
+    const char **names = calloc((size_t)n + 1, sizeof *names), **srcs = calloc((size_t)n + 1, sizeof *srcs);
+    rt_compile_result *res = calloc((size_t)n + 1, sizeof *res);
+    rt_cache_lookup *how = calloc((size_t)n + 1, sizeof *how);
+    rt_cache *cache = NULL;
+    int status = EX_OK;
+    if (!names || !srcs || !res || !how) {
+        fprintf(stderr, "kiln: out of memory\n");
+        status = EX_SOFTWARE;
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        names[i] = ks[i].name;
+        srcs[i] = ks[i].source;
+    }
+    rt_compile_opts o = {.arch = c->arch};
+    bool ptx = !strcmp(c->emit, "ptx");
+    double t0 = now_ms();
+    rt_status st;
+    if (ptx) {
+        st = rt_nvrtc_compile_many(n, names, srcs, &o, RT_TARGET_PTX, res, 0, progress, ks);
+    } else {
+        if (!c->no_cache && rt_cache_open(&cache, NULL) != RT_OK) cache = NULL;
+        st = rt_cache_compile_many(cache, n, names, srcs, &o, c->no_cache ? RT_CACHE_NO_CACHE : 0, res, how, 0,
+                                   progress, ks);
+        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
+        if (w && *w) fprintf(stderr, "kiln: warning: %s\n", w);
+        free(w);
+    }
+    double t1 = now_ms();
+    for (int i = 0; i < n; i++) {
+        if (res[i].status != RT_OK) {
+            const ir_node *anchor = g->groups[ks[i].group].anchor;
+            fprintf(stderr, "kiln: kernel k%d (%s, from line %d of the model) failed to compile:\n%s\n", ks[i].group,
+                    ks[i].kind, anchor->loc.line, res[i].message ? res[i].message : rt_status_str(res[i].status));
+            status = EX_SOFTWARE;
+        } else if (res[i].log && res[i].log[0]) {
+            fprintf(stderr, "kiln: warning: kernel %s: %s\n", names[i], res[i].log);
+        }
+    }
+    if (st != RT_OK && status == EX_OK) status = EX_SOFTWARE;
+    for (int i = 0; i < n && status == EX_OK; i++)
+        status = write_blob(c->out, names[i], ptx ? "ptx" : "cubin", res[i].code.data,
+                            ptx ? strlen((const char *)res[i].code.data) : res[i].code.size);
+    if (status == EX_OK) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/kernels.txt", c->out);
+        FILE *f = fopen(path, "w");
+        for (int i = 0; f && i < n; i++) cg_kernel_describe(g, &ks[i], f);
+        if (!f || fclose(f) != 0) {
+            fprintf(stderr, "kiln: cannot write '%s'\n", path);
+            status = EX_CANTCREAT;
+        }
+    }
+    if (c->timings) {
+        int hits = 0;
+        for (int i = 0; i < n; i++) {
+            const char *from = ptx || how[i] == RT_CACHE_MISS ? "compiled" : how[i] == RT_CACHE_HIT_MEMORY ? "memory hit" : "disk hit";
+            hits += !ptx && how[i] != RT_CACHE_MISS;
+            fprintf(stderr, "  %-40s %-10s %8.2f ms\n", names[i], from, res[i].ms);
+        }
+        fprintf(stderr, "%d kernels in %.1f ms (%d from the cache)\n", n, t1 - t0, hits);
+    }
+out:
+    for (int i = 0; res && i < n; i++) rt_compile_result_free(&res[i]);
+    rt_cache_close(cache);
+    free(names);
+    free(srcs);
+    free(res);
+    free(how);
+    cg_kernels_free(ks, n);
+    return status;
+}
+
+static bool print_entry(void *user, const rt_cache_entry *e)
+{
+    char when[64];
+    struct tm tm;
+    localtime_r(&e->mtime, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    printf("%-10s %s %10llu  %s\n", e->arch, e->hex, (unsigned long long)e->size, when);
+    (*(int *)user)++;
+    return true;
+}
+
+/* kiln cache ls|verify|clear */
+static int cache_cmd(const cli *c)
+{
+    rt_cache *cache = NULL;
+    if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
+        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
+        fprintf(stderr, "kiln: the kernel cache directory is not usable%s%s\n", w ? ": " : "", w ? w : "");
+        free(w);
+        rt_cache_close(cache);
+        return EX_CANTCREAT;
+    }
+    int status = EX_OK;
+    if (!strcmp(c->file, "ls")) {
+        int n = 0;
+        if (rt_cache_list(cache, print_entry, &n) != RT_OK) {
+            fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
+            status = EX_NOINPUT;
+        } else {
+            printf("%d entries in %s\n", n, rt_cache_dir(cache));
+        }
+    } else if (!strcmp(c->file, "verify")) {
+        rt_cache_verify_stats st;
+        if (rt_cache_verify(cache, &st) != RT_OK) {
+            fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
+            status = EX_NOINPUT;
+        } else {
+            printf("%llu entries ok (%llu bytes), %llu corrupt removed, %llu stale temp files removed, %llu other files left alone\n",
+                   (unsigned long long)st.ok, (unsigned long long)st.bytes_ok, (unsigned long long)st.corrupt_removed,
+                   (unsigned long long)st.stale_temps_removed, (unsigned long long)st.other_files);
+            if (st.corrupt_removed) status = EX_MODEL;
+        }
+    } else {
+        uint64_t removed = 0;
+        if (rt_cache_clear(cache, &removed) != RT_OK) {
+            fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
+            status = EX_CANTCREAT;
+        } else {
+            printf("removed %llu files from %s\n", (unsigned long long)removed, rt_cache_dir(cache));
+        }
+    }
+    rt_cache_close(cache);
+    return status;
 }
 
 /* Runs the pipeline on g (consumed) and writes what was asked for. */
@@ -233,6 +445,11 @@ static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src
             status = EX_USAGE;
             goto out;
         }
+    }
+    if (!strcmp(c->emit, "cuda") || !strcmp(c->emit, "ptx") || !strcmp(c->emit, "cubin")) {
+        status = emit_kernels(c, g);
+        if (c->explain) pass_report_print(&rep, g, stderr);
+        goto out;
     }
     FILE *out = open_out(c, &status);
     if (!out) goto out;
@@ -327,5 +544,6 @@ int main(int argc, char **argv)
     if (rc == -1) return EX_OK;
     if (rc != EX_OK) return rc;
     if (!strcmp(c.cmd, "passes")) return list_passes();
+    if (!strcmp(c.cmd, "cache")) return cache_cmd(&c);
     return run(&c);
 }

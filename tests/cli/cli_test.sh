@@ -30,7 +30,7 @@ expect 64 'no command given'
 expect 64 "unknown command 'frobnicate'" frobnicate samples/llama3_8b_layer.kiln
 expect 64 "'check' needs a model file" check
 expect 64 "unknown option '--bogus'" check --bogus samples/llama3_8b_layer.kiln
-expect 64 "--emit must be ast, ir, fused-ir or plan, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
+expect 64 "--emit must be ast, ir, fused-ir, plan, cuda, ptx or cubin, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
 expect 64 -- "-D expects NAME=VALUE, got 'B'" check samples/llama3_8b_layer.kiln -D B
 expect 64 "-o needs a file name" compile samples/llama3_8b_layer.kiln -o
 expect 66 "no/such/file.kiln" check no/such/file.kiln
@@ -62,6 +62,36 @@ expect 0 'verify: ok: 3 outputs and states' compile samples/llama3_1b_layer.kiln
 if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert len(r['kernels'])==7 and r['memory']['peak_bytes']>0 and any(d['rule']=='epilogue-swiglu' and d['taken'] for d in r['decisions'])" "$tmp/r.json"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --report JSON"; fi
 expect 73 'cannot write the report' compile samples/llama3_1b_layer.kiln --report="$tmp/no/dir/r.json" -o /dev/null
+
+# kernels: CUDA sources, PTX and cubins, through the kernel cache
+export KILN_CACHE_DIR="$tmp/cache"
+expect 64 'give a directory with -o DIR' compile samples/llama3_1b_layer.kiln --emit=cubin
+expect 64 "--arch must look like sm_90a, not 'volta'" compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --arch=volta
+expect 64 "'cache' needs ls, verify or clear" cache frob
+expect 0 '' compile samples/llama3_1b_layer.kiln --emit=cuda -o "$tmp/cu"
+if [ "$(ls "$tmp/cu"/*.cu | wc -l)" -eq 7 ] && grep -q 'kiln_llama3_1b_layer_k5_matmul' "$tmp/cu/kernels.txt"; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --emit=cuda wrote $(ls "$tmp/cu")"; fi
+expect 0 '7 kernels in .* \(0 from the cache\)' compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --timings
+expect 0 '7 kernels in .* \(7 from the cache\)' compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --timings
+expect 0 '7 kernels in .* \(0 from the cache\)' compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --timings --no-cache
+if [ "$(ls "$tmp/k"/*.cubin | wc -l)" -eq 7 ] && head -c 4 "$tmp/k/kiln_llama3_1b_layer_k0_row.cubin" | grep -q ELF; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --emit=cubin did not write 7 ELF cubins"; fi
+expect 0 '^7 entries in' cache ls
+expect 0 '^7 entries ok' cache verify
+# a truncated entry is found, deleted, and rebuilt by the next compile
+victim=$(ls "$KILN_CACHE_DIR"/v1/sm_90a/*.cubin | head -1)
+head -c 100 "$victim" >"$victim.tmp" && mv "$victim.tmp" "$victim"
+expect 1 '6 entries ok .* 1 corrupt removed' cache verify
+expect 0 '7 kernels in .* \(6 from the cache\)' compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --timings
+expect 0 'removed 7 files' cache clear
+expect 0 '^0 entries in' cache ls
+# an unusable cache directory: one warning, and the compiler still works
+KILN_CACHE_DIR="$tmp/a_file/cache"; : >"$tmp/a_file"
+expect 0 'warning' compile samples/gpt2_block.kiln --emit=cubin -o "$tmp/k2"
+expect 73 'not usable' cache ls
+unset KILN_CACHE_DIR
+expect 0 '' compile samples/gpt2_block.kiln --emit=ptx -o "$tmp/p" --arch=sm_90a
+if grep -q '\.target sm_90a' "$tmp/p"/*.ptx; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: PTX target"; fi
 
 # -o writes the same text as stdout
 "$kiln" compile samples/llama3_1b_layer.kiln -o "$tmp/a.ir" && "$kiln" compile samples/llama3_1b_layer.kiln >"$tmp/b.ir"
