@@ -73,17 +73,17 @@ typedef struct mm_cfg {
     int cols, splitk, maxm;
 } mm_cfg;
 
-static const char *mm_dt_name(int dt)
+static inline const char *mm_dt_name(int dt)
 {
     return dt == MM_BF16 ? "bf16" : dt == MM_F16 ? "f16" : "f32";
 }
-static const char *mm_dt_ctype(int dt)
+static inline const char *mm_dt_ctype(int dt)
 {
     return dt == MM_BF16 ? "__nv_bfloat16" : dt == MM_F16 ? "__half" : "float";
 }
-static size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
+static inline size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
 
-static void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
+static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 {
     if (c->kind == MM_KIND_MMA)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
@@ -94,15 +94,15 @@ static void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 }
 
 /* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory). */
-static int mm_threads(const mm_cfg *c) { return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : 256; }
-static size_t mm_smem_bytes(const mm_cfg *c)
+static inline int mm_threads(const mm_cfg *c) { return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : 256; }
+static inline size_t mm_smem_bytes(const mm_cfg *c)
 {
     if (c->kind != MM_KIND_MMA) return 0;
     if (c->dt == MM_F32) return (size_t)(c->bk * (c->bm + 4) + c->bk * (c->bn + 4)) * 4;
     size_t b = c->nk ? (size_t)c->bn * (c->bk + 8) : (size_t)c->bk * (c->bn + 8);
     return (size_t)c->stages * ((size_t)c->bm * (c->bk + 8) + b) * 2;
 }
-static void mm_grid(const mm_cfg *c, long long M, long long N, long long batch, unsigned g[3])
+static inline void mm_grid(const mm_cfg *c, long long M, long long N, long long batch, unsigned g[3])
 {
     if (c->kind == MM_KIND_MMA) {
         g[0] = (unsigned)((N + c->bn - 1) / c->bn);
@@ -114,7 +114,7 @@ static void mm_grid(const mm_cfg *c, long long M, long long N, long long batch, 
     g[2] = (unsigned)batch;
 }
 
-static char *mm_read_text(const char *path)
+static inline char *mm_read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -134,7 +134,7 @@ static char *mm_read_text(const char *path)
     return s;
 }
 
-static char *mm_read_kernel_file(const char *name)
+static inline char *mm_read_kernel_file(const char *name)
 {
     char path[4096];
     const char *env = getenv("KILN_SOURCE_DIR");
@@ -166,7 +166,7 @@ typedef struct mm_buf {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void mm_printf(mm_buf *b, const char *fmt, ...)
+static inline void mm_printf(mm_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -191,7 +191,7 @@ static void mm_printf(mm_buf *b, const char *fmt, ...)
 
 /* The translation unit of c with kernel name `kname`, malloc'd; NULL when a
  * file is missing. */
-static char *mm_source(const mm_cfg *c, const char *kname)
+static inline char *mm_source(const mm_cfg *c, const char *kname)
 {
     char *common = mm_read_kernel_file("common.cuh");
     char *tmpl = mm_read_kernel_file(c->kind == MM_KIND_MMA ? "matmul_mma.cuh" : "gemv.cuh");
@@ -231,7 +231,7 @@ static char *mm_source(const mm_cfg *c, const char *kname)
  * a unit whose files are missing gets RT_ERR_IO. ptxas_v: add
  * --ptxas-options=-v (resource lines in the log). Returns the number of
  * failures. */
-static int mm_compile_all(const mm_cfg *cfgs, int n, int ptxas_v, rt_compile_result *out)
+static inline int mm_compile_all(const mm_cfg *cfgs, int n, int ptxas_v, rt_compile_result *out)
 {
     char **names = calloc((size_t)n, sizeof *names);
     char **srcs = calloc((size_t)n, sizeof *srcs);
