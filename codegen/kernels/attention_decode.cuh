@@ -23,11 +23,11 @@
  * (m, l) pairs; row (b, s, h) split c at index ((b*S + s)*H + h)*SPLITS + c.
  * p.sem: B*KV ints, zero before the first launch (left zero after each).
  *
- * KILN_ROPE / KILN_APPEND as in attention_prefill.cuh: new keys (positions
- * o .. o+S-1) are read from p.k_new / p.v_new (k rotated), never from the
- * cache, and the CTA whose split holds position o + s writes row s into the
- * caches: one writer per (b, KV head, s), and no CTA reads a row another
- * CTA of the launch writes.
+ * KILN_ROPE / KILN_APPEND as in attention_prefill.cuh: q row s is rotated at
+ * pos[b] + s (at s without p.pos); new keys (positions o .. o+S-1) are read
+ * from p.k_new / p.v_new (k rotated), never from the cache, and the CTA whose
+ * split holds position o + s writes row s into the caches: one writer per
+ * (b, KV head, s), and no CTA reads a row another CTA of the launch writes.
  *
  * Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
  * (= 32 * KILN_DEC_WARPS; default 2 warps: 64 threads; stages default
@@ -451,7 +451,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
             const int r = i / HCH, cc = i % HCH, rr = mt * 16 + r;
             const int s = rr / G, h = kvh * G + rr % G;
             row_pair(sQ, r, cc, rr < R ? qb + (long long)s * p.q_ss + (long long)h * p.q_sh : nullptr,
-                     KILN_ROPE, o + s, sInv);
+                     KILN_ROPE, (p.pos ? o : 0) + s, sInv);
         }
         cp_commit();
 #pragma unroll

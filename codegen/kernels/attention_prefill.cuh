@@ -18,7 +18,9 @@
  * GQA: query head h reads KV head h / (H / KV); the CTAs of one group read
  * the same K/V tiles (neighbouring blockIdx.y, so mostly from L2).
  * KILN_ROPE: q (and new k rows) are rotated (rotate-half, KILN_THETA) as they
- * are loaded; angles in double, reduced to [-pi, pi], then __sincosf.
+ * are loaded; angles in double, reduced to [-pi, pi], then __sincosf. Query
+ * row s is rotated at pos[b] + s, or at s when p.pos is null (ir ROPE without
+ * positions), new key row s at pos[b] + s (APPEND needs p.pos).
  * KILN_APPEND: keys at positions o .. o+S-1 come from p.k_new / p.v_new
  * (k rotated when KILN_ROPE), never from the cache; the CTAs with
  * h % (H/KV) == 0 write the rows s of their query tile into the caches, so
@@ -391,12 +393,13 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     }
 #endif
 
-    /* Q tile (rotated as it is loaded) */
+    /* Q tile (rotated as it is loaded, at pos[b] + s; at s without p.pos, as ir ROPE) */
+    const int qpos0 = p.pos ? o : 0;
     const elem *qb = (const elem *)p.q + (long long)b * p.q_sb + (long long)h * p.q_sh;
     for (int i = tid; i < BQ * HCH; i += NT) {
         const int r = i / HCH, c = i % HCH;
         row_pair(sQV, r, c, r < nq ? qb + (long long)(s0 + r) * p.q_ss : nullptr, KILN_ROPE,
-                 o + s0 + r, sInv);
+                 qpos0 + s0 + r, sInv);
     }
     cp_commit();
 

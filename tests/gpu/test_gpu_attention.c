@@ -161,6 +161,7 @@ static const tcase cases[] = {
     {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}},
     {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}},
     {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}},
+    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}}, /* RoPE at s, offset T - S */
     /* decode */
     {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}},
     {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}},
@@ -171,6 +172,7 @@ static const tcase cases[] = {
     {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}},
     {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}},
     {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}},
+    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -329,7 +331,7 @@ static void run_case(int idx, const tcase *c)
             for (int h = 0; h < H; h++) {
                 float *x = qf + (((size_t)b * S + s) * H + h) * HD;
                 for (int d = 0; d < HD; d++) x[d] = dec(qkv[((size_t)b * S + s) * W + (size_t)h * HD + d]);
-                if (c->rope) rope_row(x, HD, o[b] + s);
+                if (c->rope) rope_row(x, HD, (c->use_pos ? o[b] : 0) + s); /* ir ROPE */
             }
     for (size_t i = 0; i < ncache; i++) kf[i] = dec(kc[i]), vf[i] = dec(vc[i]);
     if (c->append)
