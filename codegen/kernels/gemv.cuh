@@ -31,7 +31,9 @@
 //
 // Constants: KILN_GEMV_COLS (even, columns per CTA), KILN_SPLITK (>= 1), KILN_B_NK,
 // KILN_GEMV_MAXM (rows held in registers, default 8), KILN_GEMV_UNROLL (default
-// max(1, min(4, 16/COLS))). Registers per thread ~ 4*COLS*UNROLL + MAXM*COLS + ~40.
+// max(1, min(4, 16/COLS)) for MAXM 1, else 1). Registers (bf16, sm_90a, ptxas): COLS 8: MAXM 1
+// 113, 2 120, 4 127, 8 171, 16 240; COLS 4: MAXM 8 97, 16 127; COLS 16 with MAXM >= 2 spills.
+// So: MAXM = the smallest power of two >= M; COLS 8 up to M = 4, COLS 4 above.
 // Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
@@ -56,7 +58,10 @@
 #define KILN_GEMV_MAXM 8
 #endif
 #ifndef KILN_GEMV_UNROLL
-#define KILN_GEMV_UNROLL ((16 / KILN_GEMV_COLS) < 1 ? 1 : (16 / KILN_GEMV_COLS) > 4 ? 4 : (16 / KILN_GEMV_COLS))
+// One row: COLS*UNROLL ~ 16 weight loads in flight. More rows: the A vectors and accumulators
+// take the registers, and COLS loads per step are enough.
+#define KILN_GEMV_UNROLL                                                                           \
+    (KILN_GEMV_MAXM > 1 ? 1 : (16 / KILN_GEMV_COLS) < 1 ? 1 : (16 / KILN_GEMV_COLS) > 4 ? 4 : (16 / KILN_GEMV_COLS))
 #endif
 
 #define KGV_THREADS 256
