@@ -166,7 +166,11 @@ const char *cg_dim(cg_gen *gen, const ir_dim *d)
     int64_t v;
     if (ir_dim_is_const(d, &v)) return cg_printf(gen, "%lldLL", (long long)v);
     cg_str s = {0};
-    if (d->nterms > 1) cg_str_append(&s, "(", 1);
+    /* parenthesized unless a bare symbol: it goes into products and quotients */
+    int nfactors = d->t[0].coef != 1;
+    for (int i = 0; i < IR_MAX_SYMS; i++) nfactors += d->t[0].exp[i];
+    bool paren = d->nterms > 1 || nfactors > 1;
+    if (paren) cg_str_append(&s, "(", 1);
     for (int t = 0; t < d->nterms; t++) {
         const ir_dim_term *term = &d->t[t];
         int64_t c = term->coef;
@@ -186,7 +190,7 @@ const char *cg_dim(cg_gen *gen, const ir_dim *d)
             }
         if (first) cg_str_append(&s, "1LL", 3);
     }
-    if (d->nterms > 1) cg_str_append(&s, ")", 1);
+    if (paren) cg_str_append(&s, ")", 1);
     const char *r = s.oom ? NULL : arena_strdup(gen->a, s.s);
     cg_str_free(&s);
     if (!r) {

@@ -561,6 +561,14 @@ static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
 
 static const ir_node *opt_input(const ir_node *n, int i) { return n->ninputs > i ? n->inputs[i] : NULL; }
 
+/* Every term of d a multiple of 8 (16-byte loads of 2-byte elements). */
+static bool mult8(const ir_dim *d)
+{
+    for (int t = 0; t < d->nterms; t++)
+        if (d->t[t].coef % 8) return false;
+    return true;
+}
+
 /* The [B, S, N, HD] strides of a q or new-rows operand. */
 static bool rows_operand(cg_gen *gen, const ir_node *n, const char *field, const char *pre, cg_strided *s)
 {
@@ -568,6 +576,9 @@ static bool rows_operand(cg_gen *gen, const ir_node *n, const char *field, const
     ir_dim one = ir_dim_const(1);
     if (s->rank != 4 || !ir_dim_eq(&s->stride[3], &one))
         return cg_fail(gen, "attention: the head dimension of %s is not contiguous", field);
+    for (int i = 0; i < 3; i++)
+        if (!mult8(&s->stride[i])) return cg_fail(gen, "attention: a stride of %s is not a multiple of 8", field);
+    if (!mult8(&s->off)) return cg_fail(gen, "attention: %s does not start 16-byte aligned", field);
     cg_ptr_strided(gen, field, s, false);
     const char *names[3] = {"sb", "ss", "sh"};
     for (int i = 0; i < 3; i++) cg_scalar(gen, cg_printf(gen, "%s_%s", pre, names[i]), s->stride[i]);
@@ -620,7 +631,9 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     }
     const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
     int64_t hd;
-    if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
+    if (!ir_dim_is_const(&qt->dims[3], &hd) || (hd != 64 && hd != 128))
+        return cg_fail(gen, "attention: the templates take head dimension 64 or 128");
+    if (qt->dtype != IR_BF16 && qt->dtype != IR_F16) return cg_fail(gen, "attention: the templates take bf16 or f16");
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
 
     int64_t s_val;
