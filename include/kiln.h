@@ -1,0 +1,279 @@
+/* kiln.h — the public C API of Kiln: compile a transformer layer written in
+ * the Kiln language into fused CUDA kernels and run it on an NVIDIA GPU.
+ *
+ * The only header a user includes. Plain C11, no CUDA types: streams and
+ * device memory are `void *` (a cudaStream_t, a device pointer).
+ *
+ * The story:
+ *
+ *   kiln_context *ctx;                       one per device (and thread, if you like)
+ *   kiln_context_create(&ctx, NULL);         -> KILN_ERR_NO_DEVICE without a GPU
+ *   kiln_model *m;
+ *   kiln_dim maxd[] = {{"B", 4}, {"S", 128}, {"T", 1024}};
+ *   kiln_model_options mo = {.max_dims = maxd, .nmax_dims = 3};
+ *   kiln_model_compile_file(ctx, "llama.kiln", &mo, &m);
+ *   kiln_model_load_safetensors(m, "layer0.safetensors");   (or kiln_model_bind_weight)
+ *   kiln_model_alloc_states(m);              zeroed KV caches, sized for the max dims
+ *   kiln_dim d[] = {{"B", 1}, {"S", 1}, {"T", 1024}};
+ *   kiln_tensor_arg in[] = {{"x", x_dev}, {"pos", pos_dev}}, out[] = {{"y", y_dev}};
+ *   kiln_model_run(m, d, 3, in, 2, out, 1, NULL);           asynchronous on the stream
+ *   ...
+ *   kiln_model_free(m); kiln_context_free(ctx);
+ *
+ * Errors: every call returns a kiln_status; on failure the message (one or
+ * more lines, e.g. the model's `file:line:col: error:` diagnostics) is
+ * available from kiln_last_error() in the calling thread until its next
+ * failing call, and from kiln_model_last_error()/kiln_context_last_error()
+ * (the object's last failure). The library never prints, exits or aborts.
+ *
+ * Threads: no global mutable state (the last error is thread-local). A
+ * context may be shared by threads for compiling; a model (and its runs)
+ * must be used by one thread at a time. Two contexts in two threads are
+ * independent. CUDA graphs are captured in thread-local capture mode.
+ *
+ * Memory: tensors passed to kiln_model_run are device pointers owned by the
+ * caller, row-major, of the model's declared dtype, with the shape the
+ * declaration takes at the run's dims. Weights bound with
+ * kiln_model_bind_weight are borrowed (keep them alive and unchanged; bind
+ * again after changing their contents); weights loaded from a file, states,
+ * packed weights and the intermediates arena are owned by the model. */
+#ifndef KILN_H
+#define KILN_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_API_VERSION 1
+
+typedef enum kiln_status {
+    KILN_OK = 0,
+    KILN_ERR_INVALID_ARGUMENT = 1, /* NULL where a value is needed, bad option, dims out of range */
+    KILN_ERR_NOT_FOUND = 2,        /* no input/output/weight/state/dim of that name */
+    KILN_ERR_MODEL = 3,            /* the model text has errors (diagnostics in the message) */
+    KILN_ERR_CODEGEN = 4,          /* a kernel could not be generated or compiled (NVRTC log in the message) */
+    KILN_ERR_WEIGHTS = 5,          /* a weight file or a bound weight does not match the model */
+    KILN_ERR_MISSING_WEIGHT = 6,   /* a run needs weights that were never bound (listed) */
+    KILN_ERR_STATE = 7,            /* states were not allocated, or a state's shape changed */
+    KILN_ERR_IO = 8,               /* a file could not be read or written */
+    KILN_ERR_NO_DEVICE = 9,        /* no CUDA device or driver */
+    KILN_ERR_CUDA = 10,            /* a CUDA call failed (the message names it and the kernel) */
+    KILN_ERR_OUT_OF_MEMORY = 11,   /* host or device memory */
+    KILN_ERR_INTERNAL = 12,        /* a bug in Kiln: please report it with the message */
+} kiln_status;
+
+/* "ok", "invalid argument", ... (static strings). */
+const char *kiln_status_str(kiln_status s);
+
+/* The message of the calling thread's last failure ("" when none). Valid
+ * until that thread's next failing call into Kiln. */
+const char *kiln_last_error(void);
+
+/* "Kiln 0.1.0". */
+const char *kiln_version(void);
+
+typedef enum kiln_dtype { KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_I32 = 3 } kiln_dtype;
+const char *kiln_dtype_name(kiln_dtype t); /* "f32", "f16", "bf16", "i32" */
+size_t kiln_dtype_size(kiln_dtype t);
+
+/* ---- context ----------------------------------------------------------------- */
+
+typedef struct kiln_context kiln_context;
+
+typedef struct kiln_context_options {
+    int device;               /* CUDA device ordinal (0) */
+    void *stream;             /* cudaStream_t for runs with a NULL stream; NULL: the context
+                               * creates its own (non-blocking) stream */
+    const char *cache_dir;    /* kernel cache root; NULL: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln,
+                               * ~/.cache/kiln */
+    int no_cache;             /* 1: compile every kernel, never read or write the cache */
+    int no_disk_cache;        /* 1: memory cache only */
+    const char *arch;         /* "sm_90a"...; NULL: the device's ("sm_90a" for sm_90) */
+    int compile_only;         /* 1: no device needed: models compile (NVRTC), introspect and
+                               * validate weight files, but binding, states and runs fail
+                               * with KILN_ERR_NO_DEVICE. Arch defaults to sm_90a. */
+    int compile_threads;      /* NVRTC threads (0: default) */
+} kiln_context_options;
+
+/* opts NULL = defaults. KILN_ERR_NO_DEVICE (with the reason) when there is
+ * no usable device and compile_only is 0. *out is NULL on failure. */
+kiln_status kiln_context_create(kiln_context **out, const kiln_context_options *opts);
+void kiln_context_free(kiln_context *ctx); /* NULL-safe; free its models first */
+const char *kiln_context_arch(const kiln_context *ctx);
+int kiln_context_has_device(const kiln_context *ctx);
+const char *kiln_context_last_error(const kiln_context *ctx);
+
+/* ---- model -------------------------------------------------------------------- */
+
+typedef struct kiln_model kiln_model;
+
+typedef struct kiln_define {
+    const char *name;  /* a `const` to override or a `dims` symbol to fix, as `-D NAME=VALUE` */
+    const char *value; /* the number, as text */
+} kiln_define;
+
+typedef struct kiln_dim {
+    const char *name;  /* a `dims` symbol of the model */
+    int64_t value;
+} kiln_dim;
+
+typedef struct kiln_model_options {
+    const kiln_define *defines;
+    int ndefines;
+    const char *const *disabled; /* pass or rule names (`kiln passes` lists them) */
+    int ndisabled;
+    const kiln_dim *max_dims;    /* the largest value of every `dims` symbol: sizes the
+                                  * intermediates arena, the workspaces and the states */
+    int nmax_dims;
+    int no_graphs;               /* 1: launch kernels eagerly, never capture CUDA graphs */
+    int max_graphs;              /* CUDA graphs kept per model (0: 16); see kiln_model_run */
+    int lazy;                    /* 1: compile kernels at the first run of each shape variant
+                                  * instead of in kiln_model_compile_* */
+    int decode_max_rows;         /* rows (product of an input's leading dims) up to which a
+                                  * run uses small-shape kernels (GEMV, split-KV decode
+                                  * attention) specialized for its dims; 0: 16; -1: never */
+} kiln_model_options;
+
+/* Compile a model: parse, check, fuse, plan memory at the max dims,
+ * generate and compile (through the kernel cache) the kernels of the
+ * large-shape variant. Model errors: KILN_ERR_MODEL, the message holds every
+ * `file:line:col: error:` diagnostic with its source line and caret. */
+kiln_status kiln_model_compile_file(kiln_context *ctx, const char *path, const kiln_model_options *opts,
+                                    kiln_model **out);
+/* name: the file name diagnostics show. */
+kiln_status kiln_model_compile_string(kiln_context *ctx, const char *name, const char *text,
+                                      const kiln_model_options *opts, kiln_model **out);
+void kiln_model_free(kiln_model *m); /* NULL-safe; waits for the model's work to finish */
+const char *kiln_model_last_error(const kiln_model *m);
+const char *kiln_model_name(const kiln_model *m);
+
+/* Compile (if needed) and load the kernels that a run with these dims will
+ * use, so the first run does not pay for it. */
+kiln_status kiln_model_prepare(kiln_model *m, const kiln_dim *dims, int ndims);
+
+/* ---- introspection ------------------------------------------------------------------ */
+
+typedef enum kiln_tensor_kind { KILN_INPUT = 0, KILN_OUTPUT = 1, KILN_WEIGHT = 2, KILN_STATE = 3 } kiln_tensor_kind;
+
+#define KILN_MAX_RANK 8
+typedef struct kiln_tensor_info {
+    const char *name;     /* owned by the model */
+    kiln_tensor_kind kind;
+    kiln_dtype dtype;
+    int rank;
+    int64_t shape[KILN_MAX_RANK]; /* at the dims asked for */
+    size_t bytes;
+    const char *type;     /* the declared type, e.g. "bf16[B, S, 2048]" (owned by the model) */
+} kiln_tensor_info;
+
+/* The model's `dims` symbols, in declaration order (those not fixed by a define). */
+int kiln_model_num_dims(const kiln_model *m);
+const char *kiln_model_dim_name(const kiln_model *m, int i);  /* NULL out of range */
+int64_t kiln_model_max_dim(const kiln_model *m, int i);       /* -1 out of range */
+
+int kiln_model_num_tensors(const kiln_model *m, kiln_tensor_kind kind);
+/* Tensor i of a kind, with its shape at `dims` (NULL/0: the max dims; dims
+ * not listed take their max value). */
+kiln_status kiln_model_tensor(const kiln_model *m, kiln_tensor_kind kind, int i, const kiln_dim *dims, int ndims,
+                              kiln_tensor_info *out);
+/* By name (inputs, outputs, weights and states share one namespace). */
+kiln_status kiln_model_find_tensor(const kiln_model *m, const char *name, const kiln_dim *dims, int ndims,
+                                   kiln_tensor_info *out);
+
+/* Number of kernels of the large-shape variant, and a description of the
+ * plan (kernels, memory), as `kiln compile --emit=plan` prints it; the
+ * string is owned by the model and valid until the next call. */
+int kiln_model_num_kernels(const kiln_model *m);
+const char *kiln_model_describe(kiln_model *m);
+
+/* ---- weights ----------------------------------------------------------------------------- */
+
+/* Bind a weight to device memory holding it at its declared dtype and shape
+ * (at the max dims). Borrowed: the caller keeps it alive. Packed weights
+ * (merged Q/K/V, interleaved gate/up, transposes) are computed from it once,
+ * before the next run. Unknown names and non-weights are errors. */
+kiln_status kiln_model_bind_weight(kiln_model *m, const char *name, const void *device_ptr);
+/* The same, checking the caller's dtype and shape against the declaration. */
+kiln_status kiln_model_bind_weight_checked(kiln_model *m, const char *name, kiln_dtype dtype, int rank,
+                                           const int64_t *shape, const void *device_ptr);
+
+enum {
+    KILN_LOAD_IGNORE_UNKNOWN = 1u << 0, /* tensors the model does not declare are skipped, not errors */
+    KILN_LOAD_ALLOW_MISSING = 1u << 1,  /* weights absent from the file are left unbound (sharded files) */
+};
+/* Load weights from a .safetensors file: every entry is validated (dtype,
+ * shape against the declaration, offsets inside the file and consistent,
+ * no overlaps) before anything is copied to the device. By default a tensor
+ * the model does not declare and a declared weight missing from the file are
+ * errors (all of them listed). The file is memory-mapped and copied to
+ * memory owned by the model. */
+kiln_status kiln_model_load_safetensors(kiln_model *m, const char *path);
+kiln_status kiln_model_load_safetensors_ex(kiln_model *m, const char *path, unsigned flags);
+
+/* Write host tensors to a .safetensors file (for tools and tests). */
+typedef struct kiln_host_tensor {
+    const char *name;
+    kiln_dtype dtype;
+    int rank;
+    int64_t shape[KILN_MAX_RANK];
+    const void *data; /* host memory, numel * dtype size bytes */
+} kiln_host_tensor;
+kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *tensors, int n);
+
+/* ---- states ----------------------------------------------------------------------------- */
+
+/* Allocate every state for the max dims, zeroed (again: zero them). A state
+ * is laid out at the run's dims; dims that appear in a state's shape after
+ * its first axis must be given their max value in every run (checked). */
+kiln_status kiln_model_alloc_states(kiln_model *m);
+kiln_status kiln_model_zero_states(kiln_model *m);
+/* The device memory of a state (bytes: its size at the max dims); read or
+ * write it with cudaMemcpy in the run's stream order. */
+kiln_status kiln_model_state_ptr(kiln_model *m, const char *name, void **device_ptr, size_t *bytes);
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+typedef struct kiln_tensor_arg {
+    const char *name;
+    void *ptr; /* device memory */
+} kiln_tensor_arg;
+
+/* Run the model once, asynchronously in `stream` (NULL: the context's).
+ * dims: a value for every `dims` symbol, 1 <= value <= its max. Every input
+ * and output must be given; i32 position inputs (pos) stay in device memory
+ * and are read there by the kernels, so decode steps with the same dims
+ * replay the same CUDA graph.
+ *
+ * CUDA graphs: the first run with a given set of launch-shape dims captures
+ * the kernels into a graph and launches it; later runs with the same dims
+ * replay it (a change of input/output pointers updates it in place). At
+ * most max_graphs graphs are kept per model; a run with new dims beyond that
+ * launches eagerly and counts an eager fallback. */
+kiln_status kiln_model_run(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_tensor_arg *inputs,
+                           int ninputs, const kiln_tensor_arg *outputs, int noutputs, void *stream);
+
+/* Wait for the model's stream. */
+kiln_status kiln_model_sync(kiln_model *m);
+
+typedef struct kiln_counters {
+    uint64_t kernels_compiled;  /* NVRTC compiles (cache misses) */
+    uint64_t cache_hits_memory; /* kernels found in the context's memory cache */
+    uint64_t cache_hits_disk;   /* kernels found in the disk cache */
+    uint64_t variants;          /* shape variants generated (large + small-shape ones) */
+    uint64_t runs;
+    uint64_t launches;          /* kernel launches, eager or captured */
+    uint64_t graph_captures;    /* graphs captured and instantiated */
+    uint64_t graph_replays;     /* runs that launched an existing graph */
+    uint64_t graph_updates;     /* graphs updated for new input/output pointers */
+    uint64_t eager_runs;        /* runs launched eagerly (graphs off or unavailable) */
+    uint64_t eager_fallbacks;   /* runs launched eagerly because the graph cache was full */
+    uint64_t weight_packs;      /* times the packed weights were (re)computed */
+} kiln_counters;
+kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

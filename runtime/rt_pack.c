@@ -1,0 +1,393 @@
+/* runtime/rt_pack.c — bind-time values on the host (see rt_pack.h).
+ *
+ * Algorithm: evaluate the node recursively. Data movement (reshape, permute,
+ * concat, slice) is done on raw bytes, so it is exact for every dtype and
+ * needs no conversion; a weight is read in place. The first node that is not
+ * data movement is evaluated by the reference interpreter on a copy of the
+ * subgraph of its ancestors (weights as parameters, constants as they are),
+ * which is the definition of what the node computes. */
+#include "runtime/rt_pack.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t n, const char *fmt, ...)
+{
+    if (err && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- conversions ---------------------------------------------------------------- */
+
+float rt_bf16_to_f32(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t rt_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float rt_f16_to_f32(uint16_t h)
+{
+    int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 0x400), e - 25);
+    return sign ? -v : v;
+}
+
+uint16_t rt_f32_to_f16(float f)
+{
+    uint16_t sign = signbit(f) ? 0x8000 : 0;
+    if (isnan(f)) return 0x7e00;
+    float a = fabsf(ir_round_f16(f)); /* exact in half (or inf) after rounding */
+    if (isinf(a)) return sign | 0x7c00;
+    if (a == 0) return sign;
+    int e;
+    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    int be = e - 1 + 15;     /* biased exponent of 1.xxx form */
+    if (be <= 0) return sign | (uint16_t)lrintf(ldexpf(a, 24)); /* subnormal: a / 2^-24 */
+    uint16_t mant = (uint16_t)lrintf((m * 2.0f - 1.0f) * 1024.0f);
+    return sign | (uint16_t)(be << 10) | mant;
+}
+
+void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        switch (t) {
+        case IR_F32: memcpy(&dst[i], (const char *)src + 4 * i, 4); break;
+        case IR_BF16: {
+            uint16_t b;
+            memcpy(&b, (const char *)src + 2 * i, 2);
+            dst[i] = rt_bf16_to_f32(b);
+            break;
+        }
+        case IR_F16: {
+            uint16_t b;
+            memcpy(&b, (const char *)src + 2 * i, 2);
+            dst[i] = rt_f16_to_f32(b);
+            break;
+        }
+        default: {
+            int32_t v;
+            memcpy(&v, (const char *)src + 4 * i, 4);
+            dst[i] = (float)v;
+        }
+        }
+    }
+}
+
+void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        switch (t) {
+        case IR_F32: memcpy((char *)dst + 4 * i, &src[i], 4); break;
+        case IR_BF16: {
+            uint16_t b = rt_f32_to_bf16(src[i]);
+            memcpy((char *)dst + 2 * i, &b, 2);
+            break;
+        }
+        case IR_F16: {
+            uint16_t b = rt_f32_to_f16(src[i]);
+            memcpy((char *)dst + 2 * i, &b, 2);
+            break;
+        }
+        default: {
+            int32_t v = (int32_t)src[i];
+            memcpy((char *)dst + 4 * i, &v, 4);
+        }
+        }
+    }
+}
+
+bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t v;
+        if (!ir_dim_is_const(&t->dims[i], &v) && !(dims && ir_dim_eval(&t->dims[i], dims, &v))) return false;
+        if (v < 0) return false;
+        shape[i] = v;
+        if (v && n > INT64_MAX / v) return false;
+        n *= v;
+    }
+    if (numel) *numel = n;
+    return true;
+}
+
+void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (int64_t j = 0; j < half; j++) {
+        memcpy(d + (size_t)(2 * j) * row_bytes, s + (size_t)j * row_bytes, row_bytes);
+        memcpy(d + (size_t)(2 * j + 1) * row_bytes, s + (size_t)(half + j) * row_bytes, row_bytes);
+    }
+}
+
+/* ---- evaluation ------------------------------------------------------------------- */
+
+typedef struct val {
+    unsigned char *p;
+    bool owned;
+    int rank;
+    int64_t shape[IR_MAX_RANK];
+    int64_t numel;
+} val;
+
+typedef struct ctx {
+    const ir_graph *g;
+    const int64_t *dims;
+    rt_pack_weight_fn get;
+    void *user;
+    bool force_interp;
+    char *err;
+    size_t errlen;
+} ctx;
+
+static void val_free(val *v)
+{
+    if (v->owned) free(v->p);
+    v->p = NULL;
+    v->owned = false;
+}
+
+static int interp_node(ctx *c, const ir_node *n, val *out);
+
+static int set_shape(ctx *c, const ir_node *n, val *v)
+{
+    v->rank = n->type.rank;
+    if (!rt_type_shape(&n->type, c->dims, v->shape, &v->numel))
+        return fail(c->err, c->errlen, "bind time: %s (line %d): the shape does not evaluate at the given dims",
+                    ir_op_name(n->op), n->loc.line);
+    return 0;
+}
+
+static int eval(ctx *c, const ir_node *n, val *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t es = (size_t)ir_dtype_size(n->type.dtype);
+    if (n->op == IR_OP_WEIGHT) {
+        if (set_shape(c, n, out) != 0) return -1;
+        const void *d = NULL;
+        if (c->get(c->user, n->param, &d, c->err, c->errlen) != 0) return -1;
+        out->p = (unsigned char *)d;
+        return 0;
+    }
+    bool movement = n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_CONCAT || n->op == IR_OP_SLICE;
+    for (int i = 0; movement && i < n->ninputs; i++)
+        if (n->inputs[i]->type.dtype != n->type.dtype) movement = false;
+    if (!movement || c->force_interp) return interp_node(c, n, out);
+    if (set_shape(c, n, out) != 0) return -1;
+    val in[16];
+    memset(in, 0, sizeof in);
+    int nin = n->ninputs;
+    if (nin > 16) return interp_node(c, n, out);
+    for (int i = 0; i < nin; i++) {
+        if (eval(c, n->inputs[i], &in[i]) != 0) {
+            for (int j = 0; j < i; j++) val_free(&in[j]);
+            return -1;
+        }
+    }
+    int rc = 0;
+    if (n->op == IR_OP_RESHAPE) {
+        out->p = in[0].p;
+        out->owned = in[0].owned;
+        in[0].owned = false;
+        goto done;
+    }
+    out->p = malloc((size_t)out->numel * es + 1);
+    out->owned = true;
+    if (!out->p) {
+        rc = fail(c->err, c->errlen, "bind time: out of memory");
+        goto done;
+    }
+    if (n->op == IR_OP_PERMUTE) {
+        int r = out->rank;
+        int64_t istride[IR_MAX_RANK], ostride_in[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
+        int64_t s = 1;
+        for (int i = r - 1; i >= 0; i--) {
+            istride[i] = s;
+            s *= in[0].shape[i];
+        }
+        for (int i = 0; i < r; i++) ostride_in[i] = istride[n->attrs.perm[i]];
+        int64_t off = 0;
+        for (int64_t e = 0; e < out->numel; e++) {
+            memcpy(out->p + (size_t)e * es, in[0].p + (size_t)off * es, es);
+            for (int i = r - 1; i >= 0; i--) { /* odometer over the output's index */
+                idx[i]++;
+                off += ostride_in[i];
+                if (idx[i] < out->shape[i]) break;
+                off -= ostride_in[i] * idx[i];
+                idx[i] = 0;
+            }
+        }
+    } else {
+        int axis = n->attrs.axis;
+        int64_t outer = 1, inner = (int64_t)es;
+        for (int i = 0; i < axis; i++) outer *= out->shape[i];
+        for (int i = axis + 1; i < out->rank; i++) inner *= out->shape[i];
+        if (n->op == IR_OP_SLICE) {
+            int64_t st;
+            if (!ir_dim_is_const(&n->attrs.start, &st) && !ir_dim_eval(&n->attrs.start, c->dims, &st)) {
+                rc = fail(c->err, c->errlen, "bind time: slice start does not evaluate");
+                goto done;
+            }
+            int64_t ia = in[0].shape[axis], oa = out->shape[axis];
+            for (int64_t o = 0; o < outer; o++)
+                memcpy(out->p + (size_t)(o * oa * inner), in[0].p + (size_t)((o * ia + st) * inner), (size_t)(oa * inner));
+        } else { /* CONCAT */
+            int64_t oa = out->shape[axis], at = 0;
+            for (int64_t o = 0; o < outer; o++) {
+                at = 0;
+                for (int i = 0; i < nin; i++) {
+                    int64_t ia = in[i].shape[axis];
+                    memcpy(out->p + (size_t)((o * oa + at) * inner), in[i].p + (size_t)(o * ia * inner), (size_t)(ia * inner));
+                    at += ia;
+                }
+            }
+        }
+    }
+done:
+    for (int i = 0; i < nin; i++) val_free(&in[i]);
+    if (rc != 0) val_free(out);
+    return rc;
+}
+
+/* The reference interpreter on the subgraph of n's ancestors. */
+static int interp_node(ctx *c, const ir_node *n, val *out)
+{
+    const ir_graph *g = c->g;
+    int rc = -1;
+    bool *need = calloc((size_t)n->id + 1, sizeof *need);
+    ir_node **map = calloc((size_t)n->id + 1, sizeof *map);
+    ir_graph *sub = ir_graph_new(g->name ? g->name : "bind");
+    ir_tensor *params = NULL, result;
+    memset(&result, 0, sizeof result);
+    bool have_result = false;
+    if (!need || !map || !sub) {
+        fail(c->err, c->errlen, "bind time: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->nsyms; i++) ir_graph_add_sym(sub, g->syms[i]);
+    need[n->id] = true;
+    for (int i = n->id; i >= 0; i--)
+        if (need[i])
+            for (int j = 0; j < g->nodes[i]->ninputs; j++) need[g->nodes[i]->inputs[j]->id] = true;
+    for (int i = 0; i <= n->id; i++) {
+        if (!need[i]) continue;
+        const ir_node *s = g->nodes[i];
+        if (s->op == IR_OP_INPUT || s->op == IR_OP_STATE) {
+            fail(c->err, c->errlen, "bind time: %%%d depends on %s '%s', which is not a weight", n->id,
+                 ir_op_name(s->op), s->name ? s->name : "?");
+            goto out;
+        }
+        ir_node *ins[64];
+        if (s->ninputs > 64) {
+            fail(c->err, c->errlen, "bind time: too many inputs");
+            goto out;
+        }
+        for (int j = 0; j < s->ninputs; j++) ins[j] = map[s->inputs[j]->id];
+        map[i] = ir_node_copy(sub, s, ins);
+        if (!map[i]) {
+            fail(c->err, c->errlen, "bind time: cannot copy %s (line %d) into the bind-time graph", ir_op_name(s->op),
+                 s->loc.line);
+            goto out;
+        }
+    }
+    if (ir_graph_add_output(sub, "packed", map[n->id], n->loc) < 0) {
+        fail(c->err, c->errlen, "bind time: out of memory");
+        goto out;
+    }
+    params = calloc((size_t)sub->nparams + 1, sizeof *params);
+    if (!params) {
+        fail(c->err, c->errlen, "bind time: out of memory");
+        goto out;
+    }
+    for (int j = 0; j < sub->nparams; j++) {
+        const ir_node *p = sub->params[j];
+        int orig = -1;
+        for (int k = 0; k < g->nparams; k++)
+            if (g->params[k]->op == IR_OP_WEIGHT && p->name && g->params[k]->name && !strcmp(g->params[k]->name, p->name))
+                orig = k;
+        int64_t shape[IR_MAX_RANK], numel;
+        if (orig < 0 || !rt_type_shape(&p->type, c->dims, shape, &numel)) {
+            fail(c->err, c->errlen, "bind time: weight '%s' not found or shape does not evaluate", p->name ? p->name : "?");
+            goto out;
+        }
+        if (!ir_tensor_alloc(&params[j], p->type.dtype, p->type.rank, shape)) {
+            fail(c->err, c->errlen, "bind time: out of memory");
+            goto out;
+        }
+        const void *d = NULL;
+        if (c->get(c->user, orig, &d, c->err, c->errlen) != 0) goto out;
+        if (p->type.dtype == IR_I32) memcpy(params[j].i, d, (size_t)numel * 4);
+        else rt_to_f32(p->type.dtype, d, params[j].f, numel);
+    }
+    char ierr[512];
+    if (ir_interp_run(sub, c->dims, params, &result, ierr, sizeof ierr) != 0) {
+        fail(c->err, c->errlen, "bind time: %s (line %d): %s", ir_op_name(n->op), n->loc.line, ierr);
+        goto out;
+    }
+    have_result = true;
+    if (set_shape(c, n, out) != 0) goto out;
+    size_t es = (size_t)ir_dtype_size(n->type.dtype);
+    out->p = malloc((size_t)out->numel * es + 1);
+    out->owned = true;
+    if (!out->p) {
+        fail(c->err, c->errlen, "bind time: out of memory");
+        goto out;
+    }
+    if (n->type.dtype == IR_I32) memcpy(out->p, result.i, (size_t)out->numel * 4);
+    else rt_from_f32(n->type.dtype, result.f, out->p, out->numel);
+    rc = 0;
+out:
+    if (have_result) ir_tensor_free(&result);
+    if (params)
+        for (int j = 0; j < sub->nparams; j++) ir_tensor_free(&params[j]);
+    free(params);
+    if (sub) ir_graph_free(sub);
+    free(need);
+    free(map);
+    if (rc != 0) val_free(out);
+    return rc;
+}
+
+int rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weight_fn get, void *user,
+                 bool force_interp, void **out, size_t *bytes, char *err, size_t errlen)
+{
+    *out = NULL;
+    *bytes = 0;
+    if (!g || node < 0 || node >= g->nnodes || !get) return fail(err, errlen, "rt_pack_eval: bad arguments");
+    ctx c = {g, dims, get, user, force_interp, err, errlen};
+    val v;
+    if (eval(&c, g->nodes[node], &v) != 0) return -1;
+    size_t n = (size_t)v.numel * (size_t)ir_dtype_size(g->nodes[node]->type.dtype);
+    if (!v.owned) { /* a reshaped weight: copy it */
+        unsigned char *p = malloc(n + 1);
+        if (!p) return fail(err, errlen, "bind time: out of memory");
+        memcpy(p, v.p, n);
+        v.p = p;
+    }
+    *out = v.p;
+    *bytes = n;
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* runtime/rt_pack.h — bind-time values on the host: packed weights.
+ *
+ * The passes leave nodes that depend on weights and constants only
+ * (pass_bind_time): concat of the Q/K/V or gate/up weights (merge-linears),
+ * permute of a weight read as `x @ w` (raise), a cast or a scaled weight the
+ * user wrote. They are computed once when the weights are bound, here, on the
+ * host: RESHAPE, PERMUTE, CONCAT and SLICE by dedicated copy code (exact,
+ * bytes in and bytes out, any dtype); anything else by running the reference
+ * interpreter on the bind-time subgraph that produces the node. Then codegen's
+ * bind-time layout changes (cg_xform: CG_XFORM_INTERLEAVE_ROWS) are applied.
+ *
+ * Also the host dtype conversions the runtime and tests share. */
+#ifndef KILN_RT_PACK_H
+#define KILN_RT_PACK_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* The host bytes of weight parameter `param` (index in g->params) at its
+ * declared type for the dims: *data stays valid until rt_pack_eval returns.
+ * Returns 0, or -1 with a message. */
+typedef int (*rt_pack_weight_fn)(void *user, int param, const void **data, char *err, size_t n);
+
+/* Evaluate bind-time node `node` of g for the dims (g->nsyms values). *out
+ * receives a malloc'd buffer of *bytes bytes (the node's dtype, row-major).
+ * force_interp: use the interpreter even where copy code exists (tests).
+ * Returns 0, or -1 with a message. */
+int rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weight_fn get, void *user,
+                 bool force_interp, void **out, size_t *bytes, char *err, size_t errlen);
+
+/* CG_XFORM_INTERLEAVE_ROWS: dst row 2j = src row j, dst row 2j+1 = src row
+ * half + j, for j < half; rows of row_bytes bytes. src has 2*half rows
+ * (a rank-1 value is rows of one element). dst and src must not overlap. */
+void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes);
+
+/* Shape of a type at dims; false when a dim does not evaluate or is < 0. */
+bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
+
+/* Host conversions between storage bits and float (round to nearest even). */
+float rt_bf16_to_f32(uint16_t b);
+uint16_t rt_f32_to_bf16(float f);
+float rt_f16_to_f32(uint16_t h);
+uint16_t rt_f32_to_f16(float f);
+/* n elements of dtype t at src to floats (i32 converted by value), and back. */
+void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n);
+void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n);
+
+#endif

@@ -1,0 +1,513 @@
+/* src/kiln.c — the public C API (include/kiln.h) over runtime/rt_model.
+ *
+ * This layer checks arguments, converts the public structs, and keeps the
+ * error messages: the calling thread's last one (thread-local storage, the
+ * only mutable state outside objects) and each object's last one. */
+#define _POSIX_C_SOURCE 200809L
+#include "kiln.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "runtime/rt_model.h"
+#include "runtime/rt_weights.h"
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "unknown"
+#endif
+
+_Static_assert((int)KILN_ERR_INVALID_ARGUMENT == (int)RTM_ERR_INVALID && (int)KILN_ERR_NOT_FOUND == (int)RTM_ERR_NOT_FOUND &&
+                   (int)KILN_ERR_MODEL == (int)RTM_ERR_MODEL && (int)KILN_ERR_CODEGEN == (int)RTM_ERR_CODEGEN &&
+                   (int)KILN_ERR_WEIGHTS == (int)RTM_ERR_WEIGHTS && (int)KILN_ERR_MISSING_WEIGHT == (int)RTM_ERR_MISSING_WEIGHT &&
+                   (int)KILN_ERR_STATE == (int)RTM_ERR_STATE && (int)KILN_ERR_IO == (int)RTM_ERR_IO &&
+                   (int)KILN_ERR_NO_DEVICE == (int)RTM_ERR_NO_DEVICE && (int)KILN_ERR_CUDA == (int)RTM_ERR_CUDA &&
+                   (int)KILN_ERR_OUT_OF_MEMORY == (int)RTM_ERR_NOMEM && (int)KILN_ERR_INTERNAL == (int)RTM_ERR_INTERNAL,
+               "kiln_status and rt_model's status codes must agree");
+_Static_assert(KILN_F32 == (int)IR_F32 && KILN_F16 == (int)IR_F16 && KILN_BF16 == (int)IR_BF16 &&
+                   KILN_I32 == (int)IR_I32 && KILN_MAX_RANK == IR_MAX_RANK,
+               "kiln_dtype must match ir_dtype");
+
+#define ERRLEN 8192
+
+static _Thread_local char tl_error[ERRLEN];
+
+struct kiln_context {
+    rt_ctx *rt;
+    char error[ERRLEN];
+};
+
+struct kiln_model {
+    kiln_context *ctx;
+    rt_model *rt;
+    char *describe;
+    char error[ERRLEN];
+};
+
+/* Record a failure: the thread's message and the object's (may be NULL). */
+static kiln_status set_error(kiln_status s, char *obj, const char *msg)
+{
+    if (s == KILN_OK) return s;
+    snprintf(tl_error, sizeof tl_error, "%s", msg && *msg ? msg : kiln_status_str(s));
+    if (obj) snprintf(obj, ERRLEN, "%s", tl_error);
+    return s;
+}
+
+__attribute__((format(printf, 3, 4))) static kiln_status errorf(kiln_status s, char *obj, const char *fmt, ...)
+{
+    char buf[ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return set_error(s, obj, buf);
+}
+
+const char *kiln_status_str(kiln_status s)
+{
+    switch (s) {
+    case KILN_OK: return "ok";
+    case KILN_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case KILN_ERR_NOT_FOUND: return "not found";
+    case KILN_ERR_MODEL: return "error in the model";
+    case KILN_ERR_CODEGEN: return "kernel generation or compilation failed";
+    case KILN_ERR_WEIGHTS: return "weights do not match the model";
+    case KILN_ERR_MISSING_WEIGHT: return "weights not bound";
+    case KILN_ERR_STATE: return "states not allocated or reshaped";
+    case KILN_ERR_IO: return "input/output error";
+    case KILN_ERR_NO_DEVICE: return "no CUDA device";
+    case KILN_ERR_CUDA: return "CUDA error";
+    case KILN_ERR_OUT_OF_MEMORY: return "out of memory";
+    case KILN_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *kiln_last_error(void) { return tl_error; }
+const char *kiln_version(void) { return "Kiln " KILN_VERSION; }
+
+const char *kiln_dtype_name(kiln_dtype t)
+{
+    return (int)t >= 0 && (int)t < IR_DTYPE_COUNT ? ir_dtype_name((ir_dtype)t) : "?";
+}
+
+size_t kiln_dtype_size(kiln_dtype t)
+{
+    return (int)t >= 0 && (int)t < IR_DTYPE_COUNT ? (size_t)ir_dtype_size((ir_dtype)t) : 0;
+}
+
+/* ---- context -------------------------------------------------------------------- */
+
+kiln_status kiln_context_create(kiln_context **out, const kiln_context_options *opts)
+{
+    if (!out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_context_create: NULL out");
+    *out = NULL;
+    kiln_context *c = calloc(1, sizeof *c);
+    if (!c) return errorf(KILN_ERR_OUT_OF_MEMORY, NULL, "kiln_context_create: out of memory");
+    rt_ctx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (opts) {
+        cfg.device = opts->device;
+        cfg.stream = opts->stream;
+        cfg.cache_dir = opts->cache_dir;
+        cfg.no_cache = opts->no_cache != 0;
+        cfg.no_disk_cache = opts->no_disk_cache != 0;
+        cfg.arch = opts->arch;
+        cfg.compile_only = opts->compile_only != 0;
+        cfg.compile_threads = opts->compile_threads;
+    }
+    char err[ERRLEN];
+    int st = rt_ctx_create(&c->rt, &cfg, err, sizeof err);
+    if (st != RTM_OK) {
+        free(c);
+        return set_error((kiln_status)st, NULL, err);
+    }
+    *out = c;
+    return KILN_OK;
+}
+
+void kiln_context_free(kiln_context *ctx)
+{
+    if (!ctx) return;
+    rt_ctx_free(ctx->rt);
+    free(ctx);
+}
+
+const char *kiln_context_arch(const kiln_context *ctx) { return ctx ? rt_ctx_arch(ctx->rt) : NULL; }
+int kiln_context_has_device(const kiln_context *ctx) { return ctx && rt_ctx_has_device(ctx->rt); }
+const char *kiln_context_last_error(const kiln_context *ctx) { return ctx ? ctx->error : ""; }
+
+/* ---- model ------------------------------------------------------------------------ */
+
+static kiln_status compile(kiln_context *ctx, const char *name, const char *text, const kiln_model_options *opts,
+                           kiln_model **out)
+{
+    if (!out) return errorf(KILN_ERR_INVALID_ARGUMENT, ctx ? ctx->error : NULL, "kiln_model_compile: NULL out");
+    *out = NULL;
+    if (!ctx) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_model_compile: NULL context");
+    if (!name) return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: NULL %s", text ? "name" : "path");
+    kiln_model_options def;
+    memset(&def, 0, sizeof def);
+    if (!opts) opts = &def;
+    if (opts->ndefines < 0 || opts->ndisabled < 0 || opts->nmax_dims < 0 || (opts->ndefines && !opts->defines) ||
+        (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: a count without its array");
+    const char **dn = calloc((size_t)opts->ndefines + 1, sizeof *dn), **dv = calloc((size_t)opts->ndefines + 1, sizeof *dv);
+    rt_dim_value *md = calloc((size_t)opts->nmax_dims + 1, sizeof *md);
+    kiln_model *m = calloc(1, sizeof *m);
+    if (!dn || !dv || !md || !m) {
+        free(dn);
+        free(dv);
+        free(md);
+        free(m);
+        return errorf(KILN_ERR_OUT_OF_MEMORY, ctx->error, "kiln_model_compile: out of memory");
+    }
+    for (int i = 0; i < opts->ndefines; i++) {
+        dn[i] = opts->defines[i].name;
+        dv[i] = opts->defines[i].value;
+    }
+    for (int i = 0; i < opts->nmax_dims; i++) {
+        md[i].name = opts->max_dims[i].name;
+        md[i].value = opts->max_dims[i].value;
+    }
+    rt_model_config cfg = {.define_names = dn,
+                           .define_values = dv,
+                           .ndefines = opts->ndefines,
+                           .disabled = opts->disabled,
+                           .ndisabled = opts->ndisabled,
+                           .max_dims = md,
+                           .nmax_dims = opts->nmax_dims,
+                           .no_graphs = opts->no_graphs != 0,
+                           .max_graphs = opts->max_graphs,
+                           .lazy = opts->lazy != 0,
+                           .decode_max_rows = opts->decode_max_rows};
+    char *err = malloc(ERRLEN);
+    int st = err ? rt_model_compile(ctx->rt, name, text, &cfg, &m->rt, err, ERRLEN) : RTM_ERR_NOMEM;
+    free(dn);
+    free(dv);
+    free(md);
+    kiln_status ks = (kiln_status)st;
+    if (st != RTM_OK) {
+        set_error(ks, ctx->error, err ? err : "out of memory");
+        free(m);
+    } else {
+        m->ctx = ctx;
+        *out = m;
+    }
+    free(err);
+    return ks;
+}
+
+kiln_status kiln_model_compile_file(kiln_context *ctx, const char *path, const kiln_model_options *opts,
+                                    kiln_model **out)
+{
+    return compile(ctx, path, NULL, opts, out);
+}
+
+kiln_status kiln_model_compile_string(kiln_context *ctx, const char *name, const char *text,
+                                      const kiln_model_options *opts, kiln_model **out)
+{
+    if (!text) {
+        if (out) *out = NULL;
+        return errorf(KILN_ERR_INVALID_ARGUMENT, ctx ? ctx->error : NULL, "kiln_model_compile_string: NULL text");
+    }
+    return compile(ctx, name ? name : "<string>", text, opts, out);
+}
+
+void kiln_model_free(kiln_model *m)
+{
+    if (!m) return;
+    rt_model_free(m->rt);
+    free(m->describe);
+    free(m);
+}
+
+const char *kiln_model_last_error(const kiln_model *m) { return m ? m->error : ""; }
+const char *kiln_model_name(const kiln_model *m) { return m ? rt_model_graph(m->rt)->name : NULL; }
+
+#define NEED_MODEL(m, fn)                                                                  \
+    do {                                                                                   \
+        if (!(m)) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "%s: NULL model", fn);   \
+    } while (0)
+
+/* Public dims -> values per symbol. */
+static kiln_status resolve_dims(kiln_model *m, const kiln_dim *dims, int ndims, bool fill_max, int64_t *out)
+{
+    if (ndims < 0 || (ndims > 0 && !dims)) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "dims: NULL array with %d entries", ndims);
+    rt_dim_value dv[IR_MAX_SYMS * 2];
+    if (ndims > (int)(sizeof dv / sizeof dv[0]))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "dims: %d entries (the model has %d dims)", ndims,
+                      rt_model_graph(m->rt)->nsyms);
+    for (int i = 0; i < ndims; i++) dv[i] = (rt_dim_value){dims[i].name, dims[i].value};
+    char err[1024];
+    int st = rt_model_resolve_dims(m->rt, dv, ndims, fill_max, out, err, sizeof err);
+    return set_error((kiln_status)st, m->error, err);
+}
+
+kiln_status kiln_model_prepare(kiln_model *m, const kiln_dim *dims, int ndims)
+{
+    NEED_MODEL(m, "kiln_model_prepare");
+    int64_t d[IR_MAX_SYMS];
+    kiln_status s = resolve_dims(m, dims, ndims, false, d);
+    if (s != KILN_OK) return s;
+    char err[ERRLEN];
+    return set_error((kiln_status)rt_model_prepare(m->rt, d, err, sizeof err), m->error, err);
+}
+
+int kiln_model_num_dims(const kiln_model *m) { return m ? rt_model_graph(m->rt)->nsyms : 0; }
+
+const char *kiln_model_dim_name(const kiln_model *m, int i)
+{
+    if (!m || i < 0 || i >= rt_model_graph(m->rt)->nsyms) return NULL;
+    return rt_model_graph(m->rt)->syms[i];
+}
+
+int64_t kiln_model_max_dim(const kiln_model *m, int i)
+{
+    if (!m || i < 0 || i >= rt_model_graph(m->rt)->nsyms) return -1;
+    return rt_model_max_dims(m->rt)[i];
+}
+
+static ir_op kind_op(kiln_tensor_kind k)
+{
+    return k == KILN_INPUT ? IR_OP_INPUT : k == KILN_WEIGHT ? IR_OP_WEIGHT : IR_OP_STATE;
+}
+
+int kiln_model_num_tensors(const kiln_model *m, kiln_tensor_kind kind)
+{
+    if (!m) return 0;
+    const ir_graph *g = rt_model_graph(m->rt);
+    if (kind == KILN_OUTPUT) return g->noutputs;
+    if (kind != KILN_INPUT && kind != KILN_WEIGHT && kind != KILN_STATE) return 0;
+    int n = 0;
+    for (int i = 0; i < g->nparams; i++) n += g->params[i]->op == kind_op(kind);
+    return n;
+}
+
+static kiln_status fill_info(kiln_model *m, const ir_type *t, const char *name, kiln_tensor_kind kind,
+                             const int64_t *dims, kiln_tensor_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->kind = kind;
+    out->dtype = (kiln_dtype)t->dtype;
+    out->rank = t->rank;
+    int64_t numel = 1;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t v;
+        if (!ir_dim_is_const(&t->dims[i], &v) && !ir_dim_eval(&t->dims[i], dims, &v))
+            return errorf(KILN_ERR_INTERNAL, m->error, "tensor '%s': shape does not evaluate", name);
+        out->shape[i] = v;
+        numel *= v;
+    }
+    out->bytes = (size_t)numel * (size_t)ir_dtype_size(t->dtype);
+    return KILN_OK;
+}
+
+kiln_status kiln_model_tensor(const kiln_model *cm, kiln_tensor_kind kind, int i, const kiln_dim *dims, int ndims,
+                              kiln_tensor_info *out)
+{
+    kiln_model *m = (kiln_model *)cm;
+    NEED_MODEL(m, "kiln_model_tensor");
+    if (!out) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_tensor: NULL out");
+    int64_t d[IR_MAX_SYMS];
+    kiln_status s = resolve_dims(m, dims, ndims, true, d);
+    if (s != KILN_OK) return s;
+    const ir_graph *g = rt_model_graph(m->rt);
+    if (kind == KILN_OUTPUT) {
+        if (i < 0 || i >= g->noutputs)
+            return errorf(KILN_ERR_NOT_FOUND, m->error, "kiln_model_tensor: no output %d (%d outputs)", i, g->noutputs);
+        s = fill_info(m, &g->outputs[i].value->type, g->outputs[i].name, kind, d, out);
+        if (s == KILN_OK) out->type = rt_model_type_text(m->rt, g->nparams + i);
+        return s;
+    }
+    if (kind != KILN_INPUT && kind != KILN_WEIGHT && kind != KILN_STATE)
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_tensor: bad kind %d", (int)kind);
+    int k = 0;
+    for (int p = 0; p < g->nparams; p++) {
+        if (g->params[p]->op != kind_op(kind)) continue;
+        if (k++ == i) {
+            s = fill_info(m, &g->params[p]->type, g->params[p]->name, kind, d, out);
+            if (s == KILN_OK) out->type = rt_model_type_text(m->rt, p);
+            return s;
+        }
+    }
+    return errorf(KILN_ERR_NOT_FOUND, m->error, "kiln_model_tensor: no tensor %d of that kind (%d of them)", i, k);
+}
+
+kiln_status kiln_model_find_tensor(const kiln_model *cm, const char *name, const kiln_dim *dims, int ndims,
+                                   kiln_tensor_info *out)
+{
+    kiln_model *m = (kiln_model *)cm;
+    NEED_MODEL(m, "kiln_model_find_tensor");
+    if (!name || !out) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_find_tensor: NULL argument");
+    const ir_graph *g = rt_model_graph(m->rt);
+    for (kiln_tensor_kind k = KILN_INPUT; k <= KILN_STATE; k++) {
+        int n = kiln_model_num_tensors(m, k);
+        for (int i = 0; i < n; i++) {
+            kiln_tensor_info t;
+            kiln_status s = kiln_model_tensor(m, k, i, dims, ndims, &t);
+            if (s != KILN_OK) return s;
+            if (!strcmp(t.name, name)) {
+                *out = t;
+                return KILN_OK;
+            }
+        }
+    }
+    return errorf(KILN_ERR_NOT_FOUND, m->error, "model %s has no input, output, weight or state '%s'", g->name, name);
+}
+
+int kiln_model_num_kernels(const kiln_model *m) { return m ? rt_model_num_kernels(m->rt) : 0; }
+
+const char *kiln_model_describe(kiln_model *m)
+{
+    if (!m) return "";
+    free(m->describe);
+    m->describe = rt_model_describe(m->rt);
+    return m->describe ? m->describe : "";
+}
+
+/* ---- weights ------------------------------------------------------------------------ */
+
+kiln_status kiln_model_bind_weight(kiln_model *m, const char *name, const void *device_ptr)
+{
+    NEED_MODEL(m, "kiln_model_bind_weight");
+    if (!name) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_bind_weight: NULL name");
+    char err[ERRLEN];
+    return set_error((kiln_status)rt_model_bind_weight(m->rt, name, 0, IR_F32, 0, NULL, device_ptr, err, sizeof err),
+                     m->error, err);
+}
+
+kiln_status kiln_model_bind_weight_checked(kiln_model *m, const char *name, kiln_dtype dtype, int rank,
+                                           const int64_t *shape, const void *device_ptr)
+{
+    NEED_MODEL(m, "kiln_model_bind_weight_checked");
+    if (!name) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_bind_weight_checked: NULL name");
+    if ((int)dtype < 0 || (int)dtype >= IR_DTYPE_COUNT)
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_bind_weight_checked: bad dtype %d", (int)dtype);
+    char err[ERRLEN];
+    return set_error((kiln_status)rt_model_bind_weight(m->rt, name, 1, (ir_dtype)dtype, rank, shape, device_ptr, err,
+                                                       sizeof err),
+                     m->error, err);
+}
+
+kiln_status kiln_model_load_safetensors_ex(kiln_model *m, const char *path, unsigned flags)
+{
+    NEED_MODEL(m, "kiln_model_load_safetensors");
+    if (!path) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_load_safetensors: NULL path");
+    if (flags & ~(unsigned)(KILN_LOAD_IGNORE_UNKNOWN | KILN_LOAD_ALLOW_MISSING))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_load_safetensors: unknown flags 0x%x", flags);
+    unsigned rf = ((flags & KILN_LOAD_IGNORE_UNKNOWN) ? RT_LOAD_IGNORE_UNKNOWN : 0) |
+                  ((flags & KILN_LOAD_ALLOW_MISSING) ? RT_LOAD_ALLOW_MISSING : 0);
+    char *err = malloc(ERRLEN);
+    if (!err) return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "out of memory");
+    err[0] = 0;
+    kiln_status s = set_error((kiln_status)rt_model_load_safetensors(m->rt, path, rf, err, ERRLEN), m->error, err);
+    free(err);
+    return s;
+}
+
+kiln_status kiln_model_load_safetensors(kiln_model *m, const char *path)
+{
+    return kiln_model_load_safetensors_ex(m, path, 0);
+}
+
+kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *tensors, int n)
+{
+    if (!path || n < 0 || (n > 0 && !tensors))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_safetensors_write: NULL path or tensors");
+    rt_st_out *o = calloc((size_t)n + 1, sizeof *o);
+    if (!o) return errorf(KILN_ERR_OUT_OF_MEMORY, NULL, "kiln_safetensors_write: out of memory");
+    for (int i = 0; i < n; i++) {
+        if ((int)tensors[i].dtype < 0 || (int)tensors[i].dtype >= IR_DTYPE_COUNT) {
+            free(o);
+            return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_safetensors_write: tensor %d: bad dtype", i);
+        }
+        o[i] = (rt_st_out){tensors[i].name, (ir_dtype)tensors[i].dtype, tensors[i].rank, tensors[i].shape, tensors[i].data};
+    }
+    char err[1024];
+    int rc = rt_safetensors_write(path, o, n, err, sizeof err);
+    free(o);
+    if (rc != 0) return set_error(strstr(err, "bad") || strstr(err, "given twice") || strstr(err, "NULL") || strstr(err, "negative")
+                                      ? KILN_ERR_INVALID_ARGUMENT
+                                      : KILN_ERR_IO,
+                                  NULL, err);
+    return KILN_OK;
+}
+
+/* ---- states ---------------------------------------------------------------------------- */
+
+kiln_status kiln_model_alloc_states(kiln_model *m)
+{
+    NEED_MODEL(m, "kiln_model_alloc_states");
+    char err[ERRLEN];
+    return set_error((kiln_status)rt_model_alloc_states(m->rt, err, sizeof err), m->error, err);
+}
+
+kiln_status kiln_model_zero_states(kiln_model *m)
+{
+    NEED_MODEL(m, "kiln_model_zero_states");
+    char err[ERRLEN];
+    return set_error((kiln_status)rt_model_zero_states(m->rt, err, sizeof err), m->error, err);
+}
+
+kiln_status kiln_model_state_ptr(kiln_model *m, const char *name, void **device_ptr, size_t *bytes)
+{
+    NEED_MODEL(m, "kiln_model_state_ptr");
+    if (!name || !device_ptr) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_state_ptr: NULL argument");
+    *device_ptr = NULL;
+    char err[ERRLEN];
+    return set_error((kiln_status)rt_model_state_ptr(m->rt, name, device_ptr, bytes, err, sizeof err), m->error, err);
+}
+
+/* ---- running ---------------------------------------------------------------------------------- */
+
+kiln_status kiln_model_run(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_tensor_arg *inputs, int ninputs,
+                           const kiln_tensor_arg *outputs, int noutputs, void *stream)
+{
+    NEED_MODEL(m, "kiln_model_run");
+    if (ninputs < 0 || noutputs < 0 || (ninputs && !inputs) || (noutputs && !outputs))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_run: a count without its array");
+    int64_t d[IR_MAX_SYMS];
+    kiln_status s = resolve_dims(m, dims, ndims, false, d);
+    if (s != KILN_OK) return s;
+    _Static_assert(sizeof(kiln_tensor_arg) == sizeof(rt_tensor_ptr), "kiln_tensor_arg layout");
+    char *err = malloc(ERRLEN);
+    if (!err) return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "out of memory");
+    err[0] = 0;
+    s = set_error((kiln_status)rt_model_run(m->rt, d, (const rt_tensor_ptr *)inputs, ninputs,
+                                            (const rt_tensor_ptr *)outputs, noutputs, stream, err, ERRLEN),
+                  m->error, err);
+    free(err);
+    return s;
+}
+
+kiln_status kiln_model_sync(kiln_model *m)
+{
+    NEED_MODEL(m, "kiln_model_sync");
+    char err[1024];
+    return set_error((kiln_status)rt_model_sync(m->rt, err, sizeof err), m->error, err);
+}
+
+kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
+{
+    if (!m || !out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_model_counters: NULL argument");
+    rt_model_counters c;
+    rt_model_get_counters(m->rt, &c);
+    memset(out, 0, sizeof *out);
+    out->kernels_compiled = c.kernels_compiled;
+    out->cache_hits_memory = c.cache_hits_memory;
+    out->cache_hits_disk = c.cache_hits_disk;
+    out->variants = c.variants;
+    out->runs = c.runs;
+    out->launches = c.launches;
+    out->graph_captures = c.graph_captures;
+    out->graph_replays = c.graph_replays;
+    out->graph_updates = c.graph_updates;
+    out->eager_runs = c.eager_runs;
+    out->eager_fallbacks = c.eager_fallbacks;
+    out->weight_packs = c.weight_packs;
+    return KILN_OK;
+}
