@@ -324,7 +324,9 @@ static const char *kind_word(const ir_node *p)
 static void describe_decl(const rt_model *m, int param, char *buf, size_t n)
 {
     const ir_node *p = m->g->params[param];
-    snprintf(buf, n, "%s : %s (%s:%d)", p->name, m->types[param], p->loc.file ? p->loc.file : m->name, p->loc.line);
+    /* the model's path, not p->loc.file: after rewriting passes a node's
+     * loc.file may point into the arena of a graph already freed */
+    snprintf(buf, n, "%s : %s (%s:%d)", p->name, m->types[param], m->name, p->loc.line);
 }
 
 /* A text rendering of diagnostics (with source lines and carets). */
