@@ -6,8 +6,9 @@
  * the lowest offset that does not overlap, in address, any placed buffer
  * whose lifetime overlaps its own. Two lifetimes that only touch — one ends
  * at kernel k, the other starts at k — do not overlap when kernel k is an
- * elementwise or row kernel of the same size: it reads each element before
- * writing it, so the output may take the input's place. */
+ * elementwise or row kernel of the same size that reads the older value
+ * element for element (no view remapping its indices): it reads each
+ * element before writing it, so the output may take the input's place. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,40 @@ static bool dim_value(const ir_dim *d, const int64_t *dims, int64_t *v)
     return dims && ir_dim_eval(d, dims, v);
 }
 
+/* Kernel k reads v only element for element: every reader in k is an
+ * elementwise op or a row op (norm, softmax) over v's own shape, reading v
+ * directly rather than through a view that would remap indices. Then the
+ * element at index i is read before the same index of the output is
+ * written, and k may write its output over v. */
+static bool reads_in_step(const ir_graph *g, int k, const ir_node *v)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != k) continue;
+        for (int j = 0; j < n->ninputs; j++) {
+            const ir_node *in = n->inputs[j];
+            if (in != v) {
+                while (in->group < 0 && pass_is_view(in)) in = in->inputs[0];
+                if (in == v) return false; /* through a view: indices remapped */
+                continue;
+            }
+            bool row = n->op == IR_OP_RMSNORM || n->op == IR_OP_LAYERNORM || n->op == IR_OP_SOFTMAX;
+            if (ir_op_class(n->op) != IR_CLASS_ELEMENTWISE && !row) return false;
+            if (n->type.rank != v->type.rank) return false;
+            for (int d = 0; d < v->type.rank; d++)
+                if (!ir_dim_eq(&n->type.dims[d], &v->type.dims[d])) return false;
+        }
+    }
+    return true;
+}
+
 static bool in_place_ok(const ir_graph *g, const pass_buffer *a, const pass_buffer *b)
 {
     const pass_buffer *early = a->last <= b->first ? a : b, *late = early == a ? b : a;
     if (early->last != late->first || early->bytes != late->bytes) return false;
     const char *kind = g->groups[late->first].kind;
-    return !strcmp(kind, "elementwise") || !strcmp(kind, "row");
+    if (strcmp(kind, "elementwise") && strcmp(kind, "row")) return false;
+    return reads_in_step(g, late->first, early->value);
 }
 
 static bool conflict(const ir_graph *g, const pass_buffer *a, const pass_buffer *b)

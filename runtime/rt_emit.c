@@ -1,25 +1,60 @@
 /* runtime/rt_emit.c — see rt_emit.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "runtime/rt_emit.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-int rt_write_compiled(const ir_graph *g, const char *dir, rt_target target, const cg_options *opts,
-                      const rt_compile_opts *copts, char *err, size_t errlen)
+typedef struct progress_ctx {
+    const rt_emit_options *o;
+    const cg_kernel *ks;
+} progress_ctx;
+
+static void on_progress(void *user, int done, int total, int index, const rt_compile_result *r)
 {
+    progress_ctx *p = user;
+    if (p->o->progress) p->o->progress(p->o->user, done, total, p->ks[index].name, r->ms);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void rt_emit_result_free(rt_emit_result *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) {
+        free(r->kernels[i].name);
+        free(r->kernels[i].log);
+    }
+    free(r->kernels);
+    memset(r, 0, sizeof *r);
+}
+
+int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options *o, rt_emit_result *out,
+                      char *err, size_t errlen)
+{
+    double t0 = now_ms();
+    if (out) memset(out, 0, sizeof *out);
     cg_kernel *ks;
     int n;
-    if (cg_emit_all_ex(g, opts, &ks, &n, err, errlen) != 0) return -1;
+    if (cg_emit_all_ex(g, o->cg, &ks, &n, err, errlen) != 0) return -1;
     int rc = n;
+    bool ptx = o->target == RT_TARGET_PTX;
     size_t plen = strlen(dir) + 300;
     char *path = malloc(plen);
     const char **names = calloc((size_t)n + 1, sizeof *names);
     const char **srcs = calloc((size_t)n + 1, sizeof *srcs);
     rt_compile_result *res = calloc((size_t)n + 1, sizeof *res);
+    rt_cache_lookup *how = calloc((size_t)n + 1, sizeof *how);
     FILE *list = NULL;
-    if (!path || !names || !srcs || !res) {
+    if (!path || !names || !srcs || !res || !how) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
         goto done;
@@ -28,10 +63,17 @@ int rt_write_compiled(const ir_graph *g, const char *dir, rt_target target, cons
         names[i] = ks[i].name;
         srcs[i] = ks[i].source;
     }
-    if (rt_nvrtc_compile_many(n, names, srcs, copts, target, res, 0, NULL, NULL) != RT_OK) {
+    progress_ctx pc = {o, ks};
+    rt_status st = ptx ? rt_nvrtc_compile_many(n, names, srcs, o->copts, RT_TARGET_PTX, res, 0, on_progress, &pc)
+                       : rt_cache_compile_many(o->cache, n, names, srcs, o->copts, o->cache ? 0 : RT_CACHE_NO_CACHE,
+                                               res, how, 0, on_progress, &pc);
+    if (st != RT_OK) {
         for (int i = 0; i < n; i++)
             if (res[i].status != RT_OK) {
-                snprintf(err, errlen, "%s", res[i].message ? res[i].message : rt_status_str(res[i].status));
+                const ir_node *anchor = g->groups[ks[i].group].anchor;
+                snprintf(err, errlen, "kernel k%d (%s, from line %d of the model) did not compile: %s", ks[i].group,
+                         ks[i].kind, anchor->loc.line,
+                         res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
         rc = -1;
@@ -44,9 +86,10 @@ int rt_write_compiled(const ir_graph *g, const char *dir, rt_target target, cons
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        snprintf(path, plen, "%s/%s.%s", dir, ks[i].name, target == RT_TARGET_PTX ? "ptx" : "cubin");
-        FILE *f = fopen(path, target == RT_TARGET_PTX ? "w" : "wb");
-        bool ok = f && fwrite(res[i].code.data, 1, res[i].code.size, f) == res[i].code.size;
+        snprintf(path, plen, "%s/%s.%s", dir, ks[i].name, ptx ? "ptx" : "cubin");
+        size_t len = ptx ? strlen((const char *)res[i].code.data) : res[i].code.size;
+        FILE *f = fopen(path, ptx ? "w" : "wb");
+        bool ok = f && fwrite(res[i].code.data, 1, len, f) == len;
         if (f) ok = (fclose(f) == 0) && ok;
         if (!ok) {
             snprintf(err, errlen, "%s: %s", path, f ? "write failed" : strerror(errno));
@@ -55,6 +98,16 @@ int rt_write_compiled(const ir_graph *g, const char *dir, rt_target target, cons
         }
         cg_kernel_describe(g, &ks[i], list);
     }
+    if (out && (out->kernels = calloc((size_t)n + 1, sizeof *out->kernels))) {
+        out->n = n;
+        for (int i = 0; i < n; i++) {
+            out->kernels[i].name = strdup(ks[i].name);
+            out->kernels[i].group = ks[i].group;
+            out->kernels[i].ms = res[i].ms;
+            out->kernels[i].how = ptx ? RT_CACHE_MISS : how[i];
+            out->kernels[i].log = strdup(res[i].log ? res[i].log : "");
+        }
+    }
 done:
     if (list && fclose(list) != 0 && rc >= 0) {
         snprintf(err, errlen, "%s/kernels.txt: write failed", dir);
@@ -62,9 +115,11 @@ done:
     }
     for (int i = 0; res && i < n; i++) rt_compile_result_free(&res[i]);
     free(res);
+    free(how);
     free(srcs);
     free(names);
     free(path);
     cg_kernels_free(ks, n);
+    if (out) out->total_ms = now_ms() - t0;
     return rc;
 }

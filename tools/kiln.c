@@ -18,6 +18,7 @@
 #include "codegen/cg.h"
 #include "passes/pass.h"
 #include "runtime/rt_cache.h"
+#include "runtime/rt_emit.h"
 #include "runtime/rt_info.h"
 #include "runtime/rt_nvrtc.h"
 
@@ -214,127 +215,57 @@ static int list_passes(void)
     return EX_OK;
 }
 
-static void progress(void *user, int done, int total, int index, const rt_compile_result *r)
+static void progress(void *user, int done, int total, const char *name, double ms)
 {
-    const cg_kernel *ks = user;
-    if (isatty(2)) fprintf(stderr, "\r\033[K[%d/%d] %s (%.0f ms)", done, total, ks[index].name, r->ms);
-    if (isatty(2) && done == total) fputc('\n', stderr);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int write_blob(const char *dir, const char *name, const char *ext, const void *data, size_t len)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(data, 1, len, f) == len;
-    if (f) ok = fclose(f) == 0 && ok;
-    if (!ok) {
-        fprintf(stderr, "kiln: cannot write '%s': %s\n", path, strerror(errno));
-        return EX_CANTCREAT;
-    }
-    return EX_OK;
+    if (!isatty(2)) return;
+    fprintf(stderr, "\r\033[K[%d/%d] %s (%.0f ms)", done, total, name, ms);
+    if (done == total) fputc('\n', stderr);
 }
 
 /* --emit=cuda|ptx|cubin: one file per kernel into c->out. */
 static int emit_kernels(const cli *c, const ir_graph *g)
 {
-    char err[2048];
+    char err[8192];
     if (mkdir(c->out, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "kiln: cannot create '%s': %s\n", c->out, strerror(errno));
         return EX_CANTCREAT;
     }
     if (!strcmp(c->emit, "cuda")) {
-        int n = cg_write_sources(g, c->out, NULL, err, sizeof err);
-        if (n < 0) {
+        if (cg_write_sources(g, c->out, NULL, err, sizeof err) < 0) {
             fprintf(stderr, "kiln: %s\n", err);
             return EX_CANTCREAT;
         }
         return EX_OK;
     }
-    cg_kernel *ks = NULL;
-    int n = 0;
-    if (cg_emit_all(g, &ks, &n, err, sizeof err) != 0) {
-        fprintf(stderr, "kiln: code generation failed: %s\n", err);
+    bool ptx = !strcmp(c->emit, "ptx");
+    rt_cache *cache = NULL;
+    if (!ptx && !c->no_cache && rt_cache_open(&cache, NULL) != RT_OK) cache = NULL;
+    rt_compile_opts copts = {.arch = c->arch};
+    rt_emit_options o = {.target = ptx ? RT_TARGET_PTX : RT_TARGET_CUBIN, .copts = &copts, .cache = cache,
+                         .progress = progress};
+    rt_emit_result res;
+    int n = rt_write_compiled(g, c->out, &o, &res, err, sizeof err);
+    char *w = cache ? rt_cache_take_warnings(cache) : NULL;
+    if (w && *w) fprintf(stderr, "kiln: warning: %s\n", w);
+    free(w);
+    rt_cache_close(cache);
+    if (n < 0) {
+        fprintf(stderr, "kiln: %s\n", err);
         return EX_SOFTWARE;
     }
-    const char **names = calloc((size_t)n + 1, sizeof *names), **srcs = calloc((size_t)n + 1, sizeof *srcs);
-    rt_compile_result *res = calloc((size_t)n + 1, sizeof *res);
-    rt_cache_lookup *how = calloc((size_t)n + 1, sizeof *how);
-    rt_cache *cache = NULL;
-    int status = EX_OK;
-    if (!names || !srcs || !res || !how) {
-        fprintf(stderr, "kiln: out of memory\n");
-        status = EX_SOFTWARE;
-        goto out;
+    int hits = 0;
+    for (int i = 0; i < res.n; i++) {
+        const rt_emit_kernel *k = &res.kernels[i];
+        hits += k->how == RT_CACHE_HIT_MEMORY || k->how == RT_CACHE_HIT_DISK;
+        if (k->log[0]) fprintf(stderr, "kiln: warning: kernel %s: %s\n", k->name, k->log);
+        if (c->timings)
+            fprintf(stderr, "  %-40s %-10s %8.2f ms\n", k->name,
+                    k->how == RT_CACHE_HIT_MEMORY ? "memory hit" : k->how == RT_CACHE_HIT_DISK ? "disk hit" : "compiled",
+                    k->ms);
     }
-    for (int i = 0; i < n; i++) {
-        names[i] = ks[i].name;
-        srcs[i] = ks[i].source;
-    }
-    rt_compile_opts o = {.arch = c->arch};
-    bool ptx = !strcmp(c->emit, "ptx");
-    double t0 = now_ms();
-    rt_status st;
-    if (ptx) {
-        st = rt_nvrtc_compile_many(n, names, srcs, &o, RT_TARGET_PTX, res, 0, progress, ks);
-    } else {
-        if (!c->no_cache && rt_cache_open(&cache, NULL) != RT_OK) cache = NULL;
-        st = rt_cache_compile_many(cache, n, names, srcs, &o, c->no_cache ? RT_CACHE_NO_CACHE : 0, res, how, 0,
-                                   progress, ks);
-        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
-        if (w && *w) fprintf(stderr, "kiln: warning: %s\n", w);
-        free(w);
-    }
-    double t1 = now_ms();
-    for (int i = 0; i < n; i++) {
-        if (res[i].status != RT_OK) {
-            const ir_node *anchor = g->groups[ks[i].group].anchor;
-            fprintf(stderr, "kiln: kernel k%d (%s, from line %d of the model) failed to compile:\n%s\n", ks[i].group,
-                    ks[i].kind, anchor->loc.line, res[i].message ? res[i].message : rt_status_str(res[i].status));
-            status = EX_SOFTWARE;
-        } else if (res[i].log && res[i].log[0]) {
-            fprintf(stderr, "kiln: warning: kernel %s: %s\n", names[i], res[i].log);
-        }
-    }
-    if (st != RT_OK && status == EX_OK) status = EX_SOFTWARE;
-    for (int i = 0; i < n && status == EX_OK; i++)
-        status = write_blob(c->out, names[i], ptx ? "ptx" : "cubin", res[i].code.data,
-                            ptx ? strlen((const char *)res[i].code.data) : res[i].code.size);
-    if (status == EX_OK) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/kernels.txt", c->out);
-        FILE *f = fopen(path, "w");
-        for (int i = 0; f && i < n; i++) cg_kernel_describe(g, &ks[i], f);
-        if (!f || fclose(f) != 0) {
-            fprintf(stderr, "kiln: cannot write '%s'\n", path);
-            status = EX_CANTCREAT;
-        }
-    }
-    if (c->timings) {
-        int hits = 0;
-        for (int i = 0; i < n; i++) {
-            const char *from = ptx || how[i] == RT_CACHE_MISS ? "compiled" : how[i] == RT_CACHE_HIT_MEMORY ? "memory hit" : "disk hit";
-            hits += !ptx && how[i] != RT_CACHE_MISS;
-            fprintf(stderr, "  %-40s %-10s %8.2f ms\n", names[i], from, res[i].ms);
-        }
-        fprintf(stderr, "%d kernels in %.1f ms (%d from the cache)\n", n, t1 - t0, hits);
-    }
-out:
-    for (int i = 0; res && i < n; i++) rt_compile_result_free(&res[i]);
-    rt_cache_close(cache);
-    free(names);
-    free(srcs);
-    free(res);
-    free(how);
-    cg_kernels_free(ks, n);
-    return status;
+    if (c->timings) fprintf(stderr, "%d kernels in %.1f ms (%d from the cache)\n", res.n, res.total_ms, hits);
+    rt_emit_result_free(&res);
+    return EX_OK;
 }
 
 static bool print_entry(void *user, const rt_cache_entry *e)
