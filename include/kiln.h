@@ -31,6 +31,13 @@
  * must be used by one thread at a time. Two contexts in two threads are
  * independent. CUDA graphs are captured in thread-local capture mode.
  *
+ * Streams: the context's own stream is non-blocking: it does not wait for
+ * work on the legacy default stream (plain cudaMemcpy, cudaMemset). Finish
+ * such copies first (cudaStreamSynchronize(cudaStreamLegacy)), or use
+ * cudaMemcpyAsync on the model's stream, or pass your stream to the context.
+ * Kiln's own uploads (weights, packed weights, zeroed states) are complete
+ * when the call that made them returns.
+ *
  * Memory: tensors passed to kiln_model_run are device pointers owned by the
  * caller, row-major, of the model's declared dtype, with the shape the
  * declaration takes at the run's dims. Weights bound with

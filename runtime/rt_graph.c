@@ -79,13 +79,19 @@ static int cuda_fail(cudaError_t e, const char *what, char *err, size_t n)
     return fail(err, n, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-/* Capture the launches into a new graph. */
+/* Capture the launches into a new graph. Returns 0; -1 when the record
+ * failed (its message in err); 1 when CUDA refused or invalidated the
+ * capture itself (another thread's legacy-stream work can do that), in
+ * which case the caller launches eagerly. */
 static int capture(void *stream, rt_record_fn record, void *user, cudaGraph_t *out, char *err, size_t n)
 {
     *out = NULL;
     cudaStream_t s = (cudaStream_t)stream;
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamBeginCapture", err, n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
     int rc = record(user, stream, err, n);
     cudaGraph_t g = NULL;
     e = cudaStreamEndCapture(s, &g); /* always end the capture, even after a failure */
@@ -94,9 +100,10 @@ static int capture(void *stream, rt_record_fn record, void *user, cudaGraph_t *o
         (void)cudaGetLastError();
         return -1;
     }
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess || !g) {
         if (g) (void)cudaGraphDestroy(g);
-        return cuda_fail(e, "cudaStreamEndCapture", err, n);
+        (void)cudaGetLastError();
+        return 1;
     }
     *out = g;
     return 0;
@@ -127,7 +134,12 @@ int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *co
         return 0;
     }
     cudaGraph_t g = NULL;
-    if (capture(stream, record, user, &g, err, errlen) != 0) return -1;
+    int cr = capture(stream, record, user, &g, err, errlen);
+    if (cr < 0) return -1;
+    if (cr > 0) { /* the capture was refused or invalidated: this run goes eagerly */
+        *how = RT_GRAPH_EAGER_CAPTURE_FAILED;
+        return record(user, stream, err, errlen);
+    }
     void **np = malloc((size_t)(nptrs + 1) * sizeof *np);
     if (!np) {
         (void)cudaGraphDestroy(g);

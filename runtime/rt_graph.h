@@ -35,6 +35,7 @@ typedef enum rt_graph_how {
     RT_GRAPH_UPDATED,
     RT_GRAPH_EAGER_FULL,      /* the cache was full */
     RT_GRAPH_EAGER_CAPTURING, /* the stream was already being captured by the caller */
+    RT_GRAPH_EAGER_CAPTURE_FAILED, /* CUDA refused or invalidated the capture: launched eagerly */
 } rt_graph_how;
 
 rt_graph_cache *rt_graph_cache_new(int max_entries); /* NULL on out of memory */

@@ -830,8 +830,9 @@ int rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype d
     if (!use_device(m, "bind weight", &st, err, n)) return st;
     if (dev) { /* a host pointer here would be read by kernels as garbage: catch it */
         struct cudaPointerAttributes pa;
-        if (cudaPointerGetAttributes(&pa, dev) == cudaSuccess && pa.type == cudaMemoryTypeHost)
-            return fail(RTM_ERR_INVALID, err, n, "bind weight '%s': %p is host memory; weights must be device memory", name, dev);
+        if (cudaPointerGetAttributes(&pa, dev) == cudaSuccess && pa.type == cudaMemoryTypeUnregistered)
+            return fail(RTM_ERR_INVALID, err, n,
+                        "bind weight '%s': %p is host memory unknown to CUDA; weights must be device memory", name, dev);
         (void)cudaGetLastError();
     }
     set_weight(m, p, (void *)dev, false);
@@ -933,6 +934,10 @@ int rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, cha
             goto out;
         }
         set_weight(m, p, dev, true);
+    }
+    {
+        cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy); /* the copies are done before any run reads them */
+        if (e != cudaSuccess) st = fail(cuda_status(e), err, n, "%s: copying weights: %s", path, cudaGetErrorString(e));
     }
 out:
     rt_st_close(&f);
@@ -1039,7 +1044,12 @@ static int compute_packs(rt_model *m, char *err, size_t n)
         }
         p->valid = true;
     }
-    if (st == RTM_OK) m->cnt.weight_packs++;
+    if (st == RTM_OK) {
+        /* the uploads ran on the legacy stream: finish them before kernels read them */
+        e = cudaStreamSynchronize(cudaStreamLegacy);
+        if (e != cudaSuccess) st = fail(cuda_status(e), err, n, "uploading packed weights: %s", cudaGetErrorString(e));
+        else m->cnt.weight_packs++;
+    }
 out:
     for (int i = 0; i < m->g->nparams; i++) free(host[i]);
     free(host);
@@ -1074,7 +1084,10 @@ int rt_model_alloc_states(rt_model *m, char *err, size_t n)
         e = cudaMemset(m->sptr[i], 0, m->sbytes[i]);
         if (e != cudaSuccess) return fail(cuda_status(e), err, n, "cudaMemset of state '%s': %s", m->g->params[i]->name, cudaGetErrorString(e));
     }
-    e = cudaDeviceSynchronize();
+    /* the memsets ran on the legacy stream, which the model's non-blocking
+     * stream does not wait for: finish them (not cudaDeviceSynchronize, which
+     * would also wait for, and could disturb, other threads' captures) */
+    e = cudaStreamSynchronize(cudaStreamLegacy);
     if (e != cudaSuccess) return fail(cuda_status(e), err, n, "zeroing states: %s", cudaGetErrorString(e));
     m->states_ready = true;
     return RTM_OK;
@@ -1410,6 +1423,7 @@ int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, 
     case RT_GRAPH_UPDATED: m->cnt.graph_updates++; break;
     case RT_GRAPH_EAGER_FULL: m->cnt.eager_fallbacks++; m->cnt.eager_runs++; break;
     case RT_GRAPH_EAGER_CAPTURING: m->cnt.eager_runs++; break;
+    case RT_GRAPH_EAGER_CAPTURE_FAILED: m->cnt.eager_fallbacks++; m->cnt.eager_runs++; break;
     }
 done:
     free(in);

@@ -132,6 +132,10 @@ int main(int argc, char **argv)
     int p0[B] = {0, 0};
     CU(cudaMemcpy(pos, p0, sizeof p0, cudaMemcpyHostToDevice));
 
+    /* cudaMemcpy runs on the legacy stream, which the context's (non-blocking)
+     * stream does not wait for: finish the copies before the first run */
+    CU(cudaStreamSynchronize(cudaStreamLegacy));
+
     /* prefill P tokens */
     kiln_tensor_arg in[] = {{"x", x}, {"pos", pos}}, out[] = {{"y", y}};
     CK(kiln_model_run(m, dp, 3, in, 2, out, 1, NULL));
@@ -142,6 +146,7 @@ int main(int argc, char **argv)
         int pv[B] = {P + t, P + t};
         CK(kiln_model_sync(m)); /* pos is written from the host: wait for the previous step */
         CU(cudaMemcpy(pos, pv, sizeof pv, cudaMemcpyHostToDevice));
+        CU(cudaStreamSynchronize(cudaStreamLegacy));
         CK(kiln_model_run(m, dd, 3, in, 2, out, 1, NULL)); /* y's first B*D elements: this step's output */
     }
     CK(kiln_model_sync(m));

@@ -257,10 +257,11 @@ static bool io_run(bench *b, kiln_model *m, run_io *io, void *const *outs_overri
     kiln_dim d[IR_MAX_SYMS];
     int nd;
     dims_of(b, io, d, &nd);
-    COK(cudaDeviceSynchronize());
+    /* the copies above ran on the legacy stream, which the context's
+     * non-blocking stream does not wait for */
+    COK(cudaStreamSynchronize(cudaStreamLegacy));
     if (!KOK(kiln_model_run(m, d, nd, in, nin, out, nout, NULL), "run")) return false;
     if (!KOK(kiln_model_sync(m), "sync")) return false;
-    if (!COK(cudaDeviceSynchronize())) return false;
     for (int o = 0; o < nout; o++)
         COK(cudaMemcpy(io->out_h[o], outs_override ? outs_override[o] : io->out_d[o], io->out_bytes[o], cudaMemcpyDeviceToHost));
     for (int i = 0; i < g->nparams && i < 32; i++) {
@@ -489,6 +490,7 @@ static void test_decode_vs_prefill(kiln_context *ctx)
     KOK(kiln_model_zero_states(b.m), "zero states");
     kiln_dim dp[] = {{"B", B}, {"S", N}, {"T", 32}}, dd[] = {{"B", B}, {"S", 1}, {"T", 32}};
     kiln_tensor_arg in[] = {{"x", xd}, {"pos", posd}}, out[] = {{"y", yp}};
+    COK(cudaStreamSynchronize(cudaStreamLegacy));
     bool ok = KOK(kiln_model_run(b.m, dp, 3, in, 2, out, 1, NULL), "prefill") && KOK(kiln_model_sync(b.m), "sync");
     ok = ok && KOK(kiln_model_state_ptr(b.m, "kc", &kp, &cb), "kc") && KOK(kiln_model_state_ptr(b.m, "vc", &vp, &cb), "vc");
     void *kc_pre = malloc(cb), *vc_pre = malloc(cb), *kc_dec = malloc(cb), *vc_dec = malloc(cb);
@@ -505,6 +507,7 @@ static void test_decode_vs_prefill(kiln_context *ctx)
             COK(cudaMemcpy(posd, pos, sizeof pos, cudaMemcpyHostToDevice));
             for (int bb = 0; bb < B; bb++)
                 COK(cudaMemcpy((char *)xs + bb * row, (char *)xd + ((size_t)bb * N + t) * row, row, cudaMemcpyDeviceToDevice));
+            COK(cudaStreamSynchronize(cudaStreamLegacy)); /* the copies are done before the step reads them */
             kiln_tensor_arg din[] = {{"x", xs}, {"pos", posd}}, dout[] = {{"y", ys}};
             ok = KOK(kiln_model_run(b.m, dd, 3, din, 2, dout, 1, NULL), "decode step") && KOK(kiln_model_sync(b.m), "sync");
         }
