@@ -473,7 +473,7 @@ static ir_node *make(ir_graph *g, ir_op op, int n, ir_node *const *in, const ir_
     node->inputs = ins;
     node->type = t;
     node->attrs = *at;
-    node->loc = loc;
+    node->loc = ir_graph_loc(g, loc); /* the file name must outlive the graph loc came from */
     node->group = -1;
     if (!ir_graph_append_node_(g, node)) {
         err(g->diags, loc, "out of memory");

@@ -26,6 +26,21 @@ void ir_graph_free(ir_graph *g)
     arena_free(&a);
 }
 
+src_loc ir_graph_loc(ir_graph *g, src_loc loc)
+{
+    if (!loc.file) return loc;
+    if (!g->file || (g->file != loc.file && strcmp(g->file, loc.file) != 0)) {
+        const char *f = arena_strdup(&g->arena, loc.file);
+        if (!f) {
+            loc.file = NULL;
+            return loc;
+        }
+        g->file = f;
+    }
+    loc.file = g->file;
+    return loc;
+}
+
 int ir_graph_find_sym(const ir_graph *g, const char *name)
 {
     for (int i = 0; i < g->nsyms; i++)
@@ -77,7 +92,7 @@ int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc l
 {
     if (!value) return -1;
     if (!grow(g, (void **)&g->outputs, g->noutputs, &g->cap_outputs, sizeof *g->outputs)) return -1;
-    g->outputs[g->noutputs] = (ir_output){arena_strdup(&g->arena, name), value, loc};
+    g->outputs[g->noutputs] = (ir_output){arena_strdup(&g->arena, name), value, ir_graph_loc(g, loc)};
     return g->noutputs++;
 }
 
@@ -87,11 +102,11 @@ int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
     for (int i = 0; i < g->nstates; i++)
         if (g->states[i].state == state) {
             g->states[i].value = value;
-            g->states[i].loc = loc;
+            g->states[i].loc = ir_graph_loc(g, loc);
             return i;
         }
     if (!grow(g, (void **)&g->states, g->nstates, &g->cap_states, sizeof *g->states)) return -1;
-    g->states[g->nstates] = (ir_state_update){state, value, loc};
+    g->states[g->nstates] = (ir_state_update){state, value, ir_graph_loc(g, loc)};
     return g->nstates++;
 }
 

@@ -219,10 +219,14 @@ typedef struct ir_graph {
     ir_group *groups;
     int ngroups, cap_groups;
     diag_list *diags; /* where the builder and verifier report; may be NULL */
+    const char *file; /* the model file's name, owned by the arena (see ir_graph_loc) */
 } ir_graph;
 
 ir_graph *ir_graph_new(const char *name);
 void ir_graph_free(ir_graph *g);
+/* loc with its file name copied into g's arena, so that it outlives the
+ * graph it came from (passes rebuild graphs and free the old ones). */
+src_loc ir_graph_loc(ir_graph *g, src_loc loc);
 /* Adds a `dims` symbol; returns its index or -1 (too many / duplicate). */
 int ir_graph_add_sym(ir_graph *g, const char *name);
 int ir_graph_find_sym(const ir_graph *g, const char *name);

@@ -150,7 +150,7 @@ bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, diag_list *d)
         if (d) diag_error(d, (src_loc){0}, "out of memory");
         return false;
     }
-    rw->dst->loc = src->loc;
+    rw->dst->loc = ir_graph_loc(rw->dst, src->loc);
     rw->dst->diags = d;
     for (int i = 0; i < src->nsyms; i++) ir_graph_add_sym(rw->dst, src->syms[i]);
     return true;

@@ -830,10 +830,14 @@ int rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype d
     if (!use_device(m, "bind weight", &st, err, n)) return st;
     if (dev) { /* a host pointer here would be read by kernels as garbage: catch it */
         struct cudaPointerAttributes pa;
-        if (cudaPointerGetAttributes(&pa, dev) == cudaSuccess && pa.type == cudaMemoryTypeUnregistered)
-            return fail(RTM_ERR_INVALID, err, n,
-                        "bind weight '%s': %p is host memory unknown to CUDA; weights must be device memory", name, dev);
+        cudaError_t ce = cudaPointerGetAttributes(&pa, dev);
         (void)cudaGetLastError();
+        /* With HMM a kernel could even read pageable host memory, over the
+         * bus, on every call: weights must live on the device. */
+        if (ce != cudaSuccess || (pa.type != cudaMemoryTypeDevice && pa.type != cudaMemoryTypeManaged))
+            return fail(RTM_ERR_INVALID, err, n,
+                        "bind weight '%s': %p is host memory, not device memory; copy the weight to the device first "
+                        "(or use kiln_model_load_safetensors)", name, dev);
     }
     set_weight(m, p, (void *)dev, false);
     return RTM_OK;

@@ -27,6 +27,15 @@ static ir_graph *compile(const char *text)
     return g;
 }
 
+/* Locations survive the pipeline: passes rebuild graphs and free the old
+ * ones, so a file name pointing into an old arena would dangle (ASan). */
+static void check_locs(const ir_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->loc.file) CHECK(strcmp(g->nodes[i]->loc.file, "m.kiln") == 0);
+    for (int i = 0; i < g->noutputs; i++) CHECK(g->outputs[i].loc.file && !strcmp(g->outputs[i].loc.file, "m.kiln"));
+}
+
 static const pass_buffer *buf_of(const pass_memplan *mp, const char *name)
 {
     for (int i = 0; i < mp->nbufs; i++)
@@ -63,6 +72,7 @@ int main(void)
                           " a = linear(x, w)\n s = softmax(a, axis=-1)\n output y = linear(s, w) }\n");
     CHECK(g != NULL);
     if (g) {
+        check_locs(g);
         CHECK(pass_plan_memory(g, dims, &mp, err, sizeof err) == 0);
         const pass_buffer *a = buf_of(&mp, "a"), *s = buf_of(&mp, "s");
         CHECK(a && s);
