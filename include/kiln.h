@@ -112,6 +112,13 @@ const char *kiln_context_arch(const kiln_context *ctx);
 int kiln_context_has_device(const kiln_context *ctx);
 const char *kiln_context_last_error(const kiln_context *ctx);
 
+/* Device memory on the context's device, for callers that have no CUDA of
+ * their own (tools, other languages). Copies are synchronous. */
+kiln_status kiln_device_alloc(kiln_context *ctx, size_t bytes, void **device_ptr);
+kiln_status kiln_device_free(kiln_context *ctx, void *device_ptr); /* NULL-safe */
+kiln_status kiln_copy_to_device(kiln_context *ctx, void *device_dst, const void *host_src, size_t bytes);
+kiln_status kiln_copy_to_host(kiln_context *ctx, void *host_dst, const void *device_src, size_t bytes);
+
 /* ---- model -------------------------------------------------------------------- */
 
 typedef struct kiln_model kiln_model;

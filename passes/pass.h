@@ -193,6 +193,11 @@ typedef struct pass_validation {
  * given dims and compares every output and state by name. i32 inputs get
  * values valid for their uses (positions fit the cache, ids fit the table).
  * Returns 0, or -1 with a message (interpreter error, interface mismatch). */
+/* Exclusive upper bound for the values of i32 parameter p at these dims:
+ * a position p needs p + S <= T where attention or cache_write reads it, an
+ * id must be below the embedding table's rows; 16 when nothing limits it. */
+int64_t pass_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims);
+
 /* The error to accept between a model and its compiled form: 1e-4 for f32
  * graphs; 3e-2 when bf16/f16 values are stored (a fused op rounds once where
  * the primitives rounded at every step). */

@@ -24,8 +24,7 @@ static uint64_t next_u64(uint64_t *s) /* splitmix64 */
 
 static bool eval(const ir_dim *d, const int64_t *dims, int64_t *v) { return ir_dim_eval(d, dims, v); }
 
-/* Exclusive upper bound for values of i32 parameter p. */
-static int64_t i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims)
+int64_t pass_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims)
 {
     int64_t hi = 16, t, s;
     for (int i = 0; i < g->nnodes; i++) {
@@ -115,7 +114,7 @@ int pass_validate(const ir_graph *a, const ir_graph *b, const int64_t *dims, uin
         }
         int64_t n = ir_tensor_numel(&pa[i]);
         if (p->type.dtype == IR_I32) {
-            int64_t hi = i32_bound(a, p, dims);
+            int64_t hi = pass_i32_bound(a, p, dims);
             if (hi <= 0) {
                 snprintf(err, errlen, "no valid value for i32 input '%s' at these dims", p->name);
                 goto out;

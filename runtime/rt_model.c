@@ -1445,3 +1445,47 @@ int rt_model_sync(rt_model *m, char *err, size_t n)
 }
 
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c) { *c = m->cnt; }
+
+/* ---- device memory for callers without CUDA ------------------------------------ */
+
+int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n)
+{
+    *ptr = NULL;
+    if (!c->has_device) return fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    cudaError_t e = cudaSetDevice(c->device);
+    if (e == cudaSuccess) e = cudaMalloc(ptr, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *ptr = NULL;
+        return fail(e == cudaErrorMemoryAllocation ? RTM_ERR_NOMEM : RTM_ERR_CUDA, err, n,
+                    "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(e));
+    }
+    return RTM_OK;
+}
+
+int rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n)
+{
+    if (!ptr) return RTM_OK;
+    if (!c->has_device) return fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    cudaError_t e = cudaSetDevice(c->device);
+    if (e == cudaSuccess) e = cudaFree(ptr);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fail(RTM_ERR_CUDA, err, n, "cudaFree: %s", cudaGetErrorString(e));
+    }
+    return RTM_OK;
+}
+
+int rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n)
+{
+    if (!c->has_device) return fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    cudaError_t e = cudaSetDevice(c->device);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fail(RTM_ERR_CUDA, err, n, "cudaMemcpy (%zu bytes, %s): %s", bytes,
+                    to_device ? "to the device" : "to the host", cudaGetErrorString(e));
+    }
+    return RTM_OK;
+}

@@ -67,6 +67,12 @@ int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n);
 void rt_ctx_free(rt_ctx *c);
 const char *rt_ctx_arch(const rt_ctx *c);
 bool rt_ctx_has_device(const rt_ctx *c);
+/* Device memory for callers without CUDA of their own (the kiln tool, other
+ * languages): allocate, free, and synchronous copies on the context's device.
+ * Return RTM_OK or an RTM_ERR_* with a message. */
+int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n);
+int rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n);
+int rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n);
 
 /* ---- model ---------------------------------------------------------------------- */
 

@@ -139,6 +139,42 @@ const char *kiln_context_arch(const kiln_context *ctx) { return ctx ? rt_ctx_arc
 int kiln_context_has_device(const kiln_context *ctx) { return ctx && rt_ctx_has_device(ctx->rt); }
 const char *kiln_context_last_error(const kiln_context *ctx) { return ctx ? ctx->error : ""; }
 
+kiln_status kiln_device_alloc(kiln_context *ctx, size_t bytes, void **device_ptr)
+{
+    if (!ctx || !device_ptr) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_device_alloc: NULL argument");
+    char err[ERRLEN];
+    int st = rt_ctx_alloc(ctx->rt, bytes, device_ptr, err, sizeof err);
+    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+}
+
+kiln_status kiln_device_free(kiln_context *ctx, void *device_ptr)
+{
+    if (!ctx) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_device_free: NULL context");
+    char err[ERRLEN];
+    int st = rt_ctx_free_mem(ctx->rt, device_ptr, err, sizeof err);
+    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+}
+
+static kiln_status copy(kiln_context *ctx, void *dst, const void *src, size_t bytes, bool to_device)
+{
+    if (!ctx || ((!dst || !src) && bytes))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_copy_to_%s: NULL argument", to_device ? "device" : "host");
+    if (!bytes) return KILN_OK;
+    char err[ERRLEN];
+    int st = rt_ctx_copy(ctx->rt, dst, src, bytes, to_device, err, sizeof err);
+    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+}
+
+kiln_status kiln_copy_to_device(kiln_context *ctx, void *device_dst, const void *host_src, size_t bytes)
+{
+    return copy(ctx, device_dst, host_src, bytes, true);
+}
+
+kiln_status kiln_copy_to_host(kiln_context *ctx, void *host_dst, const void *device_src, size_t bytes)
+{
+    return copy(ctx, host_dst, device_src, bytes, false);
+}
+
 /* ---- model ------------------------------------------------------------------------ */
 
 static kiln_status compile(kiln_context *ctx, const char *name, const char *text, const kiln_model_options *opts,

@@ -21,6 +21,7 @@
 #include "runtime/rt_emit.h"
 #include "runtime/rt_info.h"
 #include "runtime/rt_nvrtc.h"
+#include "tools/kiln_run.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
 
@@ -30,6 +31,13 @@ static const char usage_text[] =
     "commands:\n"
     "  check FILE               parse and type-check a model; print diagnostics\n"
     "  compile FILE             compile a model and write what --emit selects\n"
+    "  run FILE --dims B=1,S=1,T=1024 [--weights W.safetensors | --random]\n"
+    "           [--inputs IN.safetensors] [--outputs OUT.safetensors] [--steps N]\n"
+    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs]\n"
+    "                           run a model on the GPU: --steps runs N decode steps\n"
+    "                           (the first output feeds the first input, positions\n"
+    "                           advance); --check compares every output and state with\n"
+    "                           the reference interpreter; needs a CUDA device (exit 69)\n"
     "  passes                   list the passes and fusion rules, in pipeline order\n"
     "  cache ls|verify|clear    list, check (deleting corrupt entries) or empty the\n"
     "                           kernel cache ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n"
@@ -59,8 +67,9 @@ static const char usage_text[] =
     "  -h, --help               show this help\n"
     "  --version                show the versions of Kiln and its CUDA components\n"
     "\n"
-    "exit status: 0 ok, 1 errors in the model, 64 usage, 66 unreadable input,\n"
-    "             70 internal error, 73 unwritable output\n";
+    "exit status: 0 ok, 1 errors in the model (or a failed check), 64 usage,\n"
+    "             66 unreadable input, 69 no CUDA device, 70 internal error,\n"
+    "             73 unwritable output\n";
 
 typedef struct cli {
     const char *cmd;
@@ -76,6 +85,7 @@ typedef struct cli {
     bool print_all, explain, verify;
     const char *arch;
     bool no_cache, timings;
+    run_opts run;
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -113,6 +123,37 @@ static int parse_args(int argc, char **argv, cli *c)
             return -1;
         } else if (!strcmp(a, "--explain")) {
             c->explain = true;
+        } else if (!strncmp(a, "--dims=", 7) || !strcmp(a, "--dims")) {
+            if (!a[6] && ++i == argc) return usage_error("%s needs NAME=N,...", a);
+            c->run.dims = a[6] ? a + 7 : argv[i];
+        } else if (!strncmp(a, "--weights=", 10) || !strcmp(a, "--weights")) {
+            if (!a[9] && ++i == argc) return usage_error("%s needs a file", a);
+            c->run.weights = a[9] ? a + 10 : argv[i];
+        } else if (!strncmp(a, "--inputs=", 9) || !strcmp(a, "--inputs")) {
+            if (!a[8] && ++i == argc) return usage_error("%s needs a file", a);
+            c->run.inputs = a[8] ? a + 9 : argv[i];
+        } else if (!strncmp(a, "--outputs=", 10) || !strcmp(a, "--outputs")) {
+            if (!a[9] && ++i == argc) return usage_error("%s needs a file", a);
+            c->run.outputs = a[9] ? a + 10 : argv[i];
+        } else if (!strncmp(a, "--steps=", 8) || !strcmp(a, "--steps") || !strncmp(a, "--bench=", 8) ||
+                   !strcmp(a, "--bench") || !strncmp(a, "--seed=", 7) || !strcmp(a, "--seed")) {
+            const char *eq = strchr(a, '=');
+            if (!eq && ++i == argc) return usage_error("%s needs a number", a);
+            const char *v = eq ? eq + 1 : argv[i];
+            char *end;
+            long long n = strtoll(v, &end, 10);
+            if (!*v || *end || n < 0 || n > 1000000000) return usage_error("expected a number, got '%s'", v);
+            if (!strncmp(a, "--steps", 7)) c->run.steps = (int)n;
+            else if (!strncmp(a, "--bench", 7)) c->run.bench = (int)n;
+            else c->run.seed = (uint64_t)n;
+        } else if (!strcmp(a, "--random")) {
+            c->run.random = true;
+        } else if (!strcmp(a, "--check")) {
+            c->run.check = true;
+        } else if (!strcmp(a, "--stats")) {
+            c->run.stats = true;
+        } else if (!strcmp(a, "--no-graphs")) {
+            c->run.no_graphs = true;
         } else if (!strcmp(a, "--no-cache")) {
             c->no_cache = true;
         } else if (!strcmp(a, "--timings")) {
@@ -159,12 +200,24 @@ static int parse_args(int argc, char **argv, cli *c)
     }
     if (!c->cmd) return usage_error("no command given%s", "");
     if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile") && strcmp(c->cmd, "passes") &&
-        strcmp(c->cmd, "cache"))
+        strcmp(c->cmd, "cache") && strcmp(c->cmd, "run"))
         return usage_error("unknown command '%s'", c->cmd);
     if (!strcmp(c->cmd, "passes")) return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
     if (!strcmp(c->cmd, "cache")) {
         if (!c->file || (strcmp(c->file, "ls") && strcmp(c->file, "verify") && strcmp(c->file, "clear")))
             return usage_error("'cache' needs ls, verify or clear%s", "");
+        return EX_OK;
+    }
+    if (!strcmp(c->cmd, "run")) {
+        if (!c->file) return usage_error("'run' needs a model file%s", "");
+        if (!c->run.dims) return usage_error("'run' needs --dims NAME=N,... for every dim of the model%s", "");
+        if (c->run.weights && c->run.random) return usage_error("--weights and --random exclude each other%s", "");
+        c->run.file = c->file;
+        c->run.defines = c->defines;
+        c->run.ndefines = c->ndefines;
+        c->run.disabled = c->disabled;
+        c->run.ndisabled = c->ndisabled;
+        if (!c->run.steps) c->run.steps = 1;
         return EX_OK;
     }
     if (c->arch && !rt_nvrtc_arch_valid(c->arch))
@@ -476,5 +529,6 @@ int main(int argc, char **argv)
     if (rc != EX_OK) return rc;
     if (!strcmp(c.cmd, "passes")) return list_passes();
     if (!strcmp(c.cmd, "cache")) return cache_cmd(&c);
+    if (!strcmp(c.cmd, "run")) return kiln_run_command(&c.run);
     return run(&c);
 }

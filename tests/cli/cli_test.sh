@@ -93,6 +93,21 @@ unset KILN_CACHE_DIR
 expect 0 '' compile samples/gpt2_block.kiln --emit=ptx -o "$tmp/p" --arch=sm_90a
 if grep -q '\.target sm_90a' "$tmp/p"/*.ptx; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: PTX target"; fi
 
+# kiln run: usage errors anywhere; without a GPU it says so and exits 69
+expect 64 "'run' needs --dims" run samples/llama3_1b_layer.kiln --random
+expect 64 'missing T' run samples/llama3_1b_layer.kiln --dims B=1,S=1 --random
+expect 64 "no dim 'Q'" run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8,Q=2 --random
+expect 64 'NAME=N,... with N >= 1' run samples/llama3_1b_layer.kiln --dims B=0,S=1,T=8 --random
+expect 64 '--weights FILE.safetensors, or --random' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8
+expect 64 'exclude each other' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random --weights w.st
+expect 66 'nonexistent' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --weights "$tmp/nonexistent.safetensors"
+printf 'garbage' >"$tmp/bad.safetensors"
+expect 66 'bad.safetensors' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --weights "$tmp/bad.safetensors"
+if ! "$kiln" run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random >/dev/null 2>&1; then
+  # no device here (CI): a clear message and exit 69
+  expect 69 'kiln run needs a CUDA device' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random
+fi
+
 # -o writes the same text as stdout
 "$kiln" compile samples/llama3_1b_layer.kiln -o "$tmp/a.ir" && "$kiln" compile samples/llama3_1b_layer.kiln >"$tmp/b.ir"
 if cmp -s "$tmp/a.ir" "$tmp/b.ir" && [ -s "$tmp/a.ir" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: -o differs from stdout"; fi
