@@ -7,6 +7,8 @@
  *   the generated part    #defines (KILN_KERNEL, KILN_T, tiles...), the
  *                         KilnArgs struct, the family's __device__ hooks
  *   the family template   codegen/kernels/<family>.cuh, the __global__ kernel
+ *                         (attention: attention_common.cuh, then the template;
+ *                         cg_family_templates lists the files)
  *
  * plus what the runtime needs to run it: the kernel name, the family, the
  * launch rule (grid/block/shared memory as functions of the model's dims) and
@@ -39,6 +41,11 @@ typedef enum cg_family {
 
 const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */
 const char *cg_family_template(cg_family f); /* "elementwise.cuh", ... */
+/* The template files that follow the generated part in f's translation unit,
+ * in order, NULL-terminated; the last is cg_family_template(f). Everything
+ * that assembles a unit (codegen, tests) goes through this list:
+ *   common.cuh | generated part | cg_family_templates(f)[0] | [1] ... */
+const char *const *cg_family_templates(cg_family f);
 
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {

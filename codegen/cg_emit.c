@@ -7,6 +7,9 @@
  *
  *     common.cuh | generated part | <family>.cuh
  *
+ * (attention: common.cuh | generated part | attention_common.cuh | <family>.cuh;
+ * cg_family_templates lists the files after the generated part).
+ *
  * When a group does not fit its family's template (a reduction over a
  * non-last axis, a matmul operand whose layout is not strided, ...), the
  * generic fallback computes each output element in kiln_elem of the
@@ -57,6 +60,26 @@ const char *cg_family_template(cg_family f)
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode.cuh";
     }
     return "?";
+}
+
+const char *const *cg_family_templates(cg_family f)
+{
+    static const char *const elementwise[] = {"elementwise.cuh", NULL};
+    static const char *const row[] = {"row.cuh", NULL};
+    static const char *const matmul[] = {"matmul_mma.cuh", NULL};
+    static const char *const gemv[] = {"gemv.cuh", NULL};
+    static const char *const prefill[] = {"attention_common.cuh", "attention_prefill.cuh", NULL};
+    static const char *const decode[] = {"attention_common.cuh", "attention_decode.cuh", NULL};
+    switch (f) {
+    case CG_FAMILY_ELEMENTWISE: return elementwise;
+    case CG_FAMILY_ROW: return row;
+    case CG_FAMILY_MATMUL: return matmul;
+    case CG_FAMILY_GEMV: return gemv;
+    case CG_FAMILY_ATTENTION_PREFILL: return prefill;
+    case CG_FAMILY_ATTENTION_DECODE: return decode;
+    }
+    static const char *const none[] = {NULL};
+    return none;
 }
 
 typedef struct cg_priv {
@@ -180,19 +203,25 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         cg_str_printf(gs, "};\n\n");
         if (hooks.s) cg_str_append(gs, hooks.s, hooks.len);
 
-        const char *common = template_text(opts, "common.cuh");
-        const char *tmpl = template_text(opts, cg_family_template(plan.family));
-        if (!common || !tmpl) {
-            snprintf(err, errlen, "kernel k%d: template %s is not available in this build", k,
-                     !common ? "common.cuh" : cg_family_template(plan.family));
+        const char *const *names = cg_family_templates(plan.family);
+        const char *missing = template_text(opts, "common.cuh") ? NULL : "common.cuh";
+        for (int i = 0; names[i] && !missing; i++)
+            if (!template_text(opts, names[i])) missing = names[i];
+        if (missing) {
+            snprintf(err, errlen, "kernel k%d: template %s is not available in this build", k, missing);
             ok = false;
         } else {
+            const char *common = template_text(opts, "common.cuh");
             cg_str *s = &priv->source;
             cg_str_append(s, common, strlen(common));
             cg_str_append(s, "\n", 1);
             if (gs->s) cg_str_append(s, gs->s, gs->len);
             cg_str_append(s, "\n", 1);
-            cg_str_append(s, tmpl, strlen(tmpl));
+            for (int i = 0; names[i]; i++) {
+                const char *tmpl = template_text(opts, names[i]);
+                if (i) cg_str_append(s, "\n", 1);
+                cg_str_append(s, tmpl, strlen(tmpl));
+            }
             if (s->oom || gs->oom) {
                 snprintf(err, errlen, "out of memory");
                 ok = false;

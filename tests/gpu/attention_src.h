@@ -1,7 +1,8 @@
 /* tests/gpu/attention_src.h — builds attention translation units for the
  * tests (tests/codegen/test_attention_nvrtc.c, tests/gpu/test_gpu_attention.c)
  * the way codegen does (codegen/kernels/CONTRACT.md): common.cuh, a
- * hand-written generated part (constants, KilnArgs), then the template; and
+ * hand-written generated part (constants, KilnArgs), then the family's
+ * template files (cg_family_templates: attention_common.cuh, the template); and
  * compiles them with NVRTC to sm_90a cubins, several at once on threads.
  *
  * Header-only (static functions); include once per test. Templates are read
@@ -17,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "codegen/cg.h"
 
 /* KilnArgs as the templates read it: every field 8 bytes (codegen/cg.h). */
 typedef struct att_args {
@@ -43,7 +46,7 @@ static const char att_struct_text[] =
     "};\n";
 
 typedef struct att_cfg {
-    int decode; /* 0: attention_prefill.cuh, 1: attention_decode.cuh */
+    int decode; /* 0: CG_FAMILY_ATTENTION_PREFILL, 1: CG_FAMILY_ATTENTION_DECODE */
     int bf16;   /* 1: __nv_bfloat16, 0: __half */
     int hd;
     int causal, rope, append;
@@ -138,11 +141,16 @@ static inline void att_printf(att_buf *b, const char *fmt, ...)
 /* The whole translation unit for c, malloc'd; NULL when a file is missing. */
 static inline char *att_source(const att_cfg *c)
 {
+    const char *const *names =
+        cg_family_templates(c->decode ? CG_FAMILY_ATTENTION_DECODE : CG_FAMILY_ATTENTION_PREFILL);
     char *common = att_read_kernel_file("common.cuh");
-    char *tmpl = att_read_kernel_file(c->decode ? "attention_decode.cuh" : "attention_prefill.cuh");
-    if (!common || !tmpl) {
+    char *tmpl[4] = {0};
+    int ok = common != NULL, nt = 0;
+    for (; nt < 4 && names[nt]; nt++)
+        if (!(tmpl[nt] = att_read_kernel_file(names[nt]))) ok = 0;
+    if (!ok) {
         free(common);
-        free(tmpl);
+        for (int i = 0; i < nt; i++) free(tmpl[i]);
         return NULL;
     }
     att_buf b = {0};
@@ -157,9 +165,9 @@ static inline char *att_source(const att_cfg *c)
     if (c->rope) att_printf(&b, "#define KILN_THETA %.17g\n", c->theta);
     if (c->decode) att_printf(&b, "#define KILN_SPLITS %d\n", c->splits);
     att_printf(&b, "%s\n", att_struct_text);
-    att_printf(&b, "%s", tmpl);
+    for (int i = 0; i < nt; i++) att_printf(&b, "%s%s", i ? "\n" : "", tmpl[i]);
     free(common);
-    free(tmpl);
+    for (int i = 0; i < nt; i++) free(tmpl[i]);
     return b.s;
 }
 

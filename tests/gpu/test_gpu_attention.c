@@ -2,9 +2,10 @@
  * a float64 CPU reference written from ir/ir.h (ATTENTION, ROPE, CACHE_WRITE).
  *
  * Each case builds its translation unit (common.cuh + a hand-written
- * generated part + the template), compiles it with NVRTC for sm_90a (all
- * cases' kernels at once, on threads), loads it with cudaLibraryLoadData and
- * runs it on fresh random inputs (seed printed; KILN_SEED=N repeats one).
+ * generated part + attention_common.cuh + the template), compiles it with
+ * NVRTC for sm_90a (all cases' kernels at once, on threads), loads it with
+ * cudaLibraryLoadData and runs it on fresh random inputs (seed printed;
+ * KILN_SEED=N repeats one).
  * q, k_new, v_new are views into one fused QKV buffer [B, S, H+2KV, HD], as
  * the QKV matmul leaves them. Outputs are poisoned (0xFF: NaN) before every
  * launch. Checks per case:
