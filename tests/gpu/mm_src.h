@@ -5,15 +5,14 @@
  * (matmul_mma.cuh or gemv.cuh); compiled with rt_nvrtc to sm_90a cubins.
  *
  * Header-only (static functions); include once per test. Templates are read
- * from $KILN_SOURCE_DIR/codegen/kernels, else from KILN_SOURCE_DIR (a
- * compile-time define), else ./codegen/kernels. */
+ * as tests/gpu/nvrtc_unit.h says. */
 #ifndef KILN_TESTS_MM_SRC_H
 #define KILN_TESTS_MM_SRC_H
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/nvrtc_unit.h"
 #include "runtime/rt_nvrtc.h"
 
 enum { MM_BF16, MM_F16, MM_F32 };
@@ -114,116 +113,37 @@ static inline void mm_grid(const mm_cfg *c, long long M, long long N, long long 
     g[2] = (unsigned)batch;
 }
 
-static inline char *mm_read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1))) {
-            if (fread(s, 1, (size_t)n, f) != (size_t)n) {
-                free(s);
-                s = NULL;
-            } else {
-                s[n] = 0;
-            }
-        }
-    }
-    fclose(f);
-    return s;
-}
-
-static inline char *mm_read_kernel_file(const char *name)
-{
-    char path[4096];
-    const char *env = getenv("KILN_SOURCE_DIR");
-    char *s = NULL;
-    if (env) {
-        snprintf(path, sizeof path, "%s/codegen/kernels/%s", env, name);
-        s = mm_read_text(path);
-    }
-#ifdef KILN_SOURCE_DIR
-    if (!s) {
-        snprintf(path, sizeof path, "%s/codegen/kernels/%s", KILN_SOURCE_DIR, name);
-        s = mm_read_text(path);
-    }
-#endif
-    if (!s) {
-        snprintf(path, sizeof path, "codegen/kernels/%s", name);
-        s = mm_read_text(path);
-    }
-    if (!s) fprintf(stderr, "cannot read codegen/kernels/%s (set KILN_SOURCE_DIR)\n", name);
-    return s;
-}
-
-typedef struct mm_buf {
-    char *s;
-    size_t len, cap;
-    int oom;
-} mm_buf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static inline void mm_printf(mm_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || b->oom) return;
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->len + (size_t)n + 1) * 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 /* The translation unit of c with kernel name `kname`, malloc'd; NULL when a
  * file is missing. */
 static inline char *mm_source(const mm_cfg *c, const char *kname)
 {
-    char *common = mm_read_kernel_file("common.cuh");
-    char *tmpl = mm_read_kernel_file(c->kind == MM_KIND_MMA ? "matmul_mma.cuh" : "gemv.cuh");
+    char *common = nu_read_kernel_file("common.cuh");
+    char *tmpl = nu_read_kernel_file(c->kind == MM_KIND_MMA ? "matmul_mma.cuh" : "gemv.cuh");
     if (!common || !tmpl) {
         free(common);
         free(tmpl);
         return NULL;
     }
-    mm_buf b = {0};
-    mm_printf(&b, "%s\n", common);
-    mm_printf(&b, "/* generated part (hand-written for the test) */\n");
-    mm_printf(&b, "#define KILN_KERNEL %s\n", kname);
-    mm_printf(&b, "#define KILN_T %s\ntypedef KILN_T kiln_t;\n", mm_dt_ctype(c->dt));
-    mm_printf(&b, "#define KILN_B_NK %d\n", c->nk);
+    nu_buf b = {0};
+    nu_printf(&b, "%s\n", common);
+    nu_printf(&b, "/* generated part (hand-written for the test) */\n");
+    nu_printf(&b, "#define KILN_KERNEL %s\n", kname);
+    nu_printf(&b, "#define KILN_T %s\ntypedef KILN_T kiln_t;\n", mm_dt_ctype(c->dt));
+    nu_printf(&b, "#define KILN_B_NK %d\n", c->nk);
     if (c->kind == MM_KIND_MMA)
-        mm_printf(&b,
+        nu_printf(&b,
                   "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_BK %d\n#define KILN_WARPS_M %d\n"
                   "#define KILN_WARPS_N %d\n#define KILN_STAGES %d\n",
                   c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
     else
-        mm_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n", c->cols,
+        nu_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n", c->cols,
                   c->splitk, c->maxm);
-    mm_printf(&b, "%s", mm_struct_text);
-    mm_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
-    mm_printf(&b, "%s", tmpl);
+    nu_printf(&b, "%s", mm_struct_text);
+    nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
+    nu_printf(&b, "%s", tmpl);
     free(common);
     free(tmpl);
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    return nu_take(&b);
 }
 
 /* Compile the n configurations (kernel i is named "kiln_test_mm<i>") in
