@@ -107,6 +107,14 @@ static inline bool ir_dtype_is_float(ir_dtype t) { return t != IR_I32; }
 float ir_round_bf16(float x);
 float ir_round_f16(float x);
 float ir_round_to(ir_dtype t, float x);
+/* Storage bits <-> float. The f32 -> bits direction rounds to nearest even
+ * (so bits_to_f32(f32_to_bits(x)) == ir_round_*(x), overflow to inf, f16
+ * subnormals kept); NaN becomes a quiet NaN (bf16: the top bits of x with
+ * the quiet bit set; f16: 0x7e00). bits -> f32 is exact. */
+uint16_t ir_f32_to_bf16_bits(float x);
+float ir_bf16_bits_to_f32(uint16_t b);
+uint16_t ir_f32_to_f16_bits(float x);
+float ir_f16_bits_to_f32(uint16_t h);
 
 /* ---- symbolic dimensions ----------------------------------------------- */
 

@@ -1,5 +1,5 @@
-/* ir/types.c — the op table's accessors, dtypes, rounding to bf16/f16, and
- * type printing. */
+/* ir/types.c — the op table's accessors, dtypes, rounding to bf16/f16 and
+ * their storage bits, and type printing. */
 #include <math.h>
 #include <string.h>
 
@@ -87,6 +87,41 @@ float ir_round_to(ir_dtype t, float x)
     case IR_F16: return ir_round_f16(x);
     default: return x;
     }
+}
+
+uint16_t ir_f32_to_bf16_bits(float x)
+{
+    uint32_t u = f2u(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float ir_bf16_bits_to_f32(uint16_t b) { return u2f((uint32_t)b << 16); }
+
+uint16_t ir_f32_to_f16_bits(float x)
+{
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    if (isnan(x)) return 0x7e00;
+    float a = fabsf(ir_round_f16(x)); /* exact in half (or inf) after rounding */
+    if (isinf(a)) return sign | 0x7c00;
+    if (a == 0) return sign;
+    int e;
+    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    int be = e - 1 + 15;     /* biased exponent of 1.xxx form */
+    if (be <= 0) return sign | (uint16_t)lrintf(ldexpf(a, 24)); /* subnormal: a / 2^-24 */
+    uint16_t mant = (uint16_t)lrintf((m * 2.0f - 1.0f) * 1024.0f);
+    return sign | (uint16_t)(be << 10) | mant;
+}
+
+float ir_f16_bits_to_f32(uint16_t h)
+{
+    int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 0x400), e - 25);
+    return sign ? -v : v;
 }
 
 bool ir_type_eq(const ir_type *a, const ir_type *b)

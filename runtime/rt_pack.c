@@ -25,49 +25,7 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t n, const
     return -1;
 }
 
-/* ---- conversions ---------------------------------------------------------------- */
-
-float rt_bf16_to_f32(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t rt_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-float rt_f16_to_f32(uint16_t h)
-{
-    int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v;
-    if (e == 0) v = ldexpf((float)m, -24);
-    else if (e == 31) v = m ? NAN : INFINITY;
-    else v = ldexpf((float)(m | 0x400), e - 25);
-    return sign ? -v : v;
-}
-
-uint16_t rt_f32_to_f16(float f)
-{
-    uint16_t sign = signbit(f) ? 0x8000 : 0;
-    if (isnan(f)) return 0x7e00;
-    float a = fabsf(ir_round_f16(f)); /* exact in half (or inf) after rounding */
-    if (isinf(a)) return sign | 0x7c00;
-    if (a == 0) return sign;
-    int e;
-    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-    int be = e - 1 + 15;     /* biased exponent of 1.xxx form */
-    if (be <= 0) return sign | (uint16_t)lrintf(ldexpf(a, 24)); /* subnormal: a / 2^-24 */
-    uint16_t mant = (uint16_t)lrintf((m * 2.0f - 1.0f) * 1024.0f);
-    return sign | (uint16_t)(be << 10) | mant;
-}
+/* ---- conversions (ir/types.c has the scalar ones) ---------------------------------- */
 
 void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n)
 {
@@ -77,13 +35,13 @@ void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n)
         case IR_BF16: {
             uint16_t b;
             memcpy(&b, (const char *)src + 2 * i, 2);
-            dst[i] = rt_bf16_to_f32(b);
+            dst[i] = ir_bf16_bits_to_f32(b);
             break;
         }
         case IR_F16: {
             uint16_t b;
             memcpy(&b, (const char *)src + 2 * i, 2);
-            dst[i] = rt_f16_to_f32(b);
+            dst[i] = ir_f16_bits_to_f32(b);
             break;
         }
         default: {
@@ -101,12 +59,12 @@ void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n)
         switch (t) {
         case IR_F32: memcpy((char *)dst + 4 * i, &src[i], 4); break;
         case IR_BF16: {
-            uint16_t b = rt_f32_to_bf16(src[i]);
+            uint16_t b = ir_f32_to_bf16_bits(src[i]);
             memcpy((char *)dst + 2 * i, &b, 2);
             break;
         }
         case IR_F16: {
-            uint16_t b = rt_f32_to_f16(src[i]);
+            uint16_t b = ir_f32_to_f16_bits(src[i]);
             memcpy((char *)dst + 2 * i, &b, 2);
             break;
         }

@@ -38,12 +38,8 @@ void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t ro
 /* Shape of a type at dims; false when a dim does not evaluate or is < 0. */
 bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
 
-/* Host conversions between storage bits and float (round to nearest even). */
-float rt_bf16_to_f32(uint16_t b);
-uint16_t rt_f32_to_bf16(float f);
-float rt_f16_to_f32(uint16_t h);
-uint16_t rt_f32_to_f16(float f);
-/* n elements of dtype t at src to floats (i32 converted by value), and back. */
+/* n elements of dtype t at src to floats (i32 converted by value), and back
+ * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */
 void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n);
 void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n);
 

@@ -251,7 +251,7 @@ static void write_all_weights(kiln_model *m, const char *path, int skip, const c
         if (kiln_model_tensor(m, KILN_WEIGHT, i, NULL, 0, &ti) != KILN_OK) continue;
         bufs[n] = malloc(ti.bytes);
         uint16_t *p = bufs[n];
-        for (size_t j = 0; j < ti.bytes / 2; j++) p[j] = rt_f32_to_bf16(api_randf(&seed) * 0.1f);
+        for (size_t j = 0; j < ti.bytes / 2; j++) p[j] = ir_f32_to_bf16_bits(api_randf(&seed) * 0.1f);
         t[n] = (kiln_host_tensor){ti.name, ti.dtype, ti.rank, {0}, bufs[n]};
         memcpy(t[n].shape, ti.shape, sizeof ti.shape);
         n++;
@@ -548,8 +548,8 @@ static void test_packing(void)
         for (int c = 0; c < 3; c++) good &= dst[r * 3 + c] == order[r] * 3 + c;
     CHECK(good);
     /* conversions */
-    CHECK(rt_bf16_to_f32(rt_f32_to_bf16(1.5f)) == 1.5f && rt_f16_to_f32(rt_f32_to_f16(-2.25f)) == -2.25f);
-    CHECK(rt_f16_to_f32(rt_f32_to_f16(6.0e-8f)) == ir_round_f16(6.0e-8f) && rt_f16_to_f32(rt_f32_to_f16(65504.0f)) == 65504.0f);
+    CHECK(ir_bf16_bits_to_f32(ir_f32_to_bf16_bits(1.5f)) == 1.5f && ir_f16_bits_to_f32(ir_f32_to_f16_bits(-2.25f)) == -2.25f);
+    CHECK(ir_f16_bits_to_f32(ir_f32_to_f16_bits(6.0e-8f)) == ir_round_f16(6.0e-8f) && ir_f16_bits_to_f32(ir_f32_to_f16_bits(65504.0f)) == 65504.0f);
 }
 
 /* ---- the last error is per thread ---------------------------------------------------------- */

@@ -65,21 +65,6 @@ static ir_node *in(ir_graph *g, const char *name, ir_type t) { return ir_param(g
 
 /* ---- host <-> device conversion ---------------------------------------------- */
 
-static uint16_t bf16_bits(float f)
-{
-    float r = ir_round_bf16(f);
-    uint32_t u;
-    memcpy(&u, &r, 4);
-    return (uint16_t)(u >> 16);
-}
-static float bf16_float(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static void *upload(const ir_tensor *t)
 {
     int64_t n = ir_tensor_numel(t);
@@ -87,7 +72,7 @@ static void *upload(const ir_tensor *t)
     void *host = malloc((size_t)n * es + 1), *dev = NULL;
     for (int64_t i = 0; i < n; i++) {
         if (t->dtype == IR_F32) ((float *)host)[i] = t->f[i];
-        else if (t->dtype == IR_BF16) ((uint16_t *)host)[i] = bf16_bits(t->f[i]);
+        else if (t->dtype == IR_BF16) ((uint16_t *)host)[i] = ir_f32_to_bf16_bits(t->f[i]);
         else if (t->dtype == IR_I32) ((int32_t *)host)[i] = t->i[i];
     }
     if (cudaMalloc(&dev, (size_t)n * es + 16) != cudaSuccess) dev = NULL;
@@ -107,7 +92,7 @@ static double rel_err(const void *dev, const ir_tensor *ref, double *maxabs)
     for (int64_t i = 0; i < n; i++) {
         double r = ref->dtype == IR_I32 ? ref->i[i] : ref->f[i], o;
         if (ref->dtype == IR_F32) o = ((float *)host)[i];
-        else if (ref->dtype == IR_BF16) o = bf16_float(((uint16_t *)host)[i]);
+        else if (ref->dtype == IR_BF16) o = ir_bf16_bits_to_f32(((uint16_t *)host)[i]);
         else o = ((int32_t *)host)[i];
         double d = o - r;
         if (isnan(o) && !isnan(r)) d = INFINITY;

@@ -35,6 +35,7 @@
 
 #include "check.h"
 #include "gpu/attention_src.h"
+#include "ir/ir.h"
 
 #define PREFILL_BQ 64       /* KILN_BQ default */
 #define PREFILL_THREADS 128 /* 2 * KILN_BQ */
@@ -68,63 +69,9 @@ static float rng_normal(void)
     return (float)(s * 1.7320508);
 }
 
-static uint16_t f2bf(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-static float bf2f(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-static uint16_t f2h(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, e8 = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-    if (e8 == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = (int)e8 - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-static float h2f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-    if (e == 0) {
-        if (!mant) x = sign;
-        else {
-            int k = -1;
-            do {
-                mant <<= 1;
-                k++;
-            } while (!(mant & 0x400u));
-            x = sign | ((uint32_t)(127 - 15 - k) << 23) | ((mant & 0x3ffu) << 13);
-        }
-    } else if (e == 31) x = sign | 0x7f800000u | (mant << 13);
-    else x = sign | ((e - 15 + 127) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
 static int g_bf16 = 1; /* dtype of the case being built */
-static uint16_t enc(float f) { return g_bf16 ? f2bf(f) : f2h(f); }
-static float dec(uint16_t h) { return g_bf16 ? bf2f(h) : h2f(h); }
+static uint16_t enc(float f) { return g_bf16 ? ir_f32_to_bf16_bits(f) : ir_f32_to_f16_bits(f); }
+static float dec(uint16_t h) { return g_bf16 ? ir_bf16_bits_to_f32(h) : ir_f16_bits_to_f32(h); }
 static float rnd(double v) { return dec(enc((float)v)); }
 
 /* rotate-half RoPE of one HD row at position p, in double, rounded */

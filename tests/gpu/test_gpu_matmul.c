@@ -31,59 +31,10 @@
 #include <time.h>
 
 #include "gpu/mm_src.h"
+#include "ir/ir.h"
 #include "runtime/rt_launch.h"
 
 static int g_pass, g_fail, g_broken;
-
-/* ---- host bf16/f16 conversions (round to nearest even) -------------------- */
-static uint16_t f2bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static float bf2f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static uint16_t f2h(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-    int e8 = (int)((x >> 23) & 0xff), exp = e8 - 127 + 15;
-    if (e8 == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - exp;
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-static float h2f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-    if (e == 0) {
-        float v = ldexpf((float)m, -24);
-        return sign ? -v : v;
-    }
-    if (e == 31) u = sign | 0x7f800000u | (m << 13);
-    else u = sign | ((e - 15 + 127) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 /* ---- random numbers: splitmix64 ------------------------------------------- */
 static uint64_t g_rng;
@@ -117,13 +68,13 @@ static int ht_random(htensor *t, int dt, size_t n)
     for (size_t i = 0; i < n; i++) {
         float f = rng_uniform();
         if (dt == MM_BF16) {
-            uint16_t h = f2bf(f);
+            uint16_t h = ir_f32_to_bf16_bits(f);
             ((uint16_t *)t->raw)[i] = h;
-            t->val[i] = bf2f(h);
+            t->val[i] = ir_bf16_bits_to_f32(h);
         } else if (dt == MM_F16) {
-            uint16_t h = f2h(f);
+            uint16_t h = ir_f32_to_f16_bits(f);
             ((uint16_t *)t->raw)[i] = h;
-            t->val[i] = h2f(h);
+            t->val[i] = ir_f16_bits_to_f32(h);
         } else {
             ((float *)t->raw)[i] = f;
             t->val[i] = f;
@@ -139,8 +90,8 @@ static void ht_free(htensor *t)
 }
 static double raw_get(int dt, const void *raw, size_t i)
 {
-    if (dt == MM_BF16) return bf2f(((const uint16_t *)raw)[i]);
-    if (dt == MM_F16) return h2f(((const uint16_t *)raw)[i]);
+    if (dt == MM_BF16) return ir_bf16_bits_to_f32(((const uint16_t *)raw)[i]);
+    if (dt == MM_F16) return ir_f16_bits_to_f32(((const uint16_t *)raw)[i]);
     return ((const float *)raw)[i];
 }
 

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "ir/ir.h"
 #include "runtime/rt_cache.h"
 #include "rt_test_util.h"
 
@@ -17,22 +18,6 @@
         CHECK_MSG(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));            \
         if (e_ != cudaSuccess) goto out;                                                  \
     } while (0)
-
-/* bf16 <-> float on the host (round to nearest even). */
-static uint16_t f2bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-static float bf2f(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 int main(void)
 {
@@ -65,7 +50,7 @@ int main(void)
 
     CUDA_CHECK(cudaLibraryLoadData(&lib, r.code.data, NULL, NULL, 0, NULL, NULL, 0));
     CUDA_CHECK(cudaLibraryGetKernel(&k, lib, "scale3"));
-    for (int i = 0; i < N; i++) hx[i] = f2bf((float)(i % 97) * 0.37f - 11.0f);
+    for (int i = 0; i < N; i++) hx[i] = ir_f32_to_bf16_bits((float)(i % 97) * 0.37f - 11.0f);
     CUDA_CHECK(cudaMalloc(&dx, sizeof hx));
     CUDA_CHECK(cudaMalloc(&dy, sizeof hy));
     CUDA_CHECK(cudaMemcpy(dx, hx, sizeof hx, cudaMemcpyHostToDevice));
@@ -77,8 +62,8 @@ int main(void)
     CUDA_CHECK(cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost));
     int wrong = 0;
     for (int i = 0; i < N; i++) {
-        float want = bf2f(f2bf(bf2f(hx[i]) * 3.0f));
-        if (bf2f(hy[i]) != want) wrong++;
+        float want = ir_bf16_bits_to_f32(ir_f32_to_bf16_bits(ir_bf16_bits_to_f32(hx[i]) * 3.0f));
+        if (ir_bf16_bits_to_f32(hy[i]) != want) wrong++;
     }
     CHECK_MSG(wrong == 0, "%d of %d outputs wrong", wrong, N);
 
