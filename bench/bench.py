@@ -248,8 +248,8 @@ def table_rows(results):
         row = [title, fmt_time(floor_us, unit) + (" (%s)" % fl["bound"] if fl.get("bound") else "")]
         for v in VARIANTS:
             res = times.get(v)
-            if res is None and not r.get("done", False):
-                res = {"skipped": r.get("stopped", "process ended early")}
+            if res is None and not r.get("done", False) and v in r.get("variants", VARIANTS):
+                res = {"skipped": "not reached"}
             row.append(cell_of(res, unit))
         k = times.get("kiln") or {}
         if floor_us and k.get("median_us"):
@@ -341,6 +341,8 @@ def notes_of(results, floors):
                 bits.append("%s compile %.1f s" % (VARIANT_TITLES[v], res["compile_s"]))
         if r.get("stopped"):
             bits.append("stopped: %s" % r["stopped"])
+        elif not r.get("done", True):
+            bits.append("the process ended before finishing this case (a timeout or a crash: see the log)")
         if bits:
             out.append("%s: %s." % (r.get("title", r.get("case")), "; ".join(bits)))
     return out
@@ -625,9 +627,9 @@ def import_torch():
     return torch
 
 
-def has_enable_gqa():
-    q = torch.randn(1, 4, 2, 8, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(1, 2, 2, 8, device="cuda", dtype=torch.bfloat16)
+def has_enable_gqa(device="cuda"):
+    q = torch.randn(1, 4, 2, 8, device=device, dtype=torch.bfloat16)
+    k = torch.randn(1, 2, 2, 8, device=device, dtype=torch.bfloat16)
     try:
         Fn.scaled_dot_product_attention(q, k, k, enable_gqa=True)
         return True
@@ -635,7 +637,7 @@ def has_enable_gqa():
         return False
 
 
-def make_torch_layer(cfg, attn_mode, gqa_native):
+def make_torch_layer(cfg, attn_mode, gqa_native, device="cuda"):
     """The layer as the .kiln samples define it. attn_mode:
       'all'    every cached key is visible to every query (decode with pos + S == T, S == 1),
       'causal' pos == 0 and S == T: plain causal attention,
@@ -643,7 +645,7 @@ def make_torch_layer(cfg, attn_mode, gqa_native):
     Graph-capturable: no host synchronization, positions stay on the device."""
     D, H, KV, HD = cfg["D"], cfg["H"], cfg["KV"], cfg["HD"]
     G = H // KV
-    inv_freq = 1.0 / (THETA ** (torch.arange(0, HD, 2, device="cuda", dtype=torch.float32) / HD))  # [HD/2]
+    inv_freq = 1.0 / (THETA ** (torch.arange(0, HD, 2, device=device, dtype=torch.float32) / HD))  # [HD/2]
 
     def rmsnorm(x, w):
         xf = x.float()
@@ -711,6 +713,7 @@ def reference_fp32(cfg, x, pos_list, kc0, vc0, w):
     try:
         B, S, _ = x.shape
         T = kc0.shape[2]
+        dev = x.device
         xf = x.float()
         W = {n: t.float() for n, t in w.items()}
 
@@ -721,13 +724,13 @@ def reference_fp32(cfg, x, pos_list, kc0, vc0, w):
         q = (h @ W["wq"].t()).view(B, S, H, HD)
         k = (h @ W["wk"].t()).view(B, S, KV, HD)
         v = (h @ W["wv"].t()).view(B, S, KV, HD)
-        i = torch.arange(HD // 2, device="cuda", dtype=torch.float64)
+        i = torch.arange(HD // 2, device=dev, dtype=torch.float64)
         freq = THETA ** (-2.0 * i / HD)
         kc, vc = kc0.float().clone(), vc0.float().clone()
-        out = torch.empty(B, S, H, HD, device="cuda", dtype=torch.float32)
+        out = torch.empty(B, S, H, HD, device=dev, dtype=torch.float32)
         scale = 1.0 / math.sqrt(HD)
         for b in range(B):
-            p = (pos_list[b] + torch.arange(S, device="cuda", dtype=torch.float64))[:, None] * freq  # [S, HD/2]
+            p = (pos_list[b] + torch.arange(S, device=dev, dtype=torch.float64))[:, None] * freq  # [S, HD/2]
             c, s = torch.cos(p).float()[:, None, :], torch.sin(p).float()[:, None, :]
 
             def rot(t):
@@ -740,8 +743,8 @@ def reference_fp32(cfg, x, pos_list, kc0, vc0, w):
             kh = kc[b].repeat_interleave(G, dim=0)  # [H, T, HD]
             vh = vc[b].repeat_interleave(G, dim=0)
             sc = torch.einsum("shd,htd->hst", qb, kh) * scale  # [H, S, T]
-            j = torch.arange(T, device="cuda")
-            allowed = j[None, :] <= (pos_list[b] + torch.arange(S, device="cuda"))[:, None]  # [S, T]
+            j = torch.arange(T, device=dev)
+            allowed = j[None, :] <= (pos_list[b] + torch.arange(S, device=dev))[:, None]  # [S, T]
             sc = sc.masked_fill(~allowed[None], float("-inf"))
             out[b] = torch.einsum("hst,htd->shd", torch.softmax(sc, dim=-1), vh)
             del sc, kh, vh
@@ -958,7 +961,7 @@ class Runner:
             try:
                 for key in a.cases:
                     case = CASE_BY_KEY[key]
-                    r = {"case": case.key, "title": case.title, "times": {}, "done": False}
+                    r = {"case": case.key, "title": case.title, "times": {}, "done": False, "variants": list(a.variants)}
                     r["floor"] = floor_of(case, self.floors["read_bw"], self.floors["mm_rate"])
                     self.results.append(r)
                     self.save()
@@ -986,7 +989,7 @@ class Runner:
         fl = r["floor"]
         self.log("=== %s: B=%d S=%d T=%d pos=%d; floor %s (%s-bound: %.1f MB, %.3f TFLOP)" % (
             case.title, B, S, T, pos0, fmt_time(fl["floor_us"], case.unit), fl["bound"], fl["bytes"] / 1e6, fl["flops"] / 1e12))
-        ws = weight_bytes(cfg) + 2 * kv_bytes_read(case)
+        ws = weight_bytes(cfg) + kv_bytes_read(case)
         self.log("working set %.1f MB %s the %.0f MB L2: %s" % (
             ws / 1e6, ">" if ws > L2_BYTES else "<=", L2_BYTES / 1e6,
             "one input set (weights and caches stream from HBM every call)" if ws > L2_BYTES else "rotating input sets"))
@@ -1259,8 +1262,6 @@ class Runner:
             times["compile"]["compile_s"] = ct
         if "compile-graph" in a.variants:
             self.timed_graph(times, "compile-graph", fn, it, wu, case)
-            if "median_us" in times["compile-graph"]:
-                times["compile-graph"]["compile_s"] = ct
         self.save()
 
 
@@ -1283,6 +1284,22 @@ def load_results(paths):
     order = {c.key: i for i, c in enumerate(CASES)}
     results.sort(key=lambda r: order.get(r.get("case"), 99))
     return results, floors
+
+
+def with_missing_cases(results, floors, keys):
+    """A row for every case asked for: those without a result say so."""
+    have = {r.get("case") for r in results}
+    out = list(results)
+    for k in keys:
+        if k not in have:
+            c = CASE_BY_KEY[k]
+            r = {"case": k, "title": c.title, "times": {}, "done": False, "stopped": "no result (crashed, timed out or skipped)"}
+            if floors:
+                r["floor"] = floor_of(c, floors["read_bw"], floors["mm_rate"])
+            out.append(r)
+    order = {c.key: i for i, c in enumerate(CASES)}
+    out.sort(key=lambda r: order.get(r.get("case"), 99))
+    return out
 
 
 def emit_report(results, floors, md_path=None):
@@ -1424,7 +1441,11 @@ def dry_run(args):
     expect(rows[1][5].startswith("error:") and len(rows[1][5]) < 80, "a torch.compile error shows in its cell, shortened")
     expect(rows[2][8].startswith("FAIL"), "a failed check is marked FAIL")
     expect(rows[3][6] == "not run" and rows[3][5].startswith("skipped"), "skipped / not run cells")
-    expect(rows[4][5].startswith("skipped (timeout"), "a case stopped early marks its missing variants")
+    expect(rows[4][5] == "skipped (not reached)", "a case stopped early marks its missing variants")
+    res2 = with_missing_cases([r for r in res if r["case"] != "8b-decode"], fl, [c.key for c in CASES])
+    h2, rows2 = table_rows(res2)
+    expect(len(rows2) == len(CASES) and rows2[1][0] == CASE_BY_KEY["8b-decode"].title and rows2[1][2] == "skipped (not reached)"
+           and "µs" in rows2[1][1], "a case without a result file still has its row (floor, 'not reached')")
     expect("Kiln % of floor" in text and "Floors measured" in text, "markdown file written")
     expect(fmt_time(28.8, "us") == "28.8 µs" and fmt_time(1220.0, "ms") == "1.22 ms" and fmt_time(10130.0, "ms") == "10.13 ms", "time formatting")
 
@@ -1539,7 +1560,12 @@ def dry_run(args):
     # 6. the command line
     expect(parse_args(["--lib", "x.so", "--cases", "8b-decode,1b-decode", "--variants", "kiln,eager"]).cases == ["8b-decode", "1b-decode"], "--cases")
     try:
-        parse_args(["--cases", "nope"])
+        with open(os.devnull, "w") as devnull:
+            old, sys.stderr = sys.stderr, devnull
+            try:
+                parse_args(["--cases", "nope"])
+            finally:
+                sys.stderr = old
         expect(False, "unknown case refused")
     except SystemExit:
         expect(True, "unknown case refused")
@@ -1593,14 +1619,18 @@ def main(argv=None):
     md = a.md or (os.path.join(os.environ["OUT"], "results.md") if os.environ.get("OUT") else None)
     if a.table is not None:
         results, floors = load_results(a.table)
+        results = with_missing_cases(results, floors, a.cases)
         emit_report(results, floors, md)
+        if os.environ.get("OUT"):
+            with open(os.path.join(os.environ["OUT"], "results.json"), "w") as f:
+                json.dump({"floors": floors, "results": results}, f, indent=1)
         return 0
     r = Runner(a)
     try:
         r.run()
     finally:
-        if r.results:
-            emit_report(r.results, r.floors, md if not a.json else a.md)
+        if r.results and not a.json:  # with --json (bench/run.sh), the merged table comes at the end
+            emit_report(r.results, r.floors, md)
     return 0
 
 
