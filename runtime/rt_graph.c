@@ -6,11 +6,12 @@
 #include "runtime/rt_graph.h"
 
 #include <cuda_runtime_api.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/rt_err.h"
 
 typedef struct entry {
     int64_t *key;
@@ -24,17 +25,6 @@ struct rt_graph_cache {
     entry *e;
     int n, max;
 };
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 rt_graph_cache *rt_graph_cache_new(int max_entries)
 {
@@ -76,7 +66,7 @@ int rt_graph_cache_size(const rt_graph_cache *c) { return c ? c->n : 0; }
 
 static int cuda_fail(cudaError_t e, const char *what, char *err, size_t n)
 {
-    return fail(err, n, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return rt_fail(-1, err, n, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 /* Capture the launches into a new graph. Returns 0; -1 when the record
@@ -112,7 +102,7 @@ static int capture(void *stream, rt_record_fn record, void *user, cudaGraph_t *o
 int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *const *ptrs, int nptrs, void *stream,
                  rt_record_fn record, void *user, rt_graph_how *how, char *err, size_t errlen)
 {
-    if (!c || !record || !how || nkey < 0 || nptrs < 0) return fail(err, errlen, "rt_graph_run: bad arguments");
+    if (!c || !record || !how || nkey < 0 || nptrs < 0) return rt_fail(-1, err, errlen, "rt_graph_run: bad arguments");
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &cs);
     if (e != cudaSuccess) return cuda_fail(e, "cudaStreamIsCapturing", err, errlen);
@@ -143,7 +133,7 @@ int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *co
     void **np = malloc((size_t)(nptrs + 1) * sizeof *np);
     if (!np) {
         (void)cudaGraphDestroy(g);
-        return fail(err, errlen, "out of memory");
+        return rt_fail(-1, err, errlen, "out of memory");
     }
     if (nptrs) memcpy(np, ptrs, (size_t)nptrs * sizeof *np);
     if (hit) {
@@ -173,7 +163,7 @@ int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *co
         if (!ne.key) {
             (void)cudaGraphDestroy(g);
             free(np);
-            return fail(err, errlen, "out of memory");
+            return rt_fail(-1, err, errlen, "out of memory");
         }
         if (nkey) memcpy(ne.key, key, (size_t)nkey * sizeof *key);
         ne.nkey = nkey;

@@ -9,10 +9,11 @@
 #include "runtime/rt_launch.h"
 
 #include <cuda_runtime_api.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/rt_err.h"
 
 struct rt_module {
     cudaLibrary_t lib;
@@ -34,20 +35,6 @@ const char *rt_lstatus_str(rt_lstatus s)
     return "unknown status";
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static rt_lstatus fail(rt_lstatus s, char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 static void ok(char *err, size_t n)
 {
     if (err && n) err[0] = '\0';
@@ -65,8 +52,8 @@ static int no_device_error(cudaError_t e)
 static rt_lstatus cuda_fail(cudaError_t e, char *err, size_t n, const char *what, const char *name)
 {
     rt_lstatus s = no_device_error(e) ? RT_LAUNCH_ERR_NO_DEVICE : RT_LAUNCH_ERR_CUDA;
-    return fail(s, err, n, "%s%s%s%s: %s (%s)", what, name ? " '" : "", name ? name : "",
-                name ? "'" : "", cudaGetErrorString(e), cudaGetErrorName(e));
+    return rt_fail(s, err, n, "%s%s%s%s: %s (%s)", what, name ? " '" : "", name ? name : "",
+                   name ? "'" : "", cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 int rt_device_available(char *why, size_t n)
@@ -74,12 +61,12 @@ int rt_device_available(char *why, size_t n)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        fail(RT_LAUNCH_ERR_NO_DEVICE, why, n, "no CUDA device: %s (%s)", cudaGetErrorString(e),
-             cudaGetErrorName(e));
+        rt_fail(RT_LAUNCH_ERR_NO_DEVICE, why, n, "no CUDA device: %s (%s)", cudaGetErrorString(e),
+                cudaGetErrorName(e));
         return 0;
     }
     if (count <= 0) {
-        fail(RT_LAUNCH_ERR_NO_DEVICE, why, n, "no CUDA device: cudaGetDeviceCount found 0 devices");
+        rt_fail(RT_LAUNCH_ERR_NO_DEVICE, why, n, "no CUDA device: cudaGetDeviceCount found 0 devices");
         return 0;
     }
     ok(why, n);
@@ -88,7 +75,7 @@ int rt_device_available(char *why, size_t n)
 
 rt_lstatus rt_device_max_smem_optin(int *bytes, char *err, size_t n)
 {
-    if (!bytes) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_device_max_smem_optin: NULL bytes");
+    if (!bytes) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_device_max_smem_optin: NULL bytes");
     *bytes = 0;
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -110,14 +97,14 @@ static int plausible_image(const unsigned char *p, size_t len)
 
 rt_lstatus rt_module_load(rt_module **m, const void *image, size_t len, char *err, size_t n)
 {
-    if (!m) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_module_load: NULL module pointer");
+    if (!m) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_module_load: NULL module pointer");
     *m = NULL;
-    if (!image || len == 0) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_module_load: empty image");
+    if (!image || len == 0) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_module_load: empty image");
     if (!plausible_image(image, len))
-        return fail(RT_LAUNCH_ERR_INVALID, err, n,
-                    "rt_module_load: image of %zu bytes is neither a cubin (ELF), a fatbin nor NUL-terminated PTX", len);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n,
+                       "rt_module_load: image of %zu bytes is neither a cubin (ELF), a fatbin nor NUL-terminated PTX", len);
     rt_module *mod = calloc(1, sizeof *mod);
-    if (!mod) return fail(RT_LAUNCH_ERR_NOMEM, err, n, "rt_module_load: out of memory");
+    if (!mod) return rt_fail(RT_LAUNCH_ERR_NOMEM, err, n, "rt_module_load: out of memory");
     cudaError_t e = cudaLibraryLoadData(&mod->lib, image, NULL, NULL, 0, NULL, NULL, 0);
     if (e != cudaSuccess) {
         free(mod);
@@ -149,13 +136,13 @@ static const char *keep_name(rt_module *m, const char *name)
 
 rt_lstatus rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *err, size_t n)
 {
-    if (!m || !name || !k) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_module_kernel: NULL argument");
+    if (!m || !name || !k) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_module_kernel: NULL argument");
     memset(k, 0, sizeof *k);
     cudaKernel_t ker = NULL;
     cudaError_t e = cudaLibraryGetKernel(&ker, m->lib, name);
     if (e == cudaErrorSymbolNotFound || e == cudaErrorInvalidDeviceFunction)
-        return fail(RT_LAUNCH_ERR_NOT_FOUND, err, n, "cudaLibraryGetKernel: no kernel '%s' in the module (%s)",
-                    name, cudaGetErrorName(e));
+        return rt_fail(RT_LAUNCH_ERR_NOT_FOUND, err, n, "cudaLibraryGetKernel: no kernel '%s' in the module (%s)",
+                       name, cudaGetErrorName(e));
     if (e != cudaSuccess) return cuda_fail(e, err, n, "cudaLibraryGetKernel", name);
     /* The parameter's size, to catch a host/device KilnArgs mismatch at launch. A
      * kernel with no parameter, or more than one, is refused; when the query itself
@@ -163,14 +150,14 @@ rt_lstatus rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *
     size_t off = 0, size = 0, off1 = 0, size1 = 0;
     e = cudaFuncGetParamInfo((const void *)ker, 0, &off, &size);
     if (e == cudaSuccess && cudaFuncGetParamInfo((const void *)ker, 1, &off1, &size1) == cudaSuccess)
-        return fail(RT_LAUNCH_ERR_INVALID, err, n, "kernel '%s' takes more than one parameter", name);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "kernel '%s' takes more than one parameter", name);
     if (e == cudaErrorInvalidValue)
-        return fail(RT_LAUNCH_ERR_INVALID, err, n, "kernel '%s' takes no parameter: Kiln kernels take one KilnArgs struct",
-                    name);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "kernel '%s' takes no parameter: Kiln kernels take one KilnArgs struct",
+                       name);
     if (e != cudaSuccess) size = 0;
     (void)cudaGetLastError(); /* the probes are expected to fail; leave no error behind */
     const char *kept = keep_name(m, name);
-    if (!kept) return fail(RT_LAUNCH_ERR_NOMEM, err, n, "rt_module_kernel: out of memory");
+    if (!kept) return rt_fail(RT_LAUNCH_ERR_NOMEM, err, n, "rt_module_kernel: out of memory");
     k->fn = (void *)ker;
     k->param_size = size;
     k->name = kept;
@@ -186,7 +173,7 @@ static const char *kname(const rt_kernel *k)
 
 rt_lstatus rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, size_t n)
 {
-    if (!k || !k->fn) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_kernel_set_max_smem: NULL kernel");
+    if (!k || !k->fn) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_kernel_set_max_smem: NULL kernel");
     int dev = 0, optin = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return cuda_fail(e, err, n, "cudaGetDevice", NULL);
@@ -196,9 +183,9 @@ rt_lstatus rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, s
     e = cudaFuncGetAttributes(&fa, (const void *)k->fn);
     if (e != cudaSuccess) return cuda_fail(e, err, n, "cudaFuncGetAttributes", kname(k));
     if (bytes + fa.sharedSizeBytes > (size_t)optin)
-        return fail(RT_LAUNCH_ERR_INVALID, err, n,
-                    "kernel '%s': %zu bytes of dynamic shared memory + %zu static exceed the device's "
-                    "opt-in limit of %d bytes per block", kname(k), bytes, (size_t)fa.sharedSizeBytes, optin);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n,
+                       "kernel '%s': %zu bytes of dynamic shared memory + %zu static exceed the device's "
+                       "opt-in limit of %d bytes per block", kname(k), bytes, (size_t)fa.sharedSizeBytes, optin);
     e = cudaKernelSetAttributeForDevice((cudaKernel_t)k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)bytes, dev);
     if (e != cudaSuccess)
@@ -209,7 +196,7 @@ rt_lstatus rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, s
 
 rt_lstatus rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n)
 {
-    if (!k || !k->fn || !a) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_kernel_get_attrs: NULL argument");
+    if (!k || !k->fn || !a) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_kernel_get_attrs: NULL argument");
     memset(a, 0, sizeof *a);
     struct cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)k->fn);
@@ -228,15 +215,15 @@ rt_lstatus rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err
 static rt_lstatus check_launch(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, const void *args,
                                size_t args_size, char *err, size_t n)
 {
-    if (!k || !k->fn) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch: NULL kernel");
-    if (!args) return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': NULL args", kname(k));
+    if (!k || !k->fn) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch: NULL kernel");
+    if (!args) return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': NULL args", kname(k));
     if (k->param_size && args_size != k->param_size)
-        return fail(RT_LAUNCH_ERR_INVALID, err, n,
-                    "rt_launch '%s': host args struct is %zu bytes but the kernel's parameter is %zu bytes "
-                    "(KilnArgs differs between host and device)", kname(k), args_size, k->param_size);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n,
+                       "rt_launch '%s': host args struct is %zu bytes but the kernel's parameter is %zu bytes "
+                       "(KilnArgs differs between host and device)", kname(k), args_size, k->param_size);
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
-        return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': empty grid (%u,%u,%u) or block (%u,%u,%u)",
-                    kname(k), grid.x, grid.y, grid.z, block.x, block.y, block.z);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': empty grid (%u,%u,%u) or block (%u,%u,%u)",
+                       kname(k), grid.x, grid.y, grid.z, block.x, block.y, block.z);
     return RT_LAUNCH_OK;
 }
 
@@ -252,7 +239,7 @@ rt_lstatus rt_launch_ex(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, size_t 
     rt_lstatus s = check_launch(k, grid, block, args, args_size, err, n);
     if (s != RT_LAUNCH_OK) return s;
     if (flags & ~(unsigned)RT_LAUNCH_PDL)
-        return fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': unknown flags 0x%x", kname(k), flags);
+        return rt_fail(RT_LAUNCH_ERR_INVALID, err, n, "rt_launch '%s': unknown flags 0x%x", kname(k), flags);
     void *params[1] = {(void *)args};
     dim3 g = {grid.x, grid.y, grid.z}, b = {block.x, block.y, block.z};
     cudaError_t e;
@@ -275,9 +262,9 @@ rt_lstatus rt_launch_ex(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, size_t 
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* launch errors are not sticky; clear the record */
-        return fail(no_device_error(e) ? RT_LAUNCH_ERR_NO_DEVICE : RT_LAUNCH_ERR_CUDA, err, n,
-                    "launch of '%s' grid (%u,%u,%u) block (%u,%u,%u) smem %zu: %s (%s)", kname(k), grid.x,
-                    grid.y, grid.z, block.x, block.y, block.z, smem, cudaGetErrorString(e), cudaGetErrorName(e));
+        return rt_fail(no_device_error(e) ? RT_LAUNCH_ERR_NO_DEVICE : RT_LAUNCH_ERR_CUDA, err, n,
+                       "launch of '%s' grid (%u,%u,%u) block (%u,%u,%u) smem %zu: %s (%s)", kname(k), grid.x,
+                       grid.y, grid.z, block.x, block.y, block.z, smem, cudaGetErrorString(e), cudaGetErrorName(e));
     }
     ok(err, n);
     return RT_LAUNCH_OK;

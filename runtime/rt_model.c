@@ -19,6 +19,7 @@
 #include "frontend/frontend.h"
 #include "passes/pass.h"
 #include "runtime/rt_cache.h"
+#include "runtime/rt_err.h"
 #include "runtime/rt_graph.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_pack.h"
@@ -26,17 +27,6 @@
 
 #define ALIGN 256
 #define ALIGN_UP(x) (((x) + (ALIGN - 1)) & ~(size_t)(ALIGN - 1))
-
-__attribute__((format(printf, 4, 5))) static int fail(int status, char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 /* Append a line to err (several problems in one message). */
 __attribute__((format(printf, 3, 4))) static void add_line(char *err, size_t n, const char *fmt, ...)
@@ -71,7 +61,7 @@ static int cuda_status(cudaError_t e)
             (void)cudaGetLastError();                                                                           \
             char w_[256];                                                                                       \
             snprintf(w_, sizeof w_, what, __VA_ARGS__);                                                         \
-            return fail(cuda_status(e_), err, n, "%s: %s (%s)", w_, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
+            return rt_fail(cuda_status(e_), err, n, "%s: %s (%s)", w_, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
         }                                                                                                       \
     } while (0)
 
@@ -112,10 +102,10 @@ int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n)
     memset(&def, 0, sizeof def);
     if (!cfg) cfg = &def;
     if (cfg->arch && !rt_nvrtc_arch_valid(cfg->arch))
-        return fail(RTM_ERR_INVALID, err, n, "arch \"%s\" is not a GPU architecture name like sm_90a", cfg->arch);
-    if (cfg->device < 0) return fail(RTM_ERR_INVALID, err, n, "device ordinal %d is negative", cfg->device);
+        return rt_fail(RTM_ERR_INVALID, err, n, "arch \"%s\" is not a GPU architecture name like sm_90a", cfg->arch);
+    if (cfg->device < 0) return rt_fail(RTM_ERR_INVALID, err, n, "device ordinal %d is negative", cfg->device);
     rt_ctx *c = calloc(1, sizeof *c);
-    if (!c) return fail(RTM_ERR_NOMEM, err, n, "out of memory");
+    if (!c) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
     c->device = cfg->device;
     c->no_cache = cfg->no_cache;
     c->compile_threads = cfg->compile_threads;
@@ -124,25 +114,25 @@ int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n)
     if (!cfg->compile_only) {
         char why[512];
         if (!rt_device_available(why, sizeof why)) {
-            st = fail(RTM_ERR_NO_DEVICE, err, n, "%s (a context with compile_only set can still compile models)", why);
+            st = rt_fail(RTM_ERR_NO_DEVICE, err, n, "%s (a context with compile_only set can still compile models)", why);
             goto bad;
         }
         int count = 0;
         cudaError_t e = cudaGetDeviceCount(&count);
         if (e != cudaSuccess || cfg->device >= count) {
-            st = fail(RTM_ERR_INVALID, err, n, "device %d does not exist (%d CUDA devices)", cfg->device, count);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "device %d does not exist (%d CUDA devices)", cfg->device, count);
             goto bad;
         }
         e = cudaSetDevice(cfg->device);
         if (e != cudaSuccess) {
-            st = fail(cuda_status(e), err, n, "cudaSetDevice(%d): %s", cfg->device, cudaGetErrorString(e));
+            st = rt_fail(cuda_status(e), err, n, "cudaSetDevice(%d): %s", cfg->device, cudaGetErrorString(e));
             goto bad;
         }
         if (!cfg->arch) {
             int major = 0, minor = 0;
             if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cfg->device) != cudaSuccess ||
                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, cfg->device) != cudaSuccess) {
-                st = fail(RTM_ERR_CUDA, err, n, "cannot read the compute capability of device %d", cfg->device);
+                st = rt_fail(RTM_ERR_CUDA, err, n, "cannot read the compute capability of device %d", cfg->device);
                 goto bad;
             }
             /* sm_90 -> sm_90a: Kiln's Hopper kernels use the arch-specific features */
@@ -155,7 +145,7 @@ int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n)
             cudaStream_t s = NULL;
             e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
             if (e != cudaSuccess) {
-                st = fail(cuda_status(e), err, n, "cudaStreamCreateWithFlags: %s", cudaGetErrorString(e));
+                st = rt_fail(cuda_status(e), err, n, "cudaStreamCreateWithFlags: %s", cudaGetErrorString(e));
                 goto bad;
             }
             c->stream = s;
@@ -165,7 +155,7 @@ int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n)
     if (!cfg->no_cache) {
         rt_cache_config cc = {.dir = cfg->cache_dir, .no_disk = cfg->no_disk_cache, .warn = quiet_warn};
         if (rt_cache_open(&c->cache, &cc) != RT_OK) {
-            st = fail(RTM_ERR_NOMEM, err, n, "cannot open the kernel cache");
+            st = rt_fail(RTM_ERR_NOMEM, err, n, "cannot open the kernel cache");
             goto bad;
         }
     }
@@ -265,12 +255,12 @@ static void var_free(rt_kvar *v)
 static bool use_device(const rt_model *m, const char *what, int *st, char *err, size_t n)
 {
     if (!m->ctx->has_device) {
-        *st = fail(RTM_ERR_NO_DEVICE, err, n, "%s: no CUDA device (the context was created compile_only)", what);
+        *st = rt_fail(RTM_ERR_NO_DEVICE, err, n, "%s: no CUDA device (the context was created compile_only)", what);
         return false;
     }
     cudaError_t e = cudaSetDevice(m->ctx->device);
     if (e != cudaSuccess) {
-        *st = fail(cuda_status(e), err, n, "%s: cudaSetDevice(%d): %s", what, m->ctx->device, cudaGetErrorString(e));
+        *st = rt_fail(cuda_status(e), err, n, "%s: cudaSetDevice(%d): %s", what, m->ctx->device, cudaGetErrorString(e));
         return false;
     }
     return true;
@@ -352,27 +342,27 @@ int rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims
     const ir_graph *g = m->g;
     bool given[IR_MAX_SYMS] = {false};
     for (int i = 0; i < g->nsyms; i++) out[i] = fill_max ? m->maxd[i] : -1;
-    if (ndims > 0 && !dims) return fail(RTM_ERR_INVALID, err, n, "dims: NULL array with %d entries", ndims);
+    if (ndims > 0 && !dims) return rt_fail(RTM_ERR_INVALID, err, n, "dims: NULL array with %d entries", ndims);
     for (int i = 0; i < ndims; i++) {
-        if (!dims[i].name) return fail(RTM_ERR_INVALID, err, n, "dims: entry %d has no name", i);
+        if (!dims[i].name) return rt_fail(RTM_ERR_INVALID, err, n, "dims: entry %d has no name", i);
         int s = ir_graph_find_sym(g, dims[i].name);
         if (s < 0) {
             char list[256] = "";
             for (int j = 0; j < g->nsyms; j++) add_line(list, sizeof list, "%s", g->syms[j]);
             for (char *c = list; *c; c++)
                 if (*c == '\n') *c = ' ';
-            return fail(RTM_ERR_NOT_FOUND, err, n, "dims: model %s has no dim '%s' (its dims: %s)", g->name,
-                        dims[i].name, g->nsyms ? list : "none");
+            return rt_fail(RTM_ERR_NOT_FOUND, err, n, "dims: model %s has no dim '%s' (its dims: %s)", g->name,
+                           dims[i].name, g->nsyms ? list : "none");
         }
-        if (given[s]) return fail(RTM_ERR_INVALID, err, n, "dims: '%s' given twice", dims[i].name);
+        if (given[s]) return rt_fail(RTM_ERR_INVALID, err, n, "dims: '%s' given twice", dims[i].name);
         given[s] = true;
         if (dims[i].value < 1 || dims[i].value > m->maxd[s])
-            return fail(RTM_ERR_INVALID, err, n, "dims: %s=%lld is outside 1..%lld (its max, set when compiling)",
-                        dims[i].name, (long long)dims[i].value, (long long)m->maxd[s]);
+            return rt_fail(RTM_ERR_INVALID, err, n, "dims: %s=%lld is outside 1..%lld (its max, set when compiling)",
+                           dims[i].name, (long long)dims[i].value, (long long)m->maxd[s]);
         out[s] = dims[i].value;
     }
     for (int s = 0; s < g->nsyms; s++)
-        if (out[s] < 0) return fail(RTM_ERR_INVALID, err, n, "dims: no value for '%s'", g->syms[s]);
+        if (out[s] < 0) return rt_fail(RTM_ERR_INVALID, err, n, "dims: no value for '%s'", g->syms[s]);
     return RTM_OK;
 }
 
@@ -390,7 +380,7 @@ static int reserve_unplanned(rt_model *m, const rt_kvar *v, char *err, size_t n)
             ir_dim b = pass_bytes(&m->g->nodes[a->node]->type);
             int64_t bytes;
             if (!ir_dim_is_const(&b, &bytes) && !ir_dim_eval(&b, m->maxd, &bytes))
-                return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: the size of %%%d does not evaluate", v->ks[k].name, a->node);
+                return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: the size of %%%d does not evaluate", v->ks[k].name, a->node);
             m->node_off[a->node] = (int64_t)m->arena_need;
             m->arena_need += ALIGN_UP((size_t)bytes);
         }
@@ -407,7 +397,7 @@ static int var_compile(rt_model *m, rt_kvar *v, char *err, size_t n)
     v->cubins = calloc((size_t)nk + 1, sizeof *v->cubins);
     int st = RTM_OK;
     if (!names || !srcs || !res || !how || !v->cubins) {
-        st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
     for (int i = 0; i < nk; i++) {
@@ -426,13 +416,13 @@ static int var_compile(rt_model *m, rt_kvar *v, char *err, size_t n)
     if (rs != RT_OK) {
         for (int i = 0; i < nk; i++)
             if (res[i].status != RT_OK) {
-                st = fail(res[i].status == RT_ERR_NOMEM ? RTM_ERR_NOMEM : RTM_ERR_CODEGEN, err, n,
-                          "NVRTC failed for kernel %s (%s, group k%d): %s", v->ks[i].name,
-                          cg_family_name(v->ks[i].family), v->ks[i].group,
-                          res[i].message ? res[i].message : rt_status_str(res[i].status));
+                st = rt_fail(res[i].status == RT_ERR_NOMEM ? RTM_ERR_NOMEM : RTM_ERR_CODEGEN, err, n,
+                             "NVRTC failed for kernel %s (%s, group k%d): %s", v->ks[i].name,
+                             cg_family_name(v->ks[i].family), v->ks[i].group,
+                             res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
-        if (st == RTM_OK) st = fail(RTM_ERR_CODEGEN, err, n, "NVRTC: %s", rt_status_str(rs));
+        if (st == RTM_OK) st = rt_fail(RTM_ERR_CODEGEN, err, n, "NVRTC: %s", rt_status_str(rs));
         goto out;
     }
     for (int i = 0; i < nk; i++) {
@@ -458,19 +448,19 @@ static int var_load(rt_model *m, rt_kvar *v, char *err, size_t n)
     if (!use_device(m, "loading kernels", &st, err, n)) return st;
     v->mods = calloc((size_t)v->nk + 1, sizeof *v->mods);
     v->kern = calloc((size_t)v->nk + 1, sizeof *v->kern);
-    if (!v->mods || !v->kern) return fail(RTM_ERR_NOMEM, err, n, "out of memory");
+    if (!v->mods || !v->kern) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
     char le[512];
     for (int i = 0; i < v->nk; i++) {
         const cg_kernel *k = &v->ks[i];
         rt_lstatus ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, le, sizeof le);
         if (ls == RT_LAUNCH_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], le, sizeof le);
         if (ls == RT_LAUNCH_OK && v->kern[i].param_size != k->args_size) {
-            return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: KilnArgs is %zu bytes on the host but %zu in the cubin",
-                        k->name, k->args_size, v->kern[i].param_size);
+            return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: KilnArgs is %zu bytes on the host but %zu in the cubin",
+                           k->name, k->args_size, v->kern[i].param_size);
         }
         if (ls == RT_LAUNCH_OK && k->launch.smem > 48 * 1024)
             ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, le, sizeof le);
-        if (ls != RT_LAUNCH_OK) return fail(lstatus(ls), err, n, "loading kernel %s: %s", k->name, le);
+        if (ls != RT_LAUNCH_OK) return rt_fail(lstatus(ls), err, n, "loading kernel %s: %s", k->name, le);
     }
     for (int i = 0; i < v->nk; i++) rt_blob_free(&v->cubins[i]);
     v->loaded = true;
@@ -512,15 +502,15 @@ static int var_new(rt_model *m, bool small, const int64_t *dims, rt_kvar **out, 
 {
     *out = NULL;
     rt_kvar *v = calloc(1, sizeof *v);
-    if (!v) return fail(RTM_ERR_NOMEM, err, n, "out of memory");
+    if (!v) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
     v->small = small;
     if (small) memcpy(v->dims, dims, (size_t)m->g->nsyms * sizeof *dims);
     cg_options o = {.dims = small ? v->dims : NULL};
     char ce[2048];
     if (cg_emit_all_ex(m->g, &o, &v->ks, &v->nk, ce, sizeof ce) != 0) {
         free(v);
-        return fail(RTM_ERR_CODEGEN, err, n, "codegen (%s variant) of model %s: %s", small ? "small-shape" : "large-shape",
-                    m->g->name, ce);
+        return rt_fail(RTM_ERR_CODEGEN, err, n, "codegen (%s variant) of model %s: %s", small ? "small-shape" : "large-shape",
+                       m->g->name, ce);
     }
     int st = reserve_unplanned(m, v, err, n);
     /* register the packed values its kernels read */
@@ -531,7 +521,7 @@ static int var_new(rt_model *m, bool small, const int64_t *dims, rt_kvar **out, 
             bool need = a->kind == CG_ARG_PACKED || (a->kind == CG_ARG_PARAM && half > 0);
             if (!need) continue;
             rt_product *p = product_for(m, a->node, half, true);
-            if (!p) st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+            if (!p) st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
         }
     if (st != RTM_OK) {
         var_free(v);
@@ -582,9 +572,9 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
                      char *err, size_t n)
 {
     *out = NULL;
-    if (!ctx || !name || !cfg) return fail(RTM_ERR_INVALID, err, n, "rt_model_compile: NULL argument");
+    if (!ctx || !name || !cfg) return rt_fail(RTM_ERR_INVALID, err, n, "rt_model_compile: NULL argument");
     rt_model *m = calloc(1, sizeof *m);
-    if (!m) return fail(RTM_ERR_NOMEM, err, n, "out of memory");
+    if (!m) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
     arena_init(&m->a);
     m->ctx = ctx;
     m->no_graphs = cfg->no_graphs;
@@ -600,23 +590,23 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
     memset(&src, 0, sizeof src);
     fe_define *defs = NULL;
     if (!m->name) {
-        st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
     if (text ? fe_source_from_string(&src, name, text) != 0 : fe_source_read(&src, name, &d) != 0) {
         if (d.count) render_diags(&d, NULL, err, n);
-        else fail(0, err, n, "%s: cannot read the model", name);
+        else rt_fail(0, err, n, "%s: cannot read the model", name);
         st = text ? RTM_ERR_NOMEM : RTM_ERR_IO;
         goto out;
     }
     defs = calloc((size_t)cfg->ndefines + 1, sizeof *defs);
     if (!defs) {
-        st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
     for (int i = 0; i < cfg->ndefines; i++) {
         if (!cfg->define_names[i] || !cfg->define_values[i]) {
-            st = fail(RTM_ERR_INVALID, err, n, "define %d: NULL name or value", i);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "define %d: NULL name or value", i);
             goto out;
         }
         defs[i].name = cfg->define_names[i];
@@ -634,7 +624,7 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
     for (int i = 0; i < cfg->nmax_dims; i++) {
         const rt_dim_value *dv = &cfg->max_dims[i];
         if (!dv->name) {
-            st = fail(RTM_ERR_INVALID, err, n, "max dims: entry %d has no name", i);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "max dims: entry %d has no name", i);
             goto out;
         }
         int s = ir_graph_find_sym(m->g, dv->name);
@@ -642,31 +632,31 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
             bool defined = false;
             for (int j = 0; j < cfg->ndefines; j++) defined |= !strcmp(cfg->define_names[j], dv->name);
             if (defined) continue; /* fixed by a define: nothing to size */
-            st = fail(RTM_ERR_NOT_FOUND, err, n, "max dims: model %s has no dim '%s'", m->g->name, dv->name);
+            st = rt_fail(RTM_ERR_NOT_FOUND, err, n, "max dims: model %s has no dim '%s'", m->g->name, dv->name);
             goto out;
         }
         if (dv->value < 1) {
-            st = fail(RTM_ERR_INVALID, err, n, "max dims: %s=%lld must be at least 1", dv->name, (long long)dv->value);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "max dims: %s=%lld must be at least 1", dv->name, (long long)dv->value);
             goto out;
         }
         m->maxd[s] = dv->value;
     }
     for (int s = 0; s < m->g->nsyms; s++)
         if (m->maxd[s] < 1) {
-            st = fail(RTM_ERR_INVALID, err, n,
-                      "max dims: no value for dim '%s' of model %s: give every dim its largest value (it sizes "
-                      "the buffers), e.g. %s=%d", m->g->syms[s], m->g->name, m->g->syms[s], 16);
+            st = rt_fail(RTM_ERR_INVALID, err, n,
+                         "max dims: no value for dim '%s' of model %s: give every dim its largest value (it sizes "
+                         "the buffers), e.g. %s=%d", m->g->syms[s], m->g->name, m->g->syms[s], 16);
             goto out;
         }
     /* the pipeline */
     pass_options po = {.disabled = cfg->disabled, .ndisabled = cfg->ndisabled};
     if (cfg->ndisabled && !cfg->disabled) {
-        st = fail(RTM_ERR_INVALID, err, n, "disabled: NULL array");
+        st = rt_fail(RTM_ERR_INVALID, err, n, "disabled: NULL array");
         goto out;
     }
     for (int i = 0; i < cfg->ndisabled; i++)
         if (!cfg->disabled[i]) {
-            st = fail(RTM_ERR_INVALID, err, n, "disabled: entry %d is NULL", i);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "disabled: entry %d is NULL", i);
             goto out;
         }
     if (!pass_options_check(&po, &d)) {
@@ -683,7 +673,7 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
     }
     char pe[512];
     if (pass_plan_memory(m->g, m->maxd, &m->mp, pe, sizeof pe) != 0) {
-        st = fail(RTM_ERR_INTERNAL, err, n, "memory plan: %s", pe);
+        st = rt_fail(RTM_ERR_INTERNAL, err, n, "memory plan: %s", pe);
         goto out;
     }
     int np = m->g->nparams;
@@ -695,7 +685,7 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
     m->types = calloc((size_t)(np + m->g->noutputs) + 1, sizeof *m->types);
     m->graphs = rt_graph_cache_new(cfg->max_graphs > 0 ? cfg->max_graphs : 16);
     if (!m->node_off || !m->wptr || !m->wowned || !m->sptr || !m->sbytes || !m->types || !m->graphs) {
-        st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
     for (int i = 0; i < m->g->nnodes; i++) m->node_off[i] = -1;
@@ -799,33 +789,33 @@ int rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype d
                 size_t l = strlen(list);
                 snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", m->g->params[i]->name);
             }
-        return fail(RTM_ERR_NOT_FOUND, err, n, "bind weight: model %s has no weight '%s' (its weights: %s)", m->g->name,
-                    name, list[0] ? list : "none");
+        return rt_fail(RTM_ERR_NOT_FOUND, err, n, "bind weight: model %s has no weight '%s' (its weights: %s)", m->g->name,
+                       name, list[0] ? list : "none");
     }
     char decl[512];
     describe_decl(m, p, decl, sizeof decl);
     if (m->g->params[p]->op != IR_OP_WEIGHT)
-        return fail(RTM_ERR_INVALID, err, n, "bind weight: '%s' is %s of the model, not a weight: %s", name,
-                    kind_word(m->g->params[p]), decl);
+        return rt_fail(RTM_ERR_INVALID, err, n, "bind weight: '%s' is %s of the model, not a weight: %s", name,
+                       kind_word(m->g->params[p]), decl);
     int64_t want[IR_MAX_RANK];
     size_t bytes;
     if (weight_bytes(m, p, want, &bytes) != 0)
-        return fail(RTM_ERR_INTERNAL, err, n, "bind weight: the shape of %s does not evaluate", decl);
+        return rt_fail(RTM_ERR_INTERNAL, err, n, "bind weight: the shape of %s does not evaluate", decl);
     if (has_type) {
         const ir_node *w = m->g->params[p];
         if (dtype != w->type.dtype)
-            return fail(RTM_ERR_WEIGHTS, err, n, "bind weight '%s': dtype %s but the model declares %s", name,
-                        ir_dtype_name(dtype), decl);
+            return rt_fail(RTM_ERR_WEIGHTS, err, n, "bind weight '%s': dtype %s but the model declares %s", name,
+                           ir_dtype_name(dtype), decl);
         bool same = rank == w->type.rank && (rank == 0 || shape);
         for (int i = 0; same && i < rank; i++) same = shape[i] == want[i];
         if (!same) {
             char got[256];
             if (rank < 0 || rank > IR_MAX_RANK || (rank && !shape)) snprintf(got, sizeof got, "(rank %d)", rank);
             else shape_str(rank, shape, got, sizeof got);
-            return fail(RTM_ERR_WEIGHTS, err, n, "bind weight '%s': shape %s but the model declares %s", name, got, decl);
+            return rt_fail(RTM_ERR_WEIGHTS, err, n, "bind weight '%s': shape %s but the model declares %s", name, got, decl);
         }
     }
-    if (!dev && bytes) return fail(RTM_ERR_INVALID, err, n, "bind weight '%s': NULL device pointer", name);
+    if (!dev && bytes) return rt_fail(RTM_ERR_INVALID, err, n, "bind weight '%s': NULL device pointer", name);
     int st;
     if (!use_device(m, "bind weight", &st, err, n)) return st;
     if (dev) { /* a host pointer here would be read by kernels as garbage: catch it */
@@ -835,9 +825,9 @@ int rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype d
         /* With HMM a kernel could even read pageable host memory, over the
          * bus, on every call: weights must live on the device. */
         if (ce != cudaSuccess || (pa.type != cudaMemoryTypeDevice && pa.type != cudaMemoryTypeManaged))
-            return fail(RTM_ERR_INVALID, err, n,
-                        "bind weight '%s': %p is host memory, not device memory; copy the weight to the device first "
-                        "(or use kiln_model_load_safetensors)", name, dev);
+            return rt_fail(RTM_ERR_INVALID, err, n,
+                           "bind weight '%s': %p is host memory, not device memory; copy the weight to the device first "
+                           "(or use kiln_model_load_safetensors)", name, dev);
     }
     set_weight(m, p, (void *)dev, false);
     return RTM_OK;
@@ -933,15 +923,15 @@ int rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, cha
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             if (dev) (void)cudaFree(dev);
-            st = fail(cuda_status(e), err, n, "%s: tensor '%s': copying %zu bytes to the device: %s", path, t->name, bytes,
-                      cudaGetErrorString(e));
+            st = rt_fail(cuda_status(e), err, n, "%s: tensor '%s': copying %zu bytes to the device: %s", path, t->name, bytes,
+                         cudaGetErrorString(e));
             goto out;
         }
         set_weight(m, p, dev, true);
     }
     {
         cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy); /* the copies are done before any run reads them */
-        if (e != cudaSuccess) st = fail(cuda_status(e), err, n, "%s: copying weights: %s", path, cudaGetErrorString(e));
+        if (e != cudaSuccess) st = rt_fail(cuda_status(e), err, n, "%s: copying weights: %s", path, cudaGetErrorString(e));
     }
 out:
     rt_st_close(&f);
@@ -961,15 +951,15 @@ static int pack_get(void *user, int param, const void **data, char *err, size_t 
     if (!ps->host[param]) {
         int64_t shape[IR_MAX_RANK];
         size_t bytes;
-        if (weight_bytes(m, param, shape, &bytes) != 0) return fail(-1, err, n, "weight shape does not evaluate");
-        if (!m->wptr[param]) return fail(-1, err, n, "weight '%s' is not bound", m->g->params[param]->name);
+        if (weight_bytes(m, param, shape, &bytes) != 0) return rt_fail(-1, err, n, "weight shape does not evaluate");
+        if (!m->wptr[param]) return rt_fail(-1, err, n, "weight '%s' is not bound", m->g->params[param]->name);
         ps->host[param] = malloc(bytes + 1);
-        if (!ps->host[param]) return fail(-1, err, n, "out of memory");
+        if (!ps->host[param]) return rt_fail(-1, err, n, "out of memory");
         cudaError_t e = cudaMemcpy(ps->host[param], m->wptr[param], bytes, cudaMemcpyDeviceToHost);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            return fail(-1, err, n, "reading weight '%s' from the device: %s", m->g->params[param]->name,
-                        cudaGetErrorString(e));
+            return rt_fail(-1, err, n, "reading weight '%s' from the device: %s", m->g->params[param]->name,
+                           cudaGetErrorString(e));
         }
     }
     *data = ps->host[param];
@@ -982,13 +972,13 @@ static int compute_packs(rt_model *m, char *err, size_t n)
     for (int i = 0; i < m->nprods; i++) any |= !m->prods[i].valid;
     if (!any) return RTM_OK;
     void **host = calloc((size_t)m->g->nparams + 1, sizeof *host);
-    if (!host) return fail(RTM_ERR_NOMEM, err, n, "out of memory");
+    if (!host) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
     pack_src ps = {m, host};
     int st = RTM_OK;
     /* earlier runs may still read the packed buffers */
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
     if (e != cudaSuccess) {
-        st = fail(cuda_status(e), err, n, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
+        st = rt_fail(cuda_status(e), err, n, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
         goto out;
     }
     for (int i = 0; i < m->nprods && st == RTM_OK; i++) {
@@ -998,7 +988,7 @@ static int compute_packs(rt_model *m, char *err, size_t n)
         size_t bytes = 0;
         char pe[1024];
         if (rt_pack_eval(m->g, m->maxd, p->node, pack_get, &ps, false, &val, &bytes, pe, sizeof pe) != 0) {
-            st = fail(RTM_ERR_WEIGHTS, err, n, "packing weights (%%%d): %s", p->node, pe);
+            st = rt_fail(RTM_ERR_WEIGHTS, err, n, "packing weights (%%%d): %s", p->node, pe);
             break;
         }
         if (p->half > 0) {
@@ -1007,14 +997,14 @@ static int compute_packs(rt_model *m, char *err, size_t n)
             rt_type_shape(&nd->type, m->maxd, shape, &numel);
             if (nd->type.rank < 1 || shape[0] != 2 * p->half) {
                 free(val);
-                st = fail(RTM_ERR_INTERNAL, err, n, "interleave of %%%d: %lld rows, not 2 x %lld", p->node,
-                          nd->type.rank ? (long long)shape[0] : 0LL, (long long)p->half);
+                st = rt_fail(RTM_ERR_INTERNAL, err, n, "interleave of %%%d: %lld rows, not 2 x %lld", p->node,
+                             nd->type.rank ? (long long)shape[0] : 0LL, (long long)p->half);
                 break;
             }
             void *iv = malloc(bytes + 1);
             if (!iv) {
                 free(val);
-                st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+                st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
                 break;
             }
             rt_pack_interleave_rows(iv, val, p->half, bytes / (size_t)shape[0]);
@@ -1032,8 +1022,8 @@ static int compute_packs(rt_model *m, char *err, size_t n)
                 (void)cudaGetLastError();
                 p->dev = NULL;
                 free(val);
-                st = fail(cuda_status(e), err, n, "cudaMalloc of %zu bytes for packed weights: %s", bytes,
-                          cudaGetErrorString(e));
+                st = rt_fail(cuda_status(e), err, n, "cudaMalloc of %zu bytes for packed weights: %s", bytes,
+                             cudaGetErrorString(e));
                 break;
             }
             rt_graph_cache_clear(m->graphs);
@@ -1043,7 +1033,7 @@ static int compute_packs(rt_model *m, char *err, size_t n)
         free(val);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            st = fail(cuda_status(e), err, n, "uploading packed weights: %s", cudaGetErrorString(e));
+            st = rt_fail(cuda_status(e), err, n, "uploading packed weights: %s", cudaGetErrorString(e));
             break;
         }
         p->valid = true;
@@ -1051,7 +1041,7 @@ static int compute_packs(rt_model *m, char *err, size_t n)
     if (st == RTM_OK) {
         /* the uploads ran on the legacy stream: finish them before kernels read them */
         e = cudaStreamSynchronize(cudaStreamLegacy);
-        if (e != cudaSuccess) st = fail(cuda_status(e), err, n, "uploading packed weights: %s", cudaGetErrorString(e));
+        if (e != cudaSuccess) st = rt_fail(cuda_status(e), err, n, "uploading packed weights: %s", cudaGetErrorString(e));
         else m->cnt.weight_packs++;
     }
 out:
@@ -1067,32 +1057,32 @@ int rt_model_alloc_states(rt_model *m, char *err, size_t n)
     int st;
     if (!use_device(m, "alloc states", &st, err, n)) return st;
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
-    if (e != cudaSuccess) return fail(cuda_status(e), err, n, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) return rt_fail(cuda_status(e), err, n, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
     for (int i = 0; i < m->g->nparams; i++) {
         if (m->g->params[i]->op != IR_OP_STATE) continue;
         int64_t shape[IR_MAX_RANK];
         size_t bytes;
         if (weight_bytes(m, i, shape, &bytes) != 0)
-            return fail(RTM_ERR_INTERNAL, err, n, "state '%s': the shape does not evaluate", m->g->params[i]->name);
+            return rt_fail(RTM_ERR_INTERNAL, err, n, "state '%s': the shape does not evaluate", m->g->params[i]->name);
         if (!m->sptr[i]) {
             e = cudaMalloc(&m->sptr[i], bytes ? bytes : 1);
             if (e != cudaSuccess) {
                 (void)cudaGetLastError();
                 m->sptr[i] = NULL;
-                return fail(cuda_status(e), err, n, "cudaMalloc of %zu bytes for state '%s': %s", bytes,
-                            m->g->params[i]->name, cudaGetErrorString(e));
+                return rt_fail(cuda_status(e), err, n, "cudaMalloc of %zu bytes for state '%s': %s", bytes,
+                               m->g->params[i]->name, cudaGetErrorString(e));
             }
             m->sbytes[i] = bytes;
             rt_graph_cache_clear(m->graphs);
         }
         e = cudaMemset(m->sptr[i], 0, m->sbytes[i]);
-        if (e != cudaSuccess) return fail(cuda_status(e), err, n, "cudaMemset of state '%s': %s", m->g->params[i]->name, cudaGetErrorString(e));
+        if (e != cudaSuccess) return rt_fail(cuda_status(e), err, n, "cudaMemset of state '%s': %s", m->g->params[i]->name, cudaGetErrorString(e));
     }
     /* the memsets ran on the legacy stream, which the model's non-blocking
      * stream does not wait for: finish them (not cudaDeviceSynchronize, which
      * would also wait for, and could disturb, other threads' captures) */
     e = cudaStreamSynchronize(cudaStreamLegacy);
-    if (e != cudaSuccess) return fail(cuda_status(e), err, n, "zeroing states: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) return rt_fail(cuda_status(e), err, n, "zeroing states: %s", cudaGetErrorString(e));
     m->states_ready = true;
     return RTM_OK;
 }
@@ -1100,7 +1090,7 @@ int rt_model_alloc_states(rt_model *m, char *err, size_t n)
 int rt_model_zero_states(rt_model *m, char *err, size_t n)
 {
     if (!m->states_ready && m->nstate_params)
-        return fail(RTM_ERR_STATE, err, n, "zero states: the states of model %s are not allocated (kiln_model_alloc_states)", m->g->name);
+        return rt_fail(RTM_ERR_STATE, err, n, "zero states: the states of model %s are not allocated (kiln_model_alloc_states)", m->g->name);
     return rt_model_alloc_states(m, err, n);
 }
 
@@ -1108,10 +1098,10 @@ int rt_model_state_ptr(rt_model *m, const char *name, void **ptr, size_t *bytes,
 {
     int p = rt_model_find_param(m, name);
     if (p < 0 || m->g->params[p]->op != IR_OP_STATE)
-        return fail(p < 0 ? RTM_ERR_NOT_FOUND : RTM_ERR_INVALID, err, n, "model %s has no state '%s'%s", m->g->name, name,
-                    p >= 0 ? " (it is not a state)" : "");
+        return rt_fail(p < 0 ? RTM_ERR_NOT_FOUND : RTM_ERR_INVALID, err, n, "model %s has no state '%s'%s", m->g->name, name,
+                       p >= 0 ? " (it is not a state)" : "");
     if (!m->sptr[p])
-        return fail(RTM_ERR_STATE, err, n, "state '%s' is not allocated: call kiln_model_alloc_states first", name);
+        return rt_fail(RTM_ERR_STATE, err, n, "state '%s' is not allocated: call kiln_model_alloc_states first", name);
     if (ptr) *ptr = m->sptr[p];
     if (bytes) *bytes = m->sbytes[p];
     return RTM_OK;
@@ -1165,7 +1155,7 @@ static int record_kernels(run_ctx *rc, void *stream, char *err, size_t n)
     unsigned char buf[8 * 256];
     for (int k = 0; k < v->nk; k++) {
         const cg_kernel *K = &v->ks[k];
-        if (K->args_size > sizeof buf) return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of KilnArgs", K->name, K->args_size);
+        if (K->args_size > sizeof buf) return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of KilnArgs", K->name, K->args_size);
         memset(buf, 0, K->args_size ? K->args_size : 8);
         size_t ws_off = 0;
         for (int i = 0; i < K->nargs; i++) {
@@ -1198,15 +1188,15 @@ static int record_kernels(run_ctx *rc, void *stream, char *err, size_t n)
             case CG_ARG_WORKSPACE: {
                 int64_t b = 0;
                 if (!cg_arg_eval(a, rc->dims, &b) || b < 0)
-                    return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: workspace %s does not evaluate", K->name, a->field);
+                    return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: workspace %s does not evaluate", K->name, a->field);
                 p = (char *)m->scratch_dev + ws_off;
                 ws_off += ALIGN_UP((size_t)b);
                 if (a->zeroed && b > 0) {
                     cudaError_t e = cudaMemsetAsync(p, 0, (size_t)b, (cudaStream_t)stream);
                     if (e != cudaSuccess) {
                         (void)cudaGetLastError();
-                        return fail(cuda_status(e), err, n, "kernel %s: cudaMemsetAsync of workspace %s: %s", K->name,
-                                    a->field, cudaGetErrorString(e));
+                        return rt_fail(cuda_status(e), err, n, "kernel %s: cudaMemsetAsync of workspace %s: %s", K->name,
+                                       a->field, cudaGetErrorString(e));
                     }
                 }
                 break;
@@ -1214,7 +1204,7 @@ static int record_kernels(run_ctx *rc, void *stream, char *err, size_t n)
             case CG_ARG_SCALAR: {
                 int64_t x;
                 if (!cg_arg_eval(a, rc->dims, &x))
-                    return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: scalar %s does not evaluate", K->name, a->field);
+                    return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: scalar %s does not evaluate", K->name, a->field);
                 val = (uint64_t)x;
                 is_ptr = false;
                 break;
@@ -1223,27 +1213,27 @@ static int record_kernels(run_ctx *rc, void *stream, char *err, size_t n)
             }
             if (is_ptr && a->kind != CG_ARG_NULL) {
                 if (!p)
-                    return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: field %s (%%%d) has no storage", K->name, a->field, a->node);
+                    return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: field %s (%%%d) has no storage", K->name, a->field, a->node);
                 if (a->elem_offset.nterms && a->node >= 0) {
                     int64_t off;
                     if (!eval_dim(&a->elem_offset, rc->dims, &off))
-                        return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: offset of %s does not evaluate", K->name, a->field);
+                        return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: offset of %s does not evaluate", K->name, a->field);
                     p += off * ir_dtype_size(g->nodes[a->node]->type.dtype);
                 }
                 val = (uint64_t)(uintptr_t)p;
             }
-            if (a->offset + 8 > K->args_size) return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: field %s outside KilnArgs", K->name, a->field);
+            if (a->offset + 8 > K->args_size) return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: field %s outside KilnArgs", K->name, a->field);
             memcpy(buf + a->offset, &val, 8);
         }
         unsigned grid[3], block;
         size_t smem;
         char le[512];
         if (!cg_launch_eval(K, rc->dims, grid, &block, &smem, le, sizeof le))
-            return fail(RTM_ERR_INVALID, err, n, "kernel %s: %s", K->name, le);
+            return rt_fail(RTM_ERR_INVALID, err, n, "kernel %s: %s", K->name, le);
         if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do at these dims */
         rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
         rt_lstatus ls = rt_launch(&v->kern[k], gd, bd, smem, stream, buf, K->args_size, le, sizeof le);
-        if (ls != RT_LAUNCH_OK) return fail(lstatus(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), le);
+        if (ls != RT_LAUNCH_OK) return rt_fail(lstatus(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), le);
         m->cnt.launches++;
     }
     return RTM_OK;
@@ -1255,7 +1245,7 @@ static int ensure_memory(rt_model *m, const rt_kvar *v, const int64_t *dims, cha
     for (int k = 0; k < v->nk; k++) {
         size_t s;
         if (!kernel_scratch(&v->ks[k], dims, &s))
-            return fail(RTM_ERR_INTERNAL, err, n, "kernel %s: a workspace size does not evaluate", v->ks[k].name);
+            return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: a workspace size does not evaluate", v->ks[k].name);
         if (s > scratch) scratch = s;
     }
     if (m->arena_need > m->arena_bytes || !m->arena_dev) {
@@ -1300,11 +1290,11 @@ static int check_state_dims(const rt_model *m, const int64_t *dims, char *err, s
             for (int t = 0; t < p->type.dims[ax].nterms; t++)
                 for (int s = 0; s < m->g->nsyms; s++)
                     if (p->type.dims[ax].t[t].exp[s] && dims[s] != m->maxd[s])
-                        return fail(RTM_ERR_STATE, err, n,
-                                    "dims: %s=%lld but state %s : %s was allocated for %s=%lld; a dim inside a state's "
-                                    "shape (after its first axis) must take its max value in every run",
-                                    m->g->syms[s], (long long)dims[s], p->name, m->types[i], m->g->syms[s],
-                                    (long long)m->maxd[s]);
+                        return rt_fail(RTM_ERR_STATE, err, n,
+                                       "dims: %s=%lld but state %s : %s was allocated for %s=%lld; a dim inside a state's "
+                                       "shape (after its first axis) must take its max value in every run",
+                                       m->g->syms[s], (long long)dims[s], p->name, m->types[i], m->g->syms[s],
+                                       (long long)m->maxd[s]);
     }
     return RTM_OK;
 }
@@ -1315,38 +1305,38 @@ int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, 
     const ir_graph *g = m->g;
     int st = RTM_OK;
     if ((ninputs && !inputs) || (noutputs && !outputs) || ninputs < 0 || noutputs < 0)
-        return fail(RTM_ERR_INVALID, err, n, "run: NULL inputs or outputs array");
+        return rt_fail(RTM_ERR_INVALID, err, n, "run: NULL inputs or outputs array");
     void **in = calloc((size_t)g->nparams + 1, sizeof *in), **out = calloc((size_t)g->noutputs + 1, sizeof *out);
     void **ptrs = calloc((size_t)(g->nparams + g->noutputs) + 1, sizeof *ptrs);
     int64_t key[IR_MAX_SYMS + 1];
     if (!in || !out || !ptrs) {
-        st = fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
         goto done;
     }
     for (int i = 0; i < ninputs; i++) {
         if (!inputs[i].name) {
-            st = fail(RTM_ERR_INVALID, err, n, "run: input %d has no name", i);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "run: input %d has no name", i);
             goto done;
         }
         int p = rt_model_find_param(m, inputs[i].name);
         if (p < 0 || g->params[p]->op != IR_OP_INPUT) {
-            st = fail(p < 0 ? RTM_ERR_NOT_FOUND : RTM_ERR_INVALID, err, n, "run: model %s has no input '%s'%s", g->name,
-                      inputs[i].name, p >= 0 ? (g->params[p]->op == IR_OP_WEIGHT ? " (it is a weight: bind it)" : " (it is a state)") : "");
+            st = rt_fail(p < 0 ? RTM_ERR_NOT_FOUND : RTM_ERR_INVALID, err, n, "run: model %s has no input '%s'%s", g->name,
+                         inputs[i].name, p >= 0 ? (g->params[p]->op == IR_OP_WEIGHT ? " (it is a weight: bind it)" : " (it is a state)") : "");
             goto done;
         }
         if (in[p]) {
-            st = fail(RTM_ERR_INVALID, err, n, "run: input '%s' given twice", inputs[i].name);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "run: input '%s' given twice", inputs[i].name);
             goto done;
         }
         if (!inputs[i].ptr) {
-            st = fail(RTM_ERR_INVALID, err, n, "run: input '%s': NULL device pointer", inputs[i].name);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "run: input '%s': NULL device pointer", inputs[i].name);
             goto done;
         }
         in[p] = inputs[i].ptr;
     }
     for (int i = 0; i < g->nparams; i++)
         if (g->params[i]->op == IR_OP_INPUT && !in[i]) {
-            st = fail(RTM_ERR_INVALID, err, n, "run: input '%s' : %s not given", g->params[i]->name, m->types[i]);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "run: input '%s' : %s not given", g->params[i]->name, m->types[i]);
             goto done;
         }
     for (int i = 0; i < noutputs; i++) {
@@ -1354,20 +1344,20 @@ int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, 
         for (int j = 0; outputs[i].name && j < g->noutputs; j++)
             if (!strcmp(g->outputs[j].name, outputs[i].name)) o = j;
         if (o < 0) {
-            st = fail(RTM_ERR_NOT_FOUND, err, n, "run: model %s has no output '%s'", g->name,
-                      outputs[i].name ? outputs[i].name : "(null)");
+            st = rt_fail(RTM_ERR_NOT_FOUND, err, n, "run: model %s has no output '%s'", g->name,
+                         outputs[i].name ? outputs[i].name : "(null)");
             goto done;
         }
         if (out[o] || !outputs[i].ptr) {
-            st = fail(RTM_ERR_INVALID, err, n, "run: output '%s' %s", outputs[i].name, out[o] ? "given twice" : "has a NULL pointer");
+            st = rt_fail(RTM_ERR_INVALID, err, n, "run: output '%s' %s", outputs[i].name, out[o] ? "given twice" : "has a NULL pointer");
             goto done;
         }
         out[o] = outputs[i].ptr;
     }
     for (int j = 0; j < g->noutputs; j++)
         if (!out[j]) {
-            st = fail(RTM_ERR_INVALID, err, n, "run: output '%s' : %s not given", g->outputs[j].name,
-                      m->types[g->nparams + j]);
+            st = rt_fail(RTM_ERR_INVALID, err, n, "run: output '%s' : %s not given", g->outputs[j].name,
+                         m->types[g->nparams + j]);
             goto done;
         }
     /* weights and states */
@@ -1382,12 +1372,12 @@ int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, 
             missing++;
         }
     if (missing) {
-        st = fail(RTM_ERR_MISSING_WEIGHT, err, n, "run: %d weight%s of model %s not bound: %s", missing,
-                  missing > 1 ? "s" : "", g->name, list);
+        st = rt_fail(RTM_ERR_MISSING_WEIGHT, err, n, "run: %d weight%s of model %s not bound: %s", missing,
+                     missing > 1 ? "s" : "", g->name, list);
         goto done;
     }
     if (m->nstate_params && !m->states_ready) {
-        st = fail(RTM_ERR_STATE, err, n, "run: the states of model %s are not allocated: call kiln_model_alloc_states", g->name);
+        st = rt_fail(RTM_ERR_STATE, err, n, "run: the states of model %s are not allocated: call kiln_model_alloc_states", g->name);
         goto done;
     }
     if ((st = check_state_dims(m, dims, err, n)) != RTM_OK) goto done;
@@ -1418,7 +1408,7 @@ int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, 
     if (rt_graph_run(m->graphs, key, 1 + g->nsyms, (const void *const *)ptrs, np, stream, record, &rc, &how, ge,
                      sizeof ge) != 0) {
         st = rc.status != RTM_OK ? rc.status : RTM_ERR_CUDA;
-        fail(st, err, n, "run of model %s: %s", g->name, ge);
+        rt_fail(st, err, n, "run of model %s: %s", g->name, ge);
         goto done;
     }
     switch (how) {
@@ -1451,14 +1441,14 @@ void rt_model_get_counters(const rt_model *m, rt_model_counters *c) { *c = m->cn
 int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n)
 {
     *ptr = NULL;
-    if (!c->has_device) return fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    if (!c->has_device) return rt_fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
     cudaError_t e = cudaSetDevice(c->device);
     if (e == cudaSuccess) e = cudaMalloc(ptr, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *ptr = NULL;
-        return fail(e == cudaErrorMemoryAllocation ? RTM_ERR_NOMEM : RTM_ERR_CUDA, err, n,
-                    "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(e));
+        return rt_fail(e == cudaErrorMemoryAllocation ? RTM_ERR_NOMEM : RTM_ERR_CUDA, err, n,
+                       "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(e));
     }
     return RTM_OK;
 }
@@ -1466,26 +1456,26 @@ int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n)
 int rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n)
 {
     if (!ptr) return RTM_OK;
-    if (!c->has_device) return fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    if (!c->has_device) return rt_fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
     cudaError_t e = cudaSetDevice(c->device);
     if (e == cudaSuccess) e = cudaFree(ptr);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return fail(RTM_ERR_CUDA, err, n, "cudaFree: %s", cudaGetErrorString(e));
+        return rt_fail(RTM_ERR_CUDA, err, n, "cudaFree: %s", cudaGetErrorString(e));
     }
     return RTM_OK;
 }
 
 int rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n)
 {
-    if (!c->has_device) return fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    if (!c->has_device) return rt_fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
     cudaError_t e = cudaSetDevice(c->device);
     if (e == cudaSuccess)
         e = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return fail(RTM_ERR_CUDA, err, n, "cudaMemcpy (%zu bytes, %s): %s", bytes,
-                    to_device ? "to the device" : "to the host", cudaGetErrorString(e));
+        return rt_fail(RTM_ERR_CUDA, err, n, "cudaMemcpy (%zu bytes, %s): %s", bytes,
+                       to_device ? "to the device" : "to the host", cudaGetErrorString(e));
     }
     return RTM_OK;
 }

@@ -9,21 +9,11 @@
 #include "runtime/rt_pack.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "runtime/rt_err.h"
 
 /* ---- conversions (ir/types.c has the scalar ones) ---------------------------------- */
 
@@ -134,8 +124,8 @@ static int set_shape(ctx *c, const ir_node *n, val *v)
 {
     v->rank = n->type.rank;
     if (!rt_type_shape(&n->type, c->dims, v->shape, &v->numel))
-        return fail(c->err, c->errlen, "bind time: %s (line %d): the shape does not evaluate at the given dims",
-                    ir_op_name(n->op), n->loc.line);
+        return rt_fail(-1, c->err, c->errlen, "bind time: %s (line %d): the shape does not evaluate at the given dims",
+                           ir_op_name(n->op), n->loc.line);
     return 0;
 }
 
@@ -175,7 +165,7 @@ static int eval(ctx *c, const ir_node *n, val *out)
     out->p = malloc((size_t)out->numel * es + 1);
     out->owned = true;
     if (!out->p) {
-        rc = fail(c->err, c->errlen, "bind time: out of memory");
+        rc = rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
         goto done;
     }
     if (n->op == IR_OP_PERMUTE) {
@@ -206,7 +196,7 @@ static int eval(ctx *c, const ir_node *n, val *out)
         if (n->op == IR_OP_SLICE) {
             int64_t st;
             if (!ir_dim_is_const(&n->attrs.start, &st) && !ir_dim_eval(&n->attrs.start, c->dims, &st)) {
-                rc = fail(c->err, c->errlen, "bind time: slice start does not evaluate");
+                rc = rt_fail(-1, c->err, c->errlen, "bind time: slice start does not evaluate");
                 goto done;
             }
             int64_t ia = in[0].shape[axis], oa = out->shape[axis];
@@ -242,7 +232,7 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
     memset(&result, 0, sizeof result);
     bool have_result = false;
     if (!need || !map || !sub) {
-        fail(c->err, c->errlen, "bind time: out of memory");
+        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     for (int i = 0; i < g->nsyms; i++) ir_graph_add_sym(sub, g->syms[i]);
@@ -254,30 +244,30 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
         if (!need[i]) continue;
         const ir_node *s = g->nodes[i];
         if (s->op == IR_OP_INPUT || s->op == IR_OP_STATE) {
-            fail(c->err, c->errlen, "bind time: %%%d depends on %s '%s', which is not a weight", n->id,
-                 ir_op_name(s->op), s->name ? s->name : "?");
+            rt_fail(-1, c->err, c->errlen, "bind time: %%%d depends on %s '%s', which is not a weight", n->id,
+                        ir_op_name(s->op), s->name ? s->name : "?");
             goto out;
         }
         ir_node *ins[64];
         if (s->ninputs > 64) {
-            fail(c->err, c->errlen, "bind time: too many inputs");
+            rt_fail(-1, c->err, c->errlen, "bind time: too many inputs");
             goto out;
         }
         for (int j = 0; j < s->ninputs; j++) ins[j] = map[s->inputs[j]->id];
         map[i] = ir_node_copy(sub, s, ins);
         if (!map[i]) {
-            fail(c->err, c->errlen, "bind time: cannot copy %s (line %d) into the bind-time graph", ir_op_name(s->op),
-                 s->loc.line);
+            rt_fail(-1, c->err, c->errlen, "bind time: cannot copy %s (line %d) into the bind-time graph", ir_op_name(s->op),
+                        s->loc.line);
             goto out;
         }
     }
     if (ir_graph_add_output(sub, "packed", map[n->id], n->loc) < 0) {
-        fail(c->err, c->errlen, "bind time: out of memory");
+        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     params = calloc((size_t)sub->nparams + 1, sizeof *params);
     if (!params) {
-        fail(c->err, c->errlen, "bind time: out of memory");
+        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     for (int j = 0; j < sub->nparams; j++) {
@@ -288,11 +278,11 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
                 orig = k;
         int64_t shape[IR_MAX_RANK], numel;
         if (orig < 0 || !rt_type_shape(&p->type, c->dims, shape, &numel)) {
-            fail(c->err, c->errlen, "bind time: weight '%s' not found or shape does not evaluate", p->name ? p->name : "?");
+            rt_fail(-1, c->err, c->errlen, "bind time: weight '%s' not found or shape does not evaluate", p->name ? p->name : "?");
             goto out;
         }
         if (!ir_tensor_alloc(&params[j], p->type.dtype, p->type.rank, shape)) {
-            fail(c->err, c->errlen, "bind time: out of memory");
+            rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
             goto out;
         }
         const void *d = NULL;
@@ -302,7 +292,7 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
     }
     char ierr[512];
     if (ir_interp_run(sub, c->dims, params, &result, ierr, sizeof ierr) != 0) {
-        fail(c->err, c->errlen, "bind time: %s (line %d): %s", ir_op_name(n->op), n->loc.line, ierr);
+        rt_fail(-1, c->err, c->errlen, "bind time: %s (line %d): %s", ir_op_name(n->op), n->loc.line, ierr);
         goto out;
     }
     have_result = true;
@@ -311,7 +301,7 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
     out->p = malloc((size_t)out->numel * es + 1);
     out->owned = true;
     if (!out->p) {
-        fail(c->err, c->errlen, "bind time: out of memory");
+        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     if (n->type.dtype == IR_I32) memcpy(out->p, result.i, (size_t)out->numel * 4);
@@ -334,14 +324,14 @@ int rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weigh
 {
     *out = NULL;
     *bytes = 0;
-    if (!g || node < 0 || node >= g->nnodes || !get) return fail(err, errlen, "rt_pack_eval: bad arguments");
+    if (!g || node < 0 || node >= g->nnodes || !get) return rt_fail(-1, err, errlen, "rt_pack_eval: bad arguments");
     ctx c = {g, dims, get, user, force_interp, err, errlen};
     val v;
     if (eval(&c, g->nodes[node], &v) != 0) return -1;
     size_t n = (size_t)v.numel * (size_t)ir_dtype_size(g->nodes[node]->type.dtype);
     if (!v.owned) { /* a reshaped weight: copy it */
         unsigned char *p = malloc(n + 1);
-        if (!p) return fail(err, errlen, "bind time: out of memory");
+        if (!p) return rt_fail(-1, err, errlen, "bind time: out of memory");
         memcpy(p, v.p, n);
         v.p = p;
     }
