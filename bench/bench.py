@@ -308,6 +308,11 @@ def notes_of(results, floors):
             bits.append("first run %.2f s (packs weights, captures the graph)" % k["first_run_s"])
         if "kernels" in k:
             bits.append("%s kernels" % k["kernels"])
+        kt = (r.get("times") or {}).get("kiln") or {}
+        if "p10_us" in kt:
+            case = CASE_BY_KEY.get(r.get("case"))
+            u = case.unit if case else "us"
+            bits.append("Kiln p10-p90 %s-%s over %d calls" % (fmt_time(kt["p10_us"], u), fmt_time(kt["p90_us"], u), kt.get("n", 0)))
         c = k.get("counters_timed")
         if c:
             bits.append(
