@@ -26,6 +26,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "runtime/rt_util.h"
+
 #ifndef KILN_VERSION
 #define KILN_VERSION "unknown"
 #endif
@@ -35,29 +37,6 @@
 static const unsigned char MAGIC[8] = {'K', 'I', 'L', 'N', 'C', 'U', 'B', 'N'};
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (len < 0) return NULL;
-    char *s = malloc((size_t)len + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)len + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
 
 static void put_le32(unsigned char *p, uint32_t v)
 {
@@ -209,9 +188,9 @@ rt_status rt_cache_resolve_dir(rt_getenv_fn getenv_fn, void *user, char **out)
     if (!out) return RT_ERR_INVALID;
     *out = NULL;
     const char *v;
-    if ((v = env_get(getenv_fn, user, "KILN_CACHE_DIR"))) *out = str_printf("%s", v);
-    else if ((v = env_get(getenv_fn, user, "XDG_CACHE_HOME"))) *out = str_printf("%s/kiln", v);
-    else if ((v = env_get(getenv_fn, user, "HOME"))) *out = str_printf("%s/.cache/kiln", v);
+    if ((v = env_get(getenv_fn, user, "KILN_CACHE_DIR"))) *out = rt_strf("%s", v);
+    else if ((v = env_get(getenv_fn, user, "XDG_CACHE_HOME"))) *out = rt_strf("%s/kiln", v);
+    else if ((v = env_get(getenv_fn, user, "HOME"))) *out = rt_strf("%s/.cache/kiln", v);
     else return RT_ERR_IO;
     return *out ? RT_OK : RT_ERR_NOMEM;
 }
@@ -219,7 +198,7 @@ rt_status rt_cache_resolve_dir(rt_getenv_fn getenv_fn, void *user, char **out)
 /* mkdir -p; 0 or an errno. */
 static int mkdirs(const char *path)
 {
-    char *p = str_printf("%s", path);
+    char *p = rt_strf("%s", path);
     if (!p) return ENOMEM;
     int err = 0;
     for (char *s = p + 1;; s++) {
@@ -306,7 +285,7 @@ rt_status rt_cache_open(rt_cache **out, const rt_cache_config *cfg)
     c->warn_user = cfg->warn_user;
     if (!cfg->no_disk) {
         char *root = NULL;
-        rt_status st = cfg->dir ? ((root = str_printf("%s", cfg->dir)) ? RT_OK : RT_ERR_NOMEM)
+        rt_status st = cfg->dir ? ((root = rt_strf("%s", cfg->dir)) ? RT_OK : RT_ERR_NOMEM)
                                 : rt_cache_resolve_dir(cfg->getenv, cfg->getenv_user, &root);
         if (st == RT_ERR_NOMEM) {
             rt_cache_close(c);
@@ -316,7 +295,7 @@ rt_status rt_cache_open(rt_cache **out, const rt_cache_config *cfg)
             warn_locked(c, "kiln cache: no cache directory (set KILN_CACHE_DIR, XDG_CACHE_HOME or "
                            "HOME); caching in memory only");
         } else {
-            char *v1 = str_printf("%s/v1", root);
+            char *v1 = rt_strf("%s/v1", root);
             if (!v1) {
                 free(root);
                 rt_cache_close(c);
@@ -549,8 +528,8 @@ static int write_entry(const char *dir, rt_cache_key k, const rt_blob *b, bool d
 {
     char hex[33];
     rt_cache_key_hex(k, hex);
-    char *tmp = str_printf("%s/.%s.XXXXXX", dir, hex);
-    char *final = str_printf("%s/%s.cubin", dir, hex);
+    char *tmp = rt_strf("%s/.%s.XXXXXX", dir, hex);
+    char *final = rt_strf("%s/%s.cubin", dir, hex);
     if (!tmp || !final) {
         free(tmp);
         free(final);
@@ -580,7 +559,7 @@ static char *entry_path(const rt_cache *c, rt_cache_key k, const char *arch)
 {
     char hex[33];
     rt_cache_key_hex(k, hex);
-    return str_printf("%s/%s/%s.cubin", c->v1, arch, hex);
+    return rt_strf("%s/%s/%s.cubin", c->v1, arch, hex);
 }
 
 /* ---- get / put ---------------------------------------------------------------- */
@@ -656,7 +635,7 @@ rt_status rt_cache_put(rt_cache *c, rt_cache_key key, const char *arch, const rt
     }
     if (!c->root) return RT_OK;
 
-    char *dir = str_printf("%s/%s", c->v1, arch);
+    char *dir = rt_strf("%s/%s", c->v1, arch);
     int err = dir ? mkdirs(dir) : ENOMEM;
     if (!err) err = write_entry(dir, key, blob, c->fsync);
     pthread_mutex_lock(&c->mu);
@@ -691,29 +670,29 @@ static bool lookup_unit(rt_cache *c, const char *name, const char *source,
                         const rt_compile_opts *opts, rt_compile_result *out,
                         rt_cache_lookup *how, rt_cache_key *key)
 {
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     memset(out, 0, sizeof *out);
     *how = RT_CACHE_MISS;
     rt_status st = rt_cache_key_for(source, opts, key);
     if (st != RT_OK) {
         out->status = st;
-        out->message = str_printf("kernel '%s': cannot make its cache key: %s",
-                                  name ? name : "(unnamed)",
-                                  st == RT_ERR_INVALID ? "invalid source or options"
-                                                       : rt_status_str(st));
+        out->message = rt_strf("kernel '%s': cannot make its cache key: %s",
+                               name ? name : "(unnamed)",
+                               st == RT_ERR_INVALID ? "invalid source or options"
+                                                    : rt_status_str(st));
         return true;
     }
     const char *arch = opts && opts->arch ? opts->arch : RT_DEFAULT_ARCH;
     rt_cache_lookup r = rt_cache_get(c, *key, arch, &out->code);
     if (r != RT_CACHE_HIT_MEMORY && r != RT_CACHE_HIT_DISK) return false;
-    out->log = str_printf("%s", "");
+    out->log = rt_strf("%s", "");
     if (!out->log) {
         rt_blob_free(&out->code);
         out->status = RT_ERR_NOMEM;
         return true;
     }
     out->status = RT_OK;
-    out->ms = now_ms() - t0;
+    out->ms = rt_now_ms() - t0;
     *how = r;
     return true;
 }
@@ -838,7 +817,7 @@ static rt_status walk(rt_cache *c, visit_fn visit, void *user)
     struct dirent *a;
     while (!stop && (a = readdir(top))) {
         if (a->d_name[0] == '.') continue;
-        char *adir = str_printf("%s/%s", c->v1, a->d_name);
+        char *adir = rt_strf("%s/%s", c->v1, a->d_name);
         if (!adir) { st = RT_ERR_NOMEM; break; }
         struct stat ast;
         if (lstat(adir, &ast) != 0 || !S_ISDIR(ast.st_mode)) {
@@ -854,7 +833,7 @@ static rt_status walk(rt_cache *c, visit_fn visit, void *user)
         struct dirent *f;
         while (!stop && (f = readdir(d))) {
             if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, "..")) continue;
-            char *path = str_printf("%s/%s", adir, f->d_name);
+            char *path = rt_strf("%s/%s", adir, f->d_name);
             if (!path) { st = RT_ERR_NOMEM; stop = true; break; }
             struct stat fst;
             if (lstat(path, &fst) == 0 && !visit(user, a->d_name, f->d_name, path, &fst)) stop = true;
@@ -953,7 +932,7 @@ static int remove_tree(const char *path, uint64_t *files)
     struct dirent *f;
     while ((f = readdir(d))) {
         if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, "..")) continue;
-        char *sub = str_printf("%s/%s", path, f->d_name);
+        char *sub = rt_strf("%s/%s", path, f->d_name);
         if (!sub) { err = ENOMEM; break; }
         int e = remove_tree(sub, files);
         if (e && !err) err = e;

@@ -12,13 +12,13 @@
 
 #include <nvrtc.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "runtime/rt_util.h"
 
 #ifndef KILN_CUDA_INCLUDE_DIR
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -52,30 +52,6 @@ void rt_compile_result_free(rt_compile_result *r)
     free(r->log);
     free(r->message);
     memset(r, 0, sizeof *r);
-}
-
-/* malloc'd printf; NULL on OOM. */
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (len < 0) return NULL;
-    char *s = malloc((size_t)len + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)len + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
 rt_status rt_nvrtc_version(int *major, int *minor)
@@ -194,8 +170,8 @@ static rt_status fail(rt_compile_result *out, rt_status st, char *msg)
     do {                                                                                  \
         nvrtcResult r_ = (call);                                                          \
         if (r_ != NVRTC_SUCCESS) {                                                        \
-            st = fail(out, RT_ERR_NVRTC, str_printf("kernel '%s': %s failed: %s", name,   \
-                                                    #call, nvrtcGetErrorString(r_)));     \
+            st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': %s failed: %s", name,      \
+                                                 #call, nvrtcGetErrorString(r_)));        \
             goto done;                                                                    \
         }                                                                                 \
     } while (0)
@@ -205,16 +181,16 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
 {
     if (!out) return RT_ERR_INVALID;
     memset(out, 0, sizeof *out);
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     if (!name) name = "(unnamed)";
-    if (!source) return fail(out, RT_ERR_INVALID, str_printf("kernel '%s': no source", name));
+    if (!source) return fail(out, RT_ERR_INVALID, rt_strf("kernel '%s': no source", name));
 
     char archopt[ARCH_MAX + 32];
     int nopt = build_options(opts, target, archopt, NULL, 0);
     if (nopt < 0)
         return fail(out, RT_ERR_INVALID,
-                    str_printf("kernel '%s': invalid options (arch must be sm_<n>[a]; set "
-                               "the architecture through arch, not extra)", name));
+                    rt_strf("kernel '%s': invalid options (arch must be sm_<n>[a]; set "
+                            "the architecture through arch, not extra)", name));
     const char **argv = malloc(sizeof(char *) * ((size_t)nopt + 1));
     if (!argv) return fail(out, RT_ERR_NOMEM, NULL);
     build_options(opts, target, archopt, argv, nopt);
@@ -248,13 +224,13 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
 
     if (cr != NVRTC_SUCCESS) {
         st = fail(out, cr == NVRTC_ERROR_COMPILATION ? RT_ERR_COMPILE : RT_ERR_NVRTC,
-                  str_printf("kernel '%s': compilation failed (%s)%s\n%s", name,
-                             nvrtcGetErrorString(cr),
-                             !have_inc && strstr(out->log, "could not open source file")
-                                 ? " [note: no CUDA include directory with cuda_bf16.h found; "
-                                   "set KILN_CUDA_INCLUDE or CUDA_HOME]"
-                                 : "",
-                             out->log));
+                  rt_strf("kernel '%s': compilation failed (%s)%s\n%s", name,
+                          nvrtcGetErrorString(cr),
+                          !have_inc && strstr(out->log, "could not open source file")
+                              ? " [note: no CUDA include directory with cuda_bf16.h found; "
+                                "set KILN_CUDA_INCLUDE or CUDA_HOME]"
+                              : "",
+                          out->log));
         goto done;
     }
 
@@ -262,8 +238,8 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
     if (target == RT_TARGET_CUBIN) NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
     else NVRTC_TRY(nvrtcGetPTXSize(prog, &size));
     if (size == 0) {
-        st = fail(out, RT_ERR_NVRTC, str_printf("kernel '%s': NVRTC produced no %s", name,
-                                                target == RT_TARGET_CUBIN ? "cubin" : "PTX"));
+        st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': NVRTC produced no %s", name,
+                                             target == RT_TARGET_CUBIN ? "cubin" : "PTX"));
         goto done;
     }
     out->code.data = malloc(size + 1);
@@ -282,12 +258,12 @@ done:
     if (prog) {
         nvrtcResult dr = nvrtcDestroyProgram(&prog);
         if (dr != NVRTC_SUCCESS && st == RT_OK)
-            st = fail(out, RT_ERR_NVRTC, str_printf("kernel '%s': nvrtcDestroyProgram failed: %s",
-                                                    name, nvrtcGetErrorString(dr)));
+            st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': nvrtcDestroyProgram failed: %s",
+                                                 name, nvrtcGetErrorString(dr)));
     }
     free(argv);
     out->status = st;
-    out->ms = now_ms() - t0;
+    out->ms = rt_now_ms() - t0;
     return st;
 }
 
