@@ -290,22 +290,48 @@ static double gelu(double x, bool tanh_form)
     return 0.5 * x * (1.0 + erf(x / 1.41421356237309504880));
 }
 
-static double unary(const ir_node *n, double x)
+/* Float math, f64, unrounded; false for an op that has none. */
+static bool eval_f(ir_op op, bool gelu_tanh, double a, double b, double *r)
 {
-    switch (n->op) {
-    case IR_OP_NEG: return -x;
-    case IR_OP_EXP: return exp(x);
-    case IR_OP_LOG: return log(x);
-    case IR_OP_SQRT: return sqrt(x);
-    case IR_OP_RSQRT: return 1.0 / sqrt(x);
-    case IR_OP_TANH: return tanh(x);
-    case IR_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case IR_OP_SILU: return x / (1.0 + exp(-x));
-    case IR_OP_GELU: return gelu(x, n->attrs.gelu_tanh);
-    case IR_OP_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
-    case IR_OP_CAST: return x;
-    default: return NAN;
+    switch (op) {
+    case IR_OP_NEG: *r = -a; return true;
+    case IR_OP_EXP: *r = exp(a); return true;
+    case IR_OP_LOG: *r = log(a); return true;
+    case IR_OP_SQRT: *r = sqrt(a); return true;
+    case IR_OP_RSQRT: *r = 1.0 / sqrt(a); return true;
+    case IR_OP_TANH: *r = tanh(a); return true;
+    case IR_OP_SIGMOID: *r = 1.0 / (1.0 + exp(-a)); return true;
+    case IR_OP_SILU: *r = a / (1.0 + exp(-a)); return true;
+    case IR_OP_GELU: *r = gelu(a, gelu_tanh); return true;
+    case IR_OP_RELU: *r = isnan(a) ? a : a > 0 ? a : 0.0; return true;
+    case IR_OP_CAST: *r = a; return true;
+    case IR_OP_ADD: *r = a + b; return true;
+    case IR_OP_SUB: *r = a - b; return true;
+    case IR_OP_MUL: *r = a * b; return true;
+    case IR_OP_DIV: *r = a / b; return true;
+    case IR_OP_MAX: *r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; return true;
+    case IR_OP_MIN: *r = isnan(a) || isnan(b) ? NAN : a < b ? a : b; return true;
+    case IR_OP_POW: *r = pow(a, b); return true;
+    default: *r = NAN; return false;
     }
+}
+
+bool ir_eval_scalar(ir_op op, bool gelu_tanh, double a, double b, ir_dtype t, double *out)
+{
+    double r;
+    bool ok = eval_f(op, gelu_tanh, a, b, &r);
+    *out = t == IR_I32 ? (double)to_i32(r) : (double)ir_round_to(t, (float)r);
+    if (!ok) *out = NAN;
+    return ok;
+}
+
+/* One element of a float-math op into out[k]: f64 math, stored by put()
+ * (f32 or i32); bf16/f16 rounding follows per tensor (round_tensor). */
+static void eval_put(const ir_node *n, ir_tensor *out, int64_t k, double a, double b)
+{
+    double r;
+    eval_f(n->op, n->attrs.gelu_tanh, a, b, &r);
+    put(out, k, r);
 }
 
 static int run_unary(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor *out)
@@ -323,43 +349,29 @@ static int run_unary(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor 
     for (int64_t k = 0; k < numel; k++) {
         double v = get(x, k);
         /* Float math is f32: the operand is an f32 value already. */
-        put(out, k, unary(n, v));
+        eval_put(n, out, k, v, 0);
     }
     return 0;
 }
 
-static double binary_f(ir_op op, double a, double b)
-{
-    switch (op) {
-    case IR_OP_ADD: return a + b;
-    case IR_OP_SUB: return a - b;
-    case IR_OP_MUL: return a * b;
-    case IR_OP_DIV: return a / b;
-    case IR_OP_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-    case IR_OP_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-    case IR_OP_POW: return pow(a, b);
-    default: return NAN;
-    }
-}
-
 /* Integer ops wrap around like two's-complement i32; division truncates. */
-static int binary_i(interp *c, const ir_node *n, int32_t a, int32_t b, int32_t *r)
+const char *ir_eval_i32(ir_op op, int32_t a, int32_t b, int32_t *r)
 {
     int64_t x = a, y = b, v;
-    switch (n->op) {
+    switch (op) {
     case IR_OP_ADD: v = x + y; break;
     case IR_OP_SUB: v = x - y; break;
     case IR_OP_MUL: v = x * y; break;
     case IR_OP_DIV:
-        if (y == 0) return fail(c, n, "integer division by zero");
+        if (y == 0) return "integer division by zero";
         v = x / y;
         break;
     case IR_OP_MAX: v = x > y ? x : y; break;
     case IR_OP_MIN: v = x < y ? x : y; break;
     case IR_OP_POW: {
         if (y < 0) {
+            if (x == 0) return "integer 0 raised to a negative power";
             v = x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
-            if (x == 0) return fail(c, n, "integer 0 raised to a negative power");
             break;
         }
         uint32_t acc = 1, base = (uint32_t)a;
@@ -370,10 +382,16 @@ static int binary_i(interp *c, const ir_node *n, int32_t a, int32_t b, int32_t *
         v = (int32_t)acc;
         break;
     }
-    default: return fail(c, n, "not a binary op");
+    default: return "not a binary op";
     }
     *r = (int32_t)(uint32_t)(uint64_t)v;
-    return 0;
+    return NULL;
+}
+
+static int binary_i(interp *c, const ir_node *n, int32_t a, int32_t b, int32_t *r)
+{
+    const char *why = ir_eval_i32(n->op, a, b, r);
+    return why ? fail(c, n, "%s", why) : 0;
 }
 
 static int run_binary(interp *c, const ir_node *n, const ir_tensor *a, const ir_tensor *b,
@@ -388,7 +406,7 @@ static int run_binary(interp *c, const ir_node *n, const ir_tensor *a, const ir_
         if (ints) {
             if (binary_i(c, n, a->i[ia], b->i[ib], &out->i[k])) return -1;
         } else {
-            put(out, k, binary_f(n->op, get(a, ia), get(b, ib)));
+            eval_put(n, out, k, get(a, ia), get(b, ib));
         }
         for (int r = out->rank - 1; r >= 0; r--) {
             ia += sa[r];

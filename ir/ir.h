@@ -331,4 +331,20 @@ void ir_tensor_free(ir_tensor *t);
 int ir_interp_run(const ir_graph *g, const int64_t *dims, ir_tensor *params,
                   ir_tensor *outputs, char *err, size_t errlen);
 
+/* One element of an elementwise op exactly as the interpreter computes it
+ * (constant folding, passes/canonicalize.c, uses the same code).
+ * ir_eval_scalar: float math. a (and b, for ADD SUB MUL DIV MAX MIN POW) are
+ * operand values as stored (f32/bf16/f16 values, or i32 values); b is ignored
+ * by the unary ops (NEG EXP LOG SQRT RSQRT TANH SIGMOID SILU GELU RELU CAST;
+ * GELU takes the tanh form when gelu_tanh). The math is f64 and *out the
+ * result as dtype t stores it: rounded to f32 and then to bf16/f16, or
+ * truncated and saturated to i32 (NaN -> 0). False (and *out NaN) for any
+ * other op. i32 op i32 -> i32 arithmetic is ir_eval_i32's (and i32 NEG
+ * wraps: 0u - x). */
+bool ir_eval_scalar(ir_op op, bool gelu_tanh, double a, double b, ir_dtype t, double *out);
+/* Binary i32 ops: wrap like two's complement, division truncates. NULL, or
+ * the run-time error the interpreter reports ("integer division by zero",
+ * "integer 0 raised to a negative power", "not a binary op"). */
+const char *ir_eval_i32(ir_op op, int32_t a, int32_t b, int32_t *out);
+
 #endif

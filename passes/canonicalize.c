@@ -12,9 +12,10 @@
  * Rules (each a --disable name):
  *   fold-constants     an elementwise op (binary, unary or cast) whose inputs
  *                      are all scalar CONSTs becomes one CONST of the result
- *                      dtype. The value is computed exactly as the reference
- *                      interpreter would (f32 operands, f64 math, rounded to
- *                      the dtype; i32 wraps), so results do not change.
+ *                      dtype. The value is computed by the reference
+ *                      interpreter's own scalar code (ir_eval_scalar,
+ *                      ir_eval_i32: f32 operands, f64 math, rounded to the
+ *                      dtype; i32 wraps), so results do not change.
  *   collapse-reshapes  reshape(reshape(x)) -> reshape(x); a reshape to the
  *                      shape its input already has -> its input.
  *   collapse-permutes  permute(permute(x), q) -> one permute of x by the
@@ -40,22 +41,12 @@ typedef struct canon {
     bool fold, reshapes, permutes, identity;
 } canon;
 
-static int32_t to_i32(double v)
-{
-    if (isnan(v)) return 0;
-    v = trunc(v);
-    if (v >= 2147483647.0) return INT32_MAX;
-    if (v <= -2147483648.0) return INT32_MIN;
-    return (int32_t)v;
-}
-
 /* The value a CONST has when the graph runs: the interpreter stores it in
  * its dtype (f32 then rounded to bf16/f16; i32 truncated). */
 static bool const_value(const ir_node *n, double *v)
 {
     if (!n || n->op != IR_OP_CONST) return false;
-    if (n->type.dtype == IR_I32) *v = (double)to_i32(n->attrs.value);
-    else *v = (double)ir_round_to(n->type.dtype, (float)n->attrs.value);
+    ir_eval_scalar(IR_OP_CAST, false, n->attrs.value, 0, n->type.dtype, v);
     return true;
 }
 
@@ -63,83 +54,6 @@ static bool const_is(const ir_node *n, double want)
 {
     double v;
     return const_value(n, &v) && v == want;
-}
-
-static double gelu(double x, bool tanh_form)
-{
-    if (tanh_form) {
-        const double k = 0.79788456080286535588; /* sqrt(2/pi) */
-        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
-    }
-    return 0.5 * x * (1.0 + erf(x / 1.41421356237309504880));
-}
-
-/* Float math of the interpreter (ir/interp.c), one scalar at a time. */
-static bool fold_unary_f(const ir_node *n, double x, double *r)
-{
-    switch (n->op) {
-    case IR_OP_NEG: *r = -x; return true;
-    case IR_OP_EXP: *r = exp(x); return true;
-    case IR_OP_LOG: *r = log(x); return true;
-    case IR_OP_SQRT: *r = sqrt(x); return true;
-    case IR_OP_RSQRT: *r = 1.0 / sqrt(x); return true;
-    case IR_OP_TANH: *r = tanh(x); return true;
-    case IR_OP_SIGMOID: *r = 1.0 / (1.0 + exp(-x)); return true;
-    case IR_OP_SILU: *r = x / (1.0 + exp(-x)); return true;
-    case IR_OP_GELU: *r = gelu(x, n->attrs.gelu_tanh); return true;
-    case IR_OP_RELU: *r = isnan(x) ? x : x > 0 ? x : 0.0; return true;
-    case IR_OP_CAST: *r = x; return true;
-    default: return false;
-    }
-}
-
-static bool fold_binary_f(ir_op op, double a, double b, double *r)
-{
-    switch (op) {
-    case IR_OP_ADD: *r = a + b; return true;
-    case IR_OP_SUB: *r = a - b; return true;
-    case IR_OP_MUL: *r = a * b; return true;
-    case IR_OP_DIV: *r = a / b; return true;
-    case IR_OP_MAX: *r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; return true;
-    case IR_OP_MIN: *r = isnan(a) || isnan(b) ? NAN : a < b ? a : b; return true;
-    case IR_OP_POW: *r = pow(a, b); return true;
-    default: return false;
-    }
-}
-
-/* i32 arithmetic wraps like two's complement; division truncates. Cases the
- * interpreter reports as run-time errors are not folded. */
-static bool fold_binary_i(ir_op op, int32_t a, int32_t b, int32_t *r)
-{
-    int64_t x = a, y = b, v;
-    switch (op) {
-    case IR_OP_ADD: v = x + y; break;
-    case IR_OP_SUB: v = x - y; break;
-    case IR_OP_MUL: v = x * y; break;
-    case IR_OP_DIV:
-        if (y == 0 || (x == INT32_MIN && y == -1)) return false;
-        v = x / y;
-        break;
-    case IR_OP_MAX: v = x > y ? x : y; break;
-    case IR_OP_MIN: v = x < y ? x : y; break;
-    case IR_OP_POW: {
-        if (y < 0) {
-            if (x == 0) return false;
-            v = x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
-            break;
-        }
-        uint32_t acc = 1, base = (uint32_t)a;
-        for (int64_t e = y; e > 0; e >>= 1) {
-            if (e & 1) acc *= base;
-            base *= base;
-        }
-        v = (int32_t)acc;
-        break;
-    }
-    default: return false;
-    }
-    *r = (int32_t)(uint32_t)(uint64_t)v;
-    return true;
 }
 
 /* A new node standing for src node n: it takes n's name. */
@@ -156,21 +70,20 @@ static ir_node *fold(canon *c, const ir_node *n, ir_node *const *in)
     for (int i = 0; i < n->ninputs; i++)
         if (in[i]->op != IR_OP_CONST) return NULL;
     ir_dtype to = n->type.dtype;
-    double v, a, b = 0, r;
+    double v, a, b = 0;
     const_value(in[0], &a);
     if (n->ninputs == 2) const_value(in[1], &b);
     if (n->ninputs == 2 && to == IR_I32 && in[0]->type.dtype == IR_I32) {
+        /* i32 arithmetic as the interpreter's; what it reports as a run-time
+         * error is not folded, nor INT32_MIN / -1 */
         int32_t ri;
-        if (!fold_binary_i(n->op, (int32_t)a, (int32_t)b, &ri)) return NULL;
+        if (n->op == IR_OP_DIV && (int32_t)a == INT32_MIN && (int32_t)b == -1) return NULL;
+        if (ir_eval_i32(n->op, (int32_t)a, (int32_t)b, &ri)) return NULL;
         v = ri;
-    } else if (n->ninputs == 2) {
-        if (!fold_binary_f(n->op, a, b, &r)) return NULL;
-        v = to == IR_I32 ? (double)to_i32(r) : (double)ir_round_to(to, (float)r);
     } else if (n->op == IR_OP_NEG && to == IR_I32) {
         v = (int32_t)(0u - (uint32_t)(int32_t)a);
     } else {
-        if (!fold_unary_f(n, a, &r)) return NULL;
-        v = to == IR_I32 ? (double)to_i32(r) : (double)ir_round_to(to, (float)r);
+        if (!ir_eval_scalar(n->op, n->attrs.gelu_tanh, a, b, to, &v)) return NULL;
     }
     return named(c, ir_const(c->dst, v, to, n->loc), n);
 }
