@@ -81,6 +81,25 @@ void ir_tensor_free(ir_tensor *t)
     t->i = NULL;
 }
 
+double ir_tensor_rel_err(const ir_tensor *ref, const ir_tensor *got)
+{
+    if (ref->rank != got->rank || ir_tensor_numel(ref) != ir_tensor_numel(got)) return INFINITY;
+    int64_t n = ir_tensor_numel(ref);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = ref->f ? ref->f[i] : ref->i[i], y = got->f ? got->f[i] : got->i[i];
+        if (isnan(x) != isnan(y)) return INFINITY;
+        if (isinf(x) || isinf(y)) {
+            if (x != y) return INFINITY;
+            continue;
+        }
+        num += (x - y) * (x - y);
+        den += x * x;
+    }
+    if (num == 0) return 0;
+    return sqrt(num) / (den > 0 ? sqrt(den) : 1e-30);
+}
+
 static void row_major_strides(int rank, const int64_t *shape, int64_t *st)
 {
     int64_t s = 1;

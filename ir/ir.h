@@ -318,6 +318,11 @@ int64_t ir_tensor_numel(const ir_tensor *t);
 /* Allocates zeroed storage; false on overflow or out of memory. */
 bool ir_tensor_alloc(ir_tensor *t, ir_dtype dtype, int rank, const int64_t *shape);
 void ir_tensor_free(ir_tensor *t);
+/* ||ref - got|| / ||ref|| over all elements (f64; i32 values as numbers),
+ * 0 when they are equal. Infinity when the shapes' rank or element count
+ * differ, when one is NaN where the other is not, or when an infinity is not
+ * matched by the same infinity (matched ones are skipped). */
+double ir_tensor_rel_err(const ir_tensor *ref, const ir_tensor *got);
 
 /* Runs g for the symbol values `dims` (g->nsyms of them).
  * params: one tensor per g->params, in order, with the shapes their declared

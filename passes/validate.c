@@ -63,25 +63,6 @@ static bool copy_tensor(const ir_tensor *src, ir_tensor *dst)
     return true;
 }
 
-static double rel_err(const ir_tensor *a, const ir_tensor *b)
-{
-    if (a->rank != b->rank || ir_tensor_numel(a) != ir_tensor_numel(b)) return INFINITY;
-    int64_t n = ir_tensor_numel(a);
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double x = a->f ? a->f[i] : a->i[i], y = b->f ? b->f[i] : b->i[i];
-        if (isnan(x) != isnan(y)) return INFINITY;
-        if (isinf(x) || isinf(y)) {
-            if (x != y) return INFINITY;
-            continue;
-        }
-        num += (x - y) * (x - y);
-        den += x * x;
-    }
-    if (num == 0) return 0;
-    return sqrt(num) / (den > 0 ? sqrt(den) : 1e-30);
-}
-
 static int find_param(const ir_graph *g, const char *name)
 {
     for (int i = 0; i < g->nparams; i++)
@@ -151,7 +132,7 @@ int pass_validate(const ir_graph *a, const ir_graph *b, const int64_t *dims, uin
             snprintf(err, errlen, "output '%s' is missing after compilation", a->outputs[i].name);
             goto out;
         }
-        double e = rel_err(&oa[i], &ob[j]);
+        double e = ir_tensor_rel_err(&oa[i], &ob[j]);
         res->compared++;
         if (e > res->max_rel_err || !res->worst) {
             res->max_rel_err = e;
@@ -161,7 +142,7 @@ int pass_validate(const ir_graph *a, const ir_graph *b, const int64_t *dims, uin
     for (int i = 0; i < a->nstates; i++) {
         const ir_node *s = a->states[i].state;
         int j = find_param(b, s->name);
-        double e = rel_err(&pa[s->param], &pb[j]);
+        double e = ir_tensor_rel_err(&pa[s->param], &pb[j]);
         res->compared++;
         if (e > res->max_rel_err || !res->worst) {
             res->max_rel_err = e;
