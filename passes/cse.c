@@ -11,24 +11,12 @@
 
 #include "passes/pass.h"
 
-static bool attrs_eq(const ir_node *a, const ir_node *b)
-{
-    const ir_attrs *x = &a->attrs, *y = &b->attrs;
-    if (x->value != y->value || x->eps != y->eps || x->theta != y->theta || x->scale != y->scale ||
-        x->causal != y->causal || x->keepdim != y->keepdim || x->gelu_tanh != y->gelu_tanh ||
-        x->axes != y->axes || x->axis != y->axis)
-        return false;
-    for (int i = 0; i < a->type.rank; i++)
-        if (x->perm[i] != y->perm[i]) return false;
-    return ir_dim_eq(&x->start, &y->start) && ir_dim_eq(&x->end, &y->end);
-}
-
 static bool same(const ir_node *a, const ir_node *b)
 {
     if (a->op != b->op || a->ninputs != b->ninputs || !ir_type_eq(&a->type, &b->type)) return false;
     for (int i = 0; i < a->ninputs; i++)
         if (a->inputs[i] != b->inputs[i]) return false;
-    return attrs_eq(a, b);
+    return pass_attrs_eq(a, b);
 }
 
 static uint64_t hash_node(const ir_node *n)

@@ -33,18 +33,6 @@
 
 #define NZ(s) ((s) ? (s) : "?")
 
-static ir_dim times(int64_t k, ir_dim d)
-{
-    ir_dim r;
-    return ir_dim_mul(ir_dim_const(k), d, &r) ? r : ir_dim_const(0);
-}
-
-static ir_dim plus(ir_dim a, ir_dim b)
-{
-    ir_dim r;
-    return ir_dim_add(a, b, &r) ? r : ir_dim_const(0);
-}
-
 typedef struct ew {
     ir_graph *g;
     pass_ctx *ctx;
@@ -78,7 +66,7 @@ static void refuse_once(ew *e, const char *rule, ir_node *n, ir_node *into, cons
     if (e->refused[n->id]) return;
     e->refused[n->id] = true;
     ir_node *nodes[2] = {n, into};
-    pass_decide(e->ctx, e->g, rule, false, times(2, pass_bytes(&n->type)), nodes, 2, NZ(what), "not fused: %s", NZ(why));
+    pass_decide(e->ctx, e->g, rule, false, pass_dim_times(2, pass_bytes(&n->type)), nodes, 2, NZ(what), "not fused: %s", NZ(why));
 }
 
 static const char *disabled(ew *e, const char *rule)
@@ -124,7 +112,7 @@ static bool prologue(ew *e, ir_node *r)
             ir_node *nodes[2] = {p, r};
             char tb[256];
             ir_type_print(&p->type, g->syms, tb, sizeof tb);
-            pass_decide(e->ctx, g, rule, true, times(2, pass_bytes(&p->type)), nodes, 2, NZ(what),
+            pass_decide(e->ctx, g, rule, true, pass_dim_times(2, pass_bytes(&p->type)), nodes, 2, NZ(what),
                         "computed as the row is loaded; the intermediate %s is not written and read back", tb);
             e->stack[sp++] = p;
         }
@@ -193,7 +181,7 @@ static bool epilogue(ew *e, ir_node *r)
         ir_node *nodes[2] = {c, r};
         char tb[256];
         ir_type_print(&tail->type, g->syms, tb, sizeof tb);
-        pass_decide(e->ctx, g, rule, true, times(2, pass_bytes(&tail->type)), nodes, 2, NZ(what),
+        pass_decide(e->ctx, g, rule, true, pass_dim_times(2, pass_bytes(&tail->type)), nodes, 2, NZ(what),
                     "applied to the result before it is stored; the intermediate %s is not written and read back", tb);
         tail = c;
     }
@@ -243,7 +231,7 @@ static bool chain(ew *e, ir_node *n)
         w = snprintf(what + off, sizeof what - off, "%s%s", i == 0 ? "" : i == nm - 1 ? " and " : ", ",
                      NZ(pass_describe(&e->a, members[i])));
         if (w > 0 && (size_t)w < sizeof what - off) off += (size_t)w;
-        if (members[i] != n) bytes = plus(bytes, times(2, pass_bytes(&members[i]->type)));
+        if (members[i] != n) bytes = pass_dim_plus(bytes, pass_dim_times(2, pass_bytes(&members[i]->type)));
     }
     snprintf(what + off, sizeof what - off, " into one elementwise kernel");
     if (!pass_enabled(e->ctx, rule)) {

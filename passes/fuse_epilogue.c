@@ -39,18 +39,6 @@
 
 #define NZ(s) ((s) ? (s) : "?")
 
-static ir_dim times(int64_t k, ir_dim d)
-{
-    ir_dim r;
-    return ir_dim_mul(ir_dim_const(k), d, &r) ? r : ir_dim_const(0);
-}
-
-static ir_dim plus(ir_dim a, ir_dim b)
-{
-    ir_dim r;
-    return ir_dim_add(a, b, &r) ? r : ir_dim_const(0);
-}
-
 static const char *shape_str(arena *a, const ir_graph *g, const ir_type *t)
 {
     char buf[256];
@@ -210,7 +198,7 @@ static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
     }
     if (!mul) return NULL;
     ir_node *nodes[5] = {anchor, gate, up, act, mul};
-    ir_dim bytes = plus(times(2, pass_bytes(&anchor->type)), times(2, pass_bytes(&act->type)));
+    ir_dim bytes = pass_dim_plus(pass_dim_times(2, pass_bytes(&anchor->type)), pass_dim_times(2, pass_bytes(&act->type)));
     const char *what = arena_printf(&e->a, "fuse the %s gate %s(%s) * %s into the epilogue of %s",
                                     act->op == IR_OP_SILU ? "SwiGLU" : "GeGLU", ir_op_name(act->op),
                                     gate->name ? gate->name : "gate", up->name ? up->name : "up",
@@ -259,7 +247,7 @@ static bool fuse_from(epi *e, ir_node *anchor)
         if (ir_op_class(c->op) != IR_CLASS_ELEMENTWISE || c->group >= 0 || e->bt[c->id]) return true;
         const char *why;
         epi_kind kind = classify(&e->a, g, c, tail, &why);
-        ir_dim bytes = times(2, pass_bytes(&tail->type));
+        ir_dim bytes = pass_dim_times(2, pass_bytes(&tail->type));
         const char *rule = rule_of(kind);
         if (why) {
             refuse(e, rule, bytes, c, anchor, why);
@@ -297,7 +285,7 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
         if (p->c->group >= 0) continue;
         const char *why;
         epi_kind kind = classify(&e.a, g, p->c, p->tail, &why);
-        refuse(&e, rule_of(kind), times(2, pass_bytes(&p->tail->type)), p->c, p->anchor,
+        refuse(&e, rule_of(kind), pass_dim_times(2, pass_bytes(&p->tail->type)), p->c, p->anchor,
                pass_describe_consumers(&e.a, g, &e.u, p->tail));
     }
     if (have_users) pass_users_free(&e.u);

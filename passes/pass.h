@@ -87,6 +87,11 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken,
 
 /* Bytes of a tensor of type t: numel * dtype size, symbolic. */
 ir_dim pass_bytes(const ir_type *t);
+/* k * d and a + b; the constant 0 when the product/sum does not fit. */
+ir_dim pass_dim_times(int64_t k, ir_dim d);
+ir_dim pass_dim_plus(ir_dim a, ir_dim b);
+/* a and b have equal attributes (every field of ir_attrs; perm up to a's rank). */
+bool pass_attrs_eq(const ir_node *a, const ir_node *b);
 
 /* Users of every node: users[id] lists the nodes that read it; is_output[id]
  * says whether it is a graph output or a state's new value. */

@@ -67,6 +67,30 @@ ir_dim pass_bytes(const ir_type *t)
     return b;
 }
 
+ir_dim pass_dim_times(int64_t k, ir_dim d)
+{
+    ir_dim r;
+    return ir_dim_mul(ir_dim_const(k), d, &r) ? r : ir_dim_const(0);
+}
+
+ir_dim pass_dim_plus(ir_dim a, ir_dim b)
+{
+    ir_dim r;
+    return ir_dim_add(a, b, &r) ? r : ir_dim_const(0);
+}
+
+bool pass_attrs_eq(const ir_node *a, const ir_node *b)
+{
+    const ir_attrs *x = &a->attrs, *y = &b->attrs;
+    if (x->value != y->value || x->eps != y->eps || x->theta != y->theta || x->scale != y->scale ||
+        x->causal != y->causal || x->keepdim != y->keepdim || x->gelu_tanh != y->gelu_tanh ||
+        x->axes != y->axes || x->axis != y->axis)
+        return false;
+    for (int i = 0; i < a->type.rank; i++)
+        if (x->perm[i] != y->perm[i]) return false;
+    return ir_dim_eq(&x->start, &y->start) && ir_dim_eq(&x->end, &y->end);
+}
+
 bool pass_users_build(pass_users *u, const ir_graph *g)
 {
     memset(u, 0, sizeof *u);

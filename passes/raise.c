@@ -113,25 +113,13 @@ static bool bin(const ir_node *n, ir_op op, ir_node **a, ir_node **b)
     return true;
 }
 
-static bool attrs_eq(const ir_node *a, const ir_node *b)
-{
-    const ir_attrs *x = &a->attrs, *y = &b->attrs;
-    if (x->value != y->value || x->eps != y->eps || x->theta != y->theta || x->scale != y->scale ||
-        x->causal != y->causal || x->keepdim != y->keepdim || x->gelu_tanh != y->gelu_tanh ||
-        x->axes != y->axes || x->axis != y->axis)
-        return false;
-    for (int i = 0; i < a->type.rank; i++)
-        if (x->perm[i] != y->perm[i]) return false;
-    return ir_dim_eq(&x->start, &y->start) && ir_dim_eq(&x->end, &y->end);
-}
-
 /* The same computation: the same node, or the same op over the same
  * computations (a subexpression the model writes twice). */
 static bool same_value(const ir_node *a, const ir_node *b, int depth)
 {
     if (a == b) return true;
     if (depth <= 0 || a->op != b->op || a->param >= 0 || b->param >= 0 || a->ninputs != b->ninputs ||
-        !ir_type_eq(&a->type, &b->type) || !attrs_eq(a, b))
+        !ir_type_eq(&a->type, &b->type) || !pass_attrs_eq(a, b))
         return false;
     for (int i = 0; i < a->ninputs; i++)
         if (!same_value(a->inputs[i], b->inputs[i], depth - 1)) return false;
