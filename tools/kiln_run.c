@@ -23,43 +23,6 @@ enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE =
 
 /* ---- host values <-> storage bytes ----------------------------------------------- */
 
-static uint16_t f32_to_bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if (isnan(x)) return 0x7fc0;
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
-static uint16_t f32_to_f16(float x)
-{
-    float r = ir_round_f16(x); /* exact in f16 from here on */
-    uint16_t sign = signbit(r) ? 0x8000 : 0;
-    float a = fabsf(r);
-    if (isnan(r)) return 0x7e00;
-    if (isinf(a)) return sign | 0x7c00;
-    if (a == 0) return sign;
-    int e;
-    float m = frexpf(a, &e); /* a = m 2^e, m in [0.5, 1) */
-    if (e - 1 < -14) return sign | (uint16_t)lrintf(a * 16777216.0f); /* subnormal: a / 2^-24 */
-    return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)lrintf((m * 2 - 1) * 1024);
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf(1024.0f + m, e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
 /* Storage bytes of a host tensor in dtype t. malloc'd. */
 static void *to_bytes(const ir_tensor *t)
 {
@@ -69,8 +32,8 @@ static void *to_bytes(const ir_tensor *t)
     for (int64_t i = 0; i < n; i++) {
         switch (t->dtype) {
         case IR_F32: ((float *)b)[i] = t->f[i]; break;
-        case IR_BF16: ((uint16_t *)b)[i] = f32_to_bf16(t->f[i]); break;
-        case IR_F16: ((uint16_t *)b)[i] = f32_to_f16(t->f[i]); break;
+        case IR_BF16: ((uint16_t *)b)[i] = ir_f32_to_bf16_bits(t->f[i]); break;
+        case IR_F16: ((uint16_t *)b)[i] = ir_f32_to_f16_bits(t->f[i]); break;
         default: ((int32_t *)b)[i] = t->i[i]; break;
         }
     }
@@ -83,8 +46,8 @@ static void from_bytes(ir_tensor *t, const void *b)
     for (int64_t i = 0; i < n; i++) {
         switch (t->dtype) {
         case IR_F32: memcpy(&t->f[i], (const float *)b + i, 4); break;
-        case IR_BF16: t->f[i] = bf16_to_f32(((const uint16_t *)b)[i]); break;
-        case IR_F16: t->f[i] = f16_to_f32(((const uint16_t *)b)[i]); break;
+        case IR_BF16: t->f[i] = ir_bf16_bits_to_f32(((const uint16_t *)b)[i]); break;
+        case IR_F16: t->f[i] = ir_f16_bits_to_f32(((const uint16_t *)b)[i]); break;
         default: memcpy(&t->i[i], (const int32_t *)b + i, 4); break;
         }
     }
@@ -221,23 +184,6 @@ static int upload(run *r, int i)
     return st == KILN_OK ? EX_OK : fail_api(r, "upload", EX_SOFTWARE);
 }
 
-static double rel_err(const ir_tensor *a, const ir_tensor *b)
-{
-    double num = 0, den = 0;
-    int64_t n = ir_tensor_numel(a);
-    for (int64_t i = 0; i < n; i++) {
-        double x = a->f ? a->f[i] : a->i[i], y = b->f ? b->f[i] : b->i[i];
-        if (isnan(x) != isnan(y)) return INFINITY;
-        if (isinf(x) || isinf(y)) {
-            if (x != y) return INFINITY;
-            continue;
-        }
-        num += (x - y) * (x - y);
-        den += x * x;
-    }
-    return num == 0 ? 0 : sqrt(num) / (den > 0 ? sqrt(den) : 1e-30);
-}
-
 /* Device tensor -> host tensor of the same type. */
 static int download(run *r, const void *dev, ir_tensor *t)
 {
@@ -266,7 +212,7 @@ static int check_step(run *r, int step)
         ir_tensor got;
         if (!ir_tensor_alloc(&got, r->outs[i].dtype, r->outs[i].rank, r->outs[i].shape)) return EX_SOFTWARE;
         int rc = download(r, r->dev_out[i], &got);
-        double e = rc == EX_OK ? rel_err(&r->outs[i], &got) : INFINITY;
+        double e = rc == EX_OK ? ir_tensor_rel_err(&r->outs[i], &got) : INFINITY;
         ir_tensor_free(&got);
         if (rc != EX_OK) return rc;
         printf("check step %d: output %-8s relative error %.3g\n", step, r->g->outputs[i].name, e);
@@ -281,7 +227,7 @@ static int check_step(run *r, int step)
         const ir_tensor *want = &r->host[s->param];
         if (!ir_tensor_alloc(&got, want->dtype, want->rank, want->shape)) return EX_SOFTWARE;
         int rc = download(r, ptr, &got);
-        double e = rc == EX_OK ? rel_err(want, &got) : INFINITY;
+        double e = rc == EX_OK ? ir_tensor_rel_err(want, &got) : INFINITY;
         ir_tensor_free(&got);
         if (rc != EX_OK) return rc;
         printf("check step %d: state  %-8s relative error %.3g\n", step, s->name, e);
