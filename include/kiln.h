@@ -147,7 +147,7 @@ typedef struct kiln_model_options {
                                   * instead of in kiln_model_compile_* */
     int decode_max_rows;         /* rows (product of an input's leading dims) up to which a
                                   * run uses small-shape kernels (GEMV, split-KV decode
-                                  * attention) specialized for its dims; 0: 16; -1: never */
+                                  * attention) specialized for its dims; 0: 32; -1: never */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,

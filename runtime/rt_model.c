@@ -579,7 +579,7 @@ int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_m
     m->ctx = ctx;
     m->no_graphs = cfg->no_graphs;
     m->lazy = cfg->lazy;
-    m->decode_max_rows = cfg->decode_max_rows == 0 ? 16 : cfg->decode_max_rows;
+    m->decode_max_rows = cfg->decode_max_rows == 0 ? 32 : cfg->decode_max_rows;
     m->name = strdup(name);
     int st = RTM_OK;
     arena da;
