@@ -298,18 +298,26 @@ static bool denominator(match *m, ir_node *den, bool div_form, ir_node **var)
     return true;
 }
 
+/* The ways N can be a value scaled by a normalizer: form 0, N = v * f (either
+ * order); form 1, N = v / g. Fills cand[i] = {v, f or g}; returns how many. */
+static int scaled_candidates(ir_node *N, int form, ir_node *cand[2][2])
+{
+    ir_node *a, *b;
+    int nc = 0;
+    if (form == 0 && bin(N, IR_OP_MUL, &a, &b)) {
+        cand[nc][0] = a, cand[nc++][1] = b;
+        cand[nc][0] = b, cand[nc++][1] = a;
+    }
+    if (form == 1 && bin(N, IR_OP_DIV, &a, &b)) cand[nc][0] = a, cand[nc++][1] = b;
+    return nc;
+}
+
 /* N = x * rsqrt(mean(x*x) + eps) or x / sqrt(mean(x*x) + eps) */
 static mres rms_core(raiser *r, match *m, ir_node *N, ir_node **x_out)
 {
-    ir_node *a, *b;
     for (int form = 0; form < 2; form++) {
         ir_node *cand[2][2];
-        int nc = 0;
-        if (form == 0 && bin(N, IR_OP_MUL, &a, &b)) {
-            cand[nc][0] = a, cand[nc++][1] = b;
-            cand[nc][0] = b, cand[nc++][1] = a;
-        }
-        if (form == 1 && bin(N, IR_OP_DIV, &a, &b)) cand[nc][0] = a, cand[nc++][1] = b;
+        int nc = scaled_candidates(N, form, cand);
         for (int c = 0; c < nc; c++) {
             ir_node *x = cand[c][0], *den = cand[c][1], *var, *base;
             bool is_pow;
@@ -364,15 +372,9 @@ static mres match_rmsnorm(raiser *r, match *m, ir_node *n)
  * var = mean((x - mean(x))^2) or mean(x^2) - mean(x)^2. */
 static mres ln_core(raiser *r, match *m, ir_node *N, ir_node **x_out)
 {
-    ir_node *a, *b;
     for (int form = 0; form < 2; form++) {
         ir_node *cand[2][2];
-        int nc = 0;
-        if (form == 0 && bin(N, IR_OP_MUL, &a, &b)) {
-            cand[nc][0] = a, cand[nc++][1] = b;
-            cand[nc][0] = b, cand[nc++][1] = a;
-        }
-        if (form == 1 && bin(N, IR_OP_DIV, &a, &b)) cand[nc][0] = a, cand[nc++][1] = b;
+        int nc = scaled_candidates(N, form, cand);
         for (int c = 0; c < nc; c++) {
             ir_node *d = cand[c][0], *den = cand[c][1], *var, *x, *mu, *base, *ms, *mm, *mb;
             bool is_pow, p2;
