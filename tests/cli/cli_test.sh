@@ -6,22 +6,7 @@ pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# expect CODE PATTERN ARGS...: exit status CODE and PATTERN (grep -E) in stdout+stderr
-expect() {
-  local code=$1 pat=$2
-  shift 2
-  local out rc
-  out=$("$kiln" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pat" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: kiln $* -> $rc (want $code), output:"
-    echo "$out" | head -20
-    echo "  (wanted /$pat/)"
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 expect 0 'usage: kiln <command>' --help
 expect 0 'usage: kiln <command>' help

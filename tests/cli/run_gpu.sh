@@ -12,20 +12,7 @@ export KILN_CACHE_DIR="$tmp/cache"
 "$kiln" run samples/llama3_1b_layer.kiln -D D=64 -D F=128 --dims B=1,S=1,T=4 --random >/dev/null 2>&1
 if [ $? -eq 69 ]; then echo "no CUDA device: skipped"; exit 77; fi
 
-expect() {
-  local code=$1 pat=$2
-  shift 2
-  local out rc
-  out=$("$kiln" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -eq "$code" ] && grep -Eq -- "$pat" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: kiln $* -> $rc (want $code), wanted /$pat/, output:"
-    echo "$out" | tail -20
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 expect 0 'check step 0: state +vc' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=2,S=5,T=16 --random --check
 expect 0 'check step 0: output y' run samples/llama3_8b_layer.kiln -D D=256 -D F=512 --dims B=2,S=3,T=8 --random --check
