@@ -168,6 +168,11 @@ bool ir_dim_eval(const ir_dim *a, const int64_t *syms, int64_t *v)
     return true;
 }
 
+bool ir_dim_value(const ir_dim *a, const int64_t *syms, int64_t *v)
+{
+    return ir_dim_is_const(a, v) || (syms && ir_dim_eval(a, syms, v));
+}
+
 int ir_dim_print(const ir_dim *a, const char *const *syms, char *buf, size_t n)
 {
     size_t off = 0;

@@ -143,6 +143,9 @@ bool ir_dim_eq(const ir_dim *a, const ir_dim *b);
 bool ir_dim_is_const(const ir_dim *a, int64_t *v);
 /* Value for concrete symbol values; false on overflow. */
 bool ir_dim_eval(const ir_dim *a, const int64_t *syms, int64_t *v);
+/* The constant, or the value for these symbol values (syms may be NULL: then
+ * only a constant has a value); false on overflow. */
+bool ir_dim_value(const ir_dim *a, const int64_t *syms, int64_t *v);
 /* "B", "4096", "B*S", "S + T", "2*B*S". Returns chars written (snprintf). */
 int ir_dim_print(const ir_dim *a, const char *const *syms, char *buf, size_t n);
 
@@ -155,6 +158,12 @@ typedef struct ir_type {
 } ir_type;
 
 bool ir_type_eq(const ir_type *a, const ir_type *b);
+/* Same rank and equal dims (the dtypes may differ). */
+bool ir_type_same_shape(const ir_type *a, const ir_type *b);
+/* The shape at these dims (dims may be NULL for a constant shape) and its
+ * element count; shape and numel may be NULL. False when a dim does not
+ * evaluate, is negative, or the count overflows int64. */
+bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
 /* "bf16[B, S, 4096]" */
 int ir_type_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n);

@@ -124,11 +124,26 @@ float ir_f16_bits_to_f32(uint16_t h)
     return sign ? -v : v;
 }
 
-bool ir_type_eq(const ir_type *a, const ir_type *b)
+bool ir_type_same_shape(const ir_type *a, const ir_type *b)
 {
-    if (a->dtype != b->dtype || a->rank != b->rank) return false;
+    if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
         if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
+    return true;
+}
+
+bool ir_type_eq(const ir_type *a, const ir_type *b) { return a->dtype == b->dtype && ir_type_same_shape(a, b); }
+
+bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t v;
+        if (!ir_dim_value(&t->dims[i], dims, &v) || v < 0) return false;
+        if (shape) shape[i] = v;
+        if (__builtin_mul_overflow(n, v, &n)) return false;
+    }
+    if (numel) *numel = n;
     return true;
 }
 
