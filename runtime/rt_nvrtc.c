@@ -24,19 +24,6 @@
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
 
-const char *rt_status_str(rt_status s)
-{
-    switch (s) {
-    case RT_OK: return "ok";
-    case RT_ERR_INVALID: return "invalid argument";
-    case RT_ERR_NOMEM: return "out of memory";
-    case RT_ERR_NVRTC: return "NVRTC failure";
-    case RT_ERR_COMPILE: return "compile error";
-    case RT_ERR_IO: return "I/O error";
-    }
-    return "unknown status";
-}
-
 void rt_blob_free(rt_blob *b)
 {
     if (!b) return;
@@ -57,7 +44,7 @@ void rt_compile_result_free(rt_compile_result *r)
 rt_status rt_nvrtc_version(int *major, int *minor)
 {
     if (!major || !minor) return RT_ERR_INVALID;
-    return nvrtcVersion(major, minor) == NVRTC_SUCCESS ? RT_OK : RT_ERR_NVRTC;
+    return nvrtcVersion(major, minor) == NVRTC_SUCCESS ? RT_OK : RT_ERR_COMPILE;
 }
 
 static const char *env_get(rt_getenv_fn fn, void *user, const char *name)
@@ -170,7 +157,7 @@ static rt_status fail(rt_compile_result *out, rt_status st, char *msg)
     do {                                                                                  \
         nvrtcResult r_ = (call);                                                          \
         if (r_ != NVRTC_SUCCESS) {                                                        \
-            st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': %s failed: %s", name,      \
+            st = fail(out, RT_ERR_COMPILE, rt_strf("kernel '%s': %s failed: %s", name,      \
                                                  #call, nvrtcGetErrorString(r_)));        \
             goto done;                                                                    \
         }                                                                                 \
@@ -223,7 +210,7 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
     out->log[logsize] = '\0';
 
     if (cr != NVRTC_SUCCESS) {
-        st = fail(out, cr == NVRTC_ERROR_COMPILATION ? RT_ERR_COMPILE : RT_ERR_NVRTC,
+        st = fail(out, cr == NVRTC_ERROR_COMPILATION ? RT_ERR_COMPILE : RT_ERR_COMPILE,
                   rt_strf("kernel '%s': compilation failed (%s)%s\n%s", name,
                           nvrtcGetErrorString(cr),
                           !have_inc && strstr(out->log, "could not open source file")
@@ -238,7 +225,7 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
     if (target == RT_TARGET_CUBIN) NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
     else NVRTC_TRY(nvrtcGetPTXSize(prog, &size));
     if (size == 0) {
-        st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': NVRTC produced no %s", name,
+        st = fail(out, RT_ERR_COMPILE, rt_strf("kernel '%s': NVRTC produced no %s", name,
                                              target == RT_TARGET_CUBIN ? "cubin" : "PTX"));
         goto done;
     }
@@ -258,7 +245,7 @@ done:
     if (prog) {
         nvrtcResult dr = nvrtcDestroyProgram(&prog);
         if (dr != NVRTC_SUCCESS && st == RT_OK)
-            st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': nvrtcDestroyProgram failed: %s",
+            st = fail(out, RT_ERR_COMPILE, rt_strf("kernel '%s': nvrtcDestroyProgram failed: %s",
                                                  name, nvrtcGetErrorString(dr)));
     }
     free(argv);
