@@ -18,6 +18,7 @@
  *     rt_status st = RT_CUDA_CHECK(cudaLibraryLoadData(...), "kernel 'k'", err, n);
  *     if (st != RT_OK) { free(mod); return st; }         // clean up, then return
  *     RT_TRY(some_runtime_call(..., err, n));           // any rt_status expression
+ *     RT_TRY_GOTO(st, fail, RT_CUDA_CHECK(cudaMalloc(&p, b), "arena", err, n));
  *
  * A CUDA error that means "no usable device or driver" maps to
  * RT_ERR_NO_DEVICE, cudaErrorMemoryAllocation to RT_ERR_NOMEM, any other to
@@ -77,6 +78,11 @@ rt_status rt_cublas_check(int code, const char *call, const char *who, char *err
     do {                                                      \
         rt_status rt_try_status_ = (status_expr);             \
         if (rt_try_status_ != RT_OK) return rt_try_status_;   \
+    } while (0)
+/* ... or set st and jump to label (for functions that clean up on failure). */
+#define RT_TRY_GOTO(st, label, status_expr)              \
+    do {                                                 \
+        if (((st) = (status_expr)) != RT_OK) goto label; \
     } while (0)
 #define RT_CUDA_TRY(call, err, n) RT_TRY(RT_CUDA_CHECK(call, NULL, err, n))
 #define RT_NVRTC_TRY(call, err, n) RT_TRY(RT_NVRTC_CHECK(call, NULL, err, n))
