@@ -1,12 +1,12 @@
 /* runtime/rt_emit.c — see rt_emit.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/rt_emit.h"
+#include "runtime/rt_util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct progress_ctx {
     const rt_emit_options *o;
@@ -17,13 +17,6 @@ static void on_progress(void *user, int done, int total, int index, const rt_com
 {
     progress_ctx *p = user;
     if (p->o->progress) p->o->progress(p->o->user, done, total, p->ks[index].name, r->ms);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 void rt_emit_result_free(rt_emit_result *r)
@@ -37,14 +30,11 @@ void rt_emit_result_free(rt_emit_result *r)
     memset(r, 0, sizeof *r);
 }
 
-int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options *o, rt_emit_result *out,
-                      char *err, size_t errlen)
+int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char *dir, const rt_emit_options *o,
+                      rt_emit_result *out, char *err, size_t errlen)
 {
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     if (out) memset(out, 0, sizeof *out);
-    cg_kernel *ks;
-    int n;
-    if (cg_emit_all_ex(g, o->cg, &ks, &n, err, errlen) != 0) return -1;
     int rc = n;
     bool ptx = o->target == RT_TARGET_PTX;
     size_t plen = strlen(dir) + 300;
@@ -119,7 +109,6 @@ done:
     free(srcs);
     free(names);
     free(path);
-    cg_kernels_free(ks, n);
-    if (out) out->total_ms = now_ms() - t0;
+    if (out) out->total_ms = rt_now_ms() - t0;
     return rc;
 }

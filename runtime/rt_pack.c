@@ -66,21 +66,6 @@ void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n)
     }
 }
 
-bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) {
-        int64_t v;
-        if (!ir_dim_is_const(&t->dims[i], &v) && !(dims && ir_dim_eval(&t->dims[i], dims, &v))) return false;
-        if (v < 0) return false;
-        shape[i] = v;
-        if (v && n > INT64_MAX / v) return false;
-        n *= v;
-    }
-    if (numel) *numel = n;
-    return true;
-}
-
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes)
 {
     unsigned char *d = dst;
@@ -123,7 +108,7 @@ static int interp_node(ctx *c, const ir_node *n, val *out);
 static int set_shape(ctx *c, const ir_node *n, val *v)
 {
     v->rank = n->type.rank;
-    if (!rt_type_shape(&n->type, c->dims, v->shape, &v->numel))
+    if (!ir_type_shape_at(&n->type, c->dims, v->shape, &v->numel))
         return rt_fail(-1, c->err, c->errlen, "bind time: %s (line %d): the shape does not evaluate at the given dims",
                            ir_op_name(n->op), n->loc.line);
     return 0;
@@ -195,7 +180,7 @@ static int eval(ctx *c, const ir_node *n, val *out)
         for (int i = axis + 1; i < out->rank; i++) inner *= out->shape[i];
         if (n->op == IR_OP_SLICE) {
             int64_t st;
-            if (!ir_dim_is_const(&n->attrs.start, &st) && !ir_dim_eval(&n->attrs.start, c->dims, &st)) {
+            if (!ir_dim_value(&n->attrs.start, c->dims, &st)) {
                 rc = rt_fail(-1, c->err, c->errlen, "bind time: slice start does not evaluate");
                 goto done;
             }
@@ -277,7 +262,7 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
             if (g->params[k]->op == IR_OP_WEIGHT && p->name && g->params[k]->name && !strcmp(g->params[k]->name, p->name))
                 orig = k;
         int64_t shape[IR_MAX_RANK], numel;
-        if (orig < 0 || !rt_type_shape(&p->type, c->dims, shape, &numel)) {
+        if (orig < 0 || !ir_type_shape_at(&p->type, c->dims, shape, &numel)) {
             rt_fail(-1, c->err, c->errlen, "bind time: weight '%s' not found or shape does not evaluate", p->name ? p->name : "?");
             goto out;
         }

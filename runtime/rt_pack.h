@@ -35,9 +35,6 @@ int rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weigh
  * (a rank-1 value is rows of one element). dst and src must not overlap. */
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes);
 
-/* Shape of a type at dims; false when a dim does not evaluate or is < 0. */
-bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
-
 /* n elements of dtype t at src to floats (i32 converted by value), and back
  * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */
 void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n);

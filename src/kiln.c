@@ -1,4 +1,5 @@
-/* src/kiln.c — the public C API (include/kiln.h) over runtime/rt_model.
+/* src/kiln.c — the public C API (include/kiln.h) over the compile driver
+ * (src/compile.h) and runtime/rt_model.
  *
  * This layer checks arguments, converts the public structs, and keeps the
  * error messages: the calling thread's last one (thread-local storage, the
@@ -14,6 +15,7 @@
 #include "ir/ir.h"
 #include "runtime/rt_model.h"
 #include "runtime/rt_weights.h"
+#include "src/compile.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "unknown"
@@ -190,43 +192,37 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
     if (opts->ndefines < 0 || opts->ndisabled < 0 || opts->nmax_dims < 0 || (opts->ndefines && !opts->defines) ||
         (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims))
         return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: a count without its array");
-    const char **dn = calloc((size_t)opts->ndefines + 1, sizeof *dn), **dv = calloc((size_t)opts->ndefines + 1, sizeof *dv);
-    rt_dim_value *md = calloc((size_t)opts->nmax_dims + 1, sizeof *md);
+    kc_define *defines = calloc((size_t)opts->ndefines + 1, sizeof *defines);
+    rt_dim_value *max_dims = calloc((size_t)opts->nmax_dims + 1, sizeof *max_dims);
     kiln_model *m = calloc(1, sizeof *m);
-    if (!dn || !dv || !md || !m) {
-        free(dn);
-        free(dv);
-        free(md);
+    char *err = malloc(ERRLEN);
+    if (!defines || !max_dims || !m || !err) {
+        free(defines);
+        free(max_dims);
         free(m);
+        free(err);
         return errorf(KILN_ERR_OUT_OF_MEMORY, ctx->error, "kiln_model_compile: out of memory");
     }
-    for (int i = 0; i < opts->ndefines; i++) {
-        dn[i] = opts->defines[i].name;
-        dv[i] = opts->defines[i].value;
-    }
-    for (int i = 0; i < opts->nmax_dims; i++) {
-        md[i].name = opts->max_dims[i].name;
-        md[i].value = opts->max_dims[i].value;
-    }
-    rt_model_config cfg = {.define_names = dn,
-                           .define_values = dv,
-                           .ndefines = opts->ndefines,
-                           .disabled = opts->disabled,
-                           .ndisabled = opts->ndisabled,
-                           .max_dims = md,
+    for (int i = 0; i < opts->ndefines; i++) defines[i] = (kc_define){opts->defines[i].name, opts->defines[i].value};
+    for (int i = 0; i < opts->nmax_dims; i++) max_dims[i] = (rt_dim_value){opts->max_dims[i].name, opts->max_dims[i].value};
+    kc_model_options mo = {.compile = {.name = name,
+                                       .text = text,
+                                       .defines = defines,
+                                       .ndefines = opts->ndefines,
+                                       .disabled = opts->disabled,
+                                       .ndisabled = opts->ndisabled},
+                           .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
-                           .no_graphs = opts->no_graphs != 0,
-                           .max_graphs = opts->max_graphs,
-                           .lazy = opts->lazy != 0,
-                           .decode_max_rows = opts->decode_max_rows};
-    char *err = malloc(ERRLEN);
-    int st = err ? rt_model_compile(ctx->rt, name, text, &cfg, &m->rt, err, ERRLEN) : RTM_ERR_NOMEM;
-    free(dn);
-    free(dv);
-    free(md);
+                           .run = {.no_graphs = opts->no_graphs != 0,
+                                   .max_graphs = opts->max_graphs,
+                                   .lazy = opts->lazy != 0,
+                                   .decode_max_rows = opts->decode_max_rows}};
+    int st = kc_compile_model(ctx->rt, &mo, &m->rt, err, ERRLEN);
+    free(defines);
+    free(max_dims);
     kiln_status ks = (kiln_status)st;
     if (st != RTM_OK) {
-        set_error(ks, ctx->error, err ? err : "out of memory");
+        set_error(ks, ctx->error, err);
         free(m);
     } else {
         m->ctx = ctx;
@@ -330,14 +326,9 @@ static kiln_status fill_info(kiln_model *m, const ir_type *t, const char *name, 
     out->kind = kind;
     out->dtype = (kiln_dtype)t->dtype;
     out->rank = t->rank;
-    int64_t numel = 1;
-    for (int i = 0; i < t->rank; i++) {
-        int64_t v;
-        if (!ir_dim_is_const(&t->dims[i], &v) && !ir_dim_eval(&t->dims[i], dims, &v))
-            return errorf(KILN_ERR_INTERNAL, m->error, "tensor '%s': shape does not evaluate", name);
-        out->shape[i] = v;
-        numel *= v;
-    }
+    int64_t numel;
+    if (!ir_type_shape_at(t, dims, out->shape, &numel))
+        return errorf(KILN_ERR_INTERNAL, m->error, "tensor '%s': shape does not evaluate", name);
     out->bytes = (size_t)numel * (size_t)ir_dtype_size(t->dtype);
     return KILN_OK;
 }
