@@ -6,18 +6,7 @@
 
 #include "runtime/rt_model_internal.h"
 
-static bool no_device_error(cudaError_t e)
-{
-    return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError ||
-           e == cudaErrorDevicesUnavailable || e == cudaErrorSystemDriverMismatch || e == cudaErrorStubLibrary ||
-           e == cudaErrorCompatNotSupportedOnDevice;
-}
-
-int rt_cuda_status(cudaError_t e)
-{
-    if (e == cudaErrorMemoryAllocation) return RTM_ERR_NOMEM;
-    return no_device_error(e) ? RTM_ERR_NO_DEVICE : RTM_ERR_CUDA;
-}
+/* rt_cuda_status: runtime/rt_err.h */
 
 int rt_launch_status(rt_lstatus s)
 {

@@ -74,7 +74,6 @@ struct rt_model {
 
 /* ---- CUDA failures as statuses (rt_context.c) ---- */
 
-int rt_cuda_status(cudaError_t e);
 int rt_launch_status(rt_lstatus s);
 
 #define CUDA_TRY(call, what, ...)                                                                               \
