@@ -21,6 +21,8 @@
 #include <stdio.h>
 
 #include "ir/cost.h"
+#include "runtime/rt_ceilings.h"
+#include "runtime/rt_model.h"
 #include "util/arena.h"
 
 typedef struct rt_prof_kernel {
@@ -68,6 +70,37 @@ void rt_profile_free(rt_profile *p);
  * kernel's floor, the sum of floors, the layer floor (from p->layer), and
  * sorts the kernels by median time (events keep pointing at them). */
 void rt_profile_finish(rt_profile *p);
+
+/* ---- profiling a model (runtime/rt_profile.c) -------------------------------------------------- */
+
+typedef struct rt_profile_opts {
+    int runs;                /* replays timed (0: 50) */
+    int warmup;              /* replays before them (0: 5) */
+    double peak_bw;          /* bytes/s; > 0 overrides the measured read bandwidth */
+    double peak_flops;       /* FLOP/s; > 0 overrides the measured tensor rate */
+    const char *cache_root;  /* where the ceilings are kept (NULL: the kernel cache's root) */
+} rt_profile_opts;
+
+/* Runs the model opts->warmup + opts->runs times with these dims, inputs and
+ * outputs (as rt_model_run; each run updates the states, as a run does) in
+ * the context's stream, the timed runs back to back, and fills *out (which
+ * the caller frees with rt_profile_free). The graph cache is cleared first,
+ * so the graph is captured while CUPTI watches. Positions (i32 inputs) are
+ * read from device memory for the cost model. Needs CUPTI (RT_ERR_NOT_FOUND
+ * with the reason when it cannot be loaded) and a device. */
+int rt_model_profile(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
+                     const rt_tensor_ptr *outputs, int noutputs, const rt_profile_opts *opts, rt_profile *out,
+                     char *err, size_t n);
+
+/* The ceilings of the context's device (rt_ceilings_get under root, NULL:
+ * the kernel cache's root). */
+int rt_ctx_ceilings(rt_ctx *c, const char *root, bool remeasure, rt_ceilings *out, bool *from_file, char **path,
+                    char *err, size_t n);
+
+/* The ceilings a profile of m would use, in bytes/s and FLOP/s (the tensor
+ * rate of the model's first float weight's dtype: f16, else bf16), with
+ * where they came from (arena of p). */
+int rt_profile_ceilings(rt_model *m, const rt_profile_opts *opts, rt_profile *p, char *err, size_t n);
 
 /* p-th percentile (0..100) of n values (sorted in place), nearest rank. */
 double rt_percentile(double *v, int n, double pct);
