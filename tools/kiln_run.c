@@ -407,6 +407,20 @@ int kiln_run_command(const run_opts *o)
             if (c != EX_OK) rc = c;
         }
     }
+    if (rc == EX_OK && o->profile) {
+        kiln_profile_options po = {.runs = o->profile_runs, .peak_bw = o->peak_bw, .peak_flops = o->peak_flops,
+                                   .json_path = o->profile_json, .trace_path = o->trace, .roofline_path = o->roofline};
+        kiln_profile prof;
+        kiln_status ps = kiln_model_profile(r.m, r.kdims, r.nd, ins, nin, outs, nout, &po, &prof);
+        if (ps == KILN_OK) {
+            fputs(prof.text, stdout);
+            if (o->profile_json) printf("profile: JSON written to %s\n", o->profile_json);
+            if (o->trace) printf("profile: Chrome trace written to %s (open it in ui.perfetto.dev)\n", o->trace);
+            if (o->roofline) printf("profile: roofline written to %s\n", o->roofline);
+        } else {
+            rc = fail_api(&r, "profile", ps == KILN_ERR_IO ? EX_CANTCREAT : ps == KILN_ERR_NOT_FOUND ? EX_UNAVAILABLE : EX_SOFTWARE);
+        }
+    }
     if (rc == EX_OK && o->bench > 0) {
         double *t = calloc((size_t)o->bench, sizeof *t);
         for (int i = 0; t && i < o->bench && rc == EX_OK; i++) {
@@ -465,5 +479,32 @@ done:
     if (wf_open) rt_st_close(&wf);
     if (inf_open) rt_st_close(&inf);
     kc_free(r.unit);
+    return rc;
+}
+
+int kiln_ceilings_command(bool json, bool remeasure)
+{
+    kiln_context *ctx;
+    kiln_context_options co = {0};
+    if (kiln_context_create(&ctx, &co) != KILN_OK) {
+        fprintf(stderr, "kiln ceilings needs a CUDA device:\n  %s\n", kiln_last_error());
+        return EX_UNAVAILABLE;
+    }
+    kiln_ceilings c;
+    int rc = EX_OK;
+    if (kiln_context_ceilings(ctx, remeasure, &c) != KILN_OK) {
+        fprintf(stderr, "kiln ceilings: %s\n", kiln_last_error());
+        rc = EX_SOFTWARE;
+    } else if (json) {
+        printf("%s\n", c.json);
+    } else {
+        printf("device:         %s\n", c.device);
+        printf("read bandwidth: %.2f TB/s (streaming read of 2 GiB)\n", c.read_bw / 1e12);
+        printf("bf16 tensor:    %.0f TFLOP/s (cuBLAS 8192^3, sustained >= 100 ms)\n", c.bf16_flops / 1e12);
+        printf("f16 tensor:     %.0f TFLOP/s\n", c.f16_flops / 1e12);
+        printf("measured:       %s (%s%s)\n", c.measured, c.from_cache ? "read from " : "now; kept in ",
+               c.path[0] ? c.path : "no cache directory");
+    }
+    kiln_context_free(ctx);
     return rc;
 }
