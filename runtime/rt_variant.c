@@ -8,8 +8,8 @@
  *     never parses, never calls a pass and never calls codegen's emitters.
  *   - Up front: the driver plans the large-shape variant (symbolic dims:
  *     tensor-core matmul, prefill attention; right for any dims up to the
- *     max) and any variant the model or the options ask for, and puts them
- *     in rt_plan.variants ([0] is the large-shape one).
+ *     max) into rt_plan.variants[0]; variants for buckets a model declares
+ *     or its options ask for go in the same array (none does yet).
  *   - Lazily: for dims without a variant, the runtime calls the planner the
  *     plan carries (rt_plan.plan_variant) and keeps what it returns.
  *
@@ -20,6 +20,9 @@
  * attention), planned on first use; other runs use the large-shape variant.
  * At most RT_MAX_VARIANTS exact variants are kept; beyond that, and when the
  * plan has no planner, the large-shape variant serves, correct for any dims.
+ *
+ * docs/ARCHITECTURE.md ("Shape variants") says the same for readers of the
+ * whole design.
  *
  * A variant's kernels are compiled (NVRTC through the kernel cache) when the
  * model is created unless it is lazy, else at first use, and loaded when
