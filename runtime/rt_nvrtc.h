@@ -25,17 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum rt_status {
-    RT_OK = 0,
-    RT_ERR_INVALID,  /* bad argument (NULL source, bad arch, ...) */
-    RT_ERR_NOMEM,    /* allocation failed */
-    RT_ERR_NVRTC,    /* an NVRTC call other than the compile failed */
-    RT_ERR_COMPILE,  /* the source did not compile; the message has the log */
-    RT_ERR_IO,       /* a file or directory operation failed */
-} rt_status;
-
-/* "ok", "invalid argument", ... (static strings). */
-const char *rt_status_str(rt_status s);
+#include "runtime/rt_err.h"
 
 typedef enum rt_target { RT_TARGET_PTX, RT_TARGET_CUBIN } rt_target;
 
