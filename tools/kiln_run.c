@@ -272,11 +272,11 @@ int kiln_run_command(const run_opts *o)
     int nin = 0, nout = 0;
 
     kc_options ko = {.name = o->file, .defines = o->defines, .ndefines = o->ndefines};
-    if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RTM_OK) {
+    if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RT_OK) {
         rc = EX_NOINPUT;
         goto done;
     }
-    if (kc_parse(r.unit, err, sizeof err) != RTM_OK) {
+    if (kc_parse(r.unit, err, sizeof err) != RT_OK) {
         rc = EX_MODEL;
         goto done;
     }

@@ -78,7 +78,7 @@ static void test_without_device(void)
     rt_ctx *ctx = NULL;
     char err[512];
     rt_ctx_config cc = {.arch = "sm_80", .compile_only = true, .no_cache = true};
-    CHECK(rt_ctx_create(&ctx, &cc, err, sizeof err) == RTM_OK);
+    CHECK(rt_ctx_create(&ctx, &cc, err, sizeof err) == RT_OK);
     cg_target got, want;
     rt_ctx_target(ctx, &got);
     cg_target_default("sm_80", &want);
@@ -97,9 +97,9 @@ static void test_reacts_to_sm_count(void)
     kc_options o = {.name = KILN_SOURCE_DIR "/samples/llama3_1b_layer.kiln"};
     kc_unit *u = NULL;
     char err[2048];
-    CHECK_MSG(kc_open(&o, stderr, &u, err, sizeof err) == RTM_OK, "%s", err);
+    CHECK_MSG(kc_open(&o, stderr, &u, err, sizeof err) == RT_OK, "%s", err);
     if (!u) return;
-    CHECK(kc_parse(u, err, sizeof err) == RTM_OK && kc_fuse(u, err, sizeof err) == RTM_OK);
+    CHECK(kc_parse(u, err, sizeof err) == RT_OK && kc_fuse(u, err, sizeof err) == RT_OK);
     const ir_graph *g = kc_fused(u);
     if (!g) {
         kc_free(u);
