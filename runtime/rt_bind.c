@@ -90,10 +90,10 @@ rt_status rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_d
     if (!rt_model_use_device(m, "bind weight", &st, err, n)) return st;
     if (dev) { /* a host pointer here would be read by kernels as garbage: catch it */
         struct cudaPointerAttributes pa;
-        rt_status ps = RT_CUDA_CHECK(cudaPointerGetAttributes(&pa, dev), NULL, NULL, 0);
+        rt_status probe = RT_CUDA_CHECK(cudaPointerGetAttributes(&pa, dev), NULL, NULL, 0);
         /* With HMM a kernel could even read pageable host memory, over the
          * bus, on every call: weights must live on the device. */
-        if (ps != RT_OK || (pa.type != cudaMemoryTypeDevice && pa.type != cudaMemoryTypeManaged))
+        if (probe != RT_OK || (pa.type != cudaMemoryTypeDevice && pa.type != cudaMemoryTypeManaged))
             return rt_fail(RT_ERR_INVALID, err, n,
                            "bind weight '%s': %p is host memory, not device memory; copy the weight to the device first "
                            "(or use kiln_model_load_safetensors)", name, dev);
@@ -206,40 +206,40 @@ typedef struct pack_source {
 
 static int pack_get(void *user, int param, const void **data, char *err, size_t n)
 {
-    pack_source *ps = user;
-    rt_model *m = ps->m;
-    if (!ps->host[param]) {
+    pack_source *source = user;
+    rt_model *m = source->m;
+    if (!source->host[param]) {
         int64_t shape[IR_MAX_RANK];
         size_t bytes;
         if (rt_model_param_bytes(m, param, shape, &bytes) != 0) return rt_fail(-1, err, n, "weight shape does not evaluate");
         if (!m->weight_ptr[param]) return rt_fail(-1, err, n, "weight '%s' is not bound", m->g->params[param]->name);
-        ps->host[param] = malloc(bytes + 1);
-        if (!ps->host[param]) return rt_fail(-1, err, n, "out of memory");
+        source->host[param] = malloc(bytes + 1);
+        if (!source->host[param]) return rt_fail(-1, err, n, "out of memory");
         char who[256];
         snprintf(who, sizeof who, "reading weight '%s' from the device", m->g->params[param]->name);
-        if (RT_CUDA_CHECK(cudaMemcpy(ps->host[param], m->weight_ptr[param], bytes, cudaMemcpyDeviceToHost), who, err, n))
+        if (RT_CUDA_CHECK(cudaMemcpy(source->host[param], m->weight_ptr[param], bytes, cudaMemcpyDeviceToHost), who, err, n))
             return -1;
     }
-    *data = ps->host[param];
+    *data = source->host[param];
     return 0;
 }
 
 /* The host value of one packed buffer: the bind-time node, interleaved when
  * asked. *val is malloc'd. */
-static rt_status pack_value(rt_model *m, const rt_packed_value *pv, pack_source *ps, void **val, size_t *bytes, char *err,
+static rt_status pack_value(rt_model *m, const rt_packed_value *value, pack_source *source, void **val, size_t *bytes, char *err,
                       size_t n)
 {
-    char pe[1024];
-    if (rt_pack_eval(m->g, m->maxd, pv->node, pack_get, ps, false, val, bytes, pe, sizeof pe) != 0)
-        return rt_fail(RT_ERR_WEIGHTS, err, n, "packing weights (%%%d): %s", pv->node, pe);
-    if (pv->half <= 0) return RT_OK;
-    const ir_node *nd = m->g->nodes[pv->node];
+    char pack_err[1024];
+    if (rt_pack_eval(m->g, m->maxd, value->node, pack_get, source, false, val, bytes, pack_err, sizeof pack_err) != 0)
+        return rt_fail(RT_ERR_WEIGHTS, err, n, "packing weights (%%%d): %s", value->node, pack_err);
+    if (value->half <= 0) return RT_OK;
+    const ir_node *nd = m->g->nodes[value->node];
     int64_t shape[IR_MAX_RANK];
-    if (!ir_type_shape_at(&nd->type, m->maxd, shape, NULL) || nd->type.rank < 1 || shape[0] != 2 * pv->half) {
+    if (!ir_type_shape_at(&nd->type, m->maxd, shape, NULL) || nd->type.rank < 1 || shape[0] != 2 * value->half) {
         free(*val);
         *val = NULL;
-        return rt_fail(RT_ERR_INTERNAL, err, n, "interleave of %%%d: %lld rows, not 2 x %lld", pv->node,
-                       nd->type.rank ? (long long)shape[0] : 0LL, (long long)pv->half);
+        return rt_fail(RT_ERR_INTERNAL, err, n, "interleave of %%%d: %lld rows, not 2 x %lld", value->node,
+                       nd->type.rank ? (long long)shape[0] : 0LL, (long long)value->half);
     }
     void *iv = malloc(*bytes + 1);
     if (!iv) {
@@ -247,7 +247,7 @@ static rt_status pack_value(rt_model *m, const rt_packed_value *pv, pack_source 
         *val = NULL;
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
-    rt_pack_interleave_rows(iv, *val, pv->half, *bytes / (size_t)shape[0]);
+    rt_pack_interleave_rows(iv, *val, value->half, *bytes / (size_t)shape[0]);
     free(*val);
     *val = iv;
     return RT_OK;
@@ -284,7 +284,7 @@ rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
     if (!any) return RT_OK;
     void **host = calloc((size_t)m->g->nparams + 1, sizeof *host);
     if (!host) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    pack_source ps = {m, host};
+    pack_source source = {m, host};
     /* earlier runs may still read the packed buffers */
     rt_status st = RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), "packing weights", err, n);
     for (int i = 0; i < m->npacked && st == RT_OK; i++) {
@@ -292,7 +292,7 @@ rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
         if (p->valid) continue;
         void *val = NULL;
         size_t bytes = 0;
-        st = pack_value(m, &p->value, &ps, &val, &bytes, err, n);
+        st = pack_value(m, &p->value, &source, &val, &bytes, err, n);
         if (st == RT_OK) st = pack_upload(m, p, val, bytes, err, n);
         free(val);
     }

@@ -38,12 +38,12 @@ static void *packed_ptr(const rt_model *m, const rt_variant *v, int packed_index
 }
 
 /* Fills KilnArgs (buf) of kernel K whose args' packed indices are packed_of. */
-static rt_status fill_args(run_ctx *rc, const cg_kernel *K, const int *packed_of, unsigned char *buf, void *stream,
+static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_of, unsigned char *buf, void *stream,
                      char *err, size_t n)
 {
-    rt_model *m = rc->m;
+    rt_model *m = run->m;
     const ir_graph *g = m->g;
-    const rt_variant *v = rc->v;
+    const rt_variant *v = run->v;
     size_t ws_off = 0;
     memset(buf, 0, K->args_size ? K->args_size : 8);
     for (int i = 0; i < K->nargs; i++) {
@@ -55,12 +55,12 @@ static rt_status fill_args(run_ctx *rc, const cg_kernel *K, const int *packed_of
         case CG_ARG_PARAM: {
             const ir_node *pn = g->params[a->index];
             if (packed_of[i] >= 0) p = packed_ptr(m, v, packed_of[i]); /* a weight read interleaved */
-            else if (pn->op == IR_OP_INPUT) p = rc->in[a->index];
+            else if (pn->op == IR_OP_INPUT) p = run->in[a->index];
             else if (pn->op == IR_OP_WEIGHT) p = m->weight_ptr[a->index];
             else p = m->state_ptr[a->index];
             break;
         }
-        case CG_ARG_OUTPUT: p = rc->out[a->index]; break;
+        case CG_ARG_OUTPUT: p = run->out[a->index]; break;
         case CG_ARG_STATE: p = m->state_ptr[g->states[a->index].state->param]; break;
         case CG_ARG_PACKED: p = packed_ptr(m, v, packed_of[i]); break;
         case CG_ARG_INTERMEDIATE:
@@ -68,7 +68,7 @@ static rt_status fill_args(run_ctx *rc, const cg_kernel *K, const int *packed_of
             break;
         case CG_ARG_WORKSPACE: {
             int64_t b = 0;
-            if (!cg_arg_eval(a, rc->dims, &b) || b < 0)
+            if (!cg_arg_eval(a, run->dims, &b) || b < 0)
                 return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: workspace %s does not evaluate", K->name, a->field);
             p = (char *)m->scratch_dev + ws_off;
             ws_off += RT_ALIGN_UP(b);
@@ -81,7 +81,7 @@ static rt_status fill_args(run_ctx *rc, const cg_kernel *K, const int *packed_of
         }
         case CG_ARG_SCALAR: {
             int64_t x;
-            if (!cg_arg_eval(a, rc->dims, &x))
+            if (!cg_arg_eval(a, run->dims, &x))
                 return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: scalar %s does not evaluate", K->name, a->field);
             val = (uint64_t)x;
             is_ptr = false;
@@ -93,7 +93,7 @@ static rt_status fill_args(run_ctx *rc, const cg_kernel *K, const int *packed_of
             if (!p) return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: field %s (%%%d) has no storage", K->name, a->field, a->node);
             if (a->elem_offset.nterms && a->node >= 0) {
                 int64_t off;
-                if (!ir_dim_value(&a->elem_offset, rc->dims, &off))
+                if (!ir_dim_value(&a->elem_offset, run->dims, &off))
                     return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: offset of %s does not evaluate", K->name, a->field);
                 p += off * ir_dtype_size(g->nodes[a->node]->type.dtype);
             }
@@ -106,38 +106,38 @@ static rt_status fill_args(run_ctx *rc, const cg_kernel *K, const int *packed_of
     return RT_OK;
 }
 
-static rt_status record_kernels(run_ctx *rc, void *stream, char *err, size_t n)
+static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
 {
-    rt_model *m = rc->m;
-    rt_variant *v = rc->v;
+    rt_model *m = run->m;
+    rt_variant *v = run->v;
     unsigned char buf[8 * 256];
     const int *packed_of = v->plan.arg_packed;
     for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
         const cg_kernel *K = &v->plan.kernels[k];
         if (K->args_size > sizeof buf)
             return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of KilnArgs", K->name, K->args_size);
-        RT_TRY(fill_args(rc, K, packed_of, buf, stream, err, n));
+        RT_TRY(fill_args(run, K, packed_of, buf, stream, err, n));
         unsigned grid[3], block;
         size_t smem;
-        char le[512];
-        if (!cg_launch_eval(K, rc->dims, grid, &block, &smem, le, sizeof le))
-            return rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", K->name, le);
+        char launch_err[512];
+        if (!cg_launch_eval(K, run->dims, grid, &block, &smem, launch_err, sizeof launch_err))
+            return rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", K->name, launch_err);
         if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do at these dims */
         rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
-        rt_status ls = rt_launch(&v->kern[k], gd, bd, smem, stream, buf, K->args_size, le, sizeof le);
+        rt_status ls = rt_launch(&v->kern[k], gd, bd, smem, stream, buf, K->args_size, launch_err, sizeof launch_err);
         if (ls != RT_OK)
-            return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), le);
+            return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), launch_err);
         m->cnt.launches++;
     }
     return RT_OK;
 }
 
-/* rt_record_fn: 0, or -1 with the status kept in rc->status. */
+/* rt_record_fn: 0, or -1 with the status kept in run->status. */
 static int record(void *user, void *stream, char *err, size_t n)
 {
-    run_ctx *rc = user;
-    rc->status = record_kernels(rc, stream, err, n);
-    return rc->status == RT_OK ? 0 : -1;
+    run_ctx *run = user;
+    run->status = record_kernels(run, stream, err, n);
+    return run->status == RT_OK ? 0 : -1;
 }
 
 /* The intermediates arena and the workspace scratch, large enough for v at dims. */
@@ -288,10 +288,10 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     if ((st = rt_model_update_packs(m, err, n)) != RT_OK) goto done;
     if ((st = ensure_memory(m, v, dims, err, n)) != RT_OK) goto done;
     if (!stream) stream = m->ctx->stream;
-    run_ctx rc = {m, v, dims, in, out, RT_OK};
+    run_ctx run = {m, v, dims, in, out, RT_OK};
     m->cnt.runs++;
     if (m->no_graphs) {
-        st = record_kernels(&rc, stream, err, n);
+        st = record_kernels(&run, stream, err, n);
         if (st == RT_OK) m->cnt.eager_runs++;
         goto done;
     }
@@ -303,11 +303,11 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
         if (in[i]) ptrs[nptrs++] = in[i];
     for (int j = 0; j < g->noutputs; j++) ptrs[nptrs++] = out[j];
     rt_graph_how how;
-    char ge[1024];
-    if (rt_graph_run(m->graphs, key, 1 + g->nsyms, (const void *const *)ptrs, nptrs, stream, record, &rc, &how, ge,
-                     sizeof ge) != 0) {
-        st = rc.status != RT_OK ? rc.status : RT_ERR_CUDA;
-        rt_fail(st, err, n, "run of model %s: %s", g->name, ge);
+    char graph_err[1024];
+    if (rt_graph_run(m->graphs, key, 1 + g->nsyms, (const void *const *)ptrs, nptrs, stream, record, &run, &how, graph_err,
+                     sizeof graph_err) != 0) {
+        st = run.status != RT_OK ? run.status : RT_ERR_CUDA;
+        rt_fail(st, err, n, "run of model %s: %s", g->name, graph_err);
         goto done;
     }
     count_graph_run(m, v, how);

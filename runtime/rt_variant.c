@@ -88,16 +88,16 @@ static int packed_slot(rt_model *m, rt_packed_value pv)
     return m->npacked++;
 }
 
-rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *vp, rt_variant **out, char *err, size_t n)
+rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *planned, rt_variant **out, char *err, size_t n)
 {
     *out = NULL;
     rt_variant *v = calloc(1, sizeof *v);
     if (!v) {
-        rt_variant_plan_free(vp);
+        rt_variant_plan_free(planned);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
-    v->plan = *vp;
-    memset(vp, 0, sizeof *vp);
+    v->plan = *planned;
+    memset(planned, 0, sizeof *planned);
     v->pack_slot = calloc((size_t)v->plan.npacked + 1, sizeof *v->pack_slot);
     if (!v->pack_slot) {
         rt_variant_free(v);
@@ -133,7 +133,7 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         srcs[i] = ks[i].source;
     }
     rt_compile_opts co = {.arch = m->ctx->arch};
-    rt_status rs = rt_cache_compile_many(m->ctx->cache, nk, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
+    rt_status compile_st = rt_cache_compile_many(m->ctx->cache, nk, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
                                          res, how, m->ctx->compile_threads, NULL, NULL);
     for (int i = 0; i < nk; i++) {
         if (res[i].status != RT_OK) continue;
@@ -141,7 +141,7 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         else if (how[i] == RT_CACHE_HIT_DISK) m->cnt.cache_hits_disk++;
         else m->cnt.kernels_compiled++;
     }
-    if (rs != RT_OK) {
+    if (compile_st != RT_OK) {
         for (int i = 0; i < nk; i++)
             if (res[i].status != RT_OK) {
                 st = rt_fail(res[i].status == RT_ERR_NOMEM ? RT_ERR_NOMEM : RT_ERR_COMPILE, err, n,
@@ -149,7 +149,7 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
                              ks[i].group, res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
-        if (st == RT_OK) st = rt_fail(RT_ERR_COMPILE, err, n, "NVRTC: %s", rt_status_str(rs));
+        if (st == RT_OK) st = rt_fail(RT_ERR_COMPILE, err, n, "NVRTC: %s", rt_status_str(compile_st));
         goto out;
     }
     for (int i = 0; i < nk; i++) {
@@ -177,18 +177,18 @@ rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
     v->mods = calloc((size_t)nk + 1, sizeof *v->mods);
     v->kern = calloc((size_t)nk + 1, sizeof *v->kern);
     if (!v->mods || !v->kern) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    char le[512];
+    char load_err[512];
     for (int i = 0; i < nk; i++) {
         const cg_kernel *k = &v->plan.kernels[i];
-        rt_status ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, le, sizeof le);
-        if (ls == RT_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], le, sizeof le);
+        rt_status ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, load_err, sizeof load_err);
+        if (ls == RT_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], load_err, sizeof load_err);
         if (ls == RT_OK && v->kern[i].param_size != k->args_size) {
             return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: KilnArgs is %zu bytes on the host but %zu in the cubin",
                            k->name, k->args_size, v->kern[i].param_size);
         }
         if (ls == RT_OK && k->launch.smem > 48 * 1024)
-            ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, le, sizeof le);
-        if (ls != RT_OK) return rt_fail(rt_kernel_status(ls), err, n, "loading kernel %s: %s", k->name, le);
+            ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, load_err, sizeof load_err);
+        if (ls != RT_OK) return rt_fail(rt_kernel_status(ls), err, n, "loading kernel %s: %s", k->name, load_err);
     }
     for (int i = 0; i < nk; i++) rt_blob_free(&v->cubins[i]);
     v->loaded = true;
@@ -221,15 +221,15 @@ rt_status rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *er
         }
     /* full, or nothing to plan with: the large-shape variant serves any dims */
     if (m->nvars > RT_MAX_VARIANTS || !m->plan.plan_variant) return RT_OK;
-    rt_variant_plan vp;
-    memset(&vp, 0, sizeof vp);
-    rt_status st = m->plan.plan_variant(m->plan.planner, m->g, dims, &vp, err, n);
+    rt_variant_plan planned;
+    memset(&planned, 0, sizeof planned);
+    rt_status st = m->plan.plan_variant(m->plan.planner, m->g, dims, &planned, err, n);
     if (st != RT_OK) {
-        rt_variant_plan_free(&vp);
+        rt_variant_plan_free(&planned);
         return st;
     }
     rt_variant *v;
-    if ((st = rt_variant_adopt(m, &vp, &v, err, n)) != RT_OK) return st;
+    if ((st = rt_variant_adopt(m, &planned, &v, err, n)) != RT_OK) return st;
     m->vars[m->nvars] = v;
     *index = m->nvars++;
     return RT_OK;

@@ -138,13 +138,13 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
     if (o->ndisabled && !o->disabled) return rt_fail(RT_ERR_INVALID, err, n, "disabled: NULL array");
     for (int i = 0; i < o->ndisabled; i++)
         if (!o->disabled[i]) return rt_fail(RT_ERR_INVALID, err, n, "disabled: entry %d is NULL", i);
-    pass_options po = {.disabled = o->disabled,
+    pass_options pass_opts = {.disabled = o->disabled,
                        .ndisabled = o->ndisabled,
                        .print_after = o->print_after,
                        .print_before = o->print_before,
                        .print_after_all = o->print_after_all,
                        .dump = o->dump ? o->dump : stderr};
-    if (!pass_options_check(&po, &u->d)) {
+    if (!pass_options_check(&pass_opts, &u->d)) {
         flush_diags(u, false, true, err, n);
         return RT_ERR_INVALID;
     }
@@ -157,8 +157,8 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
         u->written = fe_compile(&u->src, &fo, &d2);
         diag_list_free(&d2);
     }
-    pass_ctx pc = {.opts = &po, .report = o->report ? &u->report : NULL, .diags = &u->d};
-    u->fused = pass_run_pipeline(g, &pc);
+    pass_ctx pass_context = {.opts = &pass_opts, .report = o->report ? &u->report : NULL, .diags = &u->d};
+    u->fused = pass_run_pipeline(g, &pass_context);
     flush_diags(u, true, !u->fused, err, n);
     return u->fused ? RT_OK : RT_ERR_INTERNAL;
 }
@@ -260,26 +260,26 @@ typedef struct kc_planner {
 
 static void planner_free(void *p)
 {
-    kc_planner *pl = p;
-    if (!pl) return;
-    free(pl->node_offset);
-    free(pl);
+    kc_planner *planner = p;
+    if (!planner) return;
+    free(planner->node_offset);
+    free(planner);
 }
 
 /* The interleave half kernel k applies to node (0 = none). */
-static int64_t xform_half(const kc_planner *pl, const cg_kernel *k, int node)
+static int64_t xform_half(const kc_planner *planner, const cg_kernel *k, int node)
 {
     for (int i = 0; i < k->nxforms; i++)
         if (k->xforms[i].node == node && k->xforms[i].kind == CG_XFORM_INTERLEAVE_ROWS) {
             int64_t h;
-            if (ir_dim_value(&k->xforms[i].half, pl->max_dims, &h)) return h;
+            if (ir_dim_value(&k->xforms[i].half, planner->max_dims, &h)) return h;
         }
     return 0;
 }
 
 /* Arena space for intermediates the memory plan did not place (values a
  * kernel stores that no later kernel reads). */
-static rt_status reserve_unplanned(const kc_planner *pl, const ir_graph *g, rt_variant_plan *v, char *err, size_t n)
+static rt_status reserve_unplanned(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n)
 {
     for (int k = 0; k < v->nkernels; k++)
         for (int i = 0; i < v->kernels[k].nargs; i++) {
@@ -288,7 +288,7 @@ static rt_status reserve_unplanned(const kc_planner *pl, const ir_graph *g, rt_v
             if (v->node_offset[a->node] >= 0) continue;
             ir_dim b = pass_bytes(&g->nodes[a->node]->type);
             int64_t bytes;
-            if (!ir_dim_value(&b, pl->max_dims, &bytes))
+            if (!ir_dim_value(&b, planner->max_dims, &bytes))
                 return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: the size of %%%d does not evaluate", v->kernels[k].name,
                                a->node);
             v->node_offset[a->node] = (int64_t)v->arena_bytes;
@@ -298,7 +298,7 @@ static rt_status reserve_unplanned(const kc_planner *pl, const ir_graph *g, rt_v
 }
 
 /* The packed values the kernels read, each once, and per argument which. */
-static rt_status list_packed(const kc_planner *pl, rt_variant_plan *v, char *err, size_t n)
+static rt_status list_packed(const kc_planner *planner, rt_variant_plan *v, char *err, size_t n)
 {
     int nargs = 0;
     for (int k = 0; k < v->nkernels; k++) nargs += v->kernels[k].nargs;
@@ -309,7 +309,7 @@ static rt_status list_packed(const kc_planner *pl, rt_variant_plan *v, char *err
     for (int k = 0; k < v->nkernels; k++)
         for (int i = 0; i < v->kernels[k].nargs; i++, slot++) {
             const cg_arg *a = &v->kernels[k].args[i];
-            int64_t half = a->node >= 0 ? xform_half(pl, &v->kernels[k], a->node) : 0;
+            int64_t half = a->node >= 0 ? xform_half(planner, &v->kernels[k], a->node) : 0;
             *slot = -1;
             if (a->kind != CG_ARG_PACKED && !(a->kind == CG_ARG_PARAM && half > 0)) continue;
             for (int j = 0; j < v->npacked && *slot < 0; j++)
@@ -323,23 +323,23 @@ static rt_status list_packed(const kc_planner *pl, rt_variant_plan *v, char *err
 }
 
 /* One variant: exact dims, or NULL for the large-shape variant. */
-static rt_status plan_variant(const kc_planner *pl, const ir_graph *g, const int64_t *dims, rt_variant_plan *v, char *err,
+static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v, char *err,
                         size_t n)
 {
     memset(v, 0, sizeof *v);
     v->exact = dims != NULL;
     if (dims) memcpy(v->dims, dims, (size_t)g->nsyms * sizeof *dims);
-    cg_options o = {.dims = dims ? v->dims : NULL, .target = &pl->target};
-    char ce[2048];
-    if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, ce, sizeof ce) != 0)
+    cg_options o = {.dims = dims ? v->dims : NULL, .target = &planner->target};
+    char codegen_err[2048];
+    if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, codegen_err, sizeof codegen_err) != 0)
         return rt_fail(RT_ERR_COMPILE, err, n, "codegen (%s variant) of model %s: %s", dims ? "small-shape" : "large-shape",
-                       g->name, ce);
-    v->node_offset = malloc(((size_t)pl->nnodes + 1) * sizeof *v->node_offset);
+                       g->name, codegen_err);
+    v->node_offset = malloc(((size_t)planner->nnodes + 1) * sizeof *v->node_offset);
     if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    memcpy(v->node_offset, pl->node_offset, (size_t)pl->nnodes * sizeof *v->node_offset);
-    v->arena_bytes = pl->arena_bytes;
-    rt_status st = reserve_unplanned(pl, g, v, err, n);
-    return st == RT_OK ? list_packed(pl, v, err, n) : st;
+    memcpy(v->node_offset, planner->node_offset, (size_t)planner->nnodes * sizeof *v->node_offset);
+    v->arena_bytes = planner->arena_bytes;
+    rt_status st = reserve_unplanned(planner, g, v, err, n);
+    return st == RT_OK ? list_packed(planner, v, err, n) : st;
 }
 
 static rt_status plan_exact_variant(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out, char *err,
@@ -380,31 +380,31 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
 {
     memset(plan, 0, sizeof *plan);
     const ir_graph *g = u->fused;
-    kc_planner *pl = calloc(1, sizeof *pl);
-    plan->planner = pl;
+    kc_planner *planner = calloc(1, sizeof *planner);
+    plan->planner = planner;
     plan->planner_free = planner_free;
     plan->name = strdup(u->o.name);
     plan->variants = calloc(1, sizeof *plan->variants);
     size_t tlen = 0;
     FILE *f = open_memstream(&plan->text, &tlen);
-    if (!pl || !plan->name || !plan->variants || !f) {
+    if (!planner || !plan->name || !plan->variants || !f) {
         if (f) fclose(f);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
     kc_print_plan(u, f);
     fclose(f);
-    pl->target = *target;
-    memcpy(pl->max_dims, maxd, sizeof pl->max_dims);
+    planner->target = *target;
+    memcpy(planner->max_dims, maxd, sizeof planner->max_dims);
     memcpy(plan->max_dims, maxd, sizeof plan->max_dims);
-    pl->nnodes = g->nnodes;
-    pl->node_offset = malloc(((size_t)g->nnodes + 1) * sizeof *pl->node_offset);
-    if (!pl->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    for (int i = 0; i < g->nnodes; i++) pl->node_offset[i] = -1;
-    for (int i = 0; i < u->mp.nbufs; i++) pl->node_offset[u->mp.bufs[i].value->id] = u->mp.bufs[i].offset;
-    pl->arena_bytes = RT_ALIGN_UP(u->mp.peak);
+    planner->nnodes = g->nnodes;
+    planner->node_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->node_offset);
+    if (!planner->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    for (int i = 0; i < g->nnodes; i++) planner->node_offset[i] = -1;
+    for (int i = 0; i < u->mp.nbufs; i++) planner->node_offset[u->mp.bufs[i].value->id] = u->mp.bufs[i].offset;
+    planner->arena_bytes = RT_ALIGN_UP(u->mp.peak);
     /* the large-shape variant now (codegen errors show at compile); the
      * decode-shaped ones when a run first needs them */
-    rt_status st = plan_variant(pl, g, NULL, &plan->variants[0], err, n);
+    rt_status st = plan_variant(planner, g, NULL, &plan->variants[0], err, n);
     plan->nvariants = 1;
     if (st != RT_OK) return st;
     plan->plan_variant = plan_exact_variant;
@@ -430,9 +430,9 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     if ((st = kc_parse(u, err, n)) != RT_OK) goto out;
     if ((st = resolve_max_dims(o, u->written, maxd, err, n)) != RT_OK) goto out;
     if ((st = kc_fuse(u, err, n)) != RT_OK) goto out;
-    char pe[512];
-    if (kc_plan_memory(u, maxd, pe, sizeof pe) != RT_OK) {
-        st = rt_fail(RT_ERR_INTERNAL, err, n, "memory plan: %s", pe);
+    char plan_err[512];
+    if (kc_plan_memory(u, maxd, plan_err, sizeof plan_err) != RT_OK) {
+        st = rt_fail(RT_ERR_INTERNAL, err, n, "memory plan: %s", plan_err);
         goto out;
     }
     cg_target target;
