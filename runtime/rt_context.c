@@ -6,18 +6,9 @@
 
 #include "runtime/rt_model_internal.h"
 
-/* rt_cuda_status: runtime/rt_err.h */
-
-int rt_launch_status(rt_lstatus s)
+rt_status rt_kernel_status(rt_status s)
 {
-    switch (s) {
-    case RT_LAUNCH_OK: return RTM_OK;
-    case RT_LAUNCH_ERR_NOMEM: return RTM_ERR_NOMEM;
-    case RT_LAUNCH_ERR_NO_DEVICE: return RTM_ERR_NO_DEVICE;
-    case RT_LAUNCH_ERR_INVALID:
-    case RT_LAUNCH_ERR_NOT_FOUND: return RTM_ERR_INTERNAL;
-    default: return RTM_ERR_CUDA;
-    }
+    return s == RT_ERR_INVALID || s == RT_ERR_NOT_FOUND ? RT_ERR_INTERNAL : s;
 }
 
 static void quiet_warn(void *user, const char *msg)
@@ -27,78 +18,76 @@ static void quiet_warn(void *user, const char *msg)
 }
 
 /* The device's numbers for codegen: SMs, opt-in shared memory, L2. */
-static int query_target(rt_ctx *c, char *err, size_t n)
+static rt_status query_target(rt_ctx *c, char *err, size_t n)
 {
     struct cudaDeviceProp p;
-    CUDA_TRY(cudaGetDeviceProperties(&p, c->device), "cudaGetDeviceProperties(%d)", c->device);
+    RT_CUDA_TRY(cudaGetDeviceProperties(&p, c->device), err, n);
     memset(&c->target, 0, sizeof c->target);
     snprintf(c->target.arch, sizeof c->target.arch, "%s", c->arch);
     c->target.sm_count = p.multiProcessorCount;
     c->target.smem_per_block = (int64_t)p.sharedMemPerBlockOptin;
     c->target.l2_bytes = p.l2CacheSize;
-    return RTM_OK;
+    return RT_OK;
 }
 
 /* Opens the device: ordinal, arch (when not given), stream, target. */
-static int open_device(rt_ctx *c, const rt_ctx_config *cfg, char *err, size_t n)
+static rt_status open_device(rt_ctx *c, const rt_ctx_config *cfg, char *err, size_t n)
 {
     char why[512];
     if (!rt_device_available(why, sizeof why))
-        return rt_fail(RTM_ERR_NO_DEVICE, err, n, "%s (a context with compile_only set can still compile models)", why);
+        return rt_fail(RT_ERR_NO_DEVICE, err, n, "%s (a context with compile_only set can still compile models)", why);
     int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || cfg->device >= count)
-        return rt_fail(RTM_ERR_INVALID, err, n, "device %d does not exist (%d CUDA devices)", cfg->device, count);
-    CUDA_TRY(cudaSetDevice(cfg->device), "cudaSetDevice(%d)", cfg->device);
+    if (RT_CUDA_CHECK(cudaGetDeviceCount(&count), NULL, NULL, 0) != RT_OK || cfg->device >= count)
+        return rt_fail(RT_ERR_INVALID, err, n, "device %d does not exist (%d CUDA devices)", cfg->device, count);
+    RT_CUDA_TRY(cudaSetDevice(cfg->device), err, n);
     if (!cfg->arch) {
         int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cfg->device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, cfg->device) != cudaSuccess)
-            return rt_fail(RTM_ERR_CUDA, err, n, "cannot read the compute capability of device %d", cfg->device);
+        if (RT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cfg->device), NULL, NULL, 0) ||
+            RT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, cfg->device), NULL, NULL, 0))
+            return rt_fail(RT_ERR_CUDA, err, n, "cannot read the compute capability of device %d", cfg->device);
         /* sm_90 -> sm_90a: Kiln's Hopper kernels use the arch-specific features */
         snprintf(c->arch, sizeof c->arch, "sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
     }
-    int st = query_target(c, err, n);
-    if (st != RTM_OK) return st;
+    RT_TRY(query_target(c, err, n));
     c->has_device = true;
     if (cfg->stream) {
         c->stream = cfg->stream;
-        return RTM_OK;
+        return RT_OK;
     }
     cudaStream_t s = NULL;
-    CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags%s", "");
+    RT_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), err, n);
     c->stream = s;
     c->own_stream = true;
-    return RTM_OK;
+    return RT_OK;
 }
 
-int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n)
+rt_status rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n)
 {
     *out = NULL;
     rt_ctx_config def;
     memset(&def, 0, sizeof def);
     if (!cfg) cfg = &def;
     if (cfg->arch && !rt_nvrtc_arch_valid(cfg->arch))
-        return rt_fail(RTM_ERR_INVALID, err, n, "arch \"%s\" is not a GPU architecture name like sm_90a", cfg->arch);
-    if (cfg->device < 0) return rt_fail(RTM_ERR_INVALID, err, n, "device ordinal %d is negative", cfg->device);
+        return rt_fail(RT_ERR_INVALID, err, n, "arch \"%s\" is not a GPU architecture name like sm_90a", cfg->arch);
+    if (cfg->device < 0) return rt_fail(RT_ERR_INVALID, err, n, "device ordinal %d is negative", cfg->device);
     rt_ctx *c = calloc(1, sizeof *c);
-    if (!c) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+    if (!c) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     c->device = cfg->device;
     c->no_cache = cfg->no_cache;
     c->compile_threads = cfg->compile_threads;
     snprintf(c->arch, sizeof c->arch, "%s", cfg->arch ? cfg->arch : RT_DEFAULT_ARCH);
     cg_target_default(c->arch, &c->target);
-    int st = RTM_OK;
-    if (!cfg->compile_only && (st = open_device(c, cfg, err, n)) != RTM_OK) goto bad;
+    rt_status st = RT_OK;
+    if (!cfg->compile_only && (st = open_device(c, cfg, err, n)) != RT_OK) goto bad;
     if (!cfg->no_cache) {
         rt_cache_config cc = {.dir = cfg->cache_dir, .no_disk = cfg->no_disk_cache, .warn = quiet_warn};
         if (rt_cache_open(&c->cache, &cc) != RT_OK) {
-            st = rt_fail(RTM_ERR_NOMEM, err, n, "cannot open the kernel cache");
+            st = rt_fail(RT_ERR_NOMEM, err, n, "cannot open the kernel cache");
             goto bad;
         }
     }
     *out = c;
-    return RTM_OK;
+    return RT_OK;
 bad:
     rt_ctx_free(c);
     return st;
@@ -125,60 +114,45 @@ void rt_ctx_target(const rt_ctx *c, cg_target *out)
     else cg_target_default(NULL, out);
 }
 
-bool rt_model_use_device(const rt_model *m, const char *what, int *st, char *err, size_t n)
+bool rt_model_use_device(const rt_model *m, const char *what, rt_status *st, char *err, size_t n)
 {
     if (!m->ctx->has_device) {
-        *st = rt_fail(RTM_ERR_NO_DEVICE, err, n, "%s: no CUDA device (the context was created compile_only)", what);
+        *st = rt_fail(RT_ERR_NO_DEVICE, err, n, "%s: no CUDA device (the context was created compile_only)", what);
         return false;
     }
-    cudaError_t e = cudaSetDevice(m->ctx->device);
-    if (e != cudaSuccess) {
-        *st = rt_fail(rt_cuda_status(e), err, n, "%s: cudaSetDevice(%d): %s", what, m->ctx->device, cudaGetErrorString(e));
-        return false;
-    }
-    return true;
+    *st = RT_CUDA_CHECK(cudaSetDevice(m->ctx->device), what, err, n);
+    return *st == RT_OK;
 }
 
 /* ---- device memory for callers without CUDA ------------------------------------ */
 
-int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n)
+rt_status rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n)
 {
     *ptr = NULL;
-    if (!c->has_device) return rt_fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
-    cudaError_t e = cudaSetDevice(c->device);
-    if (e == cudaSuccess) e = cudaMalloc(ptr, bytes ? bytes : 1);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        *ptr = NULL;
-        return rt_fail(e == cudaErrorMemoryAllocation ? RTM_ERR_NOMEM : RTM_ERR_CUDA, err, n,
-                       "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(e));
-    }
-    return RTM_OK;
+    if (!c->has_device) return rt_fail(RT_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    RT_CUDA_TRY(cudaSetDevice(c->device), err, n);
+    char who[64];
+    snprintf(who, sizeof who, "%zu bytes", bytes);
+    rt_status st = RT_CUDA_CHECK(cudaMalloc(ptr, bytes ? bytes : 1), who, err, n);
+    if (st != RT_OK) *ptr = NULL;
+    return st;
 }
 
-int rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n)
+rt_status rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n)
 {
-    if (!ptr) return RTM_OK;
-    if (!c->has_device) return rt_fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
-    cudaError_t e = cudaSetDevice(c->device);
-    if (e == cudaSuccess) e = cudaFree(ptr);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return rt_fail(RTM_ERR_CUDA, err, n, "cudaFree: %s", cudaGetErrorString(e));
-    }
-    return RTM_OK;
+    if (!ptr) return RT_OK;
+    if (!c->has_device) return rt_fail(RT_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    RT_CUDA_TRY(cudaSetDevice(c->device), err, n);
+    RT_CUDA_TRY(cudaFree(ptr), err, n);
+    return RT_OK;
 }
 
-int rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n)
+rt_status rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n)
 {
-    if (!c->has_device) return rt_fail(RTM_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
-    cudaError_t e = cudaSetDevice(c->device);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return rt_fail(RTM_ERR_CUDA, err, n, "cudaMemcpy (%zu bytes, %s): %s", bytes,
-                       to_device ? "to the device" : "to the host", cudaGetErrorString(e));
-    }
-    return RTM_OK;
+    if (!c->has_device) return rt_fail(RT_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
+    RT_CUDA_TRY(cudaSetDevice(c->device), err, n);
+    char who[64];
+    snprintf(who, sizeof who, "%zu bytes %s", bytes, to_device ? "to the device" : "to the host");
+    return RT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost), who,
+                         err, n);
 }

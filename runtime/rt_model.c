@@ -29,19 +29,19 @@ const char *rt_model_type_text(const rt_model *m, int i)
     return m && i >= 0 && i < m->g->nparams + m->g->noutputs ? m->types[i] : NULL;
 }
 
-int rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_model **out, char *err, size_t n)
+rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_model **out, char *err, size_t n)
 {
     *out = NULL;
     rt_model_config def = {0};
     if (!cfg) cfg = &def;
     if (!ctx || !plan || !plan->graph || plan->nvariants < 1 || plan->variants[0].exact) {
         rt_plan_free(plan);
-        return rt_fail(RTM_ERR_INVALID, err, n, "rt_model_create: no context, or a plan without its large-shape variant");
+        return rt_fail(RT_ERR_INVALID, err, n, "rt_model_create: no context, or a plan without its large-shape variant");
     }
     rt_model *m = calloc(1, sizeof *m);
     if (!m) {
         rt_plan_free(plan);
-        return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
     arena_init(&m->a);
     m->ctx = ctx;
@@ -53,7 +53,8 @@ int rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_m
     m->lazy = cfg->lazy;
     m->decode_max_rows = cfg->decode_max_rows == 0 ? 32 : cfg->decode_max_rows;
     const ir_graph *g = m->g;
-    int np = g->nparams, st = RTM_OK;
+    int np = g->nparams;
+    rt_status st = RT_OK;
     m->weight_ptr = calloc((size_t)np + 1, sizeof *m->weight_ptr);
     m->weight_owned = calloc((size_t)np + 1, sizeof *m->weight_owned);
     m->state_ptr = calloc((size_t)np + 1, sizeof *m->state_ptr);
@@ -61,7 +62,7 @@ int rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_m
     m->types = calloc((size_t)(np + g->noutputs) + 1, sizeof *m->types);
     m->graphs = rt_graph_cache_new(cfg->max_graphs > 0 ? cfg->max_graphs : 16);
     if (!m->weight_ptr || !m->weight_owned || !m->state_ptr || !m->state_bytes || !m->types || !m->graphs) {
-        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
     for (int i = 0; i < np + g->noutputs; i++) {
@@ -72,29 +73,29 @@ int rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_m
         if (i < np && g->params[i]->op == IR_OP_STATE) m->nstate_params++;
     }
     /* the variants planned up front; the plan keeps none of them */
-    for (int i = 0; i < m->plan.nvariants && st == RTM_OK; i++) {
+    for (int i = 0; i < m->plan.nvariants && st == RT_OK; i++) {
         if (m->nvars > RT_MAX_VARIANTS) {
             rt_variant_plan_free(&m->plan.variants[i]);
             continue;
         }
         rt_variant *v;
         st = rt_variant_adopt(m, &m->plan.variants[i], &v, err, n);
-        if (st == RTM_OK) m->vars[m->nvars++] = v;
+        if (st == RT_OK) m->vars[m->nvars++] = v;
     }
     free(m->plan.variants);
     m->plan.variants = NULL;
     m->plan.nvariants = 0;
-    if (st == RTM_OK && !m->lazy) {
+    if (st == RT_OK && !m->lazy) {
         st = rt_variant_compile(m, m->vars[0], err, n);
-        if (st == RTM_OK && ctx->has_device) st = rt_variant_load(m, m->vars[0], err, n);
+        if (st == RT_OK && ctx->has_device) st = rt_variant_load(m, m->vars[0], err, n);
     }
 out:
-    if (st != RTM_OK) {
+    if (st != RT_OK) {
         rt_model_free(m);
         return st;
     }
     *out = m;
-    return RTM_OK;
+    return RT_OK;
 }
 
 void rt_model_free(rt_model *m)
@@ -156,34 +157,34 @@ int rt_model_param_bytes(const rt_model *m, int param, int64_t *shape, size_t *b
     return 0;
 }
 
-int rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims, bool fill_max, int64_t *out,
+rt_status rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims, bool fill_max, int64_t *out,
                           char *err, size_t n)
 {
     const ir_graph *g = m->g;
     bool given[IR_MAX_SYMS] = {false};
     for (int i = 0; i < g->nsyms; i++) out[i] = fill_max ? m->maxd[i] : -1;
-    if (ndims > 0 && !dims) return rt_fail(RTM_ERR_INVALID, err, n, "dims: NULL array with %d entries", ndims);
+    if (ndims > 0 && !dims) return rt_fail(RT_ERR_INVALID, err, n, "dims: NULL array with %d entries", ndims);
     for (int i = 0; i < ndims; i++) {
-        if (!dims[i].name) return rt_fail(RTM_ERR_INVALID, err, n, "dims: entry %d has no name", i);
+        if (!dims[i].name) return rt_fail(RT_ERR_INVALID, err, n, "dims: entry %d has no name", i);
         int s = ir_graph_find_sym(g, dims[i].name);
         if (s < 0) {
             char list[256] = "";
             for (int j = 0; j < g->nsyms; j++) rt_add_line(list, sizeof list, "%s", g->syms[j]);
             for (char *c = list; *c; c++)
                 if (*c == '\n') *c = ' ';
-            return rt_fail(RTM_ERR_NOT_FOUND, err, n, "dims: model %s has no dim '%s' (its dims: %s)", g->name,
+            return rt_fail(RT_ERR_NOT_FOUND, err, n, "dims: model %s has no dim '%s' (its dims: %s)", g->name,
                            dims[i].name, g->nsyms ? list : "none");
         }
-        if (given[s]) return rt_fail(RTM_ERR_INVALID, err, n, "dims: '%s' given twice", dims[i].name);
+        if (given[s]) return rt_fail(RT_ERR_INVALID, err, n, "dims: '%s' given twice", dims[i].name);
         given[s] = true;
         if (dims[i].value < 1 || dims[i].value > m->maxd[s])
-            return rt_fail(RTM_ERR_INVALID, err, n, "dims: %s=%lld is outside 1..%lld (its max, set when compiling)",
+            return rt_fail(RT_ERR_INVALID, err, n, "dims: %s=%lld is outside 1..%lld (its max, set when compiling)",
                            dims[i].name, (long long)dims[i].value, (long long)m->maxd[s]);
         out[s] = dims[i].value;
     }
     for (int s = 0; s < g->nsyms; s++)
-        if (out[s] < 0) return rt_fail(RTM_ERR_INVALID, err, n, "dims: no value for '%s'", g->syms[s]);
-    return RTM_OK;
+        if (out[s] < 0) return rt_fail(RT_ERR_INVALID, err, n, "dims: no value for '%s'", g->syms[s]);
+    return RT_OK;
 }
 
 char *rt_model_describe(const rt_model *m)

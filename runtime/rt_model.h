@@ -20,8 +20,8 @@
  * packing, states), rt_run.c (running, CUDA graphs); their shared types are
  * in rt_model_internal.h.
  *
- * Status codes are the public kiln_status values (include/kiln.h), so the
- * API layer passes them through. Every function takes (err, n): a message on
+ * Status: rt_status (runtime/rt_err.h), the public kiln_status values one
+ * for one, so the API layer passes them through. Every function takes (err, n): a message on
  * failure, naming the kernel or the tensor. */
 #ifndef KILN_RT_MODEL_H
 #define KILN_RT_MODEL_H
@@ -31,23 +31,9 @@
 
 #include "codegen/cg.h"
 #include "ir/ir.h"
+#include "runtime/rt_err.h"
 #include "runtime/rt_plan.h"
 
-enum {
-    RTM_OK = 0,
-    RTM_ERR_INVALID = 1,
-    RTM_ERR_NOT_FOUND = 2,
-    RTM_ERR_MODEL = 3,
-    RTM_ERR_CODEGEN = 4,
-    RTM_ERR_WEIGHTS = 5,
-    RTM_ERR_MISSING_WEIGHT = 6,
-    RTM_ERR_STATE = 7,
-    RTM_ERR_IO = 8,
-    RTM_ERR_NO_DEVICE = 9,
-    RTM_ERR_CUDA = 10,
-    RTM_ERR_NOMEM = 11,
-    RTM_ERR_INTERNAL = 12,
-};
 
 #define RT_MAX_VARIANTS 16
 
@@ -65,7 +51,7 @@ typedef struct rt_ctx_config {
     int compile_threads;
 } rt_ctx_config;
 
-int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n);
+rt_status rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n);
 void rt_ctx_free(rt_ctx *c);
 const char *rt_ctx_arch(const rt_ctx *c);
 bool rt_ctx_has_device(const rt_ctx *c);
@@ -75,10 +61,10 @@ bool rt_ctx_has_device(const rt_ctx *c);
 void rt_ctx_target(const rt_ctx *c, cg_target *out);
 /* Device memory for callers without CUDA of their own (the kiln tool, other
  * languages): allocate, free, and synchronous copies on the context's device.
- * Return RTM_OK or an RTM_ERR_* with a message. */
-int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n);
-int rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n);
-int rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n);
+ * Return RT_OK or an RT_ERR_* with a message. */
+rt_status rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n);
+rt_status rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n);
+rt_status rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n);
 
 /* ---- model ---------------------------------------------------------------------- */
 
@@ -98,7 +84,7 @@ typedef struct rt_model_config {
 
 /* A model running plan (taken over: freed by the model, or by this call when
  * it fails). cfg may be NULL (the defaults). */
-int rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_model **out, char *err, size_t n);
+rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_model **out, char *err, size_t n);
 void rt_model_free(rt_model *m);
 
 const ir_graph *rt_model_graph(const rt_model *m);
@@ -112,34 +98,34 @@ char *rt_model_describe(const rt_model *m);
 
 /* dims as (name, value) pairs -> values per symbol; missing ones take the
  * max when fill_max, else are an error. Checks 1 <= value <= max. */
-int rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims, bool fill_max, int64_t *out,
+rt_status rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims, bool fill_max, int64_t *out,
                           char *err, size_t n);
 
 /* Weights. param: index in the graph's params. */
 int rt_model_find_param(const rt_model *m, const char *name);
-int rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype dtype, int rank, const int64_t *shape,
+rt_status rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype dtype, int rank, const int64_t *shape,
                          const void *dev, char *err, size_t n);
 enum { RT_LOAD_IGNORE_UNKNOWN = 1u << 0, RT_LOAD_ALLOW_MISSING = 1u << 1 };
-int rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n);
+rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n);
 /* Validate a parsed file against the model (no device needed): every
  * mismatch, one per line. Used by load and by tests. */
 struct rt_st_file;
-int rt_model_check_safetensors(const rt_model *m, const struct rt_st_file *f, unsigned flags, char *err, size_t n);
+rt_status rt_model_check_safetensors(const rt_model *m, const struct rt_st_file *f, unsigned flags, char *err, size_t n);
 
 /* States. */
-int rt_model_alloc_states(rt_model *m, char *err, size_t n);
-int rt_model_zero_states(rt_model *m, char *err, size_t n);
-int rt_model_state_ptr(rt_model *m, const char *name, void **ptr, size_t *bytes, char *err, size_t n);
+rt_status rt_model_alloc_states(rt_model *m, char *err, size_t n);
+rt_status rt_model_zero_states(rt_model *m, char *err, size_t n);
+rt_status rt_model_state_ptr(rt_model *m, const char *name, void **ptr, size_t *bytes, char *err, size_t n);
 
 /* Run. inputs/outputs: (name, device pointer). stream NULL: the context's. */
 typedef struct rt_tensor_ptr {
     const char *name;
     void *ptr;
 } rt_tensor_ptr;
-int rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n);
-int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
+rt_status rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n);
+rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
                  const rt_tensor_ptr *outputs, int noutputs, void *stream, char *err, size_t n);
-int rt_model_sync(rt_model *m, char *err, size_t n);
+rt_status rt_model_sync(rt_model *m, char *err, size_t n);
 
 typedef struct rt_model_counters {
     uint64_t kernels_compiled, cache_hits_memory, cache_hits_disk, variants;

@@ -72,25 +72,16 @@ struct rt_model {
     const char **types;  /* per param, then per output: declared type text */
 };
 
-/* ---- CUDA failures as statuses (rt_context.c) ---- */
+/* ---- the device (rt_context.c) ---- */
 
-int rt_launch_status(rt_lstatus s);
-
-#define CUDA_TRY(call, what, ...)                                                                               \
-    do {                                                                                                        \
-        cudaError_t e_ = (call);                                                                                \
-        if (e_ != cudaSuccess) {                                                                                \
-            (void)cudaGetLastError();                                                                           \
-            char w_[256];                                                                                       \
-            snprintf(w_, sizeof w_, what, __VA_ARGS__);                                                         \
-            return rt_fail(rt_cuda_status(e_), err, n, "%s: %s (%s)", w_, cudaGetErrorString(e_),               \
-                           cudaGetErrorName(e_));                                                               \
-        }                                                                                                       \
-    } while (0)
+/* A loader/launcher status (rt_launch.h) as a model reports it: a bad
+ * argument or a kernel missing from its module is Kiln's bug there. */
+rt_status rt_kernel_status(rt_status s);
 
 /* The model's device made current; false with *st and a message when the
- * context has none or it fails (rt_context.c). */
-bool rt_model_use_device(const rt_model *m, const char *what, int *st, char *err, size_t n);
+ * context has none or it fails. CUDA calls in these files go through
+ * RT_CUDA_CHECK / RT_CUDA_TRY (rt_err.h). */
+bool rt_model_use_device(const rt_model *m, const char *what, rt_status *st, char *err, size_t n);
 
 /* ---- the model (rt_model.c) ---- */
 
@@ -107,13 +98,13 @@ int rt_model_param_bytes(const rt_model *m, int param, int64_t *shape, size_t *b
 /* ---- shape variants (rt_variant.c) ---- */
 
 /* Takes *vp into a new variant of m (registering its packed values). */
-int rt_variant_adopt(rt_model *m, rt_variant_plan *vp, rt_variant **out, char *err, size_t n);
+rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *vp, rt_variant **out, char *err, size_t n);
 void rt_variant_free(rt_variant *v);
-int rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n);
-int rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n);
+rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n);
+rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n);
 /* The index in m->vars of the variant a run with these dims uses, planned
  * on first use. */
-int rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, size_t n);
+rt_status rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, size_t n);
 
 /* ---- weights, packing and states (rt_bind.c) ---- */
 
@@ -122,6 +113,6 @@ int rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, siz
 int rt_missing_weights(const rt_model *m, bool (*missing)(const rt_model *m, int param, const void *user),
                        const void *user, char *list, size_t n);
 /* Computes and uploads the packed values not valid yet. */
-int rt_model_update_packs(rt_model *m, char *err, size_t n);
+rt_status rt_model_update_packs(rt_model *m, char *err, size_t n);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "codegen/cg.h"
 #include "ir/ir.h"
+#include "runtime/rt_err.h"
 
 #define RT_ARENA_ALIGN 256
 #define RT_ALIGN_UP(x) (((size_t)(x) + (RT_ARENA_ALIGN - 1)) & ~(size_t)(RT_ARENA_ALIGN - 1))
@@ -55,8 +56,8 @@ typedef struct rt_variant_plan {
 void rt_variant_plan_free(rt_variant_plan *v);
 
 /* Plans the variant for exactly these dims (g->nsyms values) into *out
- * (exact = true). Returns 0 (RT_OK), or a status with a message. */
-typedef int (*rt_plan_variant_fn)(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out,
+ * (exact = true). Returns RT_OK, or a status with a message. */
+typedef rt_status (*rt_plan_variant_fn)(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out,
                                   char *err, size_t n);
 
 typedef struct rt_plan {

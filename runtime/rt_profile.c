@@ -271,7 +271,7 @@ out:
 static int profile(prof_run *r, const rt_profile_opts *o, rt_profile *p, char *err, size_t n)
 {
     rt_model *m = r->m;
-    int st;
+    rt_status st;
     if (!rt_model_use_device(m, "profile", &st, err, n)) return st;
     RT_TRY(rt_model_prepare(m, r->dims, err, n));
     RT_TRY(rt_model_sync(m, err, n));

@@ -8,8 +8,8 @@
  *     never parses, never calls a pass and never calls codegen's emitters.
  *   - Up front: the driver plans the large-shape variant (symbolic dims:
  *     tensor-core matmul, prefill attention; right for any dims up to the
- *     max) and any variant the model or the options ask for, and puts them
- *     in rt_plan.variants ([0] is the large-shape one).
+ *     max) into rt_plan.variants[0]; variants for buckets a model declares
+ *     or its options ask for go in the same array (none does yet).
  *   - Lazily: for dims without a variant, the runtime calls the planner the
  *     plan carries (rt_plan.plan_variant) and keeps what it returns.
  *
@@ -20,6 +20,9 @@
  * attention), planned on first use; other runs use the large-shape variant.
  * At most RT_MAX_VARIANTS exact variants are kept; beyond that, and when the
  * plan has no planner, the large-shape variant serves, correct for any dims.
+ *
+ * docs/ARCHITECTURE.md ("Shape variants") says the same for readers of the
+ * whole design.
  *
  * A variant's kernels are compiled (NVRTC through the kernel cache) when the
  * model is created unless it is lazy, else at first use, and loaded when
@@ -85,44 +88,44 @@ static int packed_slot(rt_model *m, rt_packed_value pv)
     return m->npacked++;
 }
 
-int rt_variant_adopt(rt_model *m, rt_variant_plan *vp, rt_variant **out, char *err, size_t n)
+rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *planned, rt_variant **out, char *err, size_t n)
 {
     *out = NULL;
     rt_variant *v = calloc(1, sizeof *v);
     if (!v) {
-        rt_variant_plan_free(vp);
-        return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        rt_variant_plan_free(planned);
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
-    v->plan = *vp;
-    memset(vp, 0, sizeof *vp);
+    v->plan = *planned;
+    memset(planned, 0, sizeof *planned);
     v->pack_slot = calloc((size_t)v->plan.npacked + 1, sizeof *v->pack_slot);
     if (!v->pack_slot) {
         rt_variant_free(v);
-        return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
     for (int i = 0; i < v->plan.npacked; i++)
         if ((v->pack_slot[i] = packed_slot(m, v->plan.packed[i])) < 0) {
             rt_variant_free(v);
-            return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+            return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
         }
     if (v->plan.arena_bytes > m->arena_need) m->arena_need = v->plan.arena_bytes;
     m->cnt.variants++;
     *out = v;
-    return RTM_OK;
+    return RT_OK;
 }
 
-int rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
+rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
 {
-    if (v->compiled) return RTM_OK;
+    if (v->compiled) return RT_OK;
     int nk = v->plan.nkernels;
     const cg_kernel *ks = v->plan.kernels;
     const char **names = calloc((size_t)nk + 1, sizeof *names), **srcs = calloc((size_t)nk + 1, sizeof *srcs);
     rt_compile_result *res = calloc((size_t)nk + 1, sizeof *res);
     rt_cache_lookup *how = calloc((size_t)nk + 1, sizeof *how);
     v->cubins = calloc((size_t)nk + 1, sizeof *v->cubins);
-    int st = RTM_OK;
+    rt_status st = RT_OK;
     if (!names || !srcs || !res || !how || !v->cubins) {
-        st = rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
+        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
     for (int i = 0; i < nk; i++) {
@@ -130,7 +133,7 @@ int rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         srcs[i] = ks[i].source;
     }
     rt_compile_opts co = {.arch = m->ctx->arch};
-    rt_status rs = rt_cache_compile_many(m->ctx->cache, nk, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
+    rt_status compile_st = rt_cache_compile_many(m->ctx->cache, nk, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
                                          res, how, m->ctx->compile_threads, NULL, NULL);
     for (int i = 0; i < nk; i++) {
         if (res[i].status != RT_OK) continue;
@@ -138,15 +141,15 @@ int rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         else if (how[i] == RT_CACHE_HIT_DISK) m->cnt.cache_hits_disk++;
         else m->cnt.kernels_compiled++;
     }
-    if (rs != RT_OK) {
+    if (compile_st != RT_OK) {
         for (int i = 0; i < nk; i++)
             if (res[i].status != RT_OK) {
-                st = rt_fail(res[i].status == RT_ERR_NOMEM ? RTM_ERR_NOMEM : RTM_ERR_CODEGEN, err, n,
+                st = rt_fail(res[i].status == RT_ERR_NOMEM ? RT_ERR_NOMEM : RT_ERR_COMPILE, err, n,
                              "NVRTC failed for kernel %s (%s, group k%d): %s", ks[i].name, cg_family_name(ks[i].family),
                              ks[i].group, res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
-        if (st == RTM_OK) st = rt_fail(RTM_ERR_CODEGEN, err, n, "NVRTC: %s", rt_status_str(rs));
+        if (st == RT_OK) st = rt_fail(RT_ERR_COMPILE, err, n, "NVRTC: %s", rt_status_str(compile_st));
         goto out;
     }
     for (int i = 0; i < nk; i++) {
@@ -164,32 +167,32 @@ out:
     return st;
 }
 
-int rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
+rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
 {
-    if (v->loaded) return RTM_OK;
-    int st = rt_variant_compile(m, v, err, n);
-    if (st != RTM_OK) return st;
+    if (v->loaded) return RT_OK;
+    RT_TRY(rt_variant_compile(m, v, err, n));
+    rt_status st;
     if (!rt_model_use_device(m, "loading kernels", &st, err, n)) return st;
     int nk = v->plan.nkernels;
     v->mods = calloc((size_t)nk + 1, sizeof *v->mods);
     v->kern = calloc((size_t)nk + 1, sizeof *v->kern);
-    if (!v->mods || !v->kern) return rt_fail(RTM_ERR_NOMEM, err, n, "out of memory");
-    char le[512];
+    if (!v->mods || !v->kern) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    char load_err[512];
     for (int i = 0; i < nk; i++) {
         const cg_kernel *k = &v->plan.kernels[i];
-        rt_lstatus ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, le, sizeof le);
-        if (ls == RT_LAUNCH_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], le, sizeof le);
-        if (ls == RT_LAUNCH_OK && v->kern[i].param_size != k->args_size) {
-            return rt_fail(RTM_ERR_INTERNAL, err, n, "kernel %s: KilnArgs is %zu bytes on the host but %zu in the cubin",
+        rt_status ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, load_err, sizeof load_err);
+        if (ls == RT_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], load_err, sizeof load_err);
+        if (ls == RT_OK && v->kern[i].param_size != k->args_size) {
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: KilnArgs is %zu bytes on the host but %zu in the cubin",
                            k->name, k->args_size, v->kern[i].param_size);
         }
-        if (ls == RT_LAUNCH_OK && k->launch.smem > 48 * 1024)
-            ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, le, sizeof le);
-        if (ls != RT_LAUNCH_OK) return rt_fail(rt_launch_status(ls), err, n, "loading kernel %s: %s", k->name, le);
+        if (ls == RT_OK && k->launch.smem > 48 * 1024)
+            ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, load_err, sizeof load_err);
+        if (ls != RT_OK) return rt_fail(rt_kernel_status(ls), err, n, "loading kernel %s: %s", k->name, load_err);
     }
     for (int i = 0; i < nk; i++) rt_blob_free(&v->cubins[i]);
     v->loaded = true;
-    return RTM_OK;
+    return RT_OK;
 }
 
 /* Rows of the run: the largest product of an input's leading dims. */
@@ -207,35 +210,35 @@ static int64_t run_rows(const rt_model *m, const int64_t *dims)
     return rows;
 }
 
-int rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, size_t n)
+rt_status rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, size_t n)
 {
     *index = 0;
-    if (m->decode_max_rows < 0 || run_rows(m, dims) > m->decode_max_rows) return RTM_OK;
+    if (m->decode_max_rows < 0 || run_rows(m, dims) > m->decode_max_rows) return RT_OK;
     for (int i = 1; i < m->nvars; i++)
         if (m->vars[i]->plan.exact && !memcmp(m->vars[i]->plan.dims, dims, (size_t)m->g->nsyms * sizeof *dims)) {
             *index = i;
-            return RTM_OK;
+            return RT_OK;
         }
     /* full, or nothing to plan with: the large-shape variant serves any dims */
-    if (m->nvars > RT_MAX_VARIANTS || !m->plan.plan_variant) return RTM_OK;
-    rt_variant_plan vp;
-    memset(&vp, 0, sizeof vp);
-    int st = m->plan.plan_variant(m->plan.planner, m->g, dims, &vp, err, n);
-    if (st != RTM_OK) {
-        rt_variant_plan_free(&vp);
+    if (m->nvars > RT_MAX_VARIANTS || !m->plan.plan_variant) return RT_OK;
+    rt_variant_plan planned;
+    memset(&planned, 0, sizeof planned);
+    rt_status st = m->plan.plan_variant(m->plan.planner, m->g, dims, &planned, err, n);
+    if (st != RT_OK) {
+        rt_variant_plan_free(&planned);
         return st;
     }
     rt_variant *v;
-    if ((st = rt_variant_adopt(m, &vp, &v, err, n)) != RTM_OK) return st;
+    if ((st = rt_variant_adopt(m, &planned, &v, err, n)) != RT_OK) return st;
     m->vars[m->nvars] = v;
     *index = m->nvars++;
-    return RTM_OK;
+    return RT_OK;
 }
 
-int rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n)
+rt_status rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n)
 {
-    int vi, st = rt_variant_pick(m, dims, &vi, err, n);
-    if (st != RTM_OK) return st;
+    int vi;
+    RT_TRY(rt_variant_pick(m, dims, &vi, err, n));
     if (!m->ctx->has_device) return rt_variant_compile(m, m->vars[vi], err, n);
     return rt_variant_load(m, m->vars[vi], err, n);
 }

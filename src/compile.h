@@ -15,8 +15,8 @@
  * (rt_ctx_target) when the model is compiled for a context with a device,
  * else cg_target_default for the arch (codegen/cg.h lists the defaults).
  *
- * Status codes are the runtime's (RTM_*, equal to the public kiln_status
- * values). Diagnostics (errors and warnings with their source lines) are
+ * Status codes are the runtime's rt_status (runtime/rt_err.h: the public
+ * kiln_status values). Diagnostics (errors and warnings with their source lines) are
  * printed to the unit's diag_out when it has one; without, a failing step
  * renders them into its err buffer. Units share nothing: threads may
  * compile at once. */
@@ -54,21 +54,21 @@ typedef struct kc_options {
 /* One model going through the driver. */
 typedef struct kc_unit kc_unit;
 
-/* Reads the source (RTM_ERR_IO when unreadable). o is copied; its strings
+/* Reads the source (RT_ERR_IO when unreadable). o is copied; its strings
  * must outlive the unit. diag_out may be NULL. */
-int kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err, size_t n);
+rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err, size_t n);
 void kc_free(kc_unit *u);
 
-/* `--emit=ast`: the syntax tree to out (RTM_ERR_MODEL on syntax errors). */
-int kc_dump_ast(kc_unit *u, FILE *out, char *err, size_t n);
-/* Parses, lowers and verifies: the graph as written (RTM_ERR_MODEL with
- * diagnostics; RTM_ERR_INTERNAL when the verifier rejects it). */
-int kc_parse(kc_unit *u, char *err, size_t n);
-/* Runs the pass pipeline (RTM_ERR_INVALID for bad --disable names,
- * RTM_ERR_INTERNAL when a pass fails). */
-int kc_fuse(kc_unit *u, char *err, size_t n);
+/* `--emit=ast`: the syntax tree to out (RT_ERR_MODEL on syntax errors). */
+rt_status kc_dump_ast(kc_unit *u, FILE *out, char *err, size_t n);
+/* Parses, lowers and verifies: the graph as written (RT_ERR_MODEL with
+ * diagnostics; RT_ERR_INTERNAL when the verifier rejects it). */
+rt_status kc_parse(kc_unit *u, char *err, size_t n);
+/* Runs the pass pipeline (RT_ERR_INVALID for bad --disable names,
+ * RT_ERR_INTERNAL when a pass fails). */
+rt_status kc_fuse(kc_unit *u, char *err, size_t n);
 /* Plans memory at max_dims (NULL: every dim must be a number). */
-int kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n);
+rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n);
 
 /* The graph as written (after kc_parse; after kc_fuse only with
  * keep_written) and the fused graph (after kc_fuse). NULL when absent. */
@@ -80,7 +80,7 @@ void kc_print_plan(const kc_unit *u, FILE *out);
 /* The fusion report (kc_options.report): for people, and as JSON (with the
  * memory plan when there is one). */
 void kc_print_report(const kc_unit *u, FILE *out);
-int kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n);
+rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n);
 
 /* `--verify`: the interpreter on the graph as written and the fused graph,
  * on the same random inputs at dims. */
@@ -90,7 +90,7 @@ typedef struct kc_validation {
     const char *worst;  /* the output or state with it */
     double tolerance;   /* what the model's dtypes allow */
 } kc_validation;
-int kc_validate(const kc_unit *u, const int64_t *dims, kc_validation *res, char *err, size_t n);
+rt_status kc_validate(const kc_unit *u, const int64_t *dims, kc_validation *res, char *err, size_t n);
 
 /* The target for kernels compiled for arch (NULL: sm_90a) by a tool: the
  * device's when there is one of that arch, else cg_target_default(arch). */
@@ -122,6 +122,6 @@ typedef struct kc_model_options {
 /* Parses, fuses, plans memory at the max dims, plans the large-shape
  * variant with the context's target, and makes the runtime model, handing
  * it the planner for decode-shaped variants. */
-int kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n);
+rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n);
 
 #endif

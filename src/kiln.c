@@ -22,13 +22,13 @@
 #define KILN_VERSION "unknown"
 #endif
 
-_Static_assert((int)KILN_ERR_INVALID_ARGUMENT == (int)RTM_ERR_INVALID && (int)KILN_ERR_NOT_FOUND == (int)RTM_ERR_NOT_FOUND &&
-                   (int)KILN_ERR_MODEL == (int)RTM_ERR_MODEL && (int)KILN_ERR_CODEGEN == (int)RTM_ERR_CODEGEN &&
-                   (int)KILN_ERR_WEIGHTS == (int)RTM_ERR_WEIGHTS && (int)KILN_ERR_MISSING_WEIGHT == (int)RTM_ERR_MISSING_WEIGHT &&
-                   (int)KILN_ERR_STATE == (int)RTM_ERR_STATE && (int)KILN_ERR_IO == (int)RTM_ERR_IO &&
-                   (int)KILN_ERR_NO_DEVICE == (int)RTM_ERR_NO_DEVICE && (int)KILN_ERR_CUDA == (int)RTM_ERR_CUDA &&
-                   (int)KILN_ERR_OUT_OF_MEMORY == (int)RTM_ERR_NOMEM && (int)KILN_ERR_INTERNAL == (int)RTM_ERR_INTERNAL,
-               "kiln_status and rt_model's status codes must agree");
+_Static_assert((int)KILN_ERR_INVALID_ARGUMENT == (int)RT_ERR_INVALID && (int)KILN_ERR_NOT_FOUND == (int)RT_ERR_NOT_FOUND &&
+                   (int)KILN_ERR_MODEL == (int)RT_ERR_MODEL && (int)KILN_ERR_CODEGEN == (int)RT_ERR_COMPILE &&
+                   (int)KILN_ERR_WEIGHTS == (int)RT_ERR_WEIGHTS && (int)KILN_ERR_MISSING_WEIGHT == (int)RT_ERR_MISSING_WEIGHT &&
+                   (int)KILN_ERR_STATE == (int)RT_ERR_STATE && (int)KILN_ERR_IO == (int)RT_ERR_IO &&
+                   (int)KILN_ERR_NO_DEVICE == (int)RT_ERR_NO_DEVICE && (int)KILN_ERR_CUDA == (int)RT_ERR_CUDA &&
+                   (int)KILN_ERR_OUT_OF_MEMORY == (int)RT_ERR_NOMEM && (int)KILN_ERR_INTERNAL == (int)RT_ERR_INTERNAL,
+               "kiln_status and rt_status (runtime/rt_err.h) must agree");
 _Static_assert(KILN_F32 == (int)IR_F32 && KILN_F16 == (int)IR_F16 && KILN_BF16 == (int)IR_BF16 &&
                    KILN_I32 == (int)IR_I32 && KILN_MAX_RANK == IR_MAX_RANK,
                "kiln_dtype must match ir_dtype");
@@ -125,8 +125,8 @@ kiln_status kiln_context_create(kiln_context **out, const kiln_context_options *
         cfg.compile_threads = opts->compile_threads;
     }
     char err[ERRLEN];
-    int st = rt_ctx_create(&c->rt, &cfg, err, sizeof err);
-    if (st != RTM_OK) {
+    rt_status st = rt_ctx_create(&c->rt, &cfg, err, sizeof err);
+    if (st != RT_OK) {
         free(c);
         return set_error((kiln_status)st, NULL, err);
     }
@@ -149,16 +149,16 @@ kiln_status kiln_device_alloc(kiln_context *ctx, size_t bytes, void **device_ptr
 {
     if (!ctx || !device_ptr) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_device_alloc: NULL argument");
     char err[ERRLEN];
-    int st = rt_ctx_alloc(ctx->rt, bytes, device_ptr, err, sizeof err);
-    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+    rt_status st = rt_ctx_alloc(ctx->rt, bytes, device_ptr, err, sizeof err);
+    return st == RT_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
 }
 
 kiln_status kiln_device_free(kiln_context *ctx, void *device_ptr)
 {
     if (!ctx) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_device_free: NULL context");
     char err[ERRLEN];
-    int st = rt_ctx_free_mem(ctx->rt, device_ptr, err, sizeof err);
-    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+    rt_status st = rt_ctx_free_mem(ctx->rt, device_ptr, err, sizeof err);
+    return st == RT_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
 }
 
 static kiln_status copy(kiln_context *ctx, void *dst, const void *src, size_t bytes, bool to_device)
@@ -167,8 +167,8 @@ static kiln_status copy(kiln_context *ctx, void *dst, const void *src, size_t by
         return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_copy_to_%s: NULL argument", to_device ? "device" : "host");
     if (!bytes) return KILN_OK;
     char err[ERRLEN];
-    int st = rt_ctx_copy(ctx->rt, dst, src, bytes, to_device, err, sizeof err);
-    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+    rt_status st = rt_ctx_copy(ctx->rt, dst, src, bytes, to_device, err, sizeof err);
+    return st == RT_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
 }
 
 kiln_status kiln_copy_to_device(kiln_context *ctx, void *device_dst, const void *host_src, size_t bytes)
@@ -221,11 +221,11 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                    .max_graphs = opts->max_graphs,
                                    .lazy = opts->lazy != 0,
                                    .decode_max_rows = opts->decode_max_rows}};
-    int st = kc_compile_model(ctx->rt, &mo, &m->rt, err, ERRLEN);
+    rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, err, ERRLEN);
     free(defines);
     free(max_dims);
     kiln_status ks = (kiln_status)st;
-    if (st != RTM_OK) {
+    if (st != RT_OK) {
         set_error(ks, ctx->error, err);
         free(m);
     } else {
@@ -281,7 +281,7 @@ static kiln_status resolve_dims(kiln_model *m, const kiln_dim *dims, int ndims, 
                       rt_model_graph(m->rt)->nsyms);
     for (int i = 0; i < ndims; i++) dv[i] = (rt_dim_value){dims[i].name, dims[i].value};
     char err[1024];
-    int st = rt_model_resolve_dims(m->rt, dv, ndims, fill_max, out, err, sizeof err);
+    rt_status st = rt_model_resolve_dims(m->rt, dv, ndims, fill_max, out, err, sizeof err);
     return set_error((kiln_status)st, m->error, err);
 }
 
@@ -462,12 +462,9 @@ kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *ten
         o[i] = (rt_st_out){tensors[i].name, (ir_dtype)tensors[i].dtype, tensors[i].rank, tensors[i].shape, tensors[i].data};
     }
     char err[1024];
-    int rc = rt_safetensors_write(path, o, n, err, sizeof err);
+    rt_status st = rt_safetensors_write(path, o, n, err, sizeof err);
     free(o);
-    if (rc != 0) return set_error(strstr(err, "bad") || strstr(err, "given twice") || strstr(err, "NULL") || strstr(err, "negative")
-                                      ? KILN_ERR_INVALID_ARGUMENT
-                                      : KILN_ERR_IO,
-                                  NULL, err);
+    if (st != RT_OK) return set_error((kiln_status)st, NULL, err);
     return KILN_OK;
 }
 

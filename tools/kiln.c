@@ -424,13 +424,13 @@ static int compile(const cli *c, kc_unit *u)
         }
         return status;
     }
-    int st = kc_fuse(u, err, sizeof err);
-    if (st == RTM_ERR_INVALID) return EX_USAGE;
-    if (st != RTM_OK) return EX_SOFTWARE;
+    rt_status st = kc_fuse(u, err, sizeof err);
+    if (st == RT_ERR_INVALID) return EX_USAGE;
+    if (st != RT_OK) return EX_SOFTWARE;
     const ir_graph *g = kc_fused(u);
     bool have_plan = false;
     if (!strcmp(c->emit, "plan") || c->report) {
-        have_plan = kc_plan_memory(u, NULL, err, sizeof err) == RTM_OK;
+        have_plan = kc_plan_memory(u, NULL, err, sizeof err) == RT_OK;
         if (!have_plan && !strcmp(c->emit, "plan")) {
             fprintf(stderr, "kiln: %s\n", err);
             return EX_USAGE;
@@ -451,7 +451,7 @@ static int compile(const cli *c, kc_unit *u)
     }
     status = close_out(c, out);
     if (c->explain) kc_print_report(u, stderr);
-    if (c->report && kc_write_report_json(u, c->report, err, sizeof err) != RTM_OK) {
+    if (c->report && kc_write_report_json(u, c->report, err, sizeof err) != RT_OK) {
         fprintf(stderr, "kiln: %s\n", err);
         status = EX_CANTCREAT;
     }
@@ -459,7 +459,7 @@ static int compile(const cli *c, kc_unit *u)
         int64_t dims[IR_MAX_SYMS];
         for (int i = 0; i < IR_MAX_SYMS; i++) dims[i] = 4;
         kc_validation v;
-        if (kc_validate(u, dims, &v, err, sizeof err) != RTM_OK) {
+        if (kc_validate(u, dims, &v, err, sizeof err) != RT_OK) {
             fprintf(stderr, "kiln: --verify: %s\n", err);
             status = EX_SOFTWARE;
         } else {
@@ -487,18 +487,18 @@ static int run(const cli *c)
                     .keep_written = c->verify};
     kc_unit *u;
     char err[1024];
-    int st = kc_open(&o, stderr, &u, err, sizeof err);
-    if (st != RTM_OK) return st == RTM_ERR_IO ? EX_NOINPUT : EX_SOFTWARE;
+    rt_status st = kc_open(&o, stderr, &u, err, sizeof err);
+    if (st != RT_OK) return st == RT_ERR_IO ? EX_NOINPUT : EX_SOFTWARE;
     int status = EX_OK;
     if (!strcmp(c->cmd, "compile") && !strcmp(c->emit, "ast")) {
         FILE *out = open_out(c, &status);
         if (out) {
             st = kc_dump_ast(u, out, err, sizeof err);
             int cs = close_out(c, out);
-            status = st != RTM_OK ? EX_MODEL : cs;
+            status = st != RT_OK ? EX_MODEL : cs;
         }
-    } else if ((st = kc_parse(u, err, sizeof err)) != RTM_OK) {
-        status = st == RTM_ERR_MODEL ? EX_MODEL : EX_SOFTWARE;
+    } else if ((st = kc_parse(u, err, sizeof err)) != RT_OK) {
+        status = st == RT_ERR_MODEL ? EX_MODEL : EX_SOFTWARE;
     } else if (!strcmp(c->cmd, "compile")) {
         status = compile(c, u);
     }

@@ -264,19 +264,19 @@ int kiln_run_command(const run_opts *o)
     run r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    rt_st_file wf = {0}, inf = {0};
-    bool wf_open = false, inf_open = false;
+    rt_st_file weights_file = {0}, inputs_file = {0};
+    bool weights_open = false, inputs_open = false;
     char err[1024];
     int rc = EX_OK;
     kiln_tensor_arg *ins = NULL, *outs = NULL;
     int nin = 0, nout = 0;
 
     kc_options ko = {.name = o->file, .defines = o->defines, .ndefines = o->ndefines};
-    if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RTM_OK) {
+    if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RT_OK) {
         rc = EX_NOINPUT;
         goto done;
     }
-    if (kc_parse(r.unit, err, sizeof err) != RTM_OK) {
+    if (kc_parse(r.unit, err, sizeof err) != RT_OK) {
         rc = EX_MODEL;
         goto done;
     }
@@ -287,32 +287,32 @@ int kiln_run_command(const run_opts *o)
         rc = EX_USAGE;
         goto done;
     }
-    if (o->weights && rt_st_open(o->weights, &wf, err, sizeof err) != 0) {
+    if (o->weights && rt_st_open(o->weights, &weights_file, err, sizeof err) != 0) {
         fprintf(stderr, "kiln run: %s\n", err);
         rc = EX_NOINPUT;
         goto done;
     }
-    wf_open = o->weights != NULL;
-    if (o->inputs && rt_st_open(o->inputs, &inf, err, sizeof err) != 0) {
+    weights_open = o->weights != NULL;
+    if (o->inputs && rt_st_open(o->inputs, &inputs_file, err, sizeof err) != 0) {
         fprintf(stderr, "kiln run: %s\n", err);
         rc = EX_NOINPUT;
         goto done;
     }
-    inf_open = o->inputs != NULL;
+    inputs_open = o->inputs != NULL;
 
-    kiln_context_options co = {0};
-    if (kiln_context_create(&r.ctx, &co) != KILN_OK) {
+    kiln_context_options context_opts = {0};
+    if (kiln_context_create(&r.ctx, &context_opts) != KILN_OK) {
         fprintf(stderr, "kiln run needs a CUDA device (kiln check and kiln compile work without one):\n  %s\n",
                 kiln_last_error());
         rc = EX_UNAVAILABLE;
         goto done;
     }
-    kiln_define kd[64];
-    for (int i = 0; i < o->ndefines && i < 64; i++) kd[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
-    kiln_model_options mo = {.defines = kd, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
+    kiln_define model_defines[64];
+    for (int i = 0; i < o->ndefines && i < 64; i++) model_defines[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
+    kiln_model_options model_opts = {.defines = model_defines, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
                              .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs};
-    if (kiln_model_compile_file(r.ctx, o->file, &mo, &r.m) != KILN_OK) {
+    if (kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m) != KILN_OK) {
         rc = fail_api(&r, "compile", EX_MODEL);
         goto done;
     }
@@ -336,15 +336,15 @@ int kiln_run_command(const run_opts *o)
             break;
         }
         if (p->op == IR_OP_WEIGHT) {
-            if (wf_open) rc = from_file(&wf, p, &r.host[i]);
+            if (weights_open) rc = from_file(&weights_file, p, &r.host[i]);
             else randomize(&r, p, &r.host[i], &seed);
-            if (rc == EX_OK && !wf_open) {
+            if (rc == EX_OK && !weights_open) {
                 rc = upload(&r, i);
                 if (rc == EX_OK && kiln_model_bind_weight(r.m, p->name, r.dev[i]) != KILN_OK)
                     rc = fail_api(&r, "bind weight", EX_NOINPUT);
             }
         } else if (p->op == IR_OP_INPUT) {
-            if (inf_open) rc = from_file(&inf, p, &r.host[i]);
+            if (inputs_open) rc = from_file(&inputs_file, p, &r.host[i]);
             else randomize(&r, p, &r.host[i], &seed);
             if (rc == EX_OK && p->type.dtype == IR_I32 && o->steps > 1) /* decode from position 0 */
                 memset(r.host[i].i, 0, (size_t)ir_tensor_numel(&r.host[i]) * sizeof(int32_t));
@@ -353,7 +353,7 @@ int kiln_run_command(const run_opts *o)
         }
     }
     if (rc != EX_OK) goto done;
-    if (wf_open && kiln_model_load_safetensors(r.m, o->weights) != KILN_OK) {
+    if (weights_open && kiln_model_load_safetensors(r.m, o->weights) != KILN_OK) {
         rc = fail_api(&r, "weights", EX_NOINPUT);
         goto done;
     }
@@ -476,8 +476,8 @@ done:
     free(r.dev_out);
     free(ins);
     free(outs);
-    if (wf_open) rt_st_close(&wf);
-    if (inf_open) rt_st_close(&inf);
+    if (weights_open) rt_st_close(&weights_file);
+    if (inputs_open) rt_st_close(&inputs_file);
     kc_free(r.unit);
     return rc;
 }
