@@ -22,20 +22,14 @@
 
 /* ---- directory resolution -------------------------------------------------- */
 
-static const char *env_get(rt_getenv_fn fn, void *user, const char *name)
-{
-    const char *v = fn ? fn(user, name) : getenv(name);
-    return v && *v ? v : NULL;
-}
-
 rt_status rt_cache_resolve_dir(rt_getenv_fn getenv_fn, void *user, char **out)
 {
     if (!out) return RT_ERR_INVALID;
     *out = NULL;
     const char *v;
-    if ((v = env_get(getenv_fn, user, "KILN_CACHE_DIR"))) *out = rt_strf("%s", v);
-    else if ((v = env_get(getenv_fn, user, "XDG_CACHE_HOME"))) *out = rt_strf("%s/kiln", v);
-    else if ((v = env_get(getenv_fn, user, "HOME"))) *out = rt_strf("%s/.cache/kiln", v);
+    if ((v = rt_env_get(getenv_fn, user, "KILN_CACHE_DIR"))) *out = rt_strf("%s", v);
+    else if ((v = rt_env_get(getenv_fn, user, "XDG_CACHE_HOME"))) *out = rt_strf("%s/kiln", v);
+    else if ((v = rt_env_get(getenv_fn, user, "HOME"))) *out = rt_strf("%s/.cache/kiln", v);
     else return RT_ERR_IO;
     return *out ? RT_OK : RT_ERR_NOMEM;
 }

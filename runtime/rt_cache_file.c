@@ -49,10 +49,11 @@ int rt_cache_mkdirs(const char *path)
     return err;
 }
 
-static bool read_full(int fd, unsigned char *p, size_t n)
+/* Reads or writes all n bytes, retrying short transfers and EINTR. */
+static bool transfer_full(int fd, unsigned char *p, size_t n, bool writing)
 {
     while (n) {
-        ssize_t r = read(fd, p, n);
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return false;
         p += r;
@@ -60,17 +61,10 @@ static bool read_full(int fd, unsigned char *p, size_t n)
     }
     return true;
 }
-
+static bool read_full(int fd, unsigned char *p, size_t n) { return transfer_full(fd, p, n, false); }
 static bool write_full(int fd, const unsigned char *p, size_t n)
 {
-    while (n) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
+    return transfer_full(fd, (unsigned char *)p, n, true); /* write() only reads the bytes */
 }
 
 static void encode_header(unsigned char h[RT_CACHE_HEADER_SIZE], rt_cache_key k, const rt_blob *b)

@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "runtime/rt_err.h"
+#include "runtime/rt_util.h"
 
 typedef enum rt_target { RT_TARGET_PTX, RT_TARGET_CUBIN } rt_target;
 
@@ -37,9 +38,6 @@ typedef struct rt_blob {
 } rt_blob;
 void rt_blob_free(rt_blob *b); /* frees data, zeroes the struct; NULL-safe */
 
-/* Environment lookup, so callers and tests can supply their own values.
- * NULL means the process environment (getenv). */
-typedef const char *(*rt_getenv_fn)(void *user, const char *name);
 
 #define RT_DEFAULT_ARCH "sm_90a"
 
