@@ -298,13 +298,13 @@ rt_status rt_cache_compile(rt_cache *c, const char *name, const char *source,
 typedef struct progress_map {
     rt_progress_fn fn;
     void *user;
-    const int *index; /* compile slot -> unit index */
+    const int *unit; /* compile slot (a miss) -> unit index */
 } progress_map;
 
 static void progress_remap(void *user, int done, int total, int index, const rt_compile_result *r)
 {
-    progress_map *m = user;
-    m->fn(m->user, done, total, m->index[index], r);
+    progress_map *remap = user;
+    remap->fn(remap->user, done, total, remap->unit[index], r);
 }
 
 rt_status rt_cache_compile_many(rt_cache *c, int n, const char *const names[],
@@ -315,37 +315,37 @@ rt_status rt_cache_compile_many(rt_cache *c, int n, const char *const names[],
     if (n < 0 || (n > 0 && (!sources || !out))) return RT_ERR_INVALID;
     if (n == 0) return RT_OK;
     bool bypass = !c || (flags & RT_CACHE_NO_CACHE);
-    int *idx = malloc(sizeof(int) * (size_t)n);
-    rt_cache_key *keys = malloc(sizeof(rt_cache_key) * (size_t)n);
-    const char **mnames = malloc(sizeof(char *) * (size_t)n);
-    const char **msrcs = malloc(sizeof(char *) * (size_t)n);
-    rt_compile_result *mout = calloc((size_t)n, sizeof *mout);
+    int *miss_unit = malloc(sizeof(int) * (size_t)n);
+    rt_cache_key *miss_keys = malloc(sizeof(rt_cache_key) * (size_t)n);
+    const char **miss_names = malloc(sizeof(char *) * (size_t)n);
+    const char **miss_sources = malloc(sizeof(char *) * (size_t)n);
+    rt_compile_result *miss_out = calloc((size_t)n, sizeof *miss_out);
     rt_status st = RT_OK;
-    if (!idx || !keys || !mnames || !msrcs || !mout) {
+    if (!miss_unit || !miss_keys || !miss_names || !miss_sources || !miss_out) {
         st = RT_ERR_NOMEM;
         goto done;
     }
-    int m = 0;
+    int nmiss = 0;
     for (int i = 0; i < n; i++) {
-        rt_cache_lookup h = RT_CACHE_MISS;
+        rt_cache_lookup found = RT_CACHE_MISS;
         const char *name = names ? names[i] : NULL;
         if (bypass) memset(&out[i], 0, sizeof out[i]);
-        if (bypass || !lookup_unit(c, name, sources[i], opts, &out[i], &h, &keys[m])) {
-            idx[m] = i;
-            mnames[m] = name;
-            msrcs[m] = sources[i];
-            m++;
+        if (bypass || !lookup_unit(c, name, sources[i], opts, &out[i], &found, &miss_keys[nmiss])) {
+            miss_unit[nmiss] = i;
+            miss_names[nmiss] = name;
+            miss_sources[nmiss] = sources[i];
+            nmiss++;
         }
-        if (how) how[i] = h;
+        if (how) how[i] = found;
     }
-    progress_map pm = {progress, user, idx};
-    rt_nvrtc_compile_many(m, mnames, msrcs, opts, RT_TARGET_CUBIN, mout, nthreads,
-                          progress ? progress_remap : NULL, &pm);
-    count_compiles(c, m);
+    progress_map remap = {progress, user, miss_unit};
+    rt_nvrtc_compile_many(nmiss, miss_names, miss_sources, opts, RT_TARGET_CUBIN, miss_out, nthreads,
+                          progress ? progress_remap : NULL, &remap);
+    count_compiles(c, nmiss);
     const char *arch = opts && opts->arch ? opts->arch : RT_DEFAULT_ARCH;
-    for (int j = 0; j < m; j++) {
-        out[idx[j]] = mout[j];
-        if (!bypass && mout[j].status == RT_OK) rt_cache_put(c, keys[j], arch, &mout[j].code);
+    for (int j = 0; j < nmiss; j++) {
+        out[miss_unit[j]] = miss_out[j];
+        if (!bypass && miss_out[j].status == RT_OK) rt_cache_put(c, miss_keys[j], arch, &miss_out[j].code);
     }
     for (int i = 0; i < n; i++)
         if (out[i].status != RT_OK) {
@@ -353,10 +353,10 @@ rt_status rt_cache_compile_many(rt_cache *c, int n, const char *const names[],
             break;
         }
 done:
-    free(idx);
-    free(keys);
-    free(mnames);
-    free(msrcs);
-    free(mout);
+    free(miss_unit);
+    free(miss_keys);
+    free(miss_names);
+    free(miss_sources);
+    free(miss_out);
     return st;
 }

@@ -86,21 +86,21 @@ typedef struct list_ctx {
 static bool list_visit(void *user, const char *arch, const char *name, const char *path,
                        const struct stat *st)
 {
-    list_ctx *x = user;
+    list_ctx *list = user;
     rt_cache_key k;
     if (name[0] == '.' || !S_ISREG(st->st_mode) || !rt_cache_key_from_name(name, &k)) return true;
     char hex[33];
     memcpy(hex, name, 32);
     hex[32] = '\0';
     rt_cache_entry e = {path, arch, hex, (uint64_t)st->st_size, st->st_mtime};
-    return x->fn(x->user, &e);
+    return list->fn(list->user, &e);
 }
 
 rt_status rt_cache_list(rt_cache *c, rt_cache_entry_fn fn, void *user)
 {
     if (!fn) return RT_ERR_INVALID;
-    list_ctx x = {fn, user};
-    return walk(c, list_visit, &x);
+    list_ctx list = {fn, user};
+    return walk(c, list_visit, &list);
 }
 
 typedef struct verify_ctx {
@@ -112,28 +112,28 @@ typedef struct verify_ctx {
 static bool verify_visit(void *user, const char *arch, const char *name, const char *path,
                          const struct stat *st)
 {
-    verify_ctx *x = user;
+    verify_ctx *verify = user;
     rt_cache_key k;
     if (name[0] == '.') {
-        if (S_ISREG(st->st_mode) && x->now - st->st_mtime > STALE_TEMP_SECONDS && unlink(path) == 0)
-            x->vs->stale_temps_removed++;
+        if (S_ISREG(st->st_mode) && verify->now - st->st_mtime > STALE_TEMP_SECONDS && unlink(path) == 0)
+            verify->vs->stale_temps_removed++;
         return true;
     }
     if (!rt_cache_key_from_name(name, &k)) {
-        x->vs->other_files++;
+        verify->vs->other_files++;
         return true;
     }
     rt_cache_file e;
     rt_cache_file_read(path, k, false, &e);
     if (e.state == RT_CACHE_FILE_NOMEM) {
-        x->nomem = true;
+        verify->nomem = true;
         return false;
     }
     if (e.state == RT_CACHE_FILE_OK) {
-        x->vs->ok++;
-        x->vs->bytes_ok += (uint64_t)st->st_size;
+        verify->vs->ok++;
+        verify->vs->bytes_ok += (uint64_t)st->st_size;
     } else if (e.state == RT_CACHE_FILE_CORRUPT) {
-        if (rt_cache_file_remove_if_same(path, e.dev, e.ino)) x->vs->corrupt_removed++;
+        if (rt_cache_file_remove_if_same(path, e.dev, e.ino)) verify->vs->corrupt_removed++;
     }
     return true;
 }
@@ -143,9 +143,9 @@ rt_status rt_cache_verify(rt_cache *c, rt_cache_verify_stats *vs)
     rt_cache_verify_stats dummy;
     if (!vs) vs = &dummy;
     memset(vs, 0, sizeof *vs);
-    verify_ctx x = {vs, time(NULL), false};
-    rt_status st = walk(c, verify_visit, &x);
-    return x.nomem ? RT_ERR_NOMEM : st;
+    verify_ctx verify = {vs, time(NULL), false};
+    rt_status st = walk(c, verify_visit, &verify);
+    return verify.nomem ? RT_ERR_NOMEM : st;
 }
 
 /* rm -r without following links; counts files removed. */
