@@ -465,7 +465,7 @@ static void test_packing(void)
             const ir_node *p = g->params[i];
             if (p->op != IR_OP_WEIGHT) continue;
             int64_t shape[IR_MAX_RANK], numel;
-            rt_type_shape(&p->type, dims, shape, &numel);
+            ir_type_shape_at(&p->type, dims, shape, &numel);
             float *f = malloc((size_t)numel * sizeof *f);
             for (int64_t j = 0; j < numel; j++) f[j] = api_randf(&seed);
             data[i] = malloc((size_t)numel * (size_t)ir_dtype_size(p->type.dtype));
