@@ -32,14 +32,11 @@ void rt_emit_result_free(rt_emit_result *r)
     memset(r, 0, sizeof *r);
 }
 
-int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options *o, rt_emit_result *out,
-                      char *err, size_t errlen)
+int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char *dir, const rt_emit_options *o,
+                      rt_emit_result *out, char *err, size_t errlen)
 {
     double t0 = rt_now_ms();
     if (out) memset(out, 0, sizeof *out);
-    cg_kernel *ks;
-    int n;
-    if (cg_emit_all_ex(g, o->cg, &ks, &n, err, errlen) != 0) return -1;
     int rc = n;
     bool ptx = o->target == RT_TARGET_PTX;
     size_t plen = strlen(dir) + 300;
@@ -109,7 +106,6 @@ done:
     free(srcs);
     free(names);
     free(path);
-    cg_kernels_free(ks, n);
     if (out) out->total_ms = rt_now_ms() - t0;
     return rc;
 }

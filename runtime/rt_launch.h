@@ -26,16 +26,6 @@
 
 #include "runtime/rt_err.h"
 
-/* The names this file used before rt_status, kept only so that
- * runtime/rt_model.c builds until it is converted (issue 12): do not use. */
-typedef rt_status rt_lstatus;
-#define RT_LAUNCH_OK RT_OK
-#define RT_LAUNCH_ERR_INVALID RT_ERR_INVALID
-#define RT_LAUNCH_ERR_NOMEM RT_ERR_NOMEM
-#define RT_LAUNCH_ERR_NO_DEVICE RT_ERR_NO_DEVICE
-#define RT_LAUNCH_ERR_NOT_FOUND RT_ERR_NOT_FOUND
-#define RT_LAUNCH_ERR_CUDA RT_ERR_CUDA
-
 typedef struct rt_module rt_module; /* a loaded cubin/PTX (a cudaLibrary_t) */
 
 typedef struct rt_kernel {

@@ -66,11 +66,6 @@ void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n)
     }
 }
 
-bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
-{
-    return ir_type_shape_at(t, dims, shape, numel);
-}
-
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes)
 {
     unsigned char *d = dst;
@@ -186,7 +181,7 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
         for (int i = axis + 1; i < out->rank; i++) inner *= out->shape[i];
         if (n->op == IR_OP_SLICE) {
             int64_t st;
-            if (!ir_dim_is_const(&n->attrs.start, &st) && !ir_dim_eval(&n->attrs.start, c->dims, &st)) {
+            if (!ir_dim_value(&n->attrs.start, c->dims, &st)) {
                 status = rt_fail(RT_ERR_WEIGHTS, c->err, c->errlen, "bind time: slice start does not evaluate");
                 goto done;
             }

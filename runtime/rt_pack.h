@@ -39,10 +39,6 @@ rt_status rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack
  * (a rank-1 value is rows of one element). dst and src must not overlap. */
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes);
 
-/* ir_type_shape_at under its old name, kept only for runtime/rt_model.c and
- * the API tests until they call ir_type_shape_at (issue 12). */
-bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
-
 /* n elements of dtype t at src to floats (i32 converted by value), and back
  * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */
 void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n);

@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "kiln.h"
-#include "passes/pass.h"
 #include "runtime/rt_weights.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE = 69, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
@@ -67,7 +66,8 @@ static float uniform(uint64_t *s) { return (float)((next_u64(s) >> 40) * (1.0 / 
 
 typedef struct run {
     const run_opts *o;
-    ir_graph *g;          /* the model as written: the interpreter's reference */
+    kc_unit *unit;        /* the model through the compile driver */
+    const ir_graph *g;    /* the model as written: the interpreter's reference */
     int64_t dims[IR_MAX_SYMS];
     kiln_dim kdims[IR_MAX_SYMS];
     int nd;
@@ -127,9 +127,7 @@ static int parse_dims(run *r)
 static bool alloc_host(const ir_type *t, const int64_t *dims, ir_tensor *out)
 {
     int64_t shape[IR_MAX_RANK];
-    for (int i = 0; i < t->rank; i++)
-        if (!ir_dim_eval(&t->dims[i], dims, &shape[i]) || shape[i] < 0) return false;
-    return ir_tensor_alloc(out, t->dtype, t->rank, shape);
+    return ir_type_shape_at(t, dims, shape, NULL) && ir_tensor_alloc(out, t->dtype, t->rank, shape);
 }
 
 /* Fill host tensor t of parameter p from a safetensors file. */
@@ -157,7 +155,7 @@ static void randomize(run *r, const ir_node *p, ir_tensor *t, uint64_t *seed)
 {
     int64_t n = ir_tensor_numel(t);
     if (t->dtype == IR_I32) {
-        int64_t hi = pass_i32_bound(r->g, p, r->dims);
+        int64_t hi = kc_i32_bound(r->g, p, r->dims);
         for (int64_t i = 0; i < n; i++) t->i[i] = (int32_t)(hi > 0 ? next_u64(seed) % (uint64_t)hi : 0);
         return;
     }
@@ -207,7 +205,7 @@ static int check_step(run *r, int step)
         fprintf(stderr, "kiln run: --check: the interpreter failed: %s\n", err);
         return EX_SOFTWARE;
     }
-    double tol = pass_validate_tolerance(r->g), worst = 0;
+    double tol = kc_tolerance(r->g), worst = 0;
     for (int i = 0; i < r->g->noutputs; i++) {
         ir_tensor got;
         if (!ir_tensor_alloc(&got, r->outs[i].dtype, r->outs[i].rank, r->outs[i].shape)) return EX_SOFTWARE;
@@ -266,11 +264,6 @@ int kiln_run_command(const run_opts *o)
     run r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    arena a;
-    arena_init(&a);
-    diag_list d;
-    diag_list_init(&d, &a);
-    fe_source src = {0};
     rt_st_file wf = {0}, inf = {0};
     bool wf_open = false, inf_open = false;
     char err[1024];
@@ -278,18 +271,16 @@ int kiln_run_command(const run_opts *o)
     kiln_tensor_arg *ins = NULL, *outs = NULL;
     int nin = 0, nout = 0;
 
-    if (fe_source_read(&src, o->file, &d) != 0) {
-        diag_print(&d, stderr, NULL);
+    kc_options ko = {.name = o->file, .defines = o->defines, .ndefines = o->ndefines};
+    if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RT_OK) {
         rc = EX_NOINPUT;
         goto done;
     }
-    fe_options fo = {o->defines, o->ndefines};
-    r.g = fe_compile(&src, &fo, &d);
-    diag_print(&d, stderr, src.text);
-    if (!r.g) {
+    if (kc_parse(r.unit, err, sizeof err) != RT_OK) {
         rc = EX_MODEL;
         goto done;
     }
+    r.g = kc_written(r.unit);
     if ((rc = parse_dims(&r)) != EX_OK) goto done;
     if (!o->weights && !o->random) {
         fprintf(stderr, "kiln run: give the weights: --weights FILE.safetensors, or --random\n");
@@ -473,9 +464,6 @@ done:
     free(outs);
     if (wf_open) rt_st_close(&wf);
     if (inf_open) rt_st_close(&inf);
-    ir_graph_free(r.g);
-    fe_source_free(&src);
-    diag_list_free(&d);
-    arena_free(&a);
+    kc_free(r.unit);
     return rc;
 }
