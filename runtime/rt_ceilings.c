@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "runtime/rt_cache.h"
+#include "runtime/rt_cache_internal.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_nvrtc.h"
 #include "runtime/rt_profile.h"
@@ -167,25 +168,13 @@ rt_status rt_ceilings_read(const char *path, const rt_ceilings *key, rt_ceilings
     return rs;
 }
 
-/* mkdir -p of the directory part of path. */
-static int make_parent(const char *path)
-{
-    char *p = rt_strf("%s", path);
-    if (!p) return ENOMEM;
-    int e = 0;
-    for (char *s = p + 1; *s && !e; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) e = errno;
-        *s = '/';
-    }
-    free(p);
-    return e;
-}
-
 rt_status rt_ceilings_write(const char *path, const rt_ceilings *c, char *err, size_t n)
 {
-    int e = make_parent(path);
+    char *dir = rt_strf("%s", path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash) *slash = 0;
+    int e = !dir ? ENOMEM : slash && slash != dir ? rt_cache_mkdirs(dir) : 0;
+    free(dir);
     if (e) return rt_fail(RT_ERR_IO, err, n, "%s: cannot create its directory: %s", path, strerror(e));
     json_t *o = to_json(c);
     char sum[17];

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_util.h"
 #include "util/arena.h"
 
 #ifndef KILN_CUDA_ROOT
@@ -66,12 +67,6 @@ struct rt_cupti {
     bool oom;
 };
 
-static const char *env(rt_getenv_fn g, void *user, const char *name)
-{
-    const char *v = g ? g(user, name) : getenv(name);
-    return v && *v ? v : NULL;
-}
-
 int rt_cupti_candidates(rt_getenv_fn getenv_fn, void *user, char (*out)[512], int max)
 {
     int k = 0;
@@ -79,11 +74,11 @@ int rt_cupti_candidates(rt_getenv_fn getenv_fn, void *user, char (*out)[512], in
     do {                                           \
         if (k < max) snprintf(out[k++], 512, __VA_ARGS__); \
     } while (0)
-    const char *lib = env(getenv_fn, user, "KILN_CUPTI_LIB");
+    const char *lib = rt_env_get(getenv_fn, user, "KILN_CUPTI_LIB");
     if (lib) ADD("%s", lib);
     ADD("libcupti.so.13");
     ADD("libcupti.so");
-    const char *roots[] = {env(getenv_fn, user, "CUDA_HOME"), env(getenv_fn, user, "CUDA_PATH"), KILN_CUDA_ROOT,
+    const char *roots[] = {rt_env_get(getenv_fn, user, "CUDA_HOME"), rt_env_get(getenv_fn, user, "CUDA_PATH"), KILN_CUDA_ROOT,
                            "/usr/local/cuda"};
     const char *subs[] = {"lib64", "extras/CUPTI/lib64", "lib", "targets/x86_64-linux/lib"};
     for (int r = 0; r < 4; r++) {

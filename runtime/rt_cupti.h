@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "runtime/rt_err.h"
-#include "runtime/rt_nvrtc.h"
+#include "runtime/rt_util.h"
 
 typedef enum rt_cupti_kind { RT_CUPTI_KERNEL, RT_CUPTI_MEMSET } rt_cupti_kind;
 
