@@ -33,12 +33,13 @@ static const char usage_text[] =
     "  compile FILE             compile a model and write what --emit selects\n"
     "  run FILE --dims B=1,S=1,T=1024 [--weights W.safetensors | --random]\n"
     "           [--inputs IN.safetensors] [--outputs OUT.safetensors] [--steps N]\n"
-    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs]\n"
+    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs] [--pos=N]\n"
     "           [--profile [--profile-runs=N] [--trace=F.json] [--roofline=F.svg]\n"
     "            [--profile-json=F] [--peak-bw=TB/s] [--peak-flops=TFLOP/s]]\n"
     "                           run a model on the GPU: --steps runs N decode steps\n"
     "                           (the first output feeds the first input, positions\n"
-    "                           advance); --check compares every output and state with\n"
+    "                           advance; --pos sets every position input to N, else\n"
+    "                           they are random); --check compares every output and state with\n"
     "                           the reference interpreter; --profile times every kernel\n"
     "                           inside N graph replays (CUPTI; default 50) against its\n"
     "                           floor and writes a Chrome trace, a roofline and JSON on\n"
@@ -161,6 +162,11 @@ static int parse_args(int argc, char **argv, cli *c)
             c->run.check = true;
         } else if (!strcmp(a, "--stats")) {
             c->run.stats = true;
+        } else if (!strncmp(a, "--pos=", 6)) {
+            char *end;
+            long n = strtol(a + 6, &end, 10);
+            if (!a[6] || *end || n < 0 || n > 1000000000) return usage_error("--pos expects a position >= 0, got '%s'", a + 6);
+            c->run.pos = (int)n;
         } else if (!strcmp(a, "--profile")) {
             c->run.profile = true;
         } else if (!strncmp(a, "--profile-runs=", 15)) {
@@ -510,6 +516,7 @@ int main(int argc, char **argv)
 {
     cli c;
     memset(&c, 0, sizeof c);
+    c.run.pos = -1;
     int rc = parse_args(argc, argv, &c);
     if (rc == -1) return EX_OK;
     if (rc != EX_OK) return rc;

@@ -348,6 +348,16 @@ int kiln_run_command(const run_opts *o)
             else randomize(&r, p, &r.host[i], &seed);
             if (rc == EX_OK && p->type.dtype == IR_I32 && o->steps > 1) /* decode from position 0 */
                 memset(r.host[i].i, 0, (size_t)ir_tensor_numel(&r.host[i]) * sizeof(int32_t));
+            if (rc == EX_OK && p->type.dtype == IR_I32 && o->pos >= 0 && !inputs_open) {
+                int64_t hi = kc_i32_bound(r.g, p, r.dims);
+                if (o->pos >= hi) {
+                    fprintf(stderr, "kiln run: --pos=%d: '%s' must stay below %lld at these dims\n", o->pos, p->name,
+                            (long long)hi);
+                    rc = EX_USAGE;
+                    break;
+                }
+                for (int64_t k = 0; k < ir_tensor_numel(&r.host[i]); k++) r.host[i].i[k] = o->pos;
+            }
             if (rc == EX_OK) rc = upload(&r, i);
             ins[nin++] = (kiln_tensor_arg){p->name, r.dev[i]};
         }

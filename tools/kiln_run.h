@@ -23,6 +23,7 @@ typedef struct run_opts {
     bool stats;
     bool no_graphs;
     uint64_t seed;
+    int pos;                  /* --pos=N: every i32 input (positions) set to N; -1: random */
     bool profile;             /* --profile (implied by the three files below) */
     int profile_runs;         /* --profile-runs=N (0: 50) */
     const char *trace;        /* --trace=FILE.json */
