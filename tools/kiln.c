@@ -117,6 +117,16 @@ static int add_define(cli *c, char *spec)
     return EX_OK;
 }
 
+/* v is a whole number in lo..hi: into *out. */
+static bool int_in(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi) return false;
+    *out = (int)x;
+    return true;
+}
+
 /* Parses argv into c; returns EX_OK, EX_USAGE, or -1 when help/version was
  * printed and the program should exit 0. */
 static int parse_args(int argc, char **argv, cli *c)
@@ -163,17 +173,12 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--stats")) {
             c->run.stats = true;
         } else if (!strncmp(a, "--pos=", 6)) {
-            char *end;
-            long n = strtol(a + 6, &end, 10);
-            if (!a[6] || *end || n < 0 || n > 1000000000) return usage_error("--pos expects a position >= 0, got '%s'", a + 6);
-            c->run.pos = (int)n;
+            if (!int_in(a + 6, 0, 1000000000, &c->run.pos)) return usage_error("--pos expects a position >= 0, got '%s'", a + 6);
         } else if (!strcmp(a, "--profile")) {
             c->run.profile = true;
         } else if (!strncmp(a, "--profile-runs=", 15)) {
-            char *end;
-            long n = strtol(a + 15, &end, 10);
-            if (!a[15] || *end || n < 1 || n > 100000) return usage_error("--profile-runs expects 1..100000, got '%s'", a + 15);
-            c->run.profile_runs = (int)n;
+            if (!int_in(a + 15, 1, 100000, &c->run.profile_runs))
+                return usage_error("--profile-runs expects 1..100000, got '%s'", a + 15);
             c->run.profile = true;
         } else if (!strncmp(a, "--trace=", 8) && a[8]) {
             c->run.trace = a + 8;

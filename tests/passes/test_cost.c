@@ -174,6 +174,32 @@ static void llama8b_prefill(const ir_graph *g)
     CHECK(sum_floors_ns(g, dims, i32, 4e12, 800e12) == want_ns);
 }
 
+/* The 1B layer at decode, as the benchmark's 1b-decode: D = 2048, H = 32, KV = 8, HD = 64,
+ * F = 8192; a cache row of one sequence is 8 * 64 * 2 = 1024 bytes. */
+static void llama1b_decode(const ir_graph *g)
+{
+    int64_t dims[3] = {1, 1, 1024};
+    int32_t pos[1] = {1023};
+    const int32_t *i32[16] = {NULL, pos};
+    const want w[] = {
+        {"row", 4096 + 4096, 4096, 4096, 0, 0},
+        /* QKV: packed (2048 + 512 + 512) * 2048 * 2 = 12582912; out 3072 * 2 */
+        {"matmul", 4096 + 12582912, 6144, 12582912, 0, 12582912},
+        /* 1023 cached rows of each cache read (1047552), one written (1024); 2 * 1024 keys * 32 * 128 */
+        {"attention", 6144 + 4 + 2 * 1047552, 2 * 1024 + 4096, 0, 2 * 1047552 + 2 * 1024, 8388608},
+        {"matmul", 4096 + 8388608 + 4096, 4096, 8388608, 0, 8388608},
+        {"row", 4096 + 4096, 4096, 4096, 0, 0},
+        /* gate/up 16384 * 2048 * 2 = 67108864; silu(g)*u 8192 * 2 */
+        {"matmul", 4096 + 67108864, 16384, 67108864, 0, 67108864},
+        {"matmul", 16384 + 33554432 + 4096, 4096, 33554432, 0, 33554432},
+    };
+    check_kernels("1b decode", g, dims, i32, w, 7);
+    ir_cost l;
+    CHECK(ir_cost_layer(g, dims, i32, &l, NULL, 0) == 0);
+    /* 121.6 MB of weights (2 * 4096 + 8388608 * 2 + 2097152 * 2 + 33554432 * 3) and 2 MB of KV */
+    CHECK(l.weights == 121643008 && l.states == 2 * 1024 * 1024);
+}
+
 /* GPT-2 block, f32, no cache: B=1, S=128. Attention reads K and V slices
  * of the QKV buffer whole (T = S, no positions: o = 0). */
 static void gpt2(const ir_graph *g)
@@ -213,6 +239,12 @@ int main(void)
         ir_cost c;
         char err[256];
         CHECK(ir_cost_group(g, 7, (int64_t[3]){1, 1, 1}, NULL, &c, err, sizeof err) == -1 && strstr(err, "k7"));
+        ir_graph_free(g);
+    }
+    g = compile_sample("samples/llama3_1b_layer.kiln");
+    CHECK(g != NULL);
+    if (g) {
+        llama1b_decode(g);
         ir_graph_free(g);
     }
     g = compile_sample("samples/gpt2_block.kiln");

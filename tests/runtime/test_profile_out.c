@@ -72,11 +72,17 @@ static void check_finish(const rt_profile *p)
     CHECK(rt_percentile(v, 5, 50) == 3 && rt_percentile(v, 5, 10) == 1 && rt_percentile(v, 5, 90) == 5);
 }
 
-static void check_json(const char *path)
+static json_t *load(const char *path)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     CHECK_MSG(root != NULL, "%s: %s", path, je.text);
+    return root;
+}
+
+static void check_json(const char *path)
+{
+    json_t *root = load(path);
     if (!root) return;
     json_t *ks = json_object_get(root, "kernels");
     CHECK(json_array_size(ks) == 3);
@@ -104,9 +110,7 @@ static void check_json(const char *path)
 
 static void check_trace(const char *path)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    CHECK_MSG(root != NULL, "%s: %s", path, je.text);
+    json_t *root = load(path);
     if (!root) return;
     json_t *evs = json_object_get(root, "traceEvents");
     int kernels = 0, replays = 0, meta = 0;
