@@ -313,7 +313,8 @@ static rt_status measure_gemm(meas *m, cudaDataType_t type, int mode, double *ra
     RT_TRY(elapsed(m, &ms, err, n));
     int iters = (int)(GEMM_MIN_MS / (ms / 5) * 1.2) + 1;
     double t[3];
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0, tries = 0; r < 3; r++) {
+        if (++tries > 10) return rt_fail(RT_ERR_CUDA, err, n, "ceilings: the GEMMs never ran for %.0f ms", GEMM_MIN_MS);
         RT_CUDA_TRY(cudaEventRecord(m->e0, m->s), err, n);
         RT_TRY(gemm(m, type, iters, err, n));
         RT_CUDA_TRY(cudaEventRecord(m->e1, m->s), err, n);
