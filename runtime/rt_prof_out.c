@@ -1,6 +1,7 @@
 /* runtime/rt_prof_out.c — a profile's derived figures and its four
  * renderings: the table, JSON, a Chrome trace and a roofline SVG
  * (runtime/rt_profile.h). No CUDA: tests feed synthetic profiles. */
+#define _DEFAULT_SOURCE /* M_PI */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -330,7 +331,7 @@ int rt_profile_write_svg(const rt_profile *p, const char *path, char *err, size_
     for (double e = pl.x0; e <= pl.x1 + 1e-9; e++) {
         double x = px(&pl, pow(10, e));
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, pl.top, x, pl.top + pl.h);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", x, pl.top + pl.h + 18, pow(10, e));
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", x, pl.top + pl.h + 20, pow(10, e));
     }
     for (double e = pl.y0; e <= pl.y1 + 1e-9; e++) {
         double y = py(&pl, pow(10, e));
@@ -348,11 +349,19 @@ int rt_profile_write_svg(const rt_profile *p, const char *path, char *err, size_
     double xs = ylow / p->bw > xa ? ylow / p->bw : xa; /* where the bandwidth roof enters the plot */
     fprintf(f, "<polyline class=\"roof\" fill=\"none\" stroke=\"#c00\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
             px(&pl, xs), py(&pl, xs * p->bw), px(&pl, ridge), py(&pl, p->rate), px(&pl, xb), py(&pl, p->rate));
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">read bandwidth %.2f TB/s</text>\n", px(&pl, xs) + 8,
-            py(&pl, xs * p->bw) - 10, p->bw / 1e12);
+    double lx0 = xs * 2, ang = atan2(py(&pl, ridge) - py(&pl, xs), px(&pl, ridge) - px(&pl, xs)) * 180 / M_PI;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\" transform=\"rotate(%.1f %.1f %.1f)\">read bandwidth %.2f TB/s</text>\n",
+            px(&pl, lx0), py(&pl, lx0 * p->bw) - 6, ang, px(&pl, lx0), py(&pl, lx0 * p->bw) - 6, p->bw / 1e12);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\" text-anchor=\"end\">tensor cores %.0f TFLOP/s</text>\n",
             pl.left + pl.w - 6, py(&pl, p->rate) - 8, p->rate / 1e12);
-    /* the kernels */
+    /* the kernels; labels pushed down until they clear the ones placed before */
+    double *lx = malloc((size_t)p->nk * sizeof *lx + 1), *ly = malloc((size_t)p->nk * sizeof *ly + 1);
+    if (!lx || !ly) {
+        free(lx);
+        free(ly);
+        fclose(f);
+        return rt_fail(-1, err, n, "out of memory");
+    }
     for (int i = 0; i < p->nk; i++) {
         const rt_prof_kernel *k = &p->k[i];
         double by = (double)ir_cost_bytes(&k->cost), t = k->median_us * 1e-6;
@@ -367,9 +376,23 @@ int rt_profile_write_svg(const rt_profile *p, const char *path, char *err, size_
                 noflops ? "white" : "#06c");
         xml_text(f, k->name);
         fprintf(f, ": %.1f us, %.0f%% of floor</title></circle>\n", k->median_us, pct_floor(k->floor.t * 1e6, k->median_us));
-        fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\">k%d %s %.0f%%</text>\n", cx + 8, cy + 4 + (i % 2 ? 10 : -4),
-                k->group, k->kind ? k->kind : "", pct_floor(k->floor.t * 1e6, k->median_us));
+        lx[i] = cx + 8;
+        ly[i] = cy + 4;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int j = 0; j < i; j++)
+                if (fabs(lx[j] - lx[i]) < 130 && fabs(ly[j] - ly[i]) < 13) ly[i] = ly[j] + 13, moved = true;
+        }
+        fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\">", lx[i], ly[i]);
+        if (k->group >= 0) fprintf(f, "k%d ", k->group);
+        xml_text(f, k->kind);
+        fprintf(f, " %.0f%%</text>\n", pct_floor(k->floor.t * 1e6, k->median_us));
+        if (fabs(ly[i] - (cy + 4)) > 1)
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-width=\"0.5\"/>\n", cx + 5,
+                    cy, lx[i] - 2, ly[i] - 4);
     }
+    free(lx);
+    free(ly);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">hollow: no FLOPs (placed by achieved bandwidth); label: %% of floor</text>\n",
             pl.left + 8, pl.top + 16);
     fprintf(f, "</svg>\n");
