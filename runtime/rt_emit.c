@@ -1,12 +1,14 @@
 /* runtime/rt_emit.c — see rt_emit.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/rt_emit.h"
-#include "runtime/rt_util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runtime/rt_err.h"
+#include "runtime/rt_util.h"
 
 typedef struct progress_ctx {
     const rt_emit_options *o;
@@ -45,8 +47,7 @@ int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char 
     rt_cache_lookup *how = calloc((size_t)n + 1, sizeof *how);
     FILE *list = NULL;
     if (!path || !names || !srcs || !res || !how) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
+        rc = rt_fail(-1, err, errlen, "out of memory");
         goto done;
     }
     for (int i = 0; i < n; i++) {
@@ -58,21 +59,19 @@ int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char 
                        : rt_cache_compile_many(o->cache, n, names, srcs, o->copts, o->cache ? 0 : RT_CACHE_NO_CACHE,
                                                res, how, 0, on_progress, &pc);
     if (st != RT_OK) {
+        rc = rt_fail(-1, err, errlen, "compile: %s", rt_status_str(st));
         for (int i = 0; i < n; i++)
             if (res[i].status != RT_OK) {
                 const ir_node *anchor = g->groups[ks[i].group].anchor;
-                snprintf(err, errlen, "kernel k%d (%s, from line %d of the model) did not compile: %s", ks[i].group,
-                         ks[i].kind, anchor->loc.line,
-                         res[i].message ? res[i].message : rt_status_str(res[i].status));
+                rt_fail(-1, err, errlen, "kernel k%d (%s, from line %d of the model) did not compile: %s", ks[i].group,
+                        ks[i].kind, anchor->loc.line, res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
-        rc = -1;
         goto done;
     }
     snprintf(path, plen, "%s/kernels.txt", dir);
     if (!(list = fopen(path, "w"))) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        rc = -1;
+        rc = rt_fail(-1, err, errlen, "%s: %s", path, strerror(errno));
         goto done;
     }
     for (int i = 0; i < n; i++) {
@@ -82,8 +81,7 @@ int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char 
         bool ok = f && fwrite(res[i].code.data, 1, len, f) == len;
         if (f) ok = (fclose(f) == 0) && ok;
         if (!ok) {
-            snprintf(err, errlen, "%s: %s", path, f ? "write failed" : strerror(errno));
-            rc = -1;
+            rc = rt_fail(-1, err, errlen, "%s: %s", path, f ? "write failed" : strerror(errno));
             goto done;
         }
         cg_kernel_describe(g, &ks[i], list);
@@ -100,8 +98,7 @@ int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char 
     }
 done:
     if (list && fclose(list) != 0 && rc >= 0) {
-        snprintf(err, errlen, "%s/kernels.txt: write failed", dir);
-        rc = -1;
+        rc = rt_fail(-1, err, errlen, "%s/kernels.txt: write failed", dir);
     }
     for (int i = 0; res && i < n; i++) rt_compile_result_free(&res[i]);
     free(res);

@@ -40,6 +40,11 @@ int rt_fail(int status, char *err, size_t n, const char *fmt, ...)
     return status;
 }
 
+rt_status rt_status_of(int result)
+{
+    return result >= RT_OK && result <= RT_ERR_INTERNAL ? (rt_status)result : RT_ERR_INTERNAL;
+}
+
 /* CUDA errors that mean "no usable device or driver" rather than a bug. */
 static int no_device_error(cudaError_t e)
 {

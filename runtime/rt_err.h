@@ -57,6 +57,10 @@ __attribute__((format(printf, 4, 5)))
 #endif
 int rt_fail(int status, char *err, size_t n, const char *fmt, ...);
 
+/* A callback's int result as a status: 0 is RT_OK, an rt_status value is
+ * itself, any other value (a -1, say) is a failure: RT_ERR_INTERNAL. */
+rt_status rt_status_of(int result);
+
 /* The status a CUDA runtime error (a cudaError_t) maps to (see above);
  * RT_OK for cudaSuccess. */
 rt_status rt_cuda_status(int cuda_error);

@@ -64,17 +64,10 @@ void rt_graph_cache_free(rt_graph_cache *c)
 
 int rt_graph_cache_size(const rt_graph_cache *c) { return c ? c->n : 0; }
 
-/* The status a failed record returned: an rt_status as it should be; a
- * record that returned some other non-zero value failed all the same. */
-static rt_status record_status(int rc)
-{
-    return rc > RT_OK && rc <= RT_ERR_INTERNAL ? (rt_status)rc : RT_ERR_INTERNAL;
-}
-
 static rt_status record_eagerly(rt_record_fn record, void *user, void *stream, char *err, size_t n)
 {
     int rc = record(user, stream, err, n);
-    return rc == 0 ? RT_OK : record_status(rc);
+    return rt_status_of(rc);
 }
 
 typedef enum capture_result {
@@ -101,7 +94,7 @@ static capture_result capture(void *stream, rt_record_fn record, void *user, cud
         if (g) (void)cudaGraphDestroy(g);
         (void)cudaGetLastError();
         if (rc == 0) return REFUSED;
-        *st = record_status(rc);
+        *st = rt_status_of(rc);
         return RECORD_FAILED;
     }
     *out = g;

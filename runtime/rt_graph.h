@@ -29,7 +29,8 @@ typedef struct rt_graph_cache rt_graph_cache;
 
 /* Issues the launches into stream (eagerly or under capture). Returns 0
  * (RT_OK), or an rt_status with a message; any other non-zero value also
- * means failure and comes back from rt_graph_run as RT_ERR_INTERNAL. */
+ * means failure and comes back from rt_graph_run as RT_ERR_INTERNAL
+ * (rt_status_of). */
 typedef int (*rt_record_fn)(void *user, void *stream, char *err, size_t n);
 
 typedef enum rt_graph_how {

@@ -47,12 +47,6 @@ rt_status rt_nvrtc_version(int *major, int *minor)
     return RT_NVRTC_CHECK(nvrtcVersion(major, minor), NULL, NULL, 0);
 }
 
-static const char *env_get(rt_getenv_fn fn, void *user, const char *name)
-{
-    const char *v = fn ? fn(user, name) : getenv(name);
-    return v && *v ? v : NULL;
-}
-
 /* dir/cuda_bf16.h exists: write dir to buf. */
 static bool try_include(const char *dir, const char *suffix, char *buf, size_t n)
 {
@@ -70,9 +64,9 @@ bool rt_nvrtc_include_dir(rt_getenv_fn getenv_fn, void *user, char *buf, size_t 
     const char *v;
     if (!buf || n == 0) return false;
     buf[0] = '\0';
-    if ((v = env_get(getenv_fn, user, "KILN_CUDA_INCLUDE")) && try_include(v, "", buf, n)) return true;
-    if ((v = env_get(getenv_fn, user, "CUDA_HOME")) && try_include(v, "/include", buf, n)) return true;
-    if ((v = env_get(getenv_fn, user, "CUDA_PATH")) && try_include(v, "/include", buf, n)) return true;
+    if ((v = rt_env_get(getenv_fn, user, "KILN_CUDA_INCLUDE")) && try_include(v, "", buf, n)) return true;
+    if ((v = rt_env_get(getenv_fn, user, "CUDA_HOME")) && try_include(v, "/include", buf, n)) return true;
+    if ((v = rt_env_get(getenv_fn, user, "CUDA_PATH")) && try_include(v, "/include", buf, n)) return true;
     if (try_include(KILN_CUDA_INCLUDE_DIR, "", buf, n)) return true;
     if (try_include("/usr/include", "", buf, n)) return true;
     buf[0] = '\0';

@@ -61,6 +61,18 @@ static rt_status try_any(rt_status s)
     return RT_OK;
 }
 
+static int cleanups;
+
+static rt_status try_goto(cudaError_t e, char *err, size_t n)
+{
+    rt_status st = RT_OK;
+    RT_TRY_GOTO(st, out, RT_CUDA_CHECK(fake_cuda(e), "arena", err, n));
+    calls++;
+out:
+    cleanups++; /* reached on success and on failure */
+    return st;
+}
+
 static void test_strings(void)
 {
     CHECK(!strcmp(rt_status_str(RT_OK), "ok"));
@@ -119,6 +131,14 @@ static void test_try_and_fail(void)
     char err[64];
     CHECK(rt_fail(RT_ERR_WEIGHTS, err, sizeof err, "weight '%s'", "wq") == RT_ERR_WEIGHTS && !strcmp(err, "weight 'wq'"));
     CHECK(rt_fail(RT_ERR_IO, NULL, 0, "ignored") == RT_ERR_IO);
+
+    calls = cleanups = 0;
+    CHECK(try_goto(cudaSuccess, err, sizeof err) == RT_OK && calls == 1 && cleanups == 1);
+    CHECK(try_goto(cudaErrorMemoryAllocation, err, sizeof err) == RT_ERR_NOMEM && calls == 1 && cleanups == 2);
+    CHECK_MSG(strstr(err, "arena: fake_cuda(e): ") == err, "%s", err);
+
+    CHECK(rt_status_of(0) == RT_OK && rt_status_of(RT_ERR_STATE) == RT_ERR_STATE);
+    CHECK(rt_status_of(-1) == RT_ERR_INTERNAL && rt_status_of(99) == RT_ERR_INTERNAL);
 }
 
 int main(void)
