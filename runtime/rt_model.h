@@ -21,8 +21,8 @@
  * in rt_model_internal.h.
  *
  * Status: rt_status (runtime/rt_err.h), the public kiln_status values one
- * for one, so the API layer passes them through. Every function takes (err, n): a message on
- * failure, naming the kernel or the tensor. */
+ * for one, so the API layer passes them through. Every function takes
+ * (err, n): a message on failure, naming the kernel or the tensor. */
 #ifndef KILN_RT_MODEL_H
 #define KILN_RT_MODEL_H
 #include <stdbool.h>
@@ -34,7 +34,7 @@
 #include "runtime/rt_err.h"
 #include "runtime/rt_plan.h"
 
-
+/* Exact (decode-shaped) variants a model keeps besides the large-shape one. */
 #define RT_MAX_VARIANTS 16
 
 /* ---- context ------------------------------------------------------------------ */

@@ -279,7 +279,8 @@ static int64_t xform_half(const kc_planner *planner, const cg_kernel *k, int nod
 
 /* Arena space for intermediates the memory plan did not place (values a
  * kernel stores that no later kernel reads). */
-static rt_status reserve_unplanned(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n)
+static rt_status reserve_unplanned(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err,
+                                   size_t n)
 {
     for (int k = 0; k < v->nkernels; k++)
         for (int i = 0; i < v->kernels[k].nargs; i++) {
@@ -323,8 +324,8 @@ static rt_status list_packed(const kc_planner *planner, rt_variant_plan *v, char
 }
 
 /* One variant: exact dims, or NULL for the large-shape variant. */
-static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v, char *err,
-                        size_t n)
+static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v,
+                              char *err, size_t n)
 {
     memset(v, 0, sizeof *v);
     v->exact = dims != NULL;
@@ -342,8 +343,8 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, cons
     return st == RT_OK ? list_packed(planner, v, err, n) : st;
 }
 
-static rt_status plan_exact_variant(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out, char *err,
-                              size_t n)
+static rt_status plan_exact_variant(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out,
+                                    char *err, size_t n)
 {
     return plan_variant(planner, g, dims, out, err, n);
 }
