@@ -276,11 +276,17 @@ void rt_cupti_clear(rt_cupti *c)
     pthread_mutex_unlock(&session_lock);
 }
 
-const rt_cupti_record *rt_cupti_records(const rt_cupti *c, int *count, uint64_t *dropped)
+rt_cupti_record *rt_cupti_take(rt_cupti *c, int *count, uint64_t *dropped)
 {
+    pthread_mutex_lock(&session_lock);
+    rt_cupti_record *r = c->recs;
     *count = c->nrecs;
     if (dropped) *dropped = c->dropped;
-    return c->recs;
+    c->recs = NULL;
+    c->nrecs = c->cap = 0;
+    c->dropped = 0;
+    pthread_mutex_unlock(&session_lock);
+    return r;
 }
 
 void rt_cupti_close(rt_cupti *c)

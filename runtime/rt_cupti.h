@@ -50,8 +50,10 @@ rt_status rt_cupti_open(rt_cupti **out, char *err, size_t n);
 rt_status rt_cupti_flush(rt_cupti *c, char *err, size_t n);
 /* Drops the records collected so far (warm-up runs). */
 void rt_cupti_clear(rt_cupti *c);
-/* The records collected, in delivery order; *dropped: records CUPTI lost. */
-const rt_cupti_record *rt_cupti_records(const rt_cupti *c, int *count, uint64_t *dropped);
+/* Takes the records collected so far, in delivery order (malloc'd, the
+ * caller frees; their names live until rt_cupti_close); *dropped: records
+ * CUPTI lost. NULL with *count 0 when there are none. */
+rt_cupti_record *rt_cupti_take(rt_cupti *c, int *count, uint64_t *dropped);
 /* Disables the kinds, flushes, ends the session. NULL-safe. */
 void rt_cupti_close(rt_cupti *c);
 

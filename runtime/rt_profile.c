@@ -296,13 +296,12 @@ static int profile(prof_run *r, const rt_profile_opts *o, rt_profile *p, char *e
     RT_TRY(rt_cupti_flush(r->cupti, err, n));
     int nrec;
     uint64_t dropped;
-    const rt_cupti_record *got = rt_cupti_records(r->cupti, &nrec, &dropped);
-    if (dropped)
+    rt_cupti_record *rec = rt_cupti_take(r->cupti, &nrec, &dropped);
+    if (dropped) {
+        free(rec);
         return rt_fail(RT_ERR_INTERNAL, err, n, "CUPTI dropped %llu records: profile fewer runs",
                        (unsigned long long)dropped);
-    rt_cupti_record *rec = malloc((size_t)nrec * sizeof *rec + 1);
-    if (!rec) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    memcpy(rec, got, (size_t)nrec * sizeof *rec);
+    }
     for (int i = 0; i < nrec; i++) /* the names live in the session: copy them */
         if (rec[i].name) rec[i].name = arena_strdup(&p->a, rec[i].name);
     st = fill_profile(r, v, rec, nrec, p, err, n);
