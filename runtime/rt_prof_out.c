@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/rt_err.h"
+#include "runtime/rt_cupti.h"
 #include "runtime/rt_profile.h"
 
 void rt_profile_init(rt_profile *p)
@@ -69,6 +70,92 @@ void rt_profile_finish(rt_profile *p)
         if (p->ev[e].kernel >= 0 && p->ev[e].kernel < p->nk) p->ev[e].kernel = pos[p->ev[e].kernel];
     free(order);
     free(pos);
+}
+
+/* ---- from CUPTI's records ------------------------------------------------------------------ */
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const rt_cupti_record *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Row for a record: a Kiln kernel of the variant, else a row per other name. */
+static int row_of(rt_profile *p, const rt_cupti_record *rec, int nkern, int *nextra)
+{
+    if (rec->kind == RT_CUPTI_MEMSET) {
+        for (int i = nkern; i < nkern + *nextra; i++)
+            if (!strcmp(p->k[i].kind, "memset")) return i;
+    } else {
+        for (int i = 0; i < nkern + *nextra; i++)
+            if (p->k[i].name && rec->name && !strcmp(p->k[i].name, rec->name)) return i;
+    }
+    int i = nkern + (*nextra)++;
+    rt_prof_kernel *k = &p->k[i];
+    memset(k, 0, sizeof *k);
+    k->group = -1 - (i - nkern);
+    k->kind = rec->kind == RT_CUPTI_MEMSET ? "memset" : "other";
+    k->name = rec->kind == RT_CUPTI_MEMSET ? "(memsets of zeroed workspaces)" : arena_strdup(&p->a, rec->name);
+    k->tmpl = k->constants = k->lines = "";
+    return i;
+}
+
+int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int nrec, double *wall_us, char *err,
+                           size_t n)
+{
+    int runs = p->runs, nextra = 0;
+    if (runs <= 0 || nrec == 0 || nrec % runs)
+        return rt_fail(RT_ERR_INTERNAL, err, n,
+                       "CUPTI delivered %d records for %d replays (not the same number per replay)", nrec, runs);
+    int per = nrec / runs;
+    qsort(rec, (size_t)nrec, sizeof *rec, cmp_rec);
+    p->ev = arena_alloc(&p->a, (size_t)nrec * sizeof *p->ev);
+    p->replay_start_us = arena_alloc(&p->a, (size_t)runs * sizeof(double));
+    p->replay_end_us = arena_alloc(&p->a, (size_t)runs * sizeof(double));
+    double *dur = malloc((size_t)nrec * sizeof *dur + 1), *bub = malloc((size_t)runs * sizeof *bub + 1);
+    int *row = malloc((size_t)nrec * sizeof *row + 1);
+    if (!p->ev || !p->replay_start_us || !p->replay_end_us || !dur || !bub || !row) {
+        free(dur), free(bub), free(row);
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    }
+    uint64_t t0 = rec[0].start;
+    for (int i = 0; i < nrec; i++) {
+        row[i] = row_of(p, &rec[i], nkern, &nextra);
+        p->ev[i] = (rt_prof_event){row[i], i / per, (double)(rec[i].start - t0) * 1e-3, (double)(rec[i].end - t0) * 1e-3};
+    }
+    p->nev = nrec;
+    p->nk = nkern + nextra;
+    for (int k = 0; k < p->nk; k++) {
+        int cnt = 0;
+        for (int i = 0; i < nrec; i++)
+            if (row[i] == k) dur[cnt++] = p->ev[i].end_us - p->ev[i].start_us;
+        rt_prof_kernel *K = &p->k[k];
+        K->samples = cnt;
+        K->median_us = rt_percentile(dur, cnt, 50);
+        K->p10_us = rt_percentile(dur, cnt, 10);
+        K->p90_us = rt_percentile(dur, cnt, 90);
+    }
+    /* per replay: its span and the union of its records' intervals */
+    for (int q = 0; q < runs; q++) {
+        const rt_prof_event *e = &p->ev[q * per];
+        double uni = 0, lo = e[0].start_us, hi = e[0].end_us;
+        for (int i = 1; i < per; i++) {
+            if (e[i].start_us > hi) uni += hi - lo, lo = e[i].start_us, hi = e[i].end_us;
+            else if (e[i].end_us > hi) hi = e[i].end_us;
+        }
+        uni += hi - lo;
+        p->replay_start_us[q] = e[0].start_us;
+        p->replay_end_us[q] = hi;
+        bub[q] = wall_us[q] > uni ? wall_us[q] - uni : 0;
+    }
+    p->layer_median_us = rt_percentile(wall_us, runs, 50);
+    p->layer_p10_us = rt_percentile(wall_us, runs, 10);
+    p->layer_p90_us = rt_percentile(wall_us, runs, 90);
+    p->bubbles_median_us = rt_percentile(bub, runs, 50);
+    p->bubbles_p10_us = rt_percentile(bub, runs, 10);
+    p->bubbles_p90_us = rt_percentile(bub, runs, 90);
+    free(dur), free(bub), free(row);
+    return RT_OK;
 }
 
 /* ---- figures ------------------------------------------------------------------------------ */

@@ -10,11 +10,7 @@
  *     Warm-up replays run and their records are dropped.
  *  3. N replays are issued back to back, a CUDA event recorded before each
  *     and after the last: event i to i+1 is replay i's wall time.
- *  4. The records, sorted by start, fall into N equal chunks (every replay
- *     runs the same graph, so the same records); a record that is no Kiln
- *     kernel (a memset of a workspace, another library's kernel) is kept on
- *     a row of its own. Bubbles of replay i = its wall time minus the union
- *     of its records' intervals.
+ *  4. The records become rows, events and bubbles (rt_profile_add_records).
  *  5. Kernel rows get their cost (ir/cost.h) at the run's dims and
  *     positions; rt_profile_finish computes the floors and sorts. */
 #define _POSIX_C_SOURCE 200809L
@@ -130,12 +126,6 @@ typedef struct prof_run {
     rt_cupti *cupti;
 } prof_run;
 
-static int cmp_rec(const void *a, const void *b)
-{
-    const rt_cupti_record *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* Host copies of the i32 inputs (positions). */
 static int read_positions(prof_run *r, char *err, size_t n)
 {
@@ -160,50 +150,21 @@ static int run_once(prof_run *r, char *err, size_t n)
     return rt_model_run(r->m, r->dims, r->in, r->nin, r->out, r->nout, NULL, err, n);
 }
 
-/* Row for a record: a Kiln kernel of the variant, else a row per other name. */
-static int row_of(rt_profile *p, const rt_cupti_record *rec, int nkern, int *nextra)
-{
-    if (rec->kind == RT_CUPTI_MEMSET) {
-        for (int i = nkern; i < nkern + *nextra; i++)
-            if (!strcmp(p->k[i].kind, "memset")) return i;
-    } else {
-        for (int i = 0; i < nkern + *nextra; i++)
-            if (p->k[i].name && rec->name && !strcmp(p->k[i].name, rec->name)) return i;
-    }
-    int i = nkern + (*nextra)++;
-    rt_prof_kernel *k = &p->k[i];
-    memset(k, 0, sizeof *k);
-    k->group = -1 - (i - nkern);
-    k->kind = rec->kind == RT_CUPTI_MEMSET ? "memset" : "other";
-    k->name = rec->kind == RT_CUPTI_MEMSET ? "(memsets of zeroed workspaces)" : arena_strdup(&p->a, rec->name);
-    k->tmpl = k->constants = k->lines = "";
-    return i;
-}
-
 static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, int nrec, rt_profile *p, char *err,
                         size_t n)
 {
     const ir_graph *g = r->m->g;
-    int runs = p->runs;
-    if (nrec == 0 || nrec % runs)
-        return rt_fail(RT_ERR_INTERNAL, err, n,
-                       "CUPTI delivered %d records for %d replays (not the same number per replay)", nrec, runs);
-    int per = nrec / runs, nkern = v->plan.nkernels, nextra = 0;
-    qsort(rec, (size_t)nrec, sizeof *rec, cmp_rec);
+    int nkern = v->plan.nkernels;
     /* rows: every kernel of the variant, then whatever else ran */
     p->k = arena_alloc(&p->a, (size_t)(nkern + nrec + 1) * sizeof *p->k);
-    p->ev = arena_alloc(&p->a, (size_t)nrec * sizeof *p->ev);
-    p->replay_start_us = arena_alloc(&p->a, (size_t)runs * sizeof(double));
-    p->replay_end_us = arena_alloc(&p->a, (size_t)runs * sizeof(double));
-    double *dur = malloc((size_t)nrec * sizeof *dur + 1), *wall = malloc((size_t)runs * sizeof *wall + 1),
-           *bub = malloc((size_t)runs * sizeof *bub + 1);
-    int *row = malloc((size_t)nrec * sizeof *row + 1);
-    if (!p->k || !p->ev || !p->replay_start_us || !p->replay_end_us || !dur || !wall || !bub || !row) {
-        free(dur), free(wall), free(bub), free(row);
+    double *wall = malloc((size_t)p->runs * sizeof *wall + 1);
+    if (!p->k || !wall) {
+        free(wall);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
     int st = RT_OK;
-    for (int j = 0; j < nkern; j++) {
+    char ce[256];
+    for (int j = 0; j < nkern && st == RT_OK; j++) {
         const cg_kernel *K = &v->plan.kernels[j];
         rt_prof_kernel *k = &p->k[j];
         k->name = K->name;
@@ -212,59 +173,18 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         k->tmpl = cg_family_template(K->family);
         k->constants = kernel_constants(&p->a, K);
         k->lines = group_lines(&p->a, g, K->group);
-        char ce[256];
-        if (ir_cost_group(g, K->group, r->dims, (const int32_t *const *)r->pos, &k->cost, ce, sizeof ce) != 0) {
+        if (ir_cost_group(g, K->group, r->dims, (const int32_t *const *)r->pos, &k->cost, ce, sizeof ce) != 0)
             st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %s", K->name, ce);
-            goto out;
-        }
     }
-    uint64_t t0 = rec[0].start;
-    for (int i = 0; i < nrec; i++) {
-        row[i] = row_of(p, &rec[i], nkern, &nextra);
-        p->ev[i] = (rt_prof_event){row[i], i / per, (double)(rec[i].start - t0) * 1e-3, (double)(rec[i].end - t0) * 1e-3};
-    }
-    p->nev = nrec;
-    p->nk = nkern + nextra;
-    /* per row: its durations */
-    for (int k = 0; k < p->nk; k++) {
-        int cnt = 0;
-        for (int i = 0; i < nrec; i++)
-            if (row[i] == k) dur[cnt++] = p->ev[i].end_us - p->ev[i].start_us;
-        rt_prof_kernel *K = &p->k[k];
-        K->samples = cnt;
-        K->median_us = rt_percentile(dur, cnt, 50);
-        K->p10_us = rt_percentile(dur, cnt, 10);
-        K->p90_us = rt_percentile(dur, cnt, 90);
-    }
-    /* per replay: wall time (events), span and union of its records */
-    for (int q = 0; q < runs; q++) {
+    for (int q = 0; q < p->runs && st == RT_OK; q++) {
         float ms = 0;
-        if ((st = RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n)) != RT_OK)
-            goto out;
+        st = RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n);
         wall[q] = ms * 1e3;
-        const rt_prof_event *e = &p->ev[q * per];
-        double uni = 0, lo = e[0].start_us, hi = e[0].end_us, end = e[0].end_us;
-        for (int i = 1; i < per; i++) {
-            if (e[i].start_us > hi) uni += hi - lo, lo = e[i].start_us, hi = e[i].end_us;
-            else if (e[i].end_us > hi) hi = e[i].end_us;
-            if (e[i].end_us > end) end = e[i].end_us;
-        }
-        uni += hi - lo;
-        p->replay_start_us[q] = e[0].start_us;
-        p->replay_end_us[q] = end;
-        bub[q] = wall[q] > uni ? wall[q] - uni : 0;
     }
-    p->layer_median_us = rt_percentile(wall, runs, 50);
-    p->layer_p10_us = rt_percentile(wall, runs, 10);
-    p->layer_p90_us = rt_percentile(wall, runs, 90);
-    p->bubbles_median_us = rt_percentile(bub, runs, 50);
-    p->bubbles_p10_us = rt_percentile(bub, runs, 10);
-    p->bubbles_p90_us = rt_percentile(bub, runs, 90);
-    char ce[256];
-    if (ir_cost_layer(g, r->dims, (const int32_t *const *)r->pos, &p->layer, ce, sizeof ce) != 0)
+    if (st == RT_OK) st = rt_profile_add_records(p, nkern, rec, nrec, wall, err, n);
+    if (st == RT_OK && ir_cost_layer(g, r->dims, (const int32_t *const *)r->pos, &p->layer, ce, sizeof ce) != 0)
         st = rt_fail(RT_ERR_INTERNAL, err, n, "the layer's cost: %s", ce);
-out:
-    free(dur), free(wall), free(bub), free(row);
+    free(wall);
     return st;
 }
 

@@ -102,6 +102,19 @@ int rt_ctx_ceilings(rt_ctx *c, const char *root, bool remeasure, rt_ceilings *ou
  * where they came from (arena of p). */
 int rt_profile_ceilings(rt_model *m, const rt_profile_opts *opts, rt_profile *p, char *err, size_t n);
 
+/* Fills the times of a profile from CUPTI's records of p->runs replays
+ * (sorted here; every replay runs the same graph, so the records fall into
+ * p->runs equal chunks) and each replay's wall time in us (sorted here):
+ * rows p->k[0..nkern) hold the kernels (name, kind, group, template,
+ * constants, lines, cost); each gets its samples and median/p10/p90; a
+ * record of another kernel gets a row per name ("other"), memsets one row;
+ * then the events, the replays' spans, the layer's times and the bubbles
+ * (wall time minus the union of the replay's record intervals). p->k must
+ * have room for nkern + nrec rows. */
+struct rt_cupti_record;
+int rt_profile_add_records(rt_profile *p, int nkern, struct rt_cupti_record *rec, int nrec, double *wall_us, char *err,
+                           size_t n);
+
 /* p-th percentile (0..100) of n values (sorted in place), nearest rank. */
 double rt_percentile(double *v, int n, double pct);
 

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "runtime/rt_cupti.h"
 #include "runtime/rt_profile.h"
 #include "runtime/rt_test_util.h"
 
@@ -134,8 +135,64 @@ static void check_trace(const char *path)
     json_decref(root);
 }
 
+/* CUPTI's records of 3 replays -> rows, events, spans, bubbles. Each replay
+ * (100 us apart): a memset [0, 0.5], kernel a [1, 1 + d] (d = 10, 12, 11),
+ * kernel b [9, 14] (overlapping a), another library's kernel [15, 16];
+ * the union is 0.5 + 13 + 1 = 14.5 us; wall times 20, 22, 21 us. */
+static void check_records(void)
+{
+    rt_profile p;
+    rt_profile_init(&p);
+    p.runs = 3;
+    p.k = arena_alloc(&p.a, 16 * sizeof *p.k);
+    p.k[0] = (rt_prof_kernel){.name = "kiln_m_k0_a", .kind = "matmul", .group = 0};
+    p.k[1] = (rt_prof_kernel){.name = "kiln_m_k1_b", .kind = "row", .group = 1};
+    rt_cupti_record rec[12];
+    int nr = 0;
+    double d[3] = {10, 12, 11};
+    for (int q = 2; q >= 0; q--) { /* delivered out of order */
+        uint64_t b = 1000000 + (uint64_t)q * 100000;
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "cublas_x", b + 15000, b + 16000, 7, 1};
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k1_b", b + 9000, b + 14000, 7, 1};
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k0_a", b + 1000, b + 1000 + (uint64_t)(d[q] * 1000), 7, 1};
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_MEMSET, NULL, b, b + 500, 7, 1};
+    }
+    double wall[3] = {20, 22, 21};
+    char err[256];
+    CHECK_MSG(rt_profile_add_records(&p, 2, rec, nr, wall, err, sizeof err) == 0, "%s", err);
+    CHECK(p.nk == 4 && p.nev == 12);
+    CHECK(p.k[0].samples == 3 && p.k[0].median_us == 11 && p.k[0].p10_us == 10 && p.k[0].p90_us == 12);
+    CHECK(p.k[1].samples == 3 && p.k[1].median_us == 5);
+    int memset_row = !strcmp(p.k[2].kind, "memset") ? 2 : 3, other = 5 - memset_row;
+    CHECK(!strcmp(p.k[memset_row].kind, "memset") && p.k[memset_row].samples == 3 && p.k[memset_row].median_us == 0.5 &&
+          p.k[memset_row].group < 0);
+    CHECK(!strcmp(p.k[other].kind, "other") && !strcmp(p.k[other].name, "cublas_x") && p.k[other].group < 0 &&
+          p.k[other].group != p.k[memset_row].group);
+    for (int q = 0; q < 3; q++) CHECK(p.replay_start_us[q] == q * 100 && p.replay_end_us[q] == q * 100 + 16);
+    for (int e = 0; e < 12; e++) CHECK(p.ev[e].run == e / 4 && p.ev[e].start_us >= p.ev[e].run * 100);
+    CHECK(p.layer_median_us == 21 && p.layer_p10_us == 20 && p.layer_p90_us == 22);
+    CHECK_NEAR(p.bubbles_median_us, 21 - 14.5, 1e-9, 0);
+    CHECK_NEAR(p.bubbles_p10_us, 20 - 14.5, 1e-9, 0);
+    /* sorting keeps each event on its kernel */
+    rt_profile_finish(&p);
+    for (int e = 0; e < 12; e++) {
+        const rt_prof_kernel *k = &p.k[p.ev[e].kernel];
+        double du = p.ev[e].end_us - p.ev[e].start_us;
+        CHECK(!strcmp(k->kind, "memset") ? du == 0.5 : !strcmp(k->kind, "other") ? du == 1 : k->group == 1 ? du == 5 : du >= 10);
+    }
+    /* records that do not divide into the replays are refused */
+    rt_profile q2;
+    rt_profile_init(&q2);
+    q2.runs = 5;
+    q2.k = arena_alloc(&q2.a, 16 * sizeof *q2.k);
+    CHECK(rt_profile_add_records(&q2, 0, rec, 12, wall, err, sizeof err) != 0 && strstr(err, "12 records for 5 replays"));
+    rt_profile_free(&q2);
+    rt_profile_free(&p);
+}
+
 int main(void)
 {
+    check_records();
     rt_profile p;
     synthetic(&p);
     check_finish(&p);
