@@ -83,6 +83,7 @@ int rt_ctx_ceilings(rt_ctx *c, const char *root, bool remeasure, rt_ceilings *ou
 {
     if (!c->has_device) return rt_fail(RT_ERR_NO_DEVICE, err, n, "ceilings: no CUDA device (the context was created compile_only)");
     RT_CUDA_TRY(cudaSetDevice(c->device), err, n);
+    if (!root) root = rt_cache_dir(c->cache); /* the context's cache directory, when it has one on disk */
     return rt_ceilings_get(c->device, c->arch, root, remeasure, out, from_file, path, err, n);
 }
 

@@ -92,8 +92,8 @@ int rt_model_profile(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inpu
                      const rt_tensor_ptr *outputs, int noutputs, const rt_profile_opts *opts, rt_profile *out,
                      char *err, size_t n);
 
-/* The ceilings of the context's device (rt_ceilings_get under root, NULL:
- * the kernel cache's root). */
+/* The ceilings of the context's device (rt_ceilings_get under root; NULL:
+ * the context's kernel cache directory, else the default one). */
 int rt_ctx_ceilings(rt_ctx *c, const char *root, bool remeasure, rt_ceilings *out, bool *from_file, char **path,
                     char *err, size_t n);
 
