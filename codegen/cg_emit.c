@@ -128,7 +128,7 @@ static const char *template_text(const cg_options *o, const char *name)
 /* "kiln_<model>_k<k>_<kind>", with anything but [A-Za-z0-9_] as '_'. */
 static const char *kernel_name(arena *a, const ir_graph *g, int k)
 {
-    char *s = arena_printf(a, "kiln_%s_k%d_%s", g->name ? g->name : "model", k, g->groups[k].kind);
+    char *s = arena_printf(a, "kiln_%s_k%d_%s", g->name ? g->name : "model", k, ir_group_kind_name(g->groups[k].kind));
     for (char *c = s; c && *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
             *c = '_';
@@ -155,13 +155,13 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     cg_plan plan;
     memset(&plan, 0, sizeof plan);
     cg_str hooks = {0};
-    const char *kind = g->groups[k].kind;
+    const char *kind = ir_group_kind_name(g->groups[k].kind);
     const int64_t *dims = opts ? opts->dims : NULL;
     bool ok;
     if (generic) ok = cg_gen_elementwise(&gen, &plan, &hooks);
-    else if (!strcmp(kind, "matmul")) ok = cg_gen_matmul(&gen, &plan, &hooks, dims);
-    else if (!strcmp(kind, "attention")) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
-    else if (!strcmp(kind, "row")) ok = cg_gen_row(&gen, &plan, &hooks);
+    else if (g->groups[k].kind == IR_GROUP_MATMUL) ok = cg_gen_matmul(&gen, &plan, &hooks, dims);
+    else if (g->groups[k].kind == IR_GROUP_ATTENTION) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
+    else if (g->groups[k].kind == IR_GROUP_ROW) ok = cg_gen_row(&gen, &plan, &hooks);
     else ok = cg_gen_elementwise(&gen, &plan, &hooks);
     ok = ok && !gen.failed && !hooks.oom && !plan.defines.oom;
 
@@ -265,7 +265,7 @@ int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kerne
         arena_init(&priv->a);
         out->priv_ = priv;
         out->group = k;
-        out->kind = g->groups[k].kind;
+        out->kind = ir_group_kind_name(g->groups[k].kind);
         out->name = kernel_name(&priv->a, g, k);
         char *msg = attempt == 0 ? why : why2;
         msg[0] = 0;
@@ -275,9 +275,10 @@ int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kerne
             break;
         }
         cg_kernel_free(out);
-        const char *kind = g->groups[k].kind;
+        ir_group_kind gk = g->groups[k].kind;
+        const char *kind = ir_group_kind_name(gk);
         /* the template families fall back to the generic kernel */
-        if (attempt == 0 && (!strcmp(kind, "matmul") || !strcmp(kind, "row") || !strcmp(kind, "attention")) &&
+        if (attempt == 0 && (gk == IR_GROUP_MATMUL || gk == IR_GROUP_ROW || gk == IR_GROUP_ATTENTION) &&
             strcmp(why, "out of memory"))
             continue;
         if (attempt == 0) snprintf(err, errlen, "kernel k%d (%s): %s", k, kind, why);

@@ -71,7 +71,7 @@
 /* ---- op table ---------------------------------------------------------- */
 
 typedef enum {
-#define IR_OP(e, name, lo, hi, cls) IR_OP_##e,
+#define IR_OP(e, name, lo, hi, cls, kind) IR_OP_##e,
 #include "ir/ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -88,11 +88,28 @@ typedef enum {
     IR_CLASS_OPAQUE,
 } ir_fusion_class;
 
+/* The kinds of kernel group: which template family a kernel uses. */
+typedef enum {
+    IR_GROUP_ELEMENTWISE, /* a pure elementwise kernel */
+    IR_GROUP_ROW,         /* a reduction (norm, softmax, sum) over rows, with prologue/epilogue */
+    IR_GROUP_MATMUL,      /* a matmul with its epilogue */
+    IR_GROUP_ATTENTION,   /* attention, with RoPE and the cache write fused */
+    IR_GROUP_COPY,        /* a view (reshape, permute, slice) that must be materialized */
+    IR_GROUP_GATHER,      /* concat, embedding, rope on their own */
+    IR_GROUP_CACHE_WRITE, /* a KV-cache write on its own */
+    IR_GROUP_KIND_COUNT
+} ir_group_kind;
+
+/* "elementwise", "row", "matmul", "attention", "copy", "gather", "cache-write" */
+const char *ir_group_kind_name(ir_group_kind k);
+
 const char *ir_op_name(ir_op op);
 int ir_op_min_inputs(ir_op op);
 int ir_op_max_inputs(ir_op op); /* -1 = variadic */
 ir_fusion_class ir_op_class(ir_op op);
 const char *ir_class_name(ir_fusion_class c);
+/* The kind of kernel op anchors when it is a kernel of its own. */
+ir_group_kind ir_op_kernel_kind(ir_op op);
 
 /* ---- dtypes ------------------------------------------------------------ */
 
@@ -216,7 +233,7 @@ typedef struct ir_state_update {
  * its fused prologue and epilogue. Set by the fusion passes. */
 typedef struct ir_group {
     ir_node *anchor;
-    const char *kind; /* "matmul", "attention", "row", "elementwise", ... */
+    ir_group_kind kind;
 } ir_group;
 
 typedef struct ir_graph {
@@ -251,7 +268,7 @@ int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc l
 int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc);
 /* Starts a kernel group anchored at `anchor` (which joins it); returns its
  * index or -1 when out of memory. */
-int ir_graph_add_group(ir_graph *g, ir_node *anchor, const char *kind);
+int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind);
 /* Number of uses of each node (by other nodes, outputs and state updates);
  * `uses` has g->nnodes entries indexed by node id. */
 void ir_graph_count_uses(const ir_graph *g, int *uses);

@@ -9,8 +9,9 @@ static const struct {
     const char *name;
     int lo, hi;
     ir_fusion_class cls;
+    ir_group_kind kind;
 } op_table[IR_OP_COUNT] = {
-#define IR_OP(e, name, lo, hi, cls) {name, lo, hi, IR_CLASS_##cls},
+#define IR_OP(e, name, lo, hi, cls, kind) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind},
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -19,6 +20,14 @@ const char *ir_op_name(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[
 int ir_op_min_inputs(ir_op op) { return op_table[op].lo; }
 int ir_op_max_inputs(ir_op op) { return op_table[op].hi; }
 ir_fusion_class ir_op_class(ir_op op) { return op_table[op].cls; }
+ir_group_kind ir_op_kernel_kind(ir_op op) { return op_table[op].kind; }
+
+const char *ir_group_kind_name(ir_group_kind k)
+{
+    static const char *const names[IR_GROUP_KIND_COUNT] = {"elementwise", "row",    "matmul",     "attention",
+                                                           "copy",        "gather", "cache-write"};
+    return (unsigned)k < IR_GROUP_KIND_COUNT ? names[k] : "?";
+}
 
 const char *ir_class_name(ir_fusion_class c)
 {

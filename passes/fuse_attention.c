@@ -182,7 +182,7 @@ ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx)
     for (int i = 0; ok && i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if (n->op != IR_OP_ATTENTION || n->group >= 0) continue;
-        int k = ir_graph_add_group(g, n, "attention");
+        int k = ir_graph_add_group(g, n, IR_GROUP_ATTENTION);
         if (k < 0) {
             ok = false;
             break;

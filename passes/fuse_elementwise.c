@@ -78,7 +78,7 @@ static const char *disabled(ew *e, const char *rule)
 static int row_group(ew *e, ir_node *r)
 {
     if (r->group >= 0) return r->group;
-    return ir_graph_add_group(e->g, r, "row");
+    return ir_graph_add_group(e->g, r, IR_GROUP_ROW);
 }
 
 /* (1) prologue of reduction r. False when out of memory. */
@@ -239,7 +239,7 @@ static bool chain(ew *e, ir_node *n)
         pass_decide(e->ctx, g, rule, false, bytes, members, nm < 8 ? nm : 8, what, "not fused: %s", disabled(e, rule));
         return true;
     }
-    int k = ir_graph_add_group(g, n, "elementwise");
+    int k = ir_graph_add_group(g, n, IR_GROUP_ELEMENTWISE);
     if (k < 0) return false;
     for (int i = 0; i < nm; i++) members[i]->group = k;
     pass_decide(e->ctx, g, rule, true, bytes, members, nm < 8 ? nm : 8, what,

@@ -228,7 +228,7 @@ static bool fuse_from(epi *e, ir_node *anchor)
 {
     ir_graph *g = e->g;
     const pass_users *u = &e->u;
-    int k = ir_graph_add_group(g, anchor, "matmul");
+    int k = ir_graph_add_group(g, anchor, IR_GROUP_MATMUL);
     if (k < 0) return false;
     ir_node *tail = try_swiglu(e, anchor, k);
     if (!tail) tail = anchor;

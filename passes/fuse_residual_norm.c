@@ -85,7 +85,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
                 const ir_group *grp = &g->groups[add->group];
                 const char *where = grp->anchor->op == IR_OP_MATMUL || grp->anchor->op == IR_OP_LINEAR
                                         ? arena_printf(&a, "the epilogue of %s", NZ(anchor_of(&a, g, add)))
-                                        : arena_printf(&a, "the %s kernel of %s", grp->kind, NZ(anchor_of(&a, g, add)));
+                                        : arena_printf(&a, "the %s kernel of %s", ir_group_kind_name(grp->kind), NZ(anchor_of(&a, g, add)));
                 pass_decide(ctx, g, RULE, false, ir_dim_const(0), nodes, 2, NZ(what),
                             "the residual add (line %d) is already in %s", add->loc.line, NZ(where));
             } else if (others < 1) {
@@ -109,7 +109,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
                             tb, who);
             }
         }
-        int k = ir_graph_add_group(g, norm, "row");
+        int k = ir_graph_add_group(g, norm, IR_GROUP_ROW);
         if (k < 0) ok = false;
         else if (join) join->group = k;
     }

@@ -12,7 +12,7 @@
  *     materialized and gets a copy kernel.
  *  3. Every other node not yet in a group (left ungrouped by the fusion
  *     passes, or all of them when fusion is disabled) becomes a kernel of
- *     its own, named after its op's fusion class.
+ *     its own, of the kernel kind its op's row of ir/ops.def names.
  *  4. Kernels are renumbered in execution order (by their last member) and
  *     checked: each kernel's inputs come from earlier kernels, so fusion
  *     never created a cycle. */
@@ -20,19 +20,6 @@
 #include <string.h>
 
 #include "passes/pass.h"
-
-static const char *kind_of(const ir_node *n)
-{
-    switch (ir_op_class(n->op)) {
-    case IR_CLASS_MATMUL: return "matmul";
-    case IR_CLASS_ATTENTION: return "attention";
-    case IR_CLASS_REDUCTION: return "row";
-    case IR_CLASS_ELEMENTWISE: return "elementwise";
-    case IR_CLASS_INJECTIVE: return pass_is_view(n) ? "copy" : "gather";
-    case IR_CLASS_OPAQUE: return n->op == IR_OP_CACHE_WRITE ? "cache-write" : "opaque";
-    default: return "elementwise";
-    }
-}
 
 typedef struct order_item {
     int group, last;
@@ -65,7 +52,7 @@ ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
         ir_node *n = g->nodes[i];
         if (n->group >= 0 || bind[i] || ir_op_class(n->op) == IR_CLASS_SOURCE) continue;
         if (pass_is_view(n) && !u.is_output[i]) continue;
-        if (ir_graph_add_group(g, n, kind_of(n)) < 0) {
+        if (ir_graph_add_group(g, n, ir_op_kernel_kind(n->op)) < 0) {
             diag_error(ctx->diags, n->loc, "out of memory");
             goto fail;
         }

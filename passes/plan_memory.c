@@ -52,8 +52,8 @@ static bool in_place_ok(const ir_graph *g, const pass_buffer *a, const pass_buff
 {
     const pass_buffer *early = a->last <= b->first ? a : b, *late = early == a ? b : a;
     if (early->last != late->first || early->bytes != late->bytes) return false;
-    const char *kind = g->groups[late->first].kind;
-    if (strcmp(kind, "elementwise") && strcmp(kind, "row")) return false;
+    ir_group_kind kind = g->groups[late->first].kind;
+    if (kind != IR_GROUP_ELEMENTWISE && kind != IR_GROUP_ROW) return false;
     return reads_in_step(g, late->first, early->value);
 }
 
