@@ -170,10 +170,10 @@ static ir_node *simplify(canon *c, const ir_node *n, ir_node *const *in)
 ir_graph *pass_canonicalize(ir_graph *g, pass_ctx *ctx)
 {
     canon c = {
-        .fold = pass_enabled(ctx, "fold-constants"),
-        .reshapes = pass_enabled(ctx, "collapse-reshapes"),
-        .permutes = pass_enabled(ctx, "collapse-permutes"),
-        .identity = pass_enabled(ctx, "drop-identity"),
+        .fold = pass_rule_enabled(ctx, PASS_RULE_FOLD_CONSTANTS),
+        .reshapes = pass_rule_enabled(ctx, PASS_RULE_COLLAPSE_RESHAPES),
+        .permutes = pass_rule_enabled(ctx, PASS_RULE_COLLAPSE_PERMUTES),
+        .identity = pass_rule_enabled(ctx, PASS_RULE_DROP_IDENTITY),
     };
     if (!c.fold && !c.reshapes && !c.permutes && !c.identity) return g;
     pass_rewriter rw;

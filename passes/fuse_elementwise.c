@@ -61,7 +61,7 @@ static bool is_row_anchor(const ir_graph *g, const ir_node *n)
     return ir_op_class(n->op) == IR_CLASS_REDUCTION && (n->group < 0 || g->groups[n->group].anchor == n);
 }
 
-static void refuse_once(ew *e, const char *rule, ir_node *n, ir_node *into, const char *what, const char *why)
+static void refuse_once(ew *e, pass_rule rule, ir_node *n, ir_node *into, const char *what, const char *why)
 {
     if (e->refused[n->id]) return;
     e->refused[n->id] = true;
@@ -69,9 +69,9 @@ static void refuse_once(ew *e, const char *rule, ir_node *n, ir_node *into, cons
     pass_decide(e->ctx, e->g, rule, false, pass_dim_times(2, pass_bytes(&n->type)), nodes, 2, NZ(what), "not fused: %s", NZ(why));
 }
 
-static const char *disabled(ew *e, const char *rule)
+static const char *disabled(ew *e, pass_rule rule)
 {
-    return arena_printf(&e->a, "rule %s is disabled (--disable)", rule);
+    return arena_printf(&e->a, "rule %s is disabled (--disable)", pass_rule_name(rule));
 }
 
 /* The group of reduction r, started on demand; -1 when out of memory. */
@@ -84,7 +84,7 @@ static int row_group(ew *e, ir_node *r)
 /* (1) prologue of reduction r. False when out of memory. */
 static bool prologue(ew *e, ir_node *r)
 {
-    const char *rule = "reduction-prologue";
+    const pass_rule rule = PASS_RULE_REDUCTION_PROLOGUE;
     ir_graph *g = e->g;
     int sp = 0;
     e->stack[sp++] = r;
@@ -102,7 +102,7 @@ static bool prologue(ew *e, ir_node *r)
                 refuse_once(e, rule, p, r, what, pass_describe_consumers(&e->a, g, &e->u, p));
                 continue;
             }
-            if (!pass_enabled(e->ctx, rule)) {
+            if (!pass_rule_enabled(e->ctx, rule)) {
                 refuse_once(e, rule, p, r, what, disabled(e, rule));
                 continue;
             }
@@ -144,7 +144,7 @@ static bool reads_group_via_other_kernel(ew *e, const ir_node *n, int k)
 /* (2) epilogue of reduction r. False when out of memory. */
 static bool epilogue(ew *e, ir_node *r)
 {
-    const char *rule = "reduction-epilogue";
+    const pass_rule rule = PASS_RULE_REDUCTION_EPILOGUE;
     ir_graph *g = e->g;
     const pass_users *u = &e->u;
     ir_node *tail = r;
@@ -164,7 +164,7 @@ static bool epilogue(ew *e, ir_node *r)
         if (!free_elementwise(e, c)) return true;
         const char *what = arena_printf(&e->a, "fuse %s into the row kernel of %s as an epilogue",
                                         NZ(pass_describe(&e->a, c)), NZ(pass_describe(&e->a, r)));
-        if (!pass_enabled(e->ctx, rule)) {
+        if (!pass_rule_enabled(e->ctx, rule)) {
             refuse_once(e, rule, c, r, what, disabled(e, rule));
             return true;
         }
@@ -190,7 +190,7 @@ static bool epilogue(ew *e, ir_node *r)
 /* (3) the tree ending at n. False when out of memory. */
 static bool chain(ew *e, ir_node *n)
 {
-    const char *rule = "elementwise-chain";
+    const pass_rule rule = PASS_RULE_ELEMENTWISE_CHAIN;
     ir_graph *g = e->g;
     ir_node **members = e->stack + g->nnodes; /* second half of the scratch */
     int nm = 0, sp = 0;
@@ -234,7 +234,7 @@ static bool chain(ew *e, ir_node *n)
         if (members[i] != n) bytes = pass_dim_plus(bytes, pass_dim_times(2, pass_bytes(&members[i]->type)));
     }
     snprintf(what + off, sizeof what - off, " into one elementwise kernel");
-    if (!pass_enabled(e->ctx, rule)) {
+    if (!pass_rule_enabled(e->ctx, rule)) {
         for (int i = 0; i < nm; i++) e->refused[members[i]->id] = true;
         pass_decide(e->ctx, g, rule, false, bytes, members, nm < 8 ? nm : 8, what, "not fused: %s", disabled(e, rule));
         return true;
@@ -265,7 +265,7 @@ ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx)
         if (is_row_anchor(g, g->nodes[i]) && !e.bt[i]) ok = epilogue(&e, g->nodes[i]);
     for (int i = g->nnodes - 1; ok && i >= 0; i--) {
         ir_node *n = g->nodes[i];
-        if (free_elementwise(&e, n) && !(e.refused[i] && !pass_enabled(ctx, "elementwise-chain"))) ok = chain(&e, n);
+        if (free_elementwise(&e, n) && !(e.refused[i] && !pass_rule_enabled(ctx, PASS_RULE_ELEMENTWISE_CHAIN))) ok = chain(&e, n);
     }
     if (have_users) pass_users_free(&e.u);
     free(e.bt);

@@ -79,16 +79,16 @@ static ir_node *only_user(const ir_graph *g, const pass_users *u, const ir_node 
 
 typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL, K_BROADCAST } epi_kind;
 
-static const char *rule_of(epi_kind k)
+static pass_rule rule_of(epi_kind k)
 {
     switch (k) {
     case K_BIAS:
-    case K_BROADCAST: return "epilogue-bias";
-    case K_SCALE: return "epilogue-scale";
-    case K_ACTIVATION: return "epilogue-activation";
+    case K_BROADCAST: return PASS_RULE_EPILOGUE_BIAS;
+    case K_SCALE: return PASS_RULE_EPILOGUE_SCALE;
+    case K_ACTIVATION: return PASS_RULE_EPILOGUE_ACTIVATION;
     case K_RESIDUAL: break;
     }
-    return "epilogue-residual";
+    return PASS_RULE_EPILOGUE_RESIDUAL;
 }
 
 static const char *phrase_of(epi_kind k)
@@ -146,7 +146,7 @@ typedef struct epi {
     int npend;
 } epi;
 
-static void refuse(epi *e, const char *rule, ir_dim bytes, ir_node *c, ir_node *anchor, const char *why)
+static void refuse(epi *e, pass_rule rule, ir_dim bytes, ir_node *c, ir_node *anchor, const char *why)
 {
     ir_node *nodes[2] = {c, anchor};
     const char *what = arena_printf(&e->a, "fuse %s into the epilogue of %s", NZ(pass_describe(&e->a, c)),
@@ -204,20 +204,20 @@ static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
                                     gate->name ? gate->name : "gate", up->name ? up->name : "up",
                                     NZ(pass_describe(&e->a, anchor)));
     const char *ctype = NZ(type_str(&e->a, g, &mul->type));
-    if (!pass_enabled(e->ctx, "epilogue-swiglu")) {
-        pass_decide(e->ctx, g, "epilogue-swiglu", false, bytes, nodes, 5, NZ(what),
+    if (!pass_rule_enabled(e->ctx, PASS_RULE_EPILOGUE_SWIGLU)) {
+        pass_decide(e->ctx, g, PASS_RULE_EPILOGUE_SWIGLU, false, bytes, nodes, 5, NZ(what),
                     "not fused: rule epilogue-swiglu is disabled (--disable)");
         return NULL;
     }
     const ir_node *single[3] = {gate, up, act};
     for (int i = 0; i < 3; i++)
         if (consumers(u, single[i]) != 1) {
-            pass_decide(e->ctx, g, "epilogue-swiglu", false, bytes, nodes, 5, NZ(what), "not fused: %s",
+            pass_decide(e->ctx, g, PASS_RULE_EPILOGUE_SWIGLU, false, bytes, nodes, 5, NZ(what), "not fused: %s",
                         NZ(pass_describe_consumers(&e->a, g, u, single[i])));
             return NULL;
         }
     gate->group = up->group = act->group = mul->group = k;
-    pass_decide(e->ctx, g, "epilogue-swiglu", true, bytes, nodes, 5, NZ(what),
+    pass_decide(e->ctx, g, PASS_RULE_EPILOGUE_SWIGLU, true, bytes, nodes, 5, NZ(what),
                 "the gate and up columns will be interleaved at bind time so each output tile holds both; "
                 "%s(gate) * up is computed in registers and only the product %s is stored",
                 ir_op_name(act->op), ctype);
@@ -248,13 +248,13 @@ static bool fuse_from(epi *e, ir_node *anchor)
         const char *why;
         epi_kind kind = classify(&e->a, g, c, tail, &why);
         ir_dim bytes = pass_dim_times(2, pass_bytes(&tail->type));
-        const char *rule = rule_of(kind);
+        pass_rule rule = rule_of(kind);
         if (why) {
             refuse(e, rule, bytes, c, anchor, why);
             return true;
         }
-        if (!pass_enabled(e->ctx, rule)) {
-            refuse(e, rule, bytes, c, anchor, arena_printf(&e->a, "rule %s is disabled (--disable)", rule));
+        if (!pass_rule_enabled(e->ctx, rule)) {
+            refuse(e, rule, bytes, c, anchor, arena_printf(&e->a, "rule %s is disabled (--disable)", pass_rule_name(rule)));
             return true;
         }
         c->group = k;

@@ -21,7 +21,7 @@
 
 #include "passes/pass.h"
 
-#define RULE "residual-norm"
+#define RULE PASS_RULE_RESIDUAL_NORM
 #define NZ(s) ((s) ? (s) : "?")
 
 /* Scratch for depends_on: a visit stamp per node and a stack. */
@@ -90,9 +90,9 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
                             "the residual add (line %d) is already in %s", add->loc.line, NZ(where));
             } else if (others < 1) {
                 /* not a residual stream: an ordinary prologue (fuse-elementwise) */
-            } else if (!pass_enabled(ctx, RULE)) {
+            } else if (!pass_rule_enabled(ctx, RULE)) {
                 pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
-                            "not fused: rule " RULE " is disabled (--disable)");
+                            "not fused: rule %s is disabled (--disable)", pass_rule_name(RULE));
             } else if (cycle) {
                 pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
                             "not fused: the norm's weight is computed from the sum, so it cannot be read by the same kernel");

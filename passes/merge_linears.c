@@ -32,7 +32,7 @@
 
 #include "passes/pass.h"
 
-#define RULE "merge-linears"
+#define RULE PASS_RULE_MERGE_LINEARS
 #define NZ(s) ((s) ? (s) : "?")
 
 static ir_node *bias_of(const ir_node *l) { return l->ninputs > 2 ? l->inputs[2] : NULL; }
@@ -166,7 +166,7 @@ static void report_refusal(pass_ctx *ctx, const ir_graph *g, arena *a, const ir_
 
 ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
 {
-    if (!pass_enabled(ctx, RULE)) return g;
+    if (!pass_rule_enabled(ctx, RULE)) return g;
     int n = g->nnodes;
     bool *bt = pass_bind_time(g);
     int *leader = malloc(((size_t)n + 1) * sizeof *leader); /* class leader of a merged linear, else -1 */

@@ -15,6 +15,19 @@
 #include <stdio.h>
 
 #include "ir/ir.h"
+#include "passes/rules.def"
+
+/* ---- fusion rules (passes/rules.def) --------------------------------------- */
+
+typedef enum {
+#define PASS_RULE_ENUM(e, name, summary) PASS_RULE_##e,
+    PASS_RULES_ALL(PASS_RULE_ENUM)
+#undef PASS_RULE_ENUM
+    PASS_RULE_COUNT
+} pass_rule;
+
+const char *pass_rule_name(pass_rule r);    /* "epilogue-residual" */
+const char *pass_rule_summary(pass_rule r); /* one line on what it does */
 
 /* ---- the fusion report ---------------------------------------------------- */
 
@@ -75,11 +88,13 @@ bool pass_name_known(const char *name);
 bool pass_options_check(const pass_options *o, diag_list *d);
 /* Runs every pass in order, with the verifier after each. Consumes g. */
 ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx);
+/* Is the pass of this name enabled (not named by --disable)? */
+bool pass_enabled(const pass_ctx *ctx, const char *pass);
 /* Is the rule (or the pass running it) enabled? */
-bool pass_enabled(const pass_ctx *ctx, const char *rule);
+bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule);
 
 /* Records a decision. nodes: the ops involved (their lines are collected). */
-void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken, ir_dim bytes,
+void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, ir_dim bytes,
                  ir_node *const *nodes, int nnodes, const char *what, const char *why_fmt, ...)
     __attribute__((format(printf, 9, 10)));
 

@@ -21,7 +21,7 @@ void pass_report_free(pass_report *r)
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken, ir_dim bytes,
+void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, ir_dim bytes,
                  ir_node *const *nodes, int nnodes, const char *what, const char *why_fmt, ...)
 {
     pass_report *r = ctx->report;
@@ -36,7 +36,7 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken,
     pass_decision *d = &r->items[r->count++];
     memset(d, 0, sizeof *d);
     d->pass = ctx->pass;
-    d->rule = rule;
+    d->rule = pass_rule_name(rule);
     d->taken = taken;
     d->bytes = bytes;
     d->what = arena_strdup(&r->arena, what);

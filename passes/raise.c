@@ -58,8 +58,9 @@ typedef enum { R_NO, R_YES, R_REFUSE } mres;
 
 typedef enum { K_LAYERNORM, K_RMSNORM, K_SOFTMAX, K_GELU, K_SILU, K_LINEAR, K_ATTENTION, K_COUNT } kind;
 
-static const char *const rule_of[K_COUNT] = {"raise-layernorm", "raise-rmsnorm", "raise-softmax", "raise-gelu",
-                                             "raise-silu", "raise-linear", "raise-attention"};
+static const pass_rule rule_of[K_COUNT] = {PASS_RULE_RAISE_LAYERNORM, PASS_RULE_RAISE_RMSNORM, PASS_RULE_RAISE_SOFTMAX,
+                                           PASS_RULE_RAISE_GELU,      PASS_RULE_RAISE_SILU,    PASS_RULE_RAISE_LINEAR,
+                                           PASS_RULE_RAISE_ATTENTION};
 
 typedef struct match {
     kind k;
@@ -946,7 +947,7 @@ static int count_intermediates(const match *m)
 static void decide(raiser *r, match *m, bool taken)
 {
     const char *what = arena_printf(&r->a, "raise %s%s to %s", formula(r, m), lines_str(r, m), fused_name[m->k]);
-    const char *rule = rule_of[m->k];
+    pass_rule rule = rule_of[m->k];
     ir_dim bytes = saved_bytes(m);
     if (m->k == K_LINEAR && m->wt && r->u.count[m->wt->id] == 1 && !r->u.is_output[m->wt->id]) {
         ir_dim b2;
@@ -1009,7 +1010,7 @@ static const matcher matchers[K_COUNT] = {match_layernorm, match_rmsnorm, match_
 static bool try_root(raiser *r, ir_node *n, kind first, kind last)
 {
     for (int k = first; k <= (int)last; k++) {
-        if (!pass_enabled(r->ctx, rule_of[k])) continue;
+        if (!pass_rule_enabled(r->ctx, rule_of[k])) continue;
         match m;
         memset(&m, 0, sizeof m);
         m.k = (kind)k;
@@ -1124,7 +1125,7 @@ static ir_graph *fail(pass_ctx *ctx, ir_graph *g, pass_rewriter *rw, const ir_no
 static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
 {
     bool any = false;
-    for (int k = first; k <= (int)last; k++) any |= pass_enabled(ctx, rule_of[k]);
+    for (int k = first; k <= (int)last; k++) any |= pass_rule_enabled(ctx, rule_of[k]);
     if (!any) return g;
     raiser r;
     memset(&r, 0, sizeof r);
