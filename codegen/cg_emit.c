@@ -239,18 +239,19 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     return ok ? 0 : -1;
 }
 
-int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kernel *out, char *err, size_t errlen)
+/* Kernel k, with the analyses of g cached in an (shared by the kernels of
+ * one cg_emit_all_ex). */
+static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_analyses *an, cg_kernel *out, char *err,
+                       size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!g || k < 0 || k >= g->ngroups) {
         snprintf(err, errlen, "no kernel group %d", k);
         return -1;
     }
-    bool *bind = pass_bind_time(g);
-    pass_users users;
-    memset(&users, 0, sizeof users);
-    if (!bind || !pass_users_build(&users, g)) {
-        free(bind);
+    const bool *bind = pass_analyses_bind_time(an, g);
+    const pass_users *users = pass_analyses_users(an, g);
+    if (!bind || !users) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -269,7 +270,7 @@ int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kerne
         out->name = kernel_name(&priv->a, g, k);
         char *msg = attempt == 0 ? why : why2;
         msg[0] = 0;
-        rc = build(g, k, opts, bind, &users, attempt == 1, out, msg, sizeof why);
+        rc = build(g, k, opts, bind, users, attempt == 1, out, msg, sizeof why);
         if (rc == 0) {
             if (attempt == 1) out->note = arena_printf(&priv->a, "generic fallback: %s", why);
             break;
@@ -286,8 +287,14 @@ int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kerne
         break;
     }
     if (rc != 0) memset(out, 0, sizeof *out);
-    pass_users_free(&users);
-    free(bind);
+    return rc;
+}
+
+int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kernel *out, char *err, size_t errlen)
+{
+    pass_analyses an = {0};
+    int rc = emit_kernel(g, k, opts, &an, out, err, errlen);
+    pass_analyses_clear(&an);
     return rc;
 }
 
@@ -305,11 +312,14 @@ int cg_emit_all_ex(const ir_graph *g, const cg_options *opts, cg_kernel **out, i
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    pass_analyses an = {0};
     for (int k = 0; k < g->ngroups; k++)
-        if (cg_emit_kernel_ex(g, k, opts, &ks[k], err, errlen) != 0) {
+        if (emit_kernel(g, k, opts, &an, &ks[k], err, errlen) != 0) {
+            pass_analyses_clear(&an);
             cg_kernels_free(ks, k);
             return -1;
         }
+    pass_analyses_clear(&an);
     *out = ks;
     *n = g->ngroups;
     return 0;

@@ -177,7 +177,7 @@ ir_graph *pass_canonicalize(ir_graph *g, pass_ctx *ctx)
     };
     if (!c.fold && !c.reshapes && !c.permutes && !c.identity) return g;
     pass_rewriter rw;
-    if (!pass_rw_begin(&rw, g, ctx->diags)) {
+    if (!pass_rw_begin(&rw, g, ctx)) {
         ir_graph_free(g);
         return NULL;
     }

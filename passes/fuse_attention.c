@@ -39,7 +39,7 @@ static ir_dim times(int64_t k, ir_dim d)
 typedef struct att {
     ir_graph *g;
     pass_ctx *ctx;
-    pass_users u;
+    const pass_users *u;
     arena a;
 } att;
 
@@ -50,10 +50,10 @@ static ir_node *behind_views(const att *t, ir_node *v, ir_node **blocker)
 {
     *blocker = NULL;
     while (pass_is_view(v)) {
-        if (!*blocker && consumers(&t->u, v) != 1) *blocker = v;
+        if (!*blocker && consumers(t->u, v) != 1) *blocker = v;
         v = v->inputs[0];
     }
-    if (!*blocker && consumers(&t->u, v) != 1) *blocker = v;
+    if (!*blocker && consumers(t->u, v) != 1) *blocker = v;
     return v;
 }
 
@@ -93,7 +93,7 @@ static void fuse_q(att *t, ir_node *attn, int k)
     if (blocker) {
         refuse(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn,
                arena_printf(&t->a, "%s, so the rotated Q must be written to memory",
-                            NZ(pass_describe_consumers(&t->a, t->g, &t->u, blocker))));
+                            NZ(pass_describe_consumers(&t->a, t->g, t->u, blocker))));
         return;
     }
     take(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn, k, "RoPE is applied to Q as it is loaded; the rotated Q is not written and read back");
@@ -117,7 +117,7 @@ static bool is_model_output(const ir_graph *g, const ir_node *n)
 static void fuse_cache(att *t, ir_node *attn, int input, int k)
 {
     ir_graph *g = t->g;
-    const pass_users *u = &t->u;
+    const pass_users *u = t->u;
     ir_node *v = attn->inputs[input];
     while (pass_is_view(v) && u->count[v->id] == 1 && !u->is_output[v->id]) {
         v = v->inputs[0];
@@ -177,8 +177,7 @@ ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx)
 {
     att t = {.g = g, .ctx = ctx};
     arena_init(&t.a);
-    bool ok = pass_users_build(&t.u, g);
-    bool have_users = ok;
+    bool ok = (t.u = pass_users_of(ctx, g)) != NULL;
     for (int i = 0; ok && i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if (n->op != IR_OP_ATTENTION || n->group >= 0) continue;
@@ -191,12 +190,6 @@ ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx)
         fuse_cache(&t, n, 1, k);
         if (n->inputs[2] != n->inputs[1]) fuse_cache(&t, n, 2, k);
     }
-    if (have_users) pass_users_free(&t.u);
     arena_free(&t.a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

@@ -36,8 +36,8 @@
 typedef struct ew {
     ir_graph *g;
     pass_ctx *ctx;
-    pass_users u;
-    bool *bt;
+    const pass_users *u;
+    const bool *bt;
     bool *refused; /* a refusal about this node was recorded */
     int *stamp;    /* visit marks for walks */
     int cur;
@@ -47,7 +47,7 @@ typedef struct ew {
 
 static int consumers(const ew *e, const ir_node *n)
 {
-    return e->u.count[n->id] + (e->u.is_output[n->id] ? 1 : 0);
+    return e->u->count[n->id] + (e->u->is_output[n->id] ? 1 : 0);
 }
 
 /* An elementwise op computed at run time that no kernel holds yet. */
@@ -99,7 +99,7 @@ static bool prologue(ew *e, ir_node *r)
             const char *what = arena_printf(&e->a, "fuse %s into the row kernel of %s as a prologue",
                                             NZ(pass_describe(&e->a, p)), NZ(pass_describe(&e->a, r)));
             if (consumers(e, p) != 1) {
-                refuse_once(e, rule, p, r, what, pass_describe_consumers(&e->a, g, &e->u, p));
+                refuse_once(e, rule, p, r, what, pass_describe_consumers(&e->a, g, e->u, p));
                 continue;
             }
             if (!pass_rule_enabled(e->ctx, rule)) {
@@ -146,7 +146,7 @@ static bool epilogue(ew *e, ir_node *r)
 {
     const pass_rule rule = PASS_RULE_REDUCTION_EPILOGUE;
     ir_graph *g = e->g;
-    const pass_users *u = &e->u;
+    const pass_users *u = e->u;
     ir_node *tail = r;
     for (;;) {
         if (consumers(e, tail) != 1 || u->count[tail->id] != 1) {
@@ -207,7 +207,7 @@ static bool chain(ew *e, ir_node *n)
             if (consumers(e, p) != 1) {
                 const char *what = arena_printf(&e->a, "fuse %s and %s into one elementwise kernel",
                                                 NZ(pass_describe(&e->a, p)), NZ(pass_describe(&e->a, m)));
-                refuse_once(e, rule, p, m, what, pass_describe_consumers(&e->a, g, &e->u, p));
+                refuse_once(e, rule, p, m, what, pass_describe_consumers(&e->a, g, e->u, p));
                 continue;
             }
             members[nm++] = p;
@@ -253,12 +253,12 @@ ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx)
     size_t nn = (size_t)g->nnodes + 1;
     ew e = {.g = g, .ctx = ctx};
     arena_init(&e.a);
-    bool have_users = pass_users_build(&e.u, g);
-    e.bt = pass_bind_time(g);
+    e.u = pass_users_of(ctx, g);
+    e.bt = pass_bind_time_of(ctx, g);
     e.refused = calloc(nn, sizeof *e.refused);
     e.stamp = calloc(nn, sizeof *e.stamp);
     e.stack = calloc(2 * nn, sizeof *e.stack);
-    bool ok = have_users && e.bt && e.refused && e.stamp && e.stack;
+    bool ok = e.u && e.bt && e.refused && e.stamp && e.stack;
     for (int i = 0; ok && i < g->nnodes; i++)
         if (is_row_anchor(g, g->nodes[i]) && !e.bt[i]) ok = prologue(&e, g->nodes[i]);
     for (int i = 0; ok && i < g->nnodes; i++)
@@ -267,16 +267,9 @@ ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx)
         ir_node *n = g->nodes[i];
         if (free_elementwise(&e, n) && !(e.refused[i] && !pass_rule_enabled(ctx, PASS_RULE_ELEMENTWISE_CHAIN))) ok = chain(&e, n);
     }
-    if (have_users) pass_users_free(&e.u);
-    free(e.bt);
     free(e.refused);
     free(e.stamp);
     free(e.stack);
     arena_free(&e.a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

@@ -139,8 +139,8 @@ typedef struct pending {
 typedef struct epi {
     ir_graph *g;
     pass_ctx *ctx;
-    pass_users u;
-    bool *bt;
+    const pass_users *u;
+    const bool *bt;
     arena a;
     pending *pend;
     int npend;
@@ -164,7 +164,7 @@ static bool slice_bounds(const ir_node *s, ir_dim *start, ir_dim *end)
 /* SwiGLU at the anchor. Returns the new tail (the product) or NULL. */
 static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
 {
-    const pass_users *u = &e->u;
+    const pass_users *u = e->u;
     ir_graph *g = e->g;
     if (u->count[anchor->id] != 2 || u->is_output[anchor->id]) return NULL;
     ir_node *s[2] = {g->nodes[u->users[anchor->id][0]], g->nodes[u->users[anchor->id][1]]};
@@ -227,7 +227,7 @@ static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
 static bool fuse_from(epi *e, ir_node *anchor)
 {
     ir_graph *g = e->g;
-    const pass_users *u = &e->u;
+    const pass_users *u = e->u;
     int k = ir_graph_add_group(g, anchor, IR_GROUP_MATMUL);
     if (k < 0) return false;
     ir_node *tail = try_swiglu(e, anchor, k);
@@ -271,10 +271,10 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
 {
     epi e = {.g = g, .ctx = ctx};
     arena_init(&e.a);
-    bool have_users = pass_users_build(&e.u, g);
-    e.bt = pass_bind_time(g);
+    e.u = pass_users_of(ctx, g);
+    e.bt = pass_bind_time_of(ctx, g);
     e.pend = malloc(((size_t)g->nnodes + 1) * sizeof *e.pend);
-    bool ok = have_users && e.bt && e.pend;
+    bool ok = e.u && e.bt && e.pend;
     for (int i = 0; ok && i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if ((n->op == IR_OP_MATMUL || n->op == IR_OP_LINEAR) && n->group < 0 && !e.bt[i]) ok = fuse_from(&e, n);
@@ -286,16 +286,9 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
         const char *why;
         epi_kind kind = classify(&e.a, g, p->c, p->tail, &why);
         refuse(&e, rule_of(kind), pass_dim_times(2, pass_bytes(&p->tail->type)), p->c, p->anchor,
-               pass_describe_consumers(&e.a, g, &e.u, p->tail));
+               pass_describe_consumers(&e.a, g, e.u, p->tail));
     }
-    if (have_users) pass_users_free(&e.u);
-    free(e.bt);
     free(e.pend);
     arena_free(&e.a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

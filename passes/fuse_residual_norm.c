@@ -61,13 +61,12 @@ static const char *anchor_of(arena *a, const ir_graph *g, const ir_node *n)
 ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
 {
     int nn = g->nnodes;
-    pass_users u;
-    bool have_users = pass_users_build(&u, g);
-    bool *bt = pass_bind_time(g);
+    const pass_users *u = pass_users_of(ctx, g);
+    const bool *bt = pass_bind_time_of(ctx, g);
     walk w = {calloc((size_t)nn + 1, sizeof *w.stamp), 0, calloc((size_t)nn + 1, sizeof *w.stack)};
     arena a;
     arena_init(&a);
-    bool ok = have_users && bt && w.stamp && w.stack;
+    bool ok = u && bt && w.stamp && w.stack;
     for (int i = 0; ok && i < nn; i++) {
         ir_node *norm = g->nodes[i];
         if ((norm->op != IR_OP_RMSNORM && norm->op != IR_OP_LAYERNORM) || norm->group >= 0 || bt[i]) continue;
@@ -77,7 +76,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
             ir_node *nodes[2] = {add, norm};
             const char *what = arena_printf(&a, "fuse the residual %s into the row kernel of %s",
                                             NZ(pass_describe(&a, add)), NZ(pass_describe(&a, norm)));
-            int others = u.count[add->id] + (u.is_output[add->id] ? 1 : 0) - 1;
+            int others = u->count[add->id] + (u->is_output[add->id] ? 1 : 0) - 1;
             ir_dim bytes = pass_bytes(&add->type);
             bool cycle = false;
             for (int j = 1; j < norm->ninputs; j++) cycle = cycle || depends_on(&w, norm->inputs[j], add);
@@ -113,15 +112,8 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
         if (k < 0) ok = false;
         else if (join) join->group = k;
     }
-    if (have_users) pass_users_free(&u);
-    free(bt);
     free(w.stamp);
     free(w.stack);
     arena_free(&a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

@@ -59,6 +59,16 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, i
     (void)g;
 }
 
+ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok)
+{
+    if (!ok) {
+        diag_error(ctx->diags, g->loc, "out of memory");
+        ir_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 ir_dim pass_bytes(const ir_type *t)
 {
     ir_dim b = ir_dim_const(ir_dtype_size(t->dtype));
@@ -163,10 +173,12 @@ const char *pass_describe_consumers(arena *a, const ir_graph *g, const pass_user
                         u->is_output[n->id] ? ", and it is a model output" : "");
 }
 
-bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, diag_list *d)
+bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, pass_ctx *ctx)
 {
+    diag_list *d = ctx->diags;
     memset(rw, 0, sizeof *rw);
     rw->src = src;
+    rw->ctx = ctx;
     rw->dst = ir_graph_new(src->name);
     rw->map = calloc((size_t)src->nnodes + 1, sizeof *rw->map);
     if (!rw->dst || !rw->map) {
@@ -202,6 +214,7 @@ void pass_rw_abort(pass_rewriter *rw)
 ir_graph *pass_rw_finish(pass_rewriter *rw, ir_graph *src)
 {
     ir_graph *dst = rw->dst;
+    pass_analyses_clear(&rw->ctx->analyses);
     bool ok = true;
     for (int i = 0; i < src->noutputs && ok; i++) {
         ir_node *v = rw->map[src->outputs[i].value->id];
@@ -227,6 +240,34 @@ ir_graph *pass_rw_finish(pass_rewriter *rw, ir_graph *src)
 bool pass_is_view(const ir_node *n)
 {
     return n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_SLICE;
+}
+
+const pass_users *pass_analyses_users(pass_analyses *an, const ir_graph *g)
+{
+    if (an->g != g || an->nnodes != g->nnodes) pass_analyses_clear(an);
+    if (!an->have_users) {
+        if (!pass_users_build(&an->users, g)) return NULL;
+        an->have_users = true;
+    }
+    an->g = g;
+    an->nnodes = g->nnodes;
+    return &an->users;
+}
+
+const bool *pass_analyses_bind_time(pass_analyses *an, const ir_graph *g)
+{
+    if (an->g != g || an->nnodes != g->nnodes) pass_analyses_clear(an);
+    if (!an->bind && !(an->bind = pass_bind_time(g))) return NULL;
+    an->g = g;
+    an->nnodes = g->nnodes;
+    return an->bind;
+}
+
+void pass_analyses_clear(pass_analyses *an)
+{
+    if (an->have_users) pass_users_free(&an->users);
+    free(an->bind);
+    memset(an, 0, sizeof *an);
 }
 
 /* bind[id]: computed from weights and constants only */

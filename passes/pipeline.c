@@ -116,6 +116,23 @@ static void dump(const pass_ctx *ctx, const char *when, const char *pass, const 
     ir_print(g, out);
 }
 
+ir_graph *pass_run_one(const pass_info *p, ir_graph *g, pass_ctx *ctx)
+{
+    const ir_graph *before = g;
+    ctx->pass = p->name;
+    g->diags = ctx->diags;
+    g = p->run(g, ctx);
+    /* a rebuilt graph (or none) invalidates what was computed on the old one */
+    if (g != before) pass_analyses_clear(&ctx->analyses);
+    if (g && ir_verify(g, ctx->diags) != 0) {
+        diag_error(ctx->diags, g->loc, "internal error: the IR verifier failed after pass '%s'", p->name);
+        ir_graph_free(g);
+        pass_analyses_clear(&ctx->analyses);
+        g = NULL;
+    }
+    return g;
+}
+
 ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx)
 {
     int n;
@@ -125,18 +142,11 @@ ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx)
         ctx->pass = p[i].name;
         if (!p[i].required && !pass_enabled(ctx, p[i].name)) continue;
         if (o && o->print_before && !strcmp(o->print_before, p[i].name)) dump(ctx, "before", p[i].name, g);
-        g->diags = ctx->diags;
-        g = p[i].run(g, ctx);
-        if (!g) break;
-        if (ir_verify(g, ctx->diags) != 0) {
-            diag_error(ctx->diags, g->loc, "internal error: the IR verifier failed after pass '%s'", p[i].name);
-            ir_graph_free(g);
-            g = NULL;
-            break;
-        }
-        if (o && (o->print_after_all || (o->print_after && !strcmp(o->print_after, p[i].name))))
+        g = pass_run_one(&p[i], g, ctx);
+        if (g && o && (o->print_after_all || (o->print_after && !strcmp(o->print_after, p[i].name))))
             dump(ctx, "after", p[i].name, g);
     }
     ctx->pass = NULL;
+    pass_analyses_clear(&ctx->analyses);
     return g;
 }

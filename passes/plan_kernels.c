@@ -40,18 +40,13 @@ static int producer_group(const ir_node *n)
 
 ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
 {
-    bool *bind = pass_bind_time(g);
-    pass_users u;
-    if (!bind || !pass_users_build(&u, g)) {
-        free(bind);
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
+    const bool *bind = pass_bind_time_of(ctx, g);
+    const pass_users *u = pass_users_of(ctx, g);
+    if (!bind || !u) return pass_done(g, ctx, false);
     for (int i = 0; i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if (n->group >= 0 || bind[i] || ir_op_class(n->op) == IR_CLASS_SOURCE) continue;
-        if (pass_is_view(n) && !u.is_output[i]) continue;
+        if (pass_is_view(n) && !u->is_output[i]) continue;
         if (ir_graph_add_group(g, n, ir_op_kernel_kind(n->op)) < 0) {
             diag_error(ctx->diags, n->loc, "out of memory");
             goto fail;
@@ -103,12 +98,8 @@ ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
             }
         }
     }
-    pass_users_free(&u);
-    free(bind);
     return g;
 fail:
-    pass_users_free(&u);
-    free(bind);
     ir_graph_free(g);
     return NULL;
 }

@@ -81,7 +81,7 @@ typedef struct match {
 typedef struct raiser {
     pass_ctx *ctx;
     const ir_graph *g;
-    pass_users u;
+    const pass_users *u;
     arena a;
     bool *seen;
     match **plan; /* by root id */
@@ -656,7 +656,7 @@ static mres match_linear(raiser *r, match *m, ir_node *n)
         for (int i = 0; i < 2 && !mm; i++) {
             ir_node *p = i ? b : a, *q = i ? a : b;
             if (p->op == IR_OP_MATMUL && p->type.rank >= 2 && is_vec(q, last_dim(p)) &&
-                ir_type_eq(&n->type, &p->type) && r->u.count[p->id] == 1 && !r->u.is_output[p->id])
+                ir_type_eq(&n->type, &p->type) && r->u->count[p->id] == 1 && !r->u->is_output[p->id])
                 mm = p, bias = q;
         }
         if (!mm) return R_NO;
@@ -806,11 +806,11 @@ static const char *escapes(raiser *r, const match *m)
     for (int i = 0; i < m->n; i++) {
         const ir_node *t = m->nodes[i];
         if (t == m->root || t->op == IR_OP_CONST) continue;
-        if (r->u.is_output[t->id])
+        if (r->u->is_output[t->id])
             return arena_printf(&r->a, "the intermediate %s is also a model output; the fused op does not produce it",
                                 describe(r, t));
-        for (int j = 0; j < r->u.count[t->id]; j++) {
-            const ir_node *user = r->g->nodes[r->u.users[t->id][j]];
+        for (int j = 0; j < r->u->count[t->id]; j++) {
+            const ir_node *user = r->g->nodes[r->u->users[t->id][j]];
             if (in_set(m, user)) continue;
             return arena_printf(&r->a,
                                 "the intermediate %s is also used at line %d (by %s); the fused op does not produce "
@@ -949,7 +949,7 @@ static void decide(raiser *r, match *m, bool taken)
     const char *what = arena_printf(&r->a, "raise %s%s to %s", formula(r, m), lines_str(r, m), fused_name[m->k]);
     pass_rule rule = rule_of[m->k];
     ir_dim bytes = saved_bytes(m);
-    if (m->k == K_LINEAR && m->wt && r->u.count[m->wt->id] == 1 && !r->u.is_output[m->wt->id]) {
+    if (m->k == K_LINEAR && m->wt && r->u->count[m->wt->id] == 1 && !r->u->is_output[m->wt->id]) {
         ir_dim b2;
         if (ir_dim_mul(pass_bytes(&m->wt->type), ir_dim_const(2), &b2)) ir_dim_add(bytes, b2, &bytes);
     }
@@ -1134,7 +1134,7 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
     arena_init(&r.a);
     r.seen = calloc((size_t)g->nnodes + 1, sizeof *r.seen);
     r.plan = calloc((size_t)g->nnodes + 1, sizeof *r.plan);
-    bool ok = r.seen && r.plan && pass_users_build(&r.u, g);
+    bool ok = r.seen && r.plan && (r.u = pass_users_of(ctx, g));
     int taken = 0;
     for (int i = g->nnodes - 1; ok && i >= 0; i--) {
         ir_node *n = g->nodes[i];
@@ -1146,7 +1146,7 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
     pass_rewriter rw;
     made mk = {0};
     const ir_node *bad = NULL;
-    if (ok && taken > 0 && (ok = pass_rw_begin(&rw, g, ctx->diags))) {
+    if (ok && taken > 0 && (ok = pass_rw_begin(&rw, g, ctx))) {
         for (int i = 0; i < g->nnodes && !bad; i++) {
             const ir_node *n = g->nodes[i];
             ir_node *c;
@@ -1166,7 +1166,6 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
         }
     }
     free(mk.v);
-    pass_users_free(&r.u);
     free(r.seen);
     free(r.plan);
     arena_free(&r.a);
