@@ -334,8 +334,7 @@ int cg_emit_all(const ir_graph *g, cg_kernel **out, int *n, char *err, size_t er
 
 bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value)
 {
-    if (ir_dim_is_const(&a->dim, value)) return true;
-    return dims && ir_dim_eval(&a->dim, dims, value);
+    return ir_dim_value(&a->dim, dims, value);
 }
 
 bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], unsigned *block, size_t *smem,
@@ -345,7 +344,7 @@ bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], u
     for (int i = 0; i < 3; i++) {
         const cg_grid_dim *gd = &k->launch.grid[i];
         int64_t v;
-        if (!ir_dim_is_const(&gd->n, &v) && !(dims && ir_dim_eval(&gd->n, dims, &v))) {
+        if (!ir_dim_value(&gd->n, dims, &v)) {
             snprintf(err, errlen, "%s: grid dimension %d needs a value for every dim", k->name, i);
             return false;
         }

@@ -181,6 +181,11 @@ bool ir_type_same_shape(const ir_type *a, const ir_type *b);
  * element count; shape and numel may be NULL. False when a dim does not
  * evaluate, is negative, or the count overflows int64. */
 bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
+/* The same, saying what failed: IR_SHAPE_UNBOUND (dim *bad does not
+ * evaluate: unbound or overflow), IR_SHAPE_NEGATIVE (dim *bad is negative),
+ * IR_SHAPE_OVERFLOW (the element count; shape is complete). bad may be NULL. */
+typedef enum { IR_SHAPE_OK, IR_SHAPE_UNBOUND, IR_SHAPE_NEGATIVE, IR_SHAPE_OVERFLOW } ir_shape_status;
+ir_shape_status ir_type_eval_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel, int *bad);
 /* "bf16[B, S, 4096]" */
 int ir_type_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
@@ -341,6 +346,8 @@ typedef struct ir_tensor {
 } ir_tensor;
 
 int64_t ir_tensor_numel(const ir_tensor *t);
+/* Same rank and extents (the dtypes may differ). */
+bool ir_tensor_same_shape(const ir_tensor *a, const ir_tensor *b);
 /* Allocates zeroed storage; false on overflow or out of memory. */
 bool ir_tensor_alloc(ir_tensor *t, ir_dtype dtype, int rank, const int64_t *shape);
 void ir_tensor_free(ir_tensor *t);

@@ -143,17 +143,30 @@ bool ir_type_same_shape(const ir_type *a, const ir_type *b)
 
 bool ir_type_eq(const ir_type *a, const ir_type *b) { return a->dtype == b->dtype && ir_type_same_shape(a, b); }
 
-bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
+ir_shape_status ir_type_eval_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel, int *bad)
 {
     int64_t n = 1;
+    bool overflow = false;
     for (int i = 0; i < t->rank; i++) {
         int64_t v;
-        if (!ir_dim_value(&t->dims[i], dims, &v) || v < 0) return false;
+        if (bad) *bad = i;
+        if (!ir_dim_value(&t->dims[i], dims, &v)) return IR_SHAPE_UNBOUND;
+        if (v < 0) {
+            if (shape) shape[i] = v;
+            return IR_SHAPE_NEGATIVE;
+        }
         if (shape) shape[i] = v;
-        if (__builtin_mul_overflow(n, v, &n)) return false;
+        overflow = overflow || __builtin_mul_overflow(n, v, &n);
     }
+    if (bad) *bad = -1;
+    if (overflow) return IR_SHAPE_OVERFLOW;
     if (numel) *numel = n;
-    return true;
+    return IR_SHAPE_OK;
+}
+
+bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
+{
+    return ir_type_eval_shape(t, dims, shape, numel, NULL) == IR_SHAPE_OK;
 }
 
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n)

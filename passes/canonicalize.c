@@ -122,19 +122,11 @@ static ir_node *identity(const ir_node *n, ir_node *const *in)
     }
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
 /* collapse-reshapes */
 static ir_node *reshape(canon *c, const ir_node *n, ir_node *a)
 {
     ir_node *base = a->op == IR_OP_RESHAPE ? a->inputs[0] : a;
-    if (same_shape(&base->type, &n->type) && base->type.dtype == n->type.dtype) return base;
+    if (ir_type_same_shape(&base->type, &n->type) && base->type.dtype == n->type.dtype) return base;
     if (base == a) return NULL;
     return named(c, ir_reshape(c->dst, base, n->type.rank, n->type.dims, n->loc), n);
 }

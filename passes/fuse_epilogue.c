@@ -53,14 +53,6 @@ static const char *type_str(arena *a, const ir_graph *g, const ir_type *t)
     return arena_strdup(a, buf);
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
 static bool is_one(const ir_dim *d)
 {
     int64_t v;
@@ -121,11 +113,11 @@ static epi_kind classify(arena *a, const ir_graph *g, const ir_node *c, const ir
                       ir_dim_eq(&ot->dims[ot->rank - 1], &tt->dims[tt->rank - 1]);
         for (int j = 0; vector && j < ot->rank - 1; j++) vector = is_one(&ot->dims[j]);
         if (scalar) kind = K_SCALE;
-        else if (same_shape(ot, tt)) kind = K_RESIDUAL;
+        else if (ir_type_same_shape(ot, tt)) kind = K_RESIDUAL;
         else if (vector) kind = K_BIAS;
         else kind = ot->rank <= tt->rank ? K_BROADCAST : K_RESIDUAL;
     }
-    if (!same_shape(&c->type, tt))
+    if (!ir_type_same_shape(&c->type, tt))
         *why = arena_printf(a, "the %s%s reads %s but the matmul produces %s", kind == K_RESIDUAL ? "residual " : "",
                             ir_op_name(c->op), NZ(shape_str(a, g, other ? &other->type : &c->type)),
                             NZ(shape_str(a, g, tt)));
