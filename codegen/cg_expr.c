@@ -129,33 +129,6 @@ bool cg_dim_one(const ir_dim *d)
     return ir_dim_is_const(d, &v) && v == 1;
 }
 
-ir_dim cg_dim_mul(cg_gen *gen, ir_dim a, ir_dim b)
-{
-    ir_dim r;
-    if (!ir_dim_mul(a, b, &r)) {
-        cg_fail(gen, "dimension expression too large");
-        return ir_dim_const(0);
-    }
-    return r;
-}
-
-ir_dim cg_dim_add(cg_gen *gen, ir_dim a, ir_dim b)
-{
-    ir_dim r;
-    if (!ir_dim_add(a, b, &r)) {
-        cg_fail(gen, "dimension expression too large");
-        return ir_dim_const(0);
-    }
-    return r;
-}
-
-ir_dim cg_numel(cg_gen *gen, const ir_type *t, int from, int to)
-{
-    ir_dim r = ir_dim_const(1);
-    for (int i = from; i < to; i++) r = cg_dim_mul(gen, r, t->dims[i]);
-    return r;
-}
-
 const char *cg_dim(cg_gen *gen, const ir_dim *d)
 {
     int64_t v;
@@ -533,7 +506,7 @@ const char *cg_idx_coord(cg_gen *gen, const cg_idx *x, int axis)
     if (x->c[axis]) return x->c[axis];
     const ir_type *t = x->t;
     if (cg_dim_one(&t->dims[axis])) return "0";
-    ir_dim stride = cg_numel(gen, t, axis + 1, t->rank);
+    ir_dim stride = ir_type_numel(t, axis + 1, t->rank, &gen->dim_overflow);
     bool unit = cg_dim_one(&stride);
     if (axis == 0) {
         if (unit) return x->flat;
@@ -742,7 +715,7 @@ static const char *compute_reduce(cg_gen *gen, const ir_node *n, const cg_idx *x
     if (n->op == IR_OP_MEAN) {
         ir_dim count = ir_dim_const(1);
         for (int j = 0; j < it->rank; j++)
-            if (n->attrs.axes & (1u << j)) count = cg_dim_mul(gen, count, it->dims[j]);
+            if (n->attrs.axes & (1u << j)) count = ir_dim_times(count, it->dims[j], &gen->dim_overflow);
         return cg_printf(gen, "(%s / (float)%s)", acc, cg_dim(gen, &count));
     }
     return acc;
@@ -853,7 +826,7 @@ static const char *compute_concat(cg_gen *gen, const ir_node *n, const cg_idx *x
     ir_dim off = ir_dim_const(0);
     for (int i = 0; i < n->ninputs; i++) {
         const ir_node *in = n->inputs[i];
-        ir_dim end = cg_dim_add(gen, off, in->type.dims[axis]);
+        ir_dim end = ir_dim_plus(off, in->type.dims[axis], &gen->dim_overflow);
         if (i + 1 < n->ninputs) cg_open(gen, "%sif (%s < %s)", i ? "else " : "", c, cg_dim(gen, &end));
         else if (i > 0) cg_open(gen, "else");
         else cg_open(gen, "%s", "");

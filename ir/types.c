@@ -169,6 +169,18 @@ bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int
     return ir_type_eval_shape(t, dims, shape, numel, NULL) == IR_SHAPE_OK;
 }
 
+ir_dim ir_type_numel(const ir_type *t, int from, int to, bool *overflow)
+{
+    ir_dim r = ir_dim_const(1);
+    for (int i = from; i < to; i++) r = ir_dim_times(r, t->dims[i], overflow);
+    return r;
+}
+
+ir_dim ir_type_bytes(const ir_type *t, bool *overflow)
+{
+    return ir_dim_times(ir_dim_const(ir_dtype_size(t->dtype)), ir_type_numel(t, 0, t->rank, overflow), overflow);
+}
+
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n)
 {
     size_t off = 0;
