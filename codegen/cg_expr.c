@@ -660,41 +660,22 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
     return cg_printf(gen, "kiln_ld(p.%s + %s)", f, cg_idx_flatten(gen, x));
 }
 
-static const char *binary(cg_gen *gen, ir_op op, const char *a, const char *b)
+/* An elementwise op over operand expressions v: the op table's CUDA
+ * expression, or the two whose form depends on attributes and dtypes. */
+static const char *elementwise(cg_gen *gen, const ir_node *n, const char *const *v)
 {
-    switch (op) {
-    case IR_OP_ADD: return cg_printf(gen, "(%s + %s)", a, b);
-    case IR_OP_SUB: return cg_printf(gen, "(%s - %s)", a, b);
-    case IR_OP_MUL: return cg_printf(gen, "(%s * %s)", a, b);
-    case IR_OP_DIV: return cg_printf(gen, "(%s / %s)", a, b);
-    case IR_OP_MAX: return cg_printf(gen, "fmaxf(%s, %s)", a, b);
-    case IR_OP_MIN: return cg_printf(gen, "fminf(%s, %s)", a, b);
-    case IR_OP_POW: return cg_printf(gen, "powf(%s, %s)", a, b);
-    default: cg_fail(gen, "internal error: %s is not binary", ir_op_name(op)); return "0.0f";
-    }
-}
-
-static const char *unary(cg_gen *gen, const ir_node *n, const char *a)
-{
+    const char *fmt = ir_op_cuda(n->op);
+    if (fmt) return n->ninputs == 2 ? cg_printf(gen, fmt, v[0], v[1]) : cg_printf(gen, fmt, v[0]);
     switch (n->op) {
-    case IR_OP_NEG: return cg_printf(gen, "(-%s)", a);
-    case IR_OP_EXP: return cg_printf(gen, "expf(%s)", a);
-    case IR_OP_LOG: return cg_printf(gen, "logf(%s)", a);
-    case IR_OP_SQRT: return cg_printf(gen, "sqrtf(%s)", a);
-    case IR_OP_RSQRT: return cg_printf(gen, "rsqrtf(%s)", a);
-    case IR_OP_TANH: return cg_printf(gen, "tanhf(%s)", a);
-    case IR_OP_SIGMOID: return cg_printf(gen, "kiln_sigmoid(%s)", a);
-    case IR_OP_SILU: return cg_printf(gen, "kiln_silu(%s)", a);
-    case IR_OP_GELU: return cg_printf(gen, "%s(%s)", n->attrs.gelu_tanh ? "kiln_gelu_tanh" : "kiln_gelu", a);
-    case IR_OP_RELU: return cg_printf(gen, "kiln_relu(%s)", a);
+    case IR_OP_GELU: return cg_printf(gen, "%s(%s)", n->attrs.gelu_tanh ? "kiln_gelu_tanh" : "kiln_gelu", v[0]);
     case IR_OP_CAST:
         switch (n->type.dtype) {
-        case IR_BF16: return cg_printf(gen, "kiln_round_bf16(%s)", a);
-        case IR_F16: return cg_printf(gen, "kiln_round_f16(%s)", a);
-        case IR_I32: return cg_printf(gen, "truncf(%s)", a);
-        default: return a;
+        case IR_BF16: return cg_printf(gen, "kiln_round_bf16(%s)", v[0]);
+        case IR_F16: return cg_printf(gen, "kiln_round_f16(%s)", v[0]);
+        case IR_I32: return cg_printf(gen, "truncf(%s)", v[0]);
+        default: return v[0];
         }
-    default: cg_fail(gen, "internal error: %s is not unary", ir_op_name(n->op)); return "0.0f";
+    default: cg_fail(gen, "internal error: %s has no CUDA expression", ir_op_name(n->op)); return "0.0f";
     }
 }
 
@@ -990,8 +971,7 @@ static const char *compute(cg_gen *gen, const ir_node *n, const cg_idx *x)
             cg_idx ix = cg_idx_broadcast(gen, x, &n->inputs[i]->type);
             v[i] = cg_value(gen, n->inputs[i], &ix);
         }
-        if (n->ninputs == 2) return binary(gen, n->op, v[0], v[1]);
-        return unary(gen, n, v[0]);
+        return elementwise(gen, n, v);
     }
     switch (n->op) {
     case IR_OP_SUM:

@@ -71,7 +71,7 @@
 /* ---- op table ---------------------------------------------------------- */
 
 typedef enum {
-#define IR_OP(e, name, lo, hi, cls, kind) IR_OP_##e,
+#define IR_OP(e, name, lo, hi, cls, kind, cuda) IR_OP_##e,
 #include "ir/ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -110,6 +110,9 @@ ir_fusion_class ir_op_class(ir_op op);
 const char *ir_class_name(ir_fusion_class c);
 /* The kind of kernel op anchors when it is a kernel of its own. */
 ir_group_kind ir_op_kernel_kind(ir_op op);
+/* The CUDA expression of an elementwise op (a format, one %s per operand),
+ * or NULL (see ir/ops.def). */
+const char *ir_op_cuda(ir_op op);
 
 /* ---- dtypes ------------------------------------------------------------ */
 

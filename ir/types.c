@@ -10,8 +10,9 @@ static const struct {
     int lo, hi;
     ir_fusion_class cls;
     ir_group_kind kind;
+    const char *cuda;
 } op_table[IR_OP_COUNT] = {
-#define IR_OP(e, name, lo, hi, cls, kind) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind},
+#define IR_OP(e, name, lo, hi, cls, kind, cuda) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind, cuda},
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -21,6 +22,7 @@ int ir_op_min_inputs(ir_op op) { return op_table[op].lo; }
 int ir_op_max_inputs(ir_op op) { return op_table[op].hi; }
 ir_fusion_class ir_op_class(ir_op op) { return op_table[op].cls; }
 ir_group_kind ir_op_kernel_kind(ir_op op) { return op_table[op].kind; }
+const char *ir_op_cuda(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[op].cuda : NULL; }
 
 const char *ir_group_kind_name(ir_group_kind k)
 {
