@@ -71,7 +71,7 @@
 /* ---- op table ---------------------------------------------------------- */
 
 typedef enum {
-#define IR_OP(e, name, lo, hi, cls, kind, cuda) IR_OP_##e,
+#define IR_OP(e, name, lo, hi, cls, comm, kind, cuda) IR_OP_##e,
 #include "ir/ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -108,6 +108,8 @@ int ir_op_min_inputs(ir_op op);
 int ir_op_max_inputs(ir_op op); /* -1 = variadic */
 ir_fusion_class ir_op_class(ir_op op);
 const char *ir_class_name(ir_fusion_class c);
+/* op(a, b) == op(b, a) (add, mul, max, min). */
+bool ir_op_commutative(ir_op op);
 /* The kind of kernel op anchors when it is a kernel of its own. */
 ir_group_kind ir_op_kernel_kind(ir_op op);
 /* The CUDA expression of an elementwise op (a format, one %s per operand),

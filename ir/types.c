@@ -9,10 +9,11 @@ static const struct {
     const char *name;
     int lo, hi;
     ir_fusion_class cls;
+    bool commutative;
     ir_group_kind kind;
     const char *cuda;
 } op_table[IR_OP_COUNT] = {
-#define IR_OP(e, name, lo, hi, cls, kind, cuda) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind, cuda},
+#define IR_OP(e, name, lo, hi, cls, comm, kind, cuda) {name, lo, hi, IR_CLASS_##cls, comm, IR_GROUP_##kind, cuda},
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -21,6 +22,7 @@ const char *ir_op_name(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[
 int ir_op_min_inputs(ir_op op) { return op_table[op].lo; }
 int ir_op_max_inputs(ir_op op) { return op_table[op].hi; }
 ir_fusion_class ir_op_class(ir_op op) { return op_table[op].cls; }
+bool ir_op_commutative(ir_op op) { return (unsigned)op < IR_OP_COUNT && op_table[op].commutative; }
 ir_group_kind ir_op_kernel_kind(ir_op op) { return op_table[op].kind; }
 const char *ir_op_cuda(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[op].cuda : NULL; }
 
