@@ -116,6 +116,27 @@ typedef struct cg_kernel {
     void *priv_;            /* storage; freed by cg_kernel_free */
 } cg_kernel;
 
+/* The GPU a kernel is generated for. Launch rules and heuristics size
+ * themselves from it (the elementwise grid cap, the GEMV's split-K, the
+ * decode attention's split-KV count); codegen never asks CUDA for it. The
+ * compile driver (src/compile.h) passes the device's numbers
+ * (rt_ctx_target) when there is a device, else cg_target_default(arch). */
+typedef struct cg_target {
+    char arch[32];          /* "sm_90a" */
+    int sm_count;           /* streaming multiprocessors */
+    int64_t smem_per_block; /* opt-in maximum of dynamic shared memory per block, bytes */
+    int64_t l2_bytes;       /* L2 cache, bytes */
+} cg_target;
+
+/* The documented default description for arch (NULL: "sm_90a"), used in CI
+ * and by `kiln compile` without a GPU:
+ *   sm_90, sm_90a  NVIDIA H200 (an H100 has the same SMs and shared memory):
+ *                  132 SMs, 232448 B of opt-in shared memory per block
+ *                  (227 KiB), 60 MiB of L2
+ *   sm_80          NVIDIA A100: 108 SMs, 166912 B (163 KiB), 40 MiB of L2
+ *   any other      the sm_90a numbers, with arch set to the name given */
+void cg_target_default(const char *arch, cg_target *out);
+
 /* Options; NULL means the defaults. */
 typedef struct cg_options {
     /* Values of the model's dims (g->nsyms of them) for the launch shapes
@@ -124,6 +145,8 @@ typedef struct cg_options {
      * shapes pick the GEMV and decode templates (see cg_heuristics in
      * cg_emit.c). */
     const int64_t *dims;
+    /* The GPU; NULL: cg_target_default("sm_90a"). */
+    const cg_target *target;
     /* Look up a template's text by file name before the built-in ones
      * (tests use it to supply stubs); may be NULL or return NULL. */
     const char *(*template_lookup)(void *user, const char *name);

@@ -150,6 +150,12 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     gen.bind = bind;
     gen.users = users;
     gen.kern = out;
+    cg_target default_target;
+    if (opts && opts->target) gen.target = opts->target;
+    else {
+        cg_target_default(NULL, &default_target);
+        gen.target = &default_target;
+    }
     gen.err = err;
     gen.errlen = errlen;
     cg_plan plan;

@@ -14,7 +14,6 @@
 
 #include "codegen/cg_impl.h"
 
-#define SM_COUNT 132 /* H200; launch rules cap grids at a multiple of it */
 
 static void define(cg_plan *plan, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void define(cg_plan *plan, const char *name, const char *fmt, ...)
@@ -133,7 +132,7 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     define(plan, "KILN_VEC", "%d", vec);
     define(plan, "KILN_EW_THREADS", "256");
     gen->kern->launch.block = 256;
-    gen->kern->launch.grid[0] = (cg_grid_dim){total, 256 * vec, SM_COUNT * 8};
+    gen->kern->launch.grid[0] = (cg_grid_dim){total, 256 * vec, (int64_t)gen->target->sm_count * 8};
     gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = (cg_grid_dim){ir_dim_const(1), 1, 0};
     return !gen->failed;
 }
@@ -307,7 +306,7 @@ typedef struct mm_heur {
 } mm_heur;
 
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
-                           const int64_t *dims)
+                           const int64_t *dims, int sm_count)
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1};
     int64_t m, n, k, b;
@@ -316,7 +315,7 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
         if (!ir_dim_value(batch, dims, &b)) b = 1;
         int64_t ctas = (n + h.cols - 1) / h.cols * b;
-        while (ctas * h.splitk < 2 * SM_COUNT && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
+        while (ctas * h.splitk < 2 * sm_count && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
     }
     return h;
 }
@@ -414,7 +413,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     }
     if (nouts == 0) return cg_fail(gen, "the matmul result is not used");
 
-    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims);
+    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count);
     plan->family = h.gemv ? CG_FAMILY_GEMV : CG_FAMILY_MATMUL;
     cg_ptr_strided(gen, "a", &as, false);
     cg_ptr_strided(gen, "w", &ws, false);
@@ -535,12 +534,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 /* Prefill: 64 queries and 64 keys per tile, 4 warps. Decode (S known and
  * <= 16): split the cache in chunks so that B*KV*SPLITS covers the SMs
  * twice, 1..32. */
-static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims)
+static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims, int sm_count)
 {
     int64_t b, h;
     if (!ir_dim_value(B, dims, &b) || !ir_dim_value(H, dims, &h) || b * h <= 0) return 8;
     int s = 1;
-    while (s < 32 && b * h * s < 2 * SM_COUNT) s *= 2;
+    while (s < 32 && b * h * s < 2 * sm_count) s *= 2;
     return s;
 }
 
@@ -656,7 +655,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_scalar(gen, "T", ct->dims[2]);
     cg_scalar(gen, "H", qt->dims[2]);
     cg_scalar(gen, "KV", ct->dims[1]);
-    int splits = decode ? heur_att_splits(&qt->dims[0], &ct->dims[1], dims) : 0;
+    int splits = decode ? heur_att_splits(&qt->dims[0], &ct->dims[1], dims, gen->target->sm_count) : 0;
     if (decode) {
         bool *ovf = &gen->dim_overflow;
         ir_dim bsh = ir_dim_times(ir_dim_times(qt->dims[0], qt->dims[1], ovf), qt->dims[2], ovf);

@@ -53,6 +53,7 @@ typedef struct cg_gen {
     const bool *bind;        /* bind-time nodes */
     const pass_users *users;
     cg_kernel *kern;
+    const cg_target *target; /* the GPU: launch rules and heuristics size from it */
     /* KilnArgs fields in order (the dims are appended last) */
     cg_arg *args;
     int nargs, capargs;

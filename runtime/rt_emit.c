@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "runtime/rt_err.h"
+#include "runtime/rt_util.h"
 
 typedef struct progress_ctx {
     const rt_emit_options *o;
@@ -17,13 +19,6 @@ static void on_progress(void *user, int done, int total, int index, const rt_com
 {
     progress_ctx *p = user;
     if (p->o->progress) p->o->progress(p->o->user, done, total, p->ks[index].name, r->ms);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 void rt_emit_result_free(rt_emit_result *r)
@@ -37,14 +32,11 @@ void rt_emit_result_free(rt_emit_result *r)
     memset(r, 0, sizeof *r);
 }
 
-int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options *o, rt_emit_result *out,
-                      char *err, size_t errlen)
+int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char *dir, const rt_emit_options *o,
+                      rt_emit_result *out, char *err, size_t errlen)
 {
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     if (out) memset(out, 0, sizeof *out);
-    cg_kernel *ks;
-    int n;
-    if (cg_emit_all_ex(g, o->cg, &ks, &n, err, errlen) != 0) return -1;
     int rc = n;
     bool ptx = o->target == RT_TARGET_PTX;
     size_t plen = strlen(dir) + 300;
@@ -55,8 +47,7 @@ int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options 
     rt_cache_lookup *how = calloc((size_t)n + 1, sizeof *how);
     FILE *list = NULL;
     if (!path || !names || !srcs || !res || !how) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
+        rc = rt_fail(-1, err, errlen, "out of memory");
         goto done;
     }
     for (int i = 0; i < n; i++) {
@@ -68,21 +59,19 @@ int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options 
                        : rt_cache_compile_many(o->cache, n, names, srcs, o->copts, o->cache ? 0 : RT_CACHE_NO_CACHE,
                                                res, how, 0, on_progress, &pc);
     if (st != RT_OK) {
+        rc = rt_fail(-1, err, errlen, "compile: %s", rt_status_str(st));
         for (int i = 0; i < n; i++)
             if (res[i].status != RT_OK) {
                 const ir_node *anchor = g->groups[ks[i].group].anchor;
-                snprintf(err, errlen, "kernel k%d (%s, from line %d of the model) did not compile: %s", ks[i].group,
-                         ks[i].kind, anchor->loc.line,
-                         res[i].message ? res[i].message : rt_status_str(res[i].status));
+                rt_fail(-1, err, errlen, "kernel k%d (%s, from line %d of the model) did not compile: %s", ks[i].group,
+                        ks[i].kind, anchor->loc.line, res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
-        rc = -1;
         goto done;
     }
     snprintf(path, plen, "%s/kernels.txt", dir);
     if (!(list = fopen(path, "w"))) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        rc = -1;
+        rc = rt_fail(-1, err, errlen, "%s: %s", path, strerror(errno));
         goto done;
     }
     for (int i = 0; i < n; i++) {
@@ -92,8 +81,7 @@ int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options 
         bool ok = f && fwrite(res[i].code.data, 1, len, f) == len;
         if (f) ok = (fclose(f) == 0) && ok;
         if (!ok) {
-            snprintf(err, errlen, "%s: %s", path, f ? "write failed" : strerror(errno));
-            rc = -1;
+            rc = rt_fail(-1, err, errlen, "%s: %s", path, f ? "write failed" : strerror(errno));
             goto done;
         }
         cg_kernel_describe(g, &ks[i], list);
@@ -110,8 +98,7 @@ int rt_write_compiled(const ir_graph *g, const char *dir, const rt_emit_options 
     }
 done:
     if (list && fclose(list) != 0 && rc >= 0) {
-        snprintf(err, errlen, "%s/kernels.txt: write failed", dir);
-        rc = -1;
+        rc = rt_fail(-1, err, errlen, "%s/kernels.txt: write failed", dir);
     }
     for (int i = 0; res && i < n; i++) rt_compile_result_free(&res[i]);
     free(res);
@@ -119,7 +106,6 @@ done:
     free(srcs);
     free(names);
     free(path);
-    cg_kernels_free(ks, n);
-    if (out) out->total_ms = now_ms() - t0;
+    if (out) out->total_ms = rt_now_ms() - t0;
     return rc;
 }

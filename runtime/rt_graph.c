@@ -64,90 +64,92 @@ void rt_graph_cache_free(rt_graph_cache *c)
 
 int rt_graph_cache_size(const rt_graph_cache *c) { return c ? c->n : 0; }
 
-static int cuda_fail(cudaError_t e, const char *what, char *err, size_t n)
+static rt_status record_eagerly(rt_record_fn record, void *user, void *stream, char *err, size_t n)
 {
-    return rt_fail(-1, err, n, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    int rc = record(user, stream, err, n);
+    return rt_status_of(rc);
 }
 
-/* Capture the launches into a new graph. Returns 0; -1 when the record
- * failed (its message in err); 1 when CUDA refused or invalidated the
- * capture itself (another thread's legacy-stream work can do that), in
- * which case the caller launches eagerly. */
-static int capture(void *stream, rt_record_fn record, void *user, cudaGraph_t *out, char *err, size_t n)
+typedef enum capture_result {
+    CAPTURED,      /* *out holds the new graph */
+    RECORD_FAILED, /* the record failed: its status in *st, its message in err */
+    REFUSED,       /* CUDA refused or invalidated the capture (another thread's
+                    * legacy-stream work can do that): the caller launches eagerly */
+} capture_result;
+
+/* Capture the launches into a new graph. The capture calls are probes: their
+ * failure is an answer (REFUSED), so their messages are not kept. */
+static capture_result capture(void *stream, rt_record_fn record, void *user, cudaGraph_t *out, rt_status *st,
+                              char *err, size_t n)
 {
     *out = NULL;
     cudaStream_t s = (cudaStream_t)stream;
-    cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 1;
-    }
+    if (RT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), NULL, NULL, 0) != RT_OK)
+        return REFUSED;
     int rc = record(user, stream, err, n);
     cudaGraph_t g = NULL;
-    e = cudaStreamEndCapture(s, &g); /* always end the capture, even after a failure */
-    if (rc != 0) {
+    /* always end the capture, even after a failure */
+    rt_status ended = RT_CUDA_CHECK(cudaStreamEndCapture(s, &g), NULL, NULL, 0);
+    if (rc != 0 || ended != RT_OK || !g) {
         if (g) (void)cudaGraphDestroy(g);
         (void)cudaGetLastError();
-        return -1;
-    }
-    if (e != cudaSuccess || !g) {
-        if (g) (void)cudaGraphDestroy(g);
-        (void)cudaGetLastError();
-        return 1;
+        if (rc == 0) return REFUSED;
+        *st = rt_status_of(rc);
+        return RECORD_FAILED;
     }
     *out = g;
-    return 0;
+    return CAPTURED;
 }
 
-int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *const *ptrs, int nptrs, void *stream,
-                 rt_record_fn record, void *user, rt_graph_how *how, char *err, size_t errlen)
+rt_status rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *const *ptrs, int nptrs,
+                       void *stream, rt_record_fn record, void *user, rt_graph_how *how, char *err, size_t errlen)
 {
-    if (!c || !record || !how || nkey < 0 || nptrs < 0) return rt_fail(-1, err, errlen, "rt_graph_run: bad arguments");
+    if (!c || !record || !how || nkey < 0 || nptrs < 0)
+        return rt_fail(RT_ERR_INVALID, err, errlen, "rt_graph_run: bad arguments");
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &cs);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamIsCapturing", err, errlen);
+    RT_CUDA_TRY(cudaStreamIsCapturing((cudaStream_t)stream, &cs), err, errlen);
     if (cs != cudaStreamCaptureStatusNone) { /* the caller captures us into its own graph */
         *how = RT_GRAPH_EAGER_CAPTURING;
-        return record(user, stream, err, errlen);
+        return record_eagerly(record, user, stream, err, errlen);
     }
     entry *hit = NULL;
     for (int i = 0; i < c->n && !hit; i++)
         if (c->e[i].nkey == nkey && !memcmp(c->e[i].key, key, (size_t)nkey * sizeof *key)) hit = &c->e[i];
     if (!hit && c->n >= c->max) {
         *how = RT_GRAPH_EAGER_FULL;
-        return record(user, stream, err, errlen);
+        return record_eagerly(record, user, stream, err, errlen);
     }
     if (hit && hit->nptrs == nptrs && !memcmp(hit->ptrs, ptrs, (size_t)nptrs * sizeof *ptrs)) {
-        e = cudaGraphLaunch(hit->exec, (cudaStream_t)stream);
-        if (e != cudaSuccess) return cuda_fail(e, "cudaGraphLaunch", err, errlen);
+        RT_CUDA_TRY(cudaGraphLaunch(hit->exec, (cudaStream_t)stream), err, errlen);
         *how = RT_GRAPH_REPLAYED;
-        return 0;
+        return RT_OK;
     }
     cudaGraph_t g = NULL;
-    int cr = capture(stream, record, user, &g, err, errlen);
-    if (cr < 0) return -1;
-    if (cr > 0) { /* the capture was refused or invalidated: this run goes eagerly */
+    rt_status st = RT_OK;
+    switch (capture(stream, record, user, &g, &st, err, errlen)) {
+    case CAPTURED: break;
+    case RECORD_FAILED: return st;
+    case REFUSED: /* this run goes eagerly */
         *how = RT_GRAPH_EAGER_CAPTURE_FAILED;
-        return record(user, stream, err, errlen);
+        return record_eagerly(record, user, stream, err, errlen);
     }
     void **np = malloc((size_t)(nptrs + 1) * sizeof *np);
     if (!np) {
         (void)cudaGraphDestroy(g);
-        return rt_fail(-1, err, errlen, "out of memory");
+        return rt_fail(RT_ERR_NOMEM, err, errlen, "rt_graph_run: out of memory");
     }
     if (nptrs) memcpy(np, ptrs, (size_t)nptrs * sizeof *np);
     if (hit) {
         cudaGraphExecUpdateResultInfo info;
         memset(&info, 0, sizeof info);
-        e = cudaGraphExecUpdate(hit->exec, g, &info);
-        if (e != cudaSuccess) { /* the topology changed: instantiate anew */
-            (void)cudaGetLastError();
+        /* refused when the topology changed (a probe): instantiate anew */
+        if (RT_CUDA_CHECK(cudaGraphExecUpdate(hit->exec, g, &info), NULL, NULL, 0) != RT_OK) {
             cudaGraphExec_t ex = NULL;
-            e = cudaGraphInstantiate(&ex, g, 0);
-            if (e != cudaSuccess) {
+            st = RT_CUDA_CHECK(cudaGraphInstantiate(&ex, g, 0), NULL, err, errlen);
+            if (st != RT_OK) {
                 (void)cudaGraphDestroy(g);
                 free(np);
-                return cuda_fail(e, "cudaGraphInstantiate", err, errlen);
+                return st;
             }
             (void)cudaGraphExecDestroy(hit->exec);
             hit->exec = ex;
@@ -163,25 +165,24 @@ int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *co
         if (!ne.key) {
             (void)cudaGraphDestroy(g);
             free(np);
-            return rt_fail(-1, err, errlen, "out of memory");
+            return rt_fail(RT_ERR_NOMEM, err, errlen, "rt_graph_run: out of memory");
         }
         if (nkey) memcpy(ne.key, key, (size_t)nkey * sizeof *key);
         ne.nkey = nkey;
         ne.ptrs = np;
         ne.nptrs = nptrs;
-        e = cudaGraphInstantiate(&ne.exec, g, 0);
-        if (e != cudaSuccess) {
+        st = RT_CUDA_CHECK(cudaGraphInstantiate(&ne.exec, g, 0), NULL, err, errlen);
+        if (st != RT_OK) {
             (void)cudaGraphDestroy(g);
             free(ne.key);
             free(np);
-            return cuda_fail(e, "cudaGraphInstantiate", err, errlen);
+            return st;
         }
         c->e[c->n++] = ne;
         hit = &c->e[c->n - 1];
         *how = RT_GRAPH_CAPTURED;
     }
     (void)cudaGraphDestroy(g);
-    e = cudaGraphLaunch(hit->exec, (cudaStream_t)stream);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaGraphLaunch", err, errlen);
-    return 0;
+    RT_CUDA_TRY(cudaGraphLaunch(hit->exec, (cudaStream_t)stream), err, errlen);
+    return RT_OK;
 }

@@ -23,10 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/rt_err.h"
+
 typedef struct rt_graph_cache rt_graph_cache;
 
-/* Issues the launches into stream (eagerly or under capture). Returns 0, or
- * -1 with a message. */
+/* Issues the launches into stream (eagerly or under capture). Returns 0
+ * (RT_OK), or an rt_status with a message; any other non-zero value also
+ * means failure and comes back from rt_graph_run as RT_ERR_INTERNAL
+ * (rt_status_of). */
 typedef int (*rt_record_fn)(void *user, void *stream, char *err, size_t n);
 
 typedef enum rt_graph_how {
@@ -43,9 +47,9 @@ void rt_graph_cache_free(rt_graph_cache *c);          /* NULL-safe */
 void rt_graph_cache_clear(rt_graph_cache *c);
 int rt_graph_cache_size(const rt_graph_cache *c);
 
-/* Returns 0 (with *how), or -1 with a message (a failing record's own
- * message when it was the record that failed). */
-int rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *const *ptrs, int nptrs, void *stream,
-                 rt_record_fn record, void *user, rt_graph_how *how, char *err, size_t errlen);
+/* Returns RT_OK (with *how), or a status with a message: a failing record's
+ * own status and message when it was the record that failed. */
+rt_status rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const void *const *ptrs, int nptrs,
+                       void *stream, rt_record_fn record, void *user, rt_graph_how *how, char *err, size_t errlen);
 
 #endif

@@ -6,19 +6,21 @@
 #include <nvrtc.h>
 #include <stdio.h>
 
+#include "runtime/rt_err.h"
+
 void rt_versions(char *buf, size_t n)
 {
-    char nv[64], rt[64], bl[64];
+    char nv[160], rt[160], bl[160], why[128];
     int maj = 0, min = 0, v = 0, pat = 0;
-    nvrtcResult nr = nvrtcVersion(&maj, &min);
-    if (nr == NVRTC_SUCCESS) snprintf(nv, sizeof nv, "NVRTC %d.%d", maj, min);
-    else snprintf(nv, sizeof nv, "NVRTC unavailable (%s)", nvrtcGetErrorString(nr));
-    cudaError_t ce = cudaRuntimeGetVersion(&v);
-    if (ce == cudaSuccess) snprintf(rt, sizeof rt, "CUDA runtime %d.%d", v / 1000, (v % 1000) / 10);
-    else snprintf(rt, sizeof rt, "CUDA runtime unavailable (%s)", cudaGetErrorString(ce));
-    if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
-        cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
-        cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
+    if (RT_NVRTC_CHECK(nvrtcVersion(&maj, &min), NULL, why, sizeof why) == RT_OK)
+        snprintf(nv, sizeof nv, "NVRTC %d.%d", maj, min);
+    else snprintf(nv, sizeof nv, "NVRTC unavailable (%s)", why);
+    if (RT_CUDA_CHECK(cudaRuntimeGetVersion(&v), NULL, why, sizeof why) == RT_OK)
+        snprintf(rt, sizeof rt, "CUDA runtime %d.%d", v / 1000, (v % 1000) / 10);
+    else snprintf(rt, sizeof rt, "CUDA runtime unavailable (%s)", why);
+    if (RT_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &maj), NULL, NULL, 0) == RT_OK &&
+        RT_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &min), NULL, NULL, 0) == RT_OK &&
+        RT_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &pat), NULL, NULL, 0) == RT_OK)
         snprintf(bl, sizeof bl, "cuBLAS %d.%d.%d", maj, min, pat);
     else snprintf(bl, sizeof bl, "cuBLAS unavailable");
     snprintf(buf, n, "%s, %s, %s", nv, rt, bl);

@@ -12,25 +12,19 @@
  * (cudaFuncGetParamInfo), so a host/device struct mismatch is an error, not
  * silent garbage. Any kernel with exactly one by-value parameter works.
  *
- * Messages: every call that can fail takes (err, n); err may be NULL. On
- * failure err receives one line naming the call, the kernel and CUDA's error
- * string. Nothing here prints, exits or aborts, and there is no global state
+ * Status and messages: every call that can fail returns an rt_status
+ * (runtime/rt_err.h: RT_ERR_INVALID for a bad argument, not a cubin or an
+ * args size mismatch, RT_ERR_NOT_FOUND for a kernel missing from a module,
+ * RT_ERR_NOMEM, RT_ERR_NO_DEVICE without a usable device or driver,
+ * RT_ERR_CUDA for any other CUDA failure) and takes (err, n); err may be
+ * NULL. On failure err receives one line naming the call, the kernel and
+ * CUDA's error string; on success it is emptied. Nothing here prints, exits or aborts, and there is no global state
  * (CUDA's current device aside): modules and kernels are plain handles. */
 #ifndef KILN_RT_LAUNCH_H
 #define KILN_RT_LAUNCH_H
 #include <stddef.h>
 
-typedef enum rt_lstatus {
-    RT_LAUNCH_OK = 0,
-    RT_LAUNCH_ERR_INVALID,   /* bad argument: NULL, zero size, not a cubin, args size mismatch */
-    RT_LAUNCH_ERR_NOMEM,     /* host allocation failed */
-    RT_LAUNCH_ERR_NO_DEVICE, /* no CUDA device or no usable driver */
-    RT_LAUNCH_ERR_NOT_FOUND, /* no kernel of that name in the module */
-    RT_LAUNCH_ERR_CUDA,      /* another CUDA runtime call failed (message has the reason) */
-} rt_lstatus;
-
-/* "ok", "invalid argument", ... (static strings). */
-const char *rt_lstatus_str(rt_lstatus s);
+#include "runtime/rt_err.h"
 
 typedef struct rt_module rt_module; /* a loaded cubin/PTX (a cudaLibrary_t) */
 
@@ -61,26 +55,26 @@ int rt_device_available(char *why, size_t n);
 
 /* Shared memory a block may opt in to on the current device
  * (cudaDevAttrMaxSharedMemoryPerBlockOptin), into *bytes. */
-rt_lstatus rt_device_max_smem_optin(int *bytes, char *err, size_t n);
+rt_status rt_device_max_smem_optin(int *bytes, char *err, size_t n);
 
 /* Load `len` bytes of a cubin (ELF), a fatbin, or NUL-terminated PTX. The
  * image is not kept: the caller may free it after the call. On failure *m is
  * NULL. */
-rt_lstatus rt_module_load(rt_module **m, const void *image, size_t len, char *err, size_t n);
+rt_status rt_module_load(rt_module **m, const void *image, size_t len, char *err, size_t n);
 
 /* Look a kernel up by its extern "C" name. Fills *k (k->name is a copy owned
  * by the module). The kernel must take exactly one parameter. */
-rt_lstatus rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *err, size_t n);
+rt_status rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *err, size_t n);
 
 /* Raise the kernel's dynamic shared-memory limit on the current device to
  * `bytes` (cudaKernelSetAttributeForDevice with
  * cudaFuncAttributeMaxDynamicSharedMemorySize). Needed before any launch with
  * more than 48 KiB of dynamic shared memory; fails with a message when bytes
  * plus the kernel's static shared memory exceeds the device's opt-in limit. */
-rt_lstatus rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, size_t n);
+rt_status rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, size_t n);
 
 /* Registers, shared and local memory of a kernel (on the current device). */
-rt_lstatus rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n);
+rt_status rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n);
 
 /* Launch flags for rt_launch_ex. */
 enum {
@@ -96,12 +90,12 @@ enum {
  * (cudaGetLastError is not consumed by later calls: the launch's own status is
  * returned). Asynchronous: execution errors surface at the next
  * synchronization. */
-rt_lstatus rt_launch(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, size_t smem, void *stream,
-                     const void *args, size_t args_size, char *err, size_t n);
+rt_status rt_launch(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, size_t smem, void *stream,
+                    const void *args, size_t args_size, char *err, size_t n);
 
 /* rt_launch with flags (RT_LAUNCH_*), through cudaLaunchKernelExC. */
-rt_lstatus rt_launch_ex(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, size_t smem, void *stream,
-                        const void *args, size_t args_size, unsigned flags, char *err, size_t n);
+rt_status rt_launch_ex(const rt_kernel *k, rt_dim3 grid, rt_dim3 block, size_t smem, void *stream,
+                       const void *args, size_t args_size, unsigned flags, char *err, size_t n);
 
 /* Unload the module (cudaLibraryUnload) and free it. Kernels from it become
  * invalid. NULL-safe; errors from the unload are ignored (the memory is freed

@@ -1,18 +1,13 @@
-/* runtime/rt_model.h — a compiled model and its execution on the GPU.
+/* runtime/rt_model.h — a planned model and its execution on the GPU.
  *
- * Compile: fe_compile -> pass_run_pipeline -> pass_plan_memory at the max
- * dims (one arena of intermediates, allocated once: every buffer's size is a
- * polynomial in the dims with non-negative coefficients, so the offsets
- * planned at the max dims hold for any smaller dims) -> codegen of the
- * large-shape variant (cg_emit_all_ex, symbolic dims) -> NVRTC through the
- * context's kernel cache (parallel, disk-cached).
+ * The runtime runs plans; it does not parse or call passes. The compile
+ * driver (src/compile.h) turns text into an rt_plan (runtime/rt_plan.h) and
+ * hands it to rt_model_create, which compiles the kernels of the variants
+ * planned up front with NVRTC through the context's kernel cache (parallel,
+ * disk-cached) and loads them, unless the config is lazy.
  *
- * Shape variants: a run whose rows (the product of the leading dims of its
- * largest input) are at most decode_max_rows uses kernels generated for its
- * exact dims (cg_options.dims: GEMV, split-KV decode attention); others use
- * the large-shape variant. Small-shape variants are generated on first use
- * and kept (at most RT_MAX_VARIANTS; beyond that the large-shape variant
- * serves, correct for any dims).
+ * Shape variants (runtime/rt_variant.c): a run picks a variant by its dims;
+ * a variant not planned yet comes from the planner the plan carries.
  *
  * Run: per kernel, KilnArgs filled from the binding of each field (params,
  * outputs, states, packed weights, arena + planned offset, workspaces from a
@@ -20,33 +15,26 @@
  * scalars from the dims), launch shape from cg_launch_eval, rt_launch. The
  * launches go through the CUDA graph cache (rt_graph.h) unless disabled.
  *
- * Status codes are the public kiln_status values (include/kiln.h), so the
- * API layer passes them through. Every function takes (err, n): a message on
- * failure, naming the kernel or the tensor. */
+ * The files: rt_context.c (context, device memory), rt_model.c (the model,
+ * its description, dims), rt_variant.c (shape variants), rt_bind.c (weights,
+ * packing, states), rt_run.c (running, CUDA graphs); their shared types are
+ * in rt_model_internal.h.
+ *
+ * Status: rt_status (runtime/rt_err.h), the public kiln_status values one
+ * for one, so the API layer passes them through. Every function takes
+ * (err, n): a message on failure, naming the kernel or the tensor. */
 #ifndef KILN_RT_MODEL_H
 #define KILN_RT_MODEL_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codegen/cg.h"
 #include "ir/ir.h"
+#include "runtime/rt_err.h"
+#include "runtime/rt_plan.h"
 
-enum {
-    RTM_OK = 0,
-    RTM_ERR_INVALID = 1,
-    RTM_ERR_NOT_FOUND = 2,
-    RTM_ERR_MODEL = 3,
-    RTM_ERR_CODEGEN = 4,
-    RTM_ERR_WEIGHTS = 5,
-    RTM_ERR_MISSING_WEIGHT = 6,
-    RTM_ERR_STATE = 7,
-    RTM_ERR_IO = 8,
-    RTM_ERR_NO_DEVICE = 9,
-    RTM_ERR_CUDA = 10,
-    RTM_ERR_NOMEM = 11,
-    RTM_ERR_INTERNAL = 12,
-};
-
+/* Exact (decode-shaped) variants a model keeps besides the large-shape one. */
 #define RT_MAX_VARIANTS 16
 
 /* ---- context ------------------------------------------------------------------ */
@@ -63,16 +51,20 @@ typedef struct rt_ctx_config {
     int compile_threads;
 } rt_ctx_config;
 
-int rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n);
+rt_status rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_t n);
 void rt_ctx_free(rt_ctx *c);
 const char *rt_ctx_arch(const rt_ctx *c);
 bool rt_ctx_has_device(const rt_ctx *c);
+/* The GPU codegen targets: the device's numbers (cudaGetDeviceProperties:
+ * SM count, opt-in shared memory per block, L2) with the context's arch, or
+ * cg_target_default(arch) for a compile_only context. */
+void rt_ctx_target(const rt_ctx *c, cg_target *out);
 /* Device memory for callers without CUDA of their own (the kiln tool, other
  * languages): allocate, free, and synchronous copies on the context's device.
- * Return RTM_OK or an RTM_ERR_* with a message. */
-int rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n);
-int rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n);
-int rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n);
+ * Return RT_OK or an RT_ERR_* with a message. */
+rt_status rt_ctx_alloc(rt_ctx *c, size_t bytes, void **ptr, char *err, size_t n);
+rt_status rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n);
+rt_status rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n);
 
 /* ---- model ---------------------------------------------------------------------- */
 
@@ -84,21 +76,15 @@ typedef struct rt_dim_value {
 } rt_dim_value;
 
 typedef struct rt_model_config {
-    const char *const *define_names, *const *define_values;
-    int ndefines;
-    const char *const *disabled;
-    int ndisabled;
-    const rt_dim_value *max_dims;
-    int nmax_dims;
     bool no_graphs;
-    int max_graphs;
-    bool lazy;
-    int decode_max_rows; /* 0: 16; < 0: never */
+    int max_graphs;      /* 0: 16 */
+    bool lazy;           /* compile kernels at the first run of each variant */
+    int decode_max_rows; /* 0: 32; < 0: never (see rt_variant.c) */
 } rt_model_config;
 
-/* text NULL: read the file at name. */
-int rt_model_compile(rt_ctx *ctx, const char *name, const char *text, const rt_model_config *cfg, rt_model **out,
-                     char *err, size_t n);
+/* A model running plan (taken over: freed by the model, or by this call when
+ * it fails). cfg may be NULL (the defaults). */
+rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg, rt_model **out, char *err, size_t n);
 void rt_model_free(rt_model *m);
 
 const ir_graph *rt_model_graph(const rt_model *m);
@@ -112,38 +98,34 @@ char *rt_model_describe(const rt_model *m);
 
 /* dims as (name, value) pairs -> values per symbol; missing ones take the
  * max when fill_max, else are an error. Checks 1 <= value <= max. */
-int rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims, bool fill_max, int64_t *out,
+rt_status rt_model_resolve_dims(const rt_model *m, const rt_dim_value *dims, int ndims, bool fill_max, int64_t *out,
                           char *err, size_t n);
 
 /* Weights. param: index in the graph's params. */
 int rt_model_find_param(const rt_model *m, const char *name);
-int rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype dtype, int rank, const int64_t *shape,
+rt_status rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype dtype, int rank, const int64_t *shape,
                          const void *dev, char *err, size_t n);
 enum { RT_LOAD_IGNORE_UNKNOWN = 1u << 0, RT_LOAD_ALLOW_MISSING = 1u << 1 };
-int rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n);
+rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n);
 /* Validate a parsed file against the model (no device needed): every
  * mismatch, one per line. Used by load and by tests. */
 struct rt_st_file;
-int rt_model_check_safetensors(const rt_model *m, const struct rt_st_file *f, unsigned flags, char *err, size_t n);
-
-/* Packed (bind-time) values on the host, as the runtime uploads them: node's
- * value (with the interleave xform when half > 0) from host weights given by
- * get (see rt_pack.h). For tests. */
+rt_status rt_model_check_safetensors(const rt_model *m, const struct rt_st_file *f, unsigned flags, char *err, size_t n);
 
 /* States. */
-int rt_model_alloc_states(rt_model *m, char *err, size_t n);
-int rt_model_zero_states(rt_model *m, char *err, size_t n);
-int rt_model_state_ptr(rt_model *m, const char *name, void **ptr, size_t *bytes, char *err, size_t n);
+rt_status rt_model_alloc_states(rt_model *m, char *err, size_t n);
+rt_status rt_model_zero_states(rt_model *m, char *err, size_t n);
+rt_status rt_model_state_ptr(rt_model *m, const char *name, void **ptr, size_t *bytes, char *err, size_t n);
 
 /* Run. inputs/outputs: (name, device pointer). stream NULL: the context's. */
 typedef struct rt_tensor_ptr {
     const char *name;
     void *ptr;
 } rt_tensor_ptr;
-int rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n);
-int rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
+rt_status rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n);
+rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
                  const rt_tensor_ptr *outputs, int noutputs, void *stream, char *err, size_t n);
-int rt_model_sync(rt_model *m, char *err, size_t n);
+rt_status rt_model_sync(rt_model *m, char *err, size_t n);
 
 typedef struct rt_model_counters {
     uint64_t kernels_compiled, cache_hits_memory, cache_hits_disk, variants;

@@ -1,8 +1,8 @@
 /* runtime/rt_nvrtc.c — NVRTC compilation, one unit or many in parallel.
  *
  * A compile is create -> compile -> log -> code -> destroy, each NVRTC call
- * checked through NVRTC_TRY, which turns a failure into a status and a
- * message naming the kernel. The log is fetched even on success so callers
+ * checked through RT_NVRTC_CHECK (runtime/rt_err.h), whose message names the
+ * kernel and the call. The log is fetched even on success so callers
  * can insist on a warning-free kernel. compile_many hands unit indices to
  * worker threads from a shared counter under one mutex; each worker owns its
  * nvrtcProgram, and results land in the caller's array slot for the unit, so
@@ -24,19 +24,6 @@
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
 
-const char *rt_status_str(rt_status s)
-{
-    switch (s) {
-    case RT_OK: return "ok";
-    case RT_ERR_INVALID: return "invalid argument";
-    case RT_ERR_NOMEM: return "out of memory";
-    case RT_ERR_NVRTC: return "NVRTC failure";
-    case RT_ERR_COMPILE: return "compile error";
-    case RT_ERR_IO: return "I/O error";
-    }
-    return "unknown status";
-}
-
 void rt_blob_free(rt_blob *b)
 {
     if (!b) return;
@@ -57,13 +44,7 @@ void rt_compile_result_free(rt_compile_result *r)
 rt_status rt_nvrtc_version(int *major, int *minor)
 {
     if (!major || !minor) return RT_ERR_INVALID;
-    return nvrtcVersion(major, minor) == NVRTC_SUCCESS ? RT_OK : RT_ERR_NVRTC;
-}
-
-static const char *env_get(rt_getenv_fn fn, void *user, const char *name)
-{
-    const char *v = fn ? fn(user, name) : getenv(name);
-    return v && *v ? v : NULL;
+    return RT_NVRTC_CHECK(nvrtcVersion(major, minor), NULL, NULL, 0);
 }
 
 /* dir/cuda_bf16.h exists: write dir to buf. */
@@ -83,9 +64,9 @@ bool rt_nvrtc_include_dir(rt_getenv_fn getenv_fn, void *user, char *buf, size_t 
     const char *v;
     if (!buf || n == 0) return false;
     buf[0] = '\0';
-    if ((v = env_get(getenv_fn, user, "KILN_CUDA_INCLUDE")) && try_include(v, "", buf, n)) return true;
-    if ((v = env_get(getenv_fn, user, "CUDA_HOME")) && try_include(v, "/include", buf, n)) return true;
-    if ((v = env_get(getenv_fn, user, "CUDA_PATH")) && try_include(v, "/include", buf, n)) return true;
+    if ((v = rt_env_get(getenv_fn, user, "KILN_CUDA_INCLUDE")) && try_include(v, "", buf, n)) return true;
+    if ((v = rt_env_get(getenv_fn, user, "CUDA_HOME")) && try_include(v, "/include", buf, n)) return true;
+    if ((v = rt_env_get(getenv_fn, user, "CUDA_PATH")) && try_include(v, "/include", buf, n)) return true;
     if (try_include(KILN_CUDA_INCLUDE_DIR, "", buf, n)) return true;
     if (try_include("/usr/include", "", buf, n)) return true;
     buf[0] = '\0';
@@ -166,16 +147,6 @@ static rt_status fail(rt_compile_result *out, rt_status st, char *msg)
     return st;
 }
 
-#define NVRTC_TRY(call)                                                                   \
-    do {                                                                                  \
-        nvrtcResult r_ = (call);                                                          \
-        if (r_ != NVRTC_SUCCESS) {                                                        \
-            st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': %s failed: %s", name,      \
-                                                 #call, nvrtcGetErrorString(r_)));        \
-            goto done;                                                                    \
-        }                                                                                 \
-    } while (0)
-
 rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compile_opts *opts,
                            rt_target target, rt_compile_result *out)
 {
@@ -209,23 +180,25 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
         argv[nopt++] = incopt;
     }
 
+    char who[300], why[1024] = "";
+    snprintf(who, sizeof who, "kernel '%s'", name);
     rt_status st = RT_OK;
     nvrtcProgram prog = NULL;
-    NVRTC_TRY(nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL));
-    nvrtcResult cr = nvrtcCompileProgram(prog, nopt, argv);
+    RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL), who, why, sizeof why));
+    char compile_why[sizeof why];
+    rt_status compiled = RT_NVRTC_CHECK(nvrtcCompileProgram(prog, nopt, argv), who, compile_why, sizeof compile_why);
 
     size_t logsize = 0;
-    NVRTC_TRY(nvrtcGetProgramLogSize(prog, &logsize));
+    RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcGetProgramLogSize(prog, &logsize), who, why, sizeof why));
     out->log = malloc(logsize + 1);
     if (!out->log) { st = fail(out, RT_ERR_NOMEM, NULL); goto done; }
     out->log[0] = '\0';
-    if (logsize > 0) NVRTC_TRY(nvrtcGetProgramLog(prog, out->log));
+    if (logsize > 0) RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcGetProgramLog(prog, out->log), who, why, sizeof why));
     out->log[logsize] = '\0';
 
-    if (cr != NVRTC_SUCCESS) {
-        st = fail(out, cr == NVRTC_ERROR_COMPILATION ? RT_ERR_COMPILE : RT_ERR_NVRTC,
-                  rt_strf("kernel '%s': compilation failed (%s)%s\n%s", name,
-                          nvrtcGetErrorString(cr),
+    if (compiled != RT_OK) {
+        st = fail(out, compiled,
+                  rt_strf("%s%s\n%s", compile_why,
                           !have_inc && strstr(out->log, "could not open source file")
                               ? " [note: no CUDA include directory with cuda_bf16.h found; "
                                 "set KILN_CUDA_INCLUDE or CUDA_HOME]"
@@ -235,31 +208,32 @@ rt_status rt_nvrtc_compile(const char *name, const char *source, const rt_compil
     }
 
     size_t size = 0;
-    if (target == RT_TARGET_CUBIN) NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
-    else NVRTC_TRY(nvrtcGetPTXSize(prog, &size));
+    if (target == RT_TARGET_CUBIN) RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcGetCUBINSize(prog, &size), who, why, sizeof why));
+    else RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcGetPTXSize(prog, &size), who, why, sizeof why));
     if (size == 0) {
-        st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': NVRTC produced no %s", name,
-                                             target == RT_TARGET_CUBIN ? "cubin" : "PTX"));
+        st = fail(out, RT_ERR_COMPILE, rt_strf("kernel '%s': NVRTC produced no %s", name,
+                                               target == RT_TARGET_CUBIN ? "cubin" : "PTX"));
         goto done;
     }
     out->code.data = malloc(size + 1);
     if (!out->code.data) { st = fail(out, RT_ERR_NOMEM, NULL); goto done; }
     if (target == RT_TARGET_CUBIN) {
-        NVRTC_TRY(nvrtcGetCUBIN(prog, (char *)out->code.data));
+        RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcGetCUBIN(prog, (char *)out->code.data), who, why, sizeof why));
         out->code.size = size;
         out->code.data[size] = 0;
     } else {
-        NVRTC_TRY(nvrtcGetPTX(prog, (char *)out->code.data));
+        RT_TRY_GOTO(st, done, RT_NVRTC_CHECK(nvrtcGetPTX(prog, (char *)out->code.data), who, why, sizeof why));
         out->code.data[size] = 0;
         out->code.size = strlen((char *)out->code.data); /* size counts the NUL */
     }
 
 done:
+    /* A failed RT_NVRTC_CHECK left its message in why; the other failures set
+     * out->message themselves (NULL after running out of memory). */
+    if (st != RT_OK && !out->message && why[0]) fail(out, st, rt_strf("%s", why));
     if (prog) {
-        nvrtcResult dr = nvrtcDestroyProgram(&prog);
-        if (dr != NVRTC_SUCCESS && st == RT_OK)
-            st = fail(out, RT_ERR_NVRTC, rt_strf("kernel '%s': nvrtcDestroyProgram failed: %s",
-                                                 name, nvrtcGetErrorString(dr)));
+        rt_status destroyed = RT_NVRTC_CHECK(nvrtcDestroyProgram(&prog), who, why, sizeof why);
+        if (destroyed != RT_OK && st == RT_OK) st = fail(out, destroyed, rt_strf("%s", why));
     }
     free(argv);
     out->status = st;

@@ -25,17 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum rt_status {
-    RT_OK = 0,
-    RT_ERR_INVALID,  /* bad argument (NULL source, bad arch, ...) */
-    RT_ERR_NOMEM,    /* allocation failed */
-    RT_ERR_NVRTC,    /* an NVRTC call other than the compile failed */
-    RT_ERR_COMPILE,  /* the source did not compile; the message has the log */
-    RT_ERR_IO,       /* a file or directory operation failed */
-} rt_status;
-
-/* "ok", "invalid argument", ... (static strings). */
-const char *rt_status_str(rt_status s);
+#include "runtime/rt_err.h"
+#include "runtime/rt_util.h"
 
 typedef enum rt_target { RT_TARGET_PTX, RT_TARGET_CUBIN } rt_target;
 
@@ -47,9 +38,6 @@ typedef struct rt_blob {
 } rt_blob;
 void rt_blob_free(rt_blob *b); /* frees data, zeroes the struct; NULL-safe */
 
-/* Environment lookup, so callers and tests can supply their own values.
- * NULL means the process environment (getenv). */
-typedef const char *(*rt_getenv_fn)(void *user, const char *name);
 
 #define RT_DEFAULT_ARCH "sm_90a"
 
@@ -113,12 +101,10 @@ typedef void (*rt_progress_fn)(void *user, int done, int total, int index,
  * give it. Returns RT_OK when all succeeded, else the status of the
  * lowest-indexed failure.
  *
- * Measured (NVRTC 13.0, 16-core H200 host, 32 small kernels): threads in one
- * process barely scale -- NVRTC serializes most of a compile internally
- * (bf16 kernel: 928 ms on 1 thread, ~1100 ms on 2..16; header-free kernel:
- * 990 -> 495 ms on 2, flat after) -- while separate processes do (bf16: 169
- * ms with 16 processes). Each live NVRTC instance also costs memory, so the
- * default is capped; a process pool is the way to real parallelism. */
+ * Threads in one process barely scale -- NVRTC serializes most of a compile
+ * internally -- while separate processes do (the measurement is in the
+ * README, "Compile times"). Each live NVRTC instance also costs memory, so
+ * the default is capped; a process pool is the way to real parallelism. */
 #define RT_NVRTC_DEFAULT_THREADS_MAX 4
 rt_status rt_nvrtc_compile_many(int n, const char *const names[], const char *const sources[],
                                 const rt_compile_opts *opts, rt_target target,

@@ -66,21 +66,6 @@ void rt_from_f32(ir_dtype t, const float *src, void *dst, int64_t n)
     }
 }
 
-bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) {
-        int64_t v;
-        if (!ir_dim_is_const(&t->dims[i], &v) && !(dims && ir_dim_eval(&t->dims[i], dims, &v))) return false;
-        if (v < 0) return false;
-        shape[i] = v;
-        if (v && n > INT64_MAX / v) return false;
-        n *= v;
-    }
-    if (numel) *numel = n;
-    return true;
-}
-
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes)
 {
     unsigned char *d = dst;
@@ -118,44 +103,45 @@ static void val_free(val *v)
     v->owned = false;
 }
 
-static int interp_node(ctx *c, const ir_node *n, val *out);
+static rt_status interp_node(ctx *c, const ir_node *n, val *out);
 
-static int set_shape(ctx *c, const ir_node *n, val *v)
+static rt_status set_shape(ctx *c, const ir_node *n, val *v)
 {
     v->rank = n->type.rank;
-    if (!rt_type_shape(&n->type, c->dims, v->shape, &v->numel))
-        return rt_fail(-1, c->err, c->errlen, "bind time: %s (line %d): the shape does not evaluate at the given dims",
+    if (!ir_type_shape_at(&n->type, c->dims, v->shape, &v->numel))
+        return rt_fail(RT_ERR_WEIGHTS, c->err, c->errlen, "bind time: %s (line %d): the shape does not evaluate at the given dims",
                            ir_op_name(n->op), n->loc.line);
-    return 0;
+    return RT_OK;
 }
 
-static int eval(ctx *c, const ir_node *n, val *out)
+static rt_status eval(ctx *c, const ir_node *n, val *out)
 {
     memset(out, 0, sizeof *out);
     size_t es = (size_t)ir_dtype_size(n->type.dtype);
     if (n->op == IR_OP_WEIGHT) {
-        if (set_shape(c, n, out) != 0) return -1;
+        RT_TRY(set_shape(c, n, out));
         const void *d = NULL;
-        if (c->get(c->user, n->param, &d, c->err, c->errlen) != 0) return -1;
+        RT_TRY(rt_status_of(c->get(c->user, n->param, &d, c->err, c->errlen)));
         out->p = (unsigned char *)d;
-        return 0;
+        return RT_OK;
     }
     bool movement = n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_CONCAT || n->op == IR_OP_SLICE;
     for (int i = 0; movement && i < n->ninputs; i++)
         if (n->inputs[i]->type.dtype != n->type.dtype) movement = false;
     if (!movement || c->force_interp) return interp_node(c, n, out);
-    if (set_shape(c, n, out) != 0) return -1;
+    RT_TRY(set_shape(c, n, out));
     val in[16];
     memset(in, 0, sizeof in);
     int nin = n->ninputs;
     if (nin > 16) return interp_node(c, n, out);
     for (int i = 0; i < nin; i++) {
-        if (eval(c, n->inputs[i], &in[i]) != 0) {
+        rt_status status = eval(c, n->inputs[i], &in[i]);
+        if (status != RT_OK) {
             for (int j = 0; j < i; j++) val_free(&in[j]);
-            return -1;
+            return status;
         }
     }
-    int rc = 0;
+    rt_status status = RT_OK;
     if (n->op == IR_OP_RESHAPE) {
         out->p = in[0].p;
         out->owned = in[0].owned;
@@ -165,7 +151,7 @@ static int eval(ctx *c, const ir_node *n, val *out)
     out->p = malloc((size_t)out->numel * es + 1);
     out->owned = true;
     if (!out->p) {
-        rc = rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
+        status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
         goto done;
     }
     if (n->op == IR_OP_PERMUTE) {
@@ -195,8 +181,8 @@ static int eval(ctx *c, const ir_node *n, val *out)
         for (int i = axis + 1; i < out->rank; i++) inner *= out->shape[i];
         if (n->op == IR_OP_SLICE) {
             int64_t st;
-            if (!ir_dim_is_const(&n->attrs.start, &st) && !ir_dim_eval(&n->attrs.start, c->dims, &st)) {
-                rc = rt_fail(-1, c->err, c->errlen, "bind time: slice start does not evaluate");
+            if (!ir_dim_value(&n->attrs.start, c->dims, &st)) {
+                status = rt_fail(RT_ERR_WEIGHTS, c->err, c->errlen, "bind time: slice start does not evaluate");
                 goto done;
             }
             int64_t ia = in[0].shape[axis], oa = out->shape[axis];
@@ -216,15 +202,15 @@ static int eval(ctx *c, const ir_node *n, val *out)
     }
 done:
     for (int i = 0; i < nin; i++) val_free(&in[i]);
-    if (rc != 0) val_free(out);
-    return rc;
+    if (status != RT_OK) val_free(out);
+    return status;
 }
 
 /* The reference interpreter on the subgraph of n's ancestors. */
-static int interp_node(ctx *c, const ir_node *n, val *out)
+static rt_status interp_node(ctx *c, const ir_node *n, val *out)
 {
     const ir_graph *g = c->g;
-    int rc = -1;
+    rt_status status = RT_ERR_INTERNAL; /* every failure below sets its own */
     bool *need = calloc((size_t)n->id + 1, sizeof *need);
     ir_node **map = calloc((size_t)n->id + 1, sizeof *map);
     ir_graph *sub = ir_graph_new(g->name ? g->name : "bind");
@@ -232,7 +218,7 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
     memset(&result, 0, sizeof result);
     bool have_result = false;
     if (!need || !map || !sub) {
-        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
+        status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     for (int i = 0; i < g->nsyms; i++) ir_graph_add_sym(sub, g->syms[i]);
@@ -244,30 +230,30 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
         if (!need[i]) continue;
         const ir_node *s = g->nodes[i];
         if (s->op == IR_OP_INPUT || s->op == IR_OP_STATE) {
-            rt_fail(-1, c->err, c->errlen, "bind time: %%%d depends on %s '%s', which is not a weight", n->id,
+            status = rt_fail(RT_ERR_INTERNAL, c->err, c->errlen, "bind time: %%%d depends on %s '%s', which is not a weight", n->id,
                         ir_op_name(s->op), s->name ? s->name : "?");
             goto out;
         }
         ir_node *ins[64];
         if (s->ninputs > 64) {
-            rt_fail(-1, c->err, c->errlen, "bind time: too many inputs");
+            status = rt_fail(RT_ERR_INTERNAL, c->err, c->errlen, "bind time: too many inputs");
             goto out;
         }
         for (int j = 0; j < s->ninputs; j++) ins[j] = map[s->inputs[j]->id];
         map[i] = ir_node_copy(sub, s, ins);
         if (!map[i]) {
-            rt_fail(-1, c->err, c->errlen, "bind time: cannot copy %s (line %d) into the bind-time graph", ir_op_name(s->op),
+            status = rt_fail(RT_ERR_INTERNAL, c->err, c->errlen, "bind time: cannot copy %s (line %d) into the bind-time graph", ir_op_name(s->op),
                         s->loc.line);
             goto out;
         }
     }
     if (ir_graph_add_output(sub, "packed", map[n->id], n->loc) < 0) {
-        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
+        status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     params = calloc((size_t)sub->nparams + 1, sizeof *params);
     if (!params) {
-        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
+        status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     for (int j = 0; j < sub->nparams; j++) {
@@ -277,36 +263,36 @@ static int interp_node(ctx *c, const ir_node *n, val *out)
             if (g->params[k]->op == IR_OP_WEIGHT && p->name && g->params[k]->name && !strcmp(g->params[k]->name, p->name))
                 orig = k;
         int64_t shape[IR_MAX_RANK], numel;
-        if (orig < 0 || !rt_type_shape(&p->type, c->dims, shape, &numel)) {
-            rt_fail(-1, c->err, c->errlen, "bind time: weight '%s' not found or shape does not evaluate", p->name ? p->name : "?");
+        if (orig < 0 || !ir_type_shape_at(&p->type, c->dims, shape, &numel)) {
+            status = rt_fail(RT_ERR_WEIGHTS, c->err, c->errlen, "bind time: weight '%s' not found or shape does not evaluate", p->name ? p->name : "?");
             goto out;
         }
         if (!ir_tensor_alloc(&params[j], p->type.dtype, p->type.rank, shape)) {
-            rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
+            status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
             goto out;
         }
         const void *d = NULL;
-        if (c->get(c->user, orig, &d, c->err, c->errlen) != 0) goto out;
+        if ((status = rt_status_of(c->get(c->user, orig, &d, c->err, c->errlen))) != RT_OK) goto out;
         if (p->type.dtype == IR_I32) memcpy(params[j].i, d, (size_t)numel * 4);
         else rt_to_f32(p->type.dtype, d, params[j].f, numel);
     }
     char ierr[512];
     if (ir_interp_run(sub, c->dims, params, &result, ierr, sizeof ierr) != 0) {
-        rt_fail(-1, c->err, c->errlen, "bind time: %s (line %d): %s", ir_op_name(n->op), n->loc.line, ierr);
+        status = rt_fail(RT_ERR_WEIGHTS, c->err, c->errlen, "bind time: %s (line %d): %s", ir_op_name(n->op), n->loc.line, ierr);
         goto out;
     }
     have_result = true;
-    if (set_shape(c, n, out) != 0) goto out;
+    if ((status = set_shape(c, n, out)) != RT_OK) goto out;
     size_t es = (size_t)ir_dtype_size(n->type.dtype);
     out->p = malloc((size_t)out->numel * es + 1);
     out->owned = true;
     if (!out->p) {
-        rt_fail(-1, c->err, c->errlen, "bind time: out of memory");
+        status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
         goto out;
     }
     if (n->type.dtype == IR_I32) memcpy(out->p, result.i, (size_t)out->numel * 4);
     else rt_from_f32(n->type.dtype, result.f, out->p, out->numel);
-    rc = 0;
+    status = RT_OK;
 out:
     if (have_result) ir_tensor_free(&result);
     if (params)
@@ -315,27 +301,27 @@ out:
     if (sub) ir_graph_free(sub);
     free(need);
     free(map);
-    if (rc != 0) val_free(out);
-    return rc;
+    if (status != RT_OK) val_free(out);
+    return status;
 }
 
-int rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weight_fn get, void *user,
-                 bool force_interp, void **out, size_t *bytes, char *err, size_t errlen)
+rt_status rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weight_fn get, void *user,
+                       bool force_interp, void **out, size_t *bytes, char *err, size_t errlen)
 {
     *out = NULL;
     *bytes = 0;
-    if (!g || node < 0 || node >= g->nnodes || !get) return rt_fail(-1, err, errlen, "rt_pack_eval: bad arguments");
+    if (!g || node < 0 || node >= g->nnodes || !get) return rt_fail(RT_ERR_INVALID, err, errlen, "rt_pack_eval: bad arguments");
     ctx c = {g, dims, get, user, force_interp, err, errlen};
     val v;
-    if (eval(&c, g->nodes[node], &v) != 0) return -1;
+    RT_TRY(eval(&c, g->nodes[node], &v));
     size_t n = (size_t)v.numel * (size_t)ir_dtype_size(g->nodes[node]->type.dtype);
     if (!v.owned) { /* a reshaped weight: copy it */
         unsigned char *p = malloc(n + 1);
-        if (!p) return rt_fail(-1, err, errlen, "bind time: out of memory");
+        if (!p) return rt_fail(RT_ERR_NOMEM, err, errlen, "bind time: out of memory");
         memcpy(p, v.p, n);
         v.p = p;
     }
     *out = v.p;
     *bytes = n;
-    return 0;
+    return RT_OK;
 }

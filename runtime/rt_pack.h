@@ -17,26 +17,27 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "runtime/rt_err.h"
 
 /* The host bytes of weight parameter `param` (index in g->params) at its
  * declared type for the dims: *data stays valid until rt_pack_eval returns.
- * Returns 0, or -1 with a message. */
+ * Returns 0 (RT_OK), or an rt_status with a message (any other non-zero
+ * value counts as RT_ERR_INTERNAL: rt_status_of). */
 typedef int (*rt_pack_weight_fn)(void *user, int param, const void **data, char *err, size_t n);
 
 /* Evaluate bind-time node `node` of g for the dims (g->nsyms values). *out
  * receives a malloc'd buffer of *bytes bytes (the node's dtype, row-major).
  * force_interp: use the interpreter even where copy code exists (tests).
- * Returns 0, or -1 with a message. */
-int rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weight_fn get, void *user,
-                 bool force_interp, void **out, size_t *bytes, char *err, size_t errlen);
+ * Returns RT_OK, or with a message RT_ERR_WEIGHTS (a weight missing, a shape
+ * or the interpreter failing), the callback's status, RT_ERR_NOMEM,
+ * RT_ERR_INVALID (bad arguments) or RT_ERR_INTERNAL (node is not bind-time). */
+rt_status rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack_weight_fn get, void *user,
+                       bool force_interp, void **out, size_t *bytes, char *err, size_t errlen);
 
 /* CG_XFORM_INTERLEAVE_ROWS: dst row 2j = src row j, dst row 2j+1 = src row
  * half + j, for j < half; rows of row_bytes bytes. src has 2*half rows
  * (a rank-1 value is rows of one element). dst and src must not overlap. */
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes);
-
-/* Shape of a type at dims; false when a dim does not evaluate or is < 0. */
-bool rt_type_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
 
 /* n elements of dtype t at src to floats (i32 converted by value), and back
  * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */

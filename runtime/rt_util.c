@@ -22,6 +22,12 @@ char *rt_strf(const char *fmt, ...)
     return s;
 }
 
+const char *rt_env_get(rt_getenv_fn fn, void *user, const char *name)
+{
+    const char *v = fn ? fn(user, name) : getenv(name);
+    return v && *v ? v : NULL;
+}
+
 double rt_now_ms(void)
 {
     struct timespec t;

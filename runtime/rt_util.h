@@ -8,6 +8,13 @@ __attribute__((format(printf, 1, 2)))
 #endif
 char *rt_strf(const char *fmt, ...);
 
+/* Environment lookup, so callers and tests can supply their own values.
+ * NULL means the process environment (getenv). */
+typedef const char *(*rt_getenv_fn)(void *user, const char *name);
+
+/* name's value through fn (NULL: getenv); NULL when unset or empty. */
+const char *rt_env_get(rt_getenv_fn fn, void *user, const char *name);
+
 /* Milliseconds on CLOCK_MONOTONIC (for durations). */
 double rt_now_ms(void);
 

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "runtime/rt_err.h"
 
 #define RT_ST_MAX_HEADER (100u << 20) /* 100 MiB of JSON: as the reference implementation */
 #define RT_ST_MAX_RANK 8
@@ -51,11 +52,12 @@ typedef struct rt_st_file {
 } rt_st_file;
 
 /* Parse and validate `size` bytes at buf (kept, not copied: buf must outlive
- * f). name is used in messages. Returns 0, or -1 with a message
- * "NAME: ..." in err. */
-int rt_st_parse(const void *buf, size_t size, const char *name, rt_st_file *f, char *err, size_t errlen);
-/* mmap the file and parse it. */
-int rt_st_open(const char *path, rt_st_file *f, char *err, size_t errlen);
+ * f). name is used in messages. Returns RT_OK, or RT_ERR_WEIGHTS (not a
+ * valid safetensors file) or RT_ERR_NOMEM with a message "NAME: ..." in err. */
+rt_status rt_st_parse(const void *buf, size_t size, const char *name, rt_st_file *f, char *err, size_t errlen);
+/* mmap the file and parse it: rt_st_parse's statuses, RT_ERR_IO when the
+ * file cannot be read, RT_ERR_INVALID for a NULL path. */
+rt_status rt_st_open(const char *path, rt_st_file *f, char *err, size_t errlen);
 void rt_st_close(rt_st_file *f); /* NULL-safe, idempotent */
 const rt_st_tensor *rt_st_find(const rt_st_file *f, const char *name);
 
@@ -64,7 +66,9 @@ bool rt_st_dtype_parse(const char *s, ir_dtype *out);
 const char *rt_st_dtype_str(ir_dtype t);
 
 /* Writing: tensors in the given order, data contiguous, the header padded
- * with spaces to a multiple of 8 bytes. Written to a temp file and renamed. */
+ * with spaces to a multiple of 8 bytes. Written to a temp file and renamed.
+ * RT_ERR_INVALID for a bad tensor (name, dtype, shape, data) or arguments,
+ * RT_ERR_IO when the file cannot be written, RT_ERR_NOMEM. */
 typedef struct rt_st_out {
     const char *name;
     ir_dtype dtype;
@@ -72,6 +76,6 @@ typedef struct rt_st_out {
     const int64_t *shape;
     const void *data; /* numel * dtype size bytes (host) */
 } rt_st_out;
-int rt_safetensors_write(const char *path, const rt_st_out *ts, int n, char *err, size_t errlen);
+rt_status rt_safetensors_write(const char *path, const rt_st_out *ts, int n, char *err, size_t errlen);
 
 #endif

@@ -1,4 +1,5 @@
-/* src/kiln.c — the public C API (include/kiln.h) over runtime/rt_model.
+/* src/kiln.c — the public C API (include/kiln.h) over the compile driver
+ * (src/compile.h) and runtime/rt_model.
  *
  * This layer checks arguments, converts the public structs, and keeps the
  * error messages: the calling thread's last one (thread-local storage, the
@@ -14,18 +15,19 @@
 #include "ir/ir.h"
 #include "runtime/rt_model.h"
 #include "runtime/rt_weights.h"
+#include "src/compile.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "unknown"
 #endif
 
-_Static_assert((int)KILN_ERR_INVALID_ARGUMENT == (int)RTM_ERR_INVALID && (int)KILN_ERR_NOT_FOUND == (int)RTM_ERR_NOT_FOUND &&
-                   (int)KILN_ERR_MODEL == (int)RTM_ERR_MODEL && (int)KILN_ERR_CODEGEN == (int)RTM_ERR_CODEGEN &&
-                   (int)KILN_ERR_WEIGHTS == (int)RTM_ERR_WEIGHTS && (int)KILN_ERR_MISSING_WEIGHT == (int)RTM_ERR_MISSING_WEIGHT &&
-                   (int)KILN_ERR_STATE == (int)RTM_ERR_STATE && (int)KILN_ERR_IO == (int)RTM_ERR_IO &&
-                   (int)KILN_ERR_NO_DEVICE == (int)RTM_ERR_NO_DEVICE && (int)KILN_ERR_CUDA == (int)RTM_ERR_CUDA &&
-                   (int)KILN_ERR_OUT_OF_MEMORY == (int)RTM_ERR_NOMEM && (int)KILN_ERR_INTERNAL == (int)RTM_ERR_INTERNAL,
-               "kiln_status and rt_model's status codes must agree");
+_Static_assert((int)KILN_ERR_INVALID_ARGUMENT == (int)RT_ERR_INVALID && (int)KILN_ERR_NOT_FOUND == (int)RT_ERR_NOT_FOUND &&
+                   (int)KILN_ERR_MODEL == (int)RT_ERR_MODEL && (int)KILN_ERR_CODEGEN == (int)RT_ERR_COMPILE &&
+                   (int)KILN_ERR_WEIGHTS == (int)RT_ERR_WEIGHTS && (int)KILN_ERR_MISSING_WEIGHT == (int)RT_ERR_MISSING_WEIGHT &&
+                   (int)KILN_ERR_STATE == (int)RT_ERR_STATE && (int)KILN_ERR_IO == (int)RT_ERR_IO &&
+                   (int)KILN_ERR_NO_DEVICE == (int)RT_ERR_NO_DEVICE && (int)KILN_ERR_CUDA == (int)RT_ERR_CUDA &&
+                   (int)KILN_ERR_OUT_OF_MEMORY == (int)RT_ERR_NOMEM && (int)KILN_ERR_INTERNAL == (int)RT_ERR_INTERNAL,
+               "kiln_status and rt_status (runtime/rt_err.h) must agree");
 _Static_assert(KILN_F32 == (int)IR_F32 && KILN_F16 == (int)IR_F16 && KILN_BF16 == (int)IR_BF16 &&
                    KILN_I32 == (int)IR_I32 && KILN_MAX_RANK == IR_MAX_RANK,
                "kiln_dtype must match ir_dtype");
@@ -119,8 +121,8 @@ kiln_status kiln_context_create(kiln_context **out, const kiln_context_options *
         cfg.compile_threads = opts->compile_threads;
     }
     char err[ERRLEN];
-    int st = rt_ctx_create(&c->rt, &cfg, err, sizeof err);
-    if (st != RTM_OK) {
+    rt_status st = rt_ctx_create(&c->rt, &cfg, err, sizeof err);
+    if (st != RT_OK) {
         free(c);
         return set_error((kiln_status)st, NULL, err);
     }
@@ -143,16 +145,16 @@ kiln_status kiln_device_alloc(kiln_context *ctx, size_t bytes, void **device_ptr
 {
     if (!ctx || !device_ptr) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_device_alloc: NULL argument");
     char err[ERRLEN];
-    int st = rt_ctx_alloc(ctx->rt, bytes, device_ptr, err, sizeof err);
-    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+    rt_status st = rt_ctx_alloc(ctx->rt, bytes, device_ptr, err, sizeof err);
+    return st == RT_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
 }
 
 kiln_status kiln_device_free(kiln_context *ctx, void *device_ptr)
 {
     if (!ctx) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_device_free: NULL context");
     char err[ERRLEN];
-    int st = rt_ctx_free_mem(ctx->rt, device_ptr, err, sizeof err);
-    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+    rt_status st = rt_ctx_free_mem(ctx->rt, device_ptr, err, sizeof err);
+    return st == RT_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
 }
 
 static kiln_status copy(kiln_context *ctx, void *dst, const void *src, size_t bytes, bool to_device)
@@ -161,8 +163,8 @@ static kiln_status copy(kiln_context *ctx, void *dst, const void *src, size_t by
         return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_copy_to_%s: NULL argument", to_device ? "device" : "host");
     if (!bytes) return KILN_OK;
     char err[ERRLEN];
-    int st = rt_ctx_copy(ctx->rt, dst, src, bytes, to_device, err, sizeof err);
-    return st == RTM_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
+    rt_status st = rt_ctx_copy(ctx->rt, dst, src, bytes, to_device, err, sizeof err);
+    return st == RT_OK ? KILN_OK : set_error((kiln_status)st, ctx->error, err);
 }
 
 kiln_status kiln_copy_to_device(kiln_context *ctx, void *device_dst, const void *host_src, size_t bytes)
@@ -190,43 +192,37 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
     if (opts->ndefines < 0 || opts->ndisabled < 0 || opts->nmax_dims < 0 || (opts->ndefines && !opts->defines) ||
         (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims))
         return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: a count without its array");
-    const char **dn = calloc((size_t)opts->ndefines + 1, sizeof *dn), **dv = calloc((size_t)opts->ndefines + 1, sizeof *dv);
-    rt_dim_value *md = calloc((size_t)opts->nmax_dims + 1, sizeof *md);
+    kc_define *defines = calloc((size_t)opts->ndefines + 1, sizeof *defines);
+    rt_dim_value *max_dims = calloc((size_t)opts->nmax_dims + 1, sizeof *max_dims);
     kiln_model *m = calloc(1, sizeof *m);
-    if (!dn || !dv || !md || !m) {
-        free(dn);
-        free(dv);
-        free(md);
+    char *err = malloc(ERRLEN);
+    if (!defines || !max_dims || !m || !err) {
+        free(defines);
+        free(max_dims);
         free(m);
+        free(err);
         return errorf(KILN_ERR_OUT_OF_MEMORY, ctx->error, "kiln_model_compile: out of memory");
     }
-    for (int i = 0; i < opts->ndefines; i++) {
-        dn[i] = opts->defines[i].name;
-        dv[i] = opts->defines[i].value;
-    }
-    for (int i = 0; i < opts->nmax_dims; i++) {
-        md[i].name = opts->max_dims[i].name;
-        md[i].value = opts->max_dims[i].value;
-    }
-    rt_model_config cfg = {.define_names = dn,
-                           .define_values = dv,
-                           .ndefines = opts->ndefines,
-                           .disabled = opts->disabled,
-                           .ndisabled = opts->ndisabled,
-                           .max_dims = md,
+    for (int i = 0; i < opts->ndefines; i++) defines[i] = (kc_define){opts->defines[i].name, opts->defines[i].value};
+    for (int i = 0; i < opts->nmax_dims; i++) max_dims[i] = (rt_dim_value){opts->max_dims[i].name, opts->max_dims[i].value};
+    kc_model_options mo = {.compile = {.name = name,
+                                       .text = text,
+                                       .defines = defines,
+                                       .ndefines = opts->ndefines,
+                                       .disabled = opts->disabled,
+                                       .ndisabled = opts->ndisabled},
+                           .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
-                           .no_graphs = opts->no_graphs != 0,
-                           .max_graphs = opts->max_graphs,
-                           .lazy = opts->lazy != 0,
-                           .decode_max_rows = opts->decode_max_rows};
-    char *err = malloc(ERRLEN);
-    int st = err ? rt_model_compile(ctx->rt, name, text, &cfg, &m->rt, err, ERRLEN) : RTM_ERR_NOMEM;
-    free(dn);
-    free(dv);
-    free(md);
+                           .run = {.no_graphs = opts->no_graphs != 0,
+                                   .max_graphs = opts->max_graphs,
+                                   .lazy = opts->lazy != 0,
+                                   .decode_max_rows = opts->decode_max_rows}};
+    rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, err, ERRLEN);
+    free(defines);
+    free(max_dims);
     kiln_status ks = (kiln_status)st;
-    if (st != RTM_OK) {
-        set_error(ks, ctx->error, err ? err : "out of memory");
+    if (st != RT_OK) {
+        set_error(ks, ctx->error, err);
         free(m);
     } else {
         m->ctx = ctx;
@@ -278,7 +274,7 @@ static kiln_status resolve_dims(kiln_model *m, const kiln_dim *dims, int ndims, 
                       rt_model_graph(m->rt)->nsyms);
     for (int i = 0; i < ndims; i++) dv[i] = (rt_dim_value){dims[i].name, dims[i].value};
     char err[1024];
-    int st = rt_model_resolve_dims(m->rt, dv, ndims, fill_max, out, err, sizeof err);
+    rt_status st = rt_model_resolve_dims(m->rt, dv, ndims, fill_max, out, err, sizeof err);
     return set_error((kiln_status)st, m->error, err);
 }
 
@@ -330,14 +326,9 @@ static kiln_status fill_info(kiln_model *m, const ir_type *t, const char *name, 
     out->kind = kind;
     out->dtype = (kiln_dtype)t->dtype;
     out->rank = t->rank;
-    int64_t numel = 1;
-    for (int i = 0; i < t->rank; i++) {
-        int64_t v;
-        if (!ir_dim_is_const(&t->dims[i], &v) && !ir_dim_eval(&t->dims[i], dims, &v))
-            return errorf(KILN_ERR_INTERNAL, m->error, "tensor '%s': shape does not evaluate", name);
-        out->shape[i] = v;
-        numel *= v;
-    }
+    int64_t numel;
+    if (!ir_type_shape_at(t, dims, out->shape, &numel))
+        return errorf(KILN_ERR_INTERNAL, m->error, "tensor '%s': shape does not evaluate", name);
     out->bytes = (size_t)numel * (size_t)ir_dtype_size(t->dtype);
     return KILN_OK;
 }
@@ -464,12 +455,9 @@ kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *ten
         o[i] = (rt_st_out){tensors[i].name, (ir_dtype)tensors[i].dtype, tensors[i].rank, tensors[i].shape, tensors[i].data};
     }
     char err[1024];
-    int rc = rt_safetensors_write(path, o, n, err, sizeof err);
+    rt_status st = rt_safetensors_write(path, o, n, err, sizeof err);
     free(o);
-    if (rc != 0) return set_error(strstr(err, "bad") || strstr(err, "given twice") || strstr(err, "NULL") || strstr(err, "negative")
-                                      ? KILN_ERR_INVALID_ARGUMENT
-                                      : KILN_ERR_IO,
-                                  NULL, err);
+    if (st != RT_OK) return set_error((kiln_status)st, NULL, err);
     return KILN_OK;
 }
 

@@ -1,5 +1,7 @@
 /* tools/kiln.c — the `kiln` command line. It parses arguments, calls the
- * library and maps results to exit codes; the logic lives in the library.
+ * library (the compile driver, src/compile.h, for everything from text to
+ * kernels; the runtime for the kernel cache) and maps results to exit codes;
+ * the logic lives in the library.
  *
  * Exit codes (sysexits.h style): 0 success; 1 errors in the model file;
  * 64 usage error; 66 input file unreadable; 70 internal error; 73 output
@@ -13,14 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frontend/frontend.h"
 #include "ir/ir.h"
-#include "codegen/cg.h"
-#include "passes/pass.h"
 #include "runtime/rt_cache.h"
 #include "runtime/rt_emit.h"
 #include "runtime/rt_info.h"
 #include "runtime/rt_nvrtc.h"
+#include "src/compile.h"
 #include "tools/kiln_run.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
@@ -76,7 +76,7 @@ typedef struct cli {
     const char *file;
     const char *emit;
     const char *out;
-    fe_define defines[64];
+    kc_define defines[64];
     int ndefines;
     const char *disabled[64];
     int ndisabled;
@@ -103,7 +103,7 @@ static int add_define(cli *c, char *spec)
     if (c->ndefines == (int)(sizeof c->defines / sizeof c->defines[0]))
         return usage_error("too many -D options (at most 64)%s", "");
     *eq = 0;
-    c->defines[c->ndefines++] = (fe_define){spec, eq + 1};
+    c->defines[c->ndefines++] = (kc_define){spec, eq + 1};
     return EX_OK;
 }
 
@@ -258,13 +258,7 @@ static int close_out(const cli *c, FILE *f)
 
 static int list_passes(void)
 {
-    int n;
-    const pass_info *p = pass_pipeline(&n);
-    printf("passes, in pipeline order (--disable=NAME turns one off):\n");
-    for (int i = 0; i < n; i++) {
-        printf("  %-20s %s%s\n", p[i].name, p[i].summary, p[i].required ? " (required)" : "");
-        for (const char *const *r = p[i].rules; r && *r; r++) printf("      rule %s\n", *r);
-    }
+    kc_print_passes(stdout);
     return EX_OK;
 }
 
@@ -276,15 +270,17 @@ static void progress(void *user, int done, int total, const char *name, double m
 }
 
 /* --emit=cuda|ptx|cubin: one file per kernel into c->out. */
-static int emit_kernels(const cli *c, const ir_graph *g)
+static int emit_kernels(const cli *c, const kc_unit *u)
 {
     char err[8192];
     if (mkdir(c->out, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "kiln: cannot create '%s': %s\n", c->out, strerror(errno));
         return EX_CANTCREAT;
     }
+    cg_target target;
+    kc_tool_target(c->arch, &target);
     if (!strcmp(c->emit, "cuda")) {
-        if (cg_write_sources(g, c->out, NULL, err, sizeof err) < 0) {
+        if (kc_write_sources(u, c->out, &target, err, sizeof err) < 0) {
             fprintf(stderr, "kiln: %s\n", err);
             return EX_CANTCREAT;
         }
@@ -297,7 +293,7 @@ static int emit_kernels(const cli *c, const ir_graph *g)
     rt_emit_options o = {.target = ptx ? RT_TARGET_PTX : RT_TARGET_CUBIN, .copts = &copts, .cache = cache,
                          .progress = progress};
     rt_emit_result res;
-    int n = rt_write_compiled(g, c->out, &o, &res, err, sizeof err);
+    int n = kc_write_compiled(u, c->out, &target, &o, &res, err, sizeof err);
     char *w = cache ? rt_cache_take_warnings(cache) : NULL;
     if (w && *w) fprintf(stderr, "kiln: warning: %s\n", w);
     free(w);
@@ -376,147 +372,98 @@ static int cache_cmd(const cli *c)
     return status;
 }
 
-/* Runs the pipeline on g (consumed) and writes what was asked for. */
-static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src)
+/* Runs the pipeline on the parsed unit and writes what was asked for. */
+static int compile(const cli *c, kc_unit *u)
 {
     int status = EX_OK;
+    char err[1024];
     if (!strcmp(c->emit, "ir")) {
         FILE *out = open_out(c, &status);
         if (out) {
-            ir_print(g, out);
+            ir_print(kc_written(u), out);
             status = close_out(c, out);
         }
-        ir_graph_free(g);
         return status;
     }
-    pass_options o = {.disabled = c->disabled,
-                      .ndisabled = c->ndisabled,
-                      .print_after = c->print_after,
-                      .print_before = c->print_before,
-                      .print_after_all = c->print_all,
-                      .dump = stderr};
-    if (!pass_options_check(&o, d)) {
-        diag_print(d, stderr, NULL);
-        ir_graph_free(g);
-        return EX_USAGE;
-    }
-    ir_graph *before = NULL;
-    if (c->verify) { /* the unfused graph, for the interpreter to compare against */
-        diag_list d2;
-        diag_list_init(&d2, d->arena);
-        fe_options fo = {c->defines, c->ndefines};
-        before = fe_compile(src, &fo, &d2);
-        diag_list_free(&d2);
-    }
-    pass_report rep;
-    pass_report_init(&rep);
-    pass_ctx ctx = {.opts = &o, .report = &rep, .diags = d};
-    g = pass_run_pipeline(g, &ctx);
-    diag_print(d, stderr, src->text);
-    diag_list_clear(d);
-    pass_memplan mp;
-    memset(&mp, 0, sizeof mp);
+    rt_status st = kc_fuse(u, err, sizeof err);
+    if (st == RT_ERR_INVALID) return EX_USAGE;
+    if (st != RT_OK) return EX_SOFTWARE;
+    const ir_graph *g = kc_fused(u);
     bool have_plan = false;
-    char err[1024];
-    if (!g) {
-        status = EX_SOFTWARE;
-        goto out;
-    }
     if (!strcmp(c->emit, "plan") || c->report) {
-        have_plan = pass_plan_memory(g, NULL, &mp, err, sizeof err) == 0;
+        have_plan = kc_plan_memory(u, NULL, err, sizeof err) == RT_OK;
         if (!have_plan && !strcmp(c->emit, "plan")) {
             fprintf(stderr, "kiln: %s\n", err);
-            status = EX_USAGE;
-            goto out;
+            return EX_USAGE;
         }
     }
     if (!strcmp(c->emit, "cuda") || !strcmp(c->emit, "ptx") || !strcmp(c->emit, "cubin")) {
-        status = emit_kernels(c, g);
-        if (c->explain) pass_report_print(&rep, g, stderr);
-        goto out;
+        status = emit_kernels(c, u);
+        if (c->explain) kc_print_report(u, stderr);
+        return status;
     }
     FILE *out = open_out(c, &status);
-    if (!out) goto out;
+    if (!out) return status;
     if (!strcmp(c->emit, "plan")) {
         fprintf(out, "plan for model %s\n", g->name);
-        pass_kernels_print(g, out);
-        fputc('\n', out);
-        pass_memplan_print(g, &mp, out);
+        kc_print_plan(u, out);
     } else {
         ir_print(g, out);
     }
     status = close_out(c, out);
-    if (c->explain) pass_report_print(&rep, g, stderr);
-    if (c->report && pass_report_write_json(&rep, g, have_plan ? &mp : NULL, c->report, err, sizeof err) != 0) {
+    if (c->explain) kc_print_report(u, stderr);
+    if (c->report && kc_write_report_json(u, c->report, err, sizeof err) != RT_OK) {
         fprintf(stderr, "kiln: %s\n", err);
         status = EX_CANTCREAT;
     }
-    if (c->verify && before) {
+    if (c->verify && kc_written(u)) {
         int64_t dims[IR_MAX_SYMS];
         for (int i = 0; i < IR_MAX_SYMS; i++) dims[i] = 4;
-        pass_validation v;
-        if (pass_validate(before, g, dims, 1, &v, err, sizeof err) != 0) {
+        kc_validation v;
+        if (kc_validate(u, dims, &v, err, sizeof err) != RT_OK) {
             fprintf(stderr, "kiln: --verify: %s\n", err);
             status = EX_SOFTWARE;
         } else {
-            double tol = pass_validate_tolerance(before);
-            bool ok = v.max_rel_err <= tol;
+            bool ok = v.max_rel_err <= v.tolerance;
             fprintf(stderr, "verify: %s: %d outputs and states compared on random inputs; largest relative error %.3g (%s), tolerance %.0e\n",
-                    ok ? "ok" : "FAILED", v.compared, v.max_rel_err, v.worst ? v.worst : "-", tol);
+                    ok ? "ok" : "FAILED", v.compared, v.max_rel_err, v.worst ? v.worst : "-", v.tolerance);
             if (!ok) status = EX_SOFTWARE;
         }
     }
-out:
-    pass_memplan_free(&mp);
-    pass_report_free(&rep);
-    ir_graph_free(before);
-    ir_graph_free(g);
     return status;
 }
 
 static int run(const cli *c)
 {
-    arena a;
-    arena_init(&a);
-    diag_list d;
-    diag_list_init(&d, &a);
-    fe_source src = {0};
+    kc_options o = {.name = c->file,
+                    .defines = c->defines,
+                    .ndefines = c->ndefines,
+                    .disabled = c->disabled,
+                    .ndisabled = c->ndisabled,
+                    .print_before = c->print_before,
+                    .print_after = c->print_after,
+                    .print_after_all = c->print_all,
+                    .dump = stderr,
+                    .report = true,
+                    .keep_written = c->verify};
+    kc_unit *u;
+    char err[1024];
+    rt_status st = kc_open(&o, stderr, &u, err, sizeof err);
+    if (st != RT_OK) return st == RT_ERR_IO ? EX_NOINPUT : EX_SOFTWARE;
     int status = EX_OK;
-
-    if (fe_source_read(&src, c->file, &d) != 0) {
-        diag_print(&d, stderr, NULL);
-        status = EX_NOINPUT;
-        goto done;
-    }
     if (!strcmp(c->cmd, "compile") && !strcmp(c->emit, "ast")) {
         FILE *out = open_out(c, &status);
-        if (!out) goto done;
-        int rc = fe_dump_ast(&src, out, &d);
-        int cs = close_out(c, out);
-        diag_print(&d, stderr, src.text);
-        status = rc != 0 ? EX_MODEL : cs;
-        goto done;
+        if (out) {
+            st = kc_dump_ast(u, out, err, sizeof err);
+            int cs = close_out(c, out);
+            status = st != RT_OK ? EX_MODEL : cs;
+        }
+    } else if ((st = kc_parse(u, err, sizeof err)) != RT_OK) {
+        status = st == RT_ERR_MODEL ? EX_MODEL : EX_SOFTWARE;
+    } else if (!strcmp(c->cmd, "compile")) {
+        status = compile(c, u);
     }
-    fe_options opts = {c->defines, c->ndefines};
-    ir_graph *g = fe_compile(&src, &opts, &d);
-    diag_print(&d, stderr, src.text);
-    diag_list_clear(&d);
-    if (!g) {
-        status = EX_MODEL;
-        goto done;
-    }
-    if (ir_verify(g, &d) != 0) { /* fe_compile verified already: this is a bug */
-        diag_print(&d, stderr, src.text);
-        ir_graph_free(g);
-        status = EX_SOFTWARE;
-        goto done;
-    }
-    if (!strcmp(c->cmd, "compile")) status = compile(c, g, &d, &src); /* consumes g */
-    else ir_graph_free(g);
-done:
-    fe_source_free(&src);
-    diag_list_free(&d);
-    arena_free(&a);
+    kc_free(u);
     return status;
 }
 

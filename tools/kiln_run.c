@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "kiln.h"
-#include "passes/pass.h"
 #include "runtime/rt_weights.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE = 69, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
@@ -67,7 +66,8 @@ static float uniform(uint64_t *s) { return (float)((next_u64(s) >> 40) * (1.0 / 
 
 typedef struct run {
     const run_opts *o;
-    ir_graph *g;          /* the model as written: the interpreter's reference */
+    kc_unit *unit;        /* the model through the compile driver */
+    const ir_graph *g;    /* the model as written: the interpreter's reference */
     int64_t dims[IR_MAX_SYMS];
     kiln_dim kdims[IR_MAX_SYMS];
     int nd;
@@ -127,9 +127,7 @@ static int parse_dims(run *r)
 static bool alloc_host(const ir_type *t, const int64_t *dims, ir_tensor *out)
 {
     int64_t shape[IR_MAX_RANK];
-    for (int i = 0; i < t->rank; i++)
-        if (!ir_dim_eval(&t->dims[i], dims, &shape[i]) || shape[i] < 0) return false;
-    return ir_tensor_alloc(out, t->dtype, t->rank, shape);
+    return ir_type_shape_at(t, dims, shape, NULL) && ir_tensor_alloc(out, t->dtype, t->rank, shape);
 }
 
 /* Fill host tensor t of parameter p from a safetensors file. */
@@ -157,7 +155,7 @@ static void randomize(run *r, const ir_node *p, ir_tensor *t, uint64_t *seed)
 {
     int64_t n = ir_tensor_numel(t);
     if (t->dtype == IR_I32) {
-        int64_t hi = pass_i32_bound(r->g, p, r->dims);
+        int64_t hi = kc_i32_bound(r->g, p, r->dims);
         for (int64_t i = 0; i < n; i++) t->i[i] = (int32_t)(hi > 0 ? next_u64(seed) % (uint64_t)hi : 0);
         return;
     }
@@ -207,7 +205,7 @@ static int check_step(run *r, int step)
         fprintf(stderr, "kiln run: --check: the interpreter failed: %s\n", err);
         return EX_SOFTWARE;
     }
-    double tol = pass_validate_tolerance(r->g), worst = 0;
+    double tol = kc_tolerance(r->g), worst = 0;
     for (int i = 0; i < r->g->noutputs; i++) {
         ir_tensor got;
         if (!ir_tensor_alloc(&got, r->outs[i].dtype, r->outs[i].rank, r->outs[i].shape)) return EX_SOFTWARE;
@@ -266,62 +264,55 @@ int kiln_run_command(const run_opts *o)
     run r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    arena a;
-    arena_init(&a);
-    diag_list d;
-    diag_list_init(&d, &a);
-    fe_source src = {0};
-    rt_st_file wf = {0}, inf = {0};
-    bool wf_open = false, inf_open = false;
+    rt_st_file weights_file = {0}, inputs_file = {0};
+    bool weights_open = false, inputs_open = false;
     char err[1024];
     int rc = EX_OK;
     kiln_tensor_arg *ins = NULL, *outs = NULL;
     int nin = 0, nout = 0;
 
-    if (fe_source_read(&src, o->file, &d) != 0) {
-        diag_print(&d, stderr, NULL);
+    kc_options ko = {.name = o->file, .defines = o->defines, .ndefines = o->ndefines};
+    if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RT_OK) {
         rc = EX_NOINPUT;
         goto done;
     }
-    fe_options fo = {o->defines, o->ndefines};
-    r.g = fe_compile(&src, &fo, &d);
-    diag_print(&d, stderr, src.text);
-    if (!r.g) {
+    if (kc_parse(r.unit, err, sizeof err) != RT_OK) {
         rc = EX_MODEL;
         goto done;
     }
+    r.g = kc_written(r.unit);
     if ((rc = parse_dims(&r)) != EX_OK) goto done;
     if (!o->weights && !o->random) {
         fprintf(stderr, "kiln run: give the weights: --weights FILE.safetensors, or --random\n");
         rc = EX_USAGE;
         goto done;
     }
-    if (o->weights && rt_st_open(o->weights, &wf, err, sizeof err) != 0) {
+    if (o->weights && rt_st_open(o->weights, &weights_file, err, sizeof err) != 0) {
         fprintf(stderr, "kiln run: %s\n", err);
         rc = EX_NOINPUT;
         goto done;
     }
-    wf_open = o->weights != NULL;
-    if (o->inputs && rt_st_open(o->inputs, &inf, err, sizeof err) != 0) {
+    weights_open = o->weights != NULL;
+    if (o->inputs && rt_st_open(o->inputs, &inputs_file, err, sizeof err) != 0) {
         fprintf(stderr, "kiln run: %s\n", err);
         rc = EX_NOINPUT;
         goto done;
     }
-    inf_open = o->inputs != NULL;
+    inputs_open = o->inputs != NULL;
 
-    kiln_context_options co = {0};
-    if (kiln_context_create(&r.ctx, &co) != KILN_OK) {
+    kiln_context_options context_opts = {0};
+    if (kiln_context_create(&r.ctx, &context_opts) != KILN_OK) {
         fprintf(stderr, "kiln run needs a CUDA device (kiln check and kiln compile work without one):\n  %s\n",
                 kiln_last_error());
         rc = EX_UNAVAILABLE;
         goto done;
     }
-    kiln_define kd[64];
-    for (int i = 0; i < o->ndefines && i < 64; i++) kd[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
-    kiln_model_options mo = {.defines = kd, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
+    kiln_define model_defines[64];
+    for (int i = 0; i < o->ndefines && i < 64; i++) model_defines[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
+    kiln_model_options model_opts = {.defines = model_defines, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
                              .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs};
-    if (kiln_model_compile_file(r.ctx, o->file, &mo, &r.m) != KILN_OK) {
+    if (kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m) != KILN_OK) {
         rc = fail_api(&r, "compile", EX_MODEL);
         goto done;
     }
@@ -345,15 +336,15 @@ int kiln_run_command(const run_opts *o)
             break;
         }
         if (p->op == IR_OP_WEIGHT) {
-            if (wf_open) rc = from_file(&wf, p, &r.host[i]);
+            if (weights_open) rc = from_file(&weights_file, p, &r.host[i]);
             else randomize(&r, p, &r.host[i], &seed);
-            if (rc == EX_OK && !wf_open) {
+            if (rc == EX_OK && !weights_open) {
                 rc = upload(&r, i);
                 if (rc == EX_OK && kiln_model_bind_weight(r.m, p->name, r.dev[i]) != KILN_OK)
                     rc = fail_api(&r, "bind weight", EX_NOINPUT);
             }
         } else if (p->op == IR_OP_INPUT) {
-            if (inf_open) rc = from_file(&inf, p, &r.host[i]);
+            if (inputs_open) rc = from_file(&inputs_file, p, &r.host[i]);
             else randomize(&r, p, &r.host[i], &seed);
             if (rc == EX_OK && p->type.dtype == IR_I32 && o->steps > 1) /* decode from position 0 */
                 memset(r.host[i].i, 0, (size_t)ir_tensor_numel(&r.host[i]) * sizeof(int32_t));
@@ -362,7 +353,7 @@ int kiln_run_command(const run_opts *o)
         }
     }
     if (rc != EX_OK) goto done;
-    if (wf_open && kiln_model_load_safetensors(r.m, o->weights) != KILN_OK) {
+    if (weights_open && kiln_model_load_safetensors(r.m, o->weights) != KILN_OK) {
         rc = fail_api(&r, "weights", EX_NOINPUT);
         goto done;
     }
@@ -471,11 +462,8 @@ done:
     free(r.dev_out);
     free(ins);
     free(outs);
-    if (wf_open) rt_st_close(&wf);
-    if (inf_open) rt_st_close(&inf);
-    ir_graph_free(r.g);
-    fe_source_free(&src);
-    diag_list_free(&d);
-    arena_free(&a);
+    if (weights_open) rt_st_close(&weights_file);
+    if (inputs_open) rt_st_close(&inputs_file);
+    kc_free(r.unit);
     return rc;
 }

@@ -4,11 +4,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "frontend/frontend.h"
+#include "src/compile.h"
 
 typedef struct run_opts {
     const char *file;
-    const fe_define *defines;
+    const kc_define *defines;
     int ndefines;
     const char *const *disabled;
     int ndisabled;

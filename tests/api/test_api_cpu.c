@@ -209,6 +209,44 @@ static void test_llama_api(void)
     kiln_model_free(m);
 }
 
+/* ---- shape variants (docs/ARCHITECTURE.md): planned by the driver, picked by the runtime ---- */
+
+static void test_variants(void)
+{
+    static const char text[] = "model tiny {\n  dims B, S\n  input x : f32[B, S, 64]\n  weight w : f32[32, 64]\n"
+                               "  output y = linear(x, w)\n}\n";
+    kiln_dim maxd[] = {{"B", 4}, {"S", 16}};
+    kiln_model_options o = {.max_dims = maxd, .nmax_dims = 2, .lazy = 1};
+    kiln_model *m = NULL;
+    CHECK_MSG(kiln_model_compile_string(ctx, "tiny.kiln", text, &o, &m) == KILN_OK, "%s", kiln_last_error());
+    if (!m) return;
+    kiln_counters c;
+    CHECK(kiln_model_counters(m, &c) == KILN_OK && c.variants == 1 && c.kernels_compiled == 0);
+    /* 1 row: a variant planned (through the driver's planner) for exactly these dims */
+    kiln_dim one[] = {{"B", 1}, {"S", 1}};
+    CHECK_MSG(kiln_model_prepare(m, one, 2) == KILN_OK, "%s", kiln_last_error());
+    CHECK(kiln_model_counters(m, &c) == KILN_OK && c.variants == 2 && c.kernels_compiled == 1);
+    const char *desc = kiln_model_describe(m);
+    CHECK_MSG(api_contains(desc, "variant 1: small-shape for B=1 S=1 (compiled)") && api_contains(desc, "gemv"), "%s", desc);
+    /* the same dims again: the same variant */
+    CHECK(kiln_model_prepare(m, one, 2) == KILN_OK);
+    CHECK(kiln_model_counters(m, &c) == KILN_OK && c.variants == 2 && c.kernels_compiled == 1);
+    /* 64 rows (> 32): the large-shape variant, no new one */
+    kiln_dim big[] = {{"B", 4}, {"S", 16}};
+    CHECK_MSG(kiln_model_prepare(m, big, 2) == KILN_OK, "%s", kiln_last_error());
+    CHECK(kiln_model_counters(m, &c) == KILN_OK && c.variants == 2 && c.kernels_compiled == 2);
+    desc = kiln_model_describe(m);
+    CHECK_MSG(api_contains(desc, "variant 0: large-shape (compiled)"), "%s", desc);
+    kiln_model_free(m);
+    /* decode_max_rows -1: never a small-shape variant */
+    o.decode_max_rows = -1;
+    CHECK(kiln_model_compile_string(ctx, "tiny.kiln", text, &o, &m) == KILN_OK);
+    if (!m) return;
+    CHECK(kiln_model_prepare(m, one, 2) == KILN_OK);
+    CHECK(kiln_model_counters(m, &c) == KILN_OK && c.variants == 1);
+    kiln_model_free(m);
+}
+
 /* ---- safetensors -------------------------------------------------------------------------- */
 
 /* A file: 8-byte length (hlen_override >= 0 replaces it), the header, data. */
@@ -465,7 +503,7 @@ static void test_packing(void)
             const ir_node *p = g->params[i];
             if (p->op != IR_OP_WEIGHT) continue;
             int64_t shape[IR_MAX_RANK], numel;
-            rt_type_shape(&p->type, dims, shape, &numel);
+            ir_type_shape_at(&p->type, dims, shape, &numel);
             float *f = malloc((size_t)numel * sizeof *f);
             for (int64_t j = 0; j < numel; j++) f[j] = api_randf(&seed);
             data[i] = malloc((size_t)numel * (size_t)ir_dtype_size(p->type.dtype));
@@ -581,6 +619,7 @@ int main(void)
     test_context();
     test_compile_errors();
     test_llama_api();
+    test_variants();
     test_safetensors();
     test_safetensors_fuzz();
     test_packing();

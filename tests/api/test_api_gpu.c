@@ -71,7 +71,7 @@ typedef struct bench {
 static size_t type_bytes(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
 {
     int64_t sh[IR_MAX_RANK], n = 0;
-    rt_type_shape(t, dims, shape ? shape : sh, &n);
+    ir_type_shape_at(t, dims, shape ? shape : sh, &n);
     if (numel) *numel = n;
     return (size_t)n * (size_t)ir_dtype_size(t->dtype);
 }
@@ -302,7 +302,7 @@ static void io_check(bench *b, run_io *io, const char *what)
     for (int i = 0; i < g->nparams; i++) {
         const ir_node *p = g->params[i];
         int64_t shape[IR_MAX_RANK], numel;
-        rt_type_shape(&p->type, io->dims, shape, &numel);
+        ir_type_shape_at(&p->type, io->dims, shape, &numel);
         ir_tensor_alloc(&params[i], p->type.dtype, p->type.rank, shape);
         const void *src = p->op == IR_OP_WEIGHT ? b->wh[i] : p->op == IR_OP_INPUT ? io->in_h[i] : io->st_h[i];
         if (p->type.dtype == IR_I32) memcpy(params[i].i, src, (size_t)numel * 4);

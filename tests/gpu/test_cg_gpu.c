@@ -186,8 +186,8 @@ static int run_case(const char *name, ir_graph *g, const int64_t *dims, double t
         if (rt_nvrtc_compile(kern.name, kern.source, &co, RT_TARGET_CUBIN, &cr) != RT_OK) {
             fprintf(stderr, "%s: NVRTC: %s\n", name, cr.message ? cr.message : "?");
             failed = 1;
-        } else if (rt_module_load(&mod, cr.code.data, cr.code.size, err, sizeof err) != RT_LAUNCH_OK ||
-                   rt_module_kernel(mod, kern.name, &fn, err, sizeof err) != RT_LAUNCH_OK) {
+        } else if (rt_module_load(&mod, cr.code.data, cr.code.size, err, sizeof err) != RT_OK ||
+                   rt_module_kernel(mod, kern.name, &fn, err, sizeof err) != RT_OK) {
             fprintf(stderr, "%s: load: %s\n", name, err);
             failed = 1;
         } else if (!cg_launch_eval(&kern, dims, grid, &block, &smem, err, sizeof err)) {
@@ -231,7 +231,7 @@ static int run_case(const char *name, ir_graph *g, const int64_t *dims, double t
             if (smem > 48 * 1024) rt_kernel_set_max_smem(&fn, smem, err, sizeof err);
             if (grid[0] && grid[1] && grid[2] &&
                 rt_launch(&fn, (rt_dim3){grid[0], grid[1], grid[2]}, (rt_dim3){block, 1, 1}, smem, NULL, args,
-                          kern.args_size, err, sizeof err) != RT_LAUNCH_OK) {
+                          kern.args_size, err, sizeof err) != RT_OK) {
                 fprintf(stderr, "%s: launch: %s\n", name, err);
                 failed = 1;
             }

@@ -260,8 +260,8 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
             break;
         }
         rt_dim3 g = {grid[0], grid[1], grid[2]}, bl = {(unsigned)mm_threads(cf), 1, 1};
-        rt_lstatus s = rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &args, sizeof args, err, sizeof err);
-        if (s != RT_LAUNCH_OK) {
+        rt_status s = rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &args, sizeof args, err, sizeof err);
+        if (s != RT_OK) {
             fprintf(stderr, "%s: %s\n", label, err);
             ok = 0;
             break;
@@ -422,7 +422,7 @@ static int bench_kiln(void *u, int i)
     mm_grid(cf, b->M, b->N, 1, g);
     char err[512];
     rt_dim3 gd = {g[0], g[1], g[2]}, bl = {(unsigned)mm_threads(cf), 1, 1};
-    if (rt_launch(&b->c->k, gd, bl, mm_smem_bytes(cf), NULL, &a, sizeof a, err, sizeof err) != RT_LAUNCH_OK) {
+    if (rt_launch(&b->c->k, gd, bl, mm_smem_bytes(cf), NULL, &a, sizeof a, err, sizeof err) != RT_OK) {
         fprintf(stderr, "bench: %s\n", err);
         return 0;
     }
@@ -584,7 +584,7 @@ int main(void)
     printf("compiled %d kernels in %.1f s\n", ncomp, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     int maxsmem = 0;
     char err[512];
-    if (rt_device_max_smem_optin(&maxsmem, err, sizeof err) != RT_LAUNCH_OK) fprintf(stderr, "%s\n", err);
+    if (rt_device_max_smem_optin(&maxsmem, err, sizeof err) != RT_OK) fprintf(stderr, "%s\n", err);
     for (int i = 0; i < ncomp; i++) {
         compiled *c = &comp[i];
         c->cfg = all[i];
@@ -598,11 +598,11 @@ int main(void)
         }
         if (res[i].log && res[i].log[0]) printf("note %s: NVRTC log:\n%s\n", c->name, res[i].log);
         rt_kernel_attrs at;
-        if (rt_module_load(&c->mod, res[i].code.data, res[i].code.size, err, sizeof err) != RT_LAUNCH_OK ||
-            rt_module_kernel(c->mod, kname, &c->k, err, sizeof err) != RT_LAUNCH_OK ||
+        if (rt_module_load(&c->mod, res[i].code.data, res[i].code.size, err, sizeof err) != RT_OK ||
+            rt_module_kernel(c->mod, kname, &c->k, err, sizeof err) != RT_OK ||
             (mm_smem_bytes(&c->cfg) > 48 * 1024 &&
-             rt_kernel_set_max_smem(&c->k, mm_smem_bytes(&c->cfg), err, sizeof err) != RT_LAUNCH_OK) ||
-            rt_kernel_get_attrs(&c->k, &at, err, sizeof err) != RT_LAUNCH_OK) {
+             rt_kernel_set_max_smem(&c->k, mm_smem_bytes(&c->cfg), err, sizeof err) != RT_OK) ||
+            rt_kernel_get_attrs(&c->k, &at, err, sizeof err) != RT_OK) {
             printf("FAIL %s: load: %s\n", c->name, err);
             g_fail++;
             continue;

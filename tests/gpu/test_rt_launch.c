@@ -1,6 +1,6 @@
 /* tests/gpu/test_rt_launch.c — runtime/rt_launch, the kernel loader/launcher.
  *
- * Everywhere: bad arguments come back as RT_LAUNCH_ERR_INVALID with a
+ * Everywhere: bad arguments come back as RT_ERR_INVALID with a
  * message, never a crash. Without a device (CI): rt_device_available says
  * why, and loading a real sm_90a cubin (compiled here with NVRTC) fails with
  * a status and a message instead of crashing. With a device: load, look up,
@@ -51,18 +51,18 @@ int main(void)
     rt_kernel k;
 
     /* bad arguments */
-    CHECK(rt_module_load(&m, NULL, 10, err, sizeof err) == RT_LAUNCH_ERR_INVALID && m == NULL && err[0]);
-    CHECK(rt_module_load(NULL, "x", 2, err, sizeof err) == RT_LAUNCH_ERR_INVALID);
+    CHECK(rt_module_load(&m, NULL, 10, err, sizeof err) == RT_ERR_INVALID && m == NULL && err[0]);
+    CHECK(rt_module_load(NULL, "x", 2, err, sizeof err) == RT_ERR_INVALID);
     static const unsigned char junk[4] = {1, 2, 3, 4};
-    CHECK(rt_module_load(&m, junk, sizeof junk, err, sizeof err) == RT_LAUNCH_ERR_INVALID && strstr(err, "cubin"));
-    CHECK(rt_module_kernel(NULL, "t", &k, err, sizeof err) == RT_LAUNCH_ERR_INVALID);
+    CHECK(rt_module_load(&m, junk, sizeof junk, err, sizeof err) == RT_ERR_INVALID && strstr(err, "cubin"));
+    CHECK(rt_module_kernel(NULL, "t", &k, err, sizeof err) == RT_ERR_INVALID);
     targs a0 = {0};
     rt_dim3 one = {1, 1, 1};
-    CHECK(rt_launch(NULL, one, one, 0, NULL, &a0, sizeof a0, err, sizeof err) == RT_LAUNCH_ERR_INVALID && err[0]);
-    CHECK(rt_launch(NULL, one, one, 0, NULL, &a0, sizeof a0, NULL, 0) == RT_LAUNCH_ERR_INVALID); /* NULL err ok */
+    CHECK(rt_launch(NULL, one, one, 0, NULL, &a0, sizeof a0, err, sizeof err) == RT_ERR_INVALID && err[0]);
+    CHECK(rt_launch(NULL, one, one, 0, NULL, &a0, sizeof a0, NULL, 0) == RT_ERR_INVALID); /* NULL err ok */
     rt_module_free(NULL);
-    CHECK(strcmp(rt_lstatus_str(RT_LAUNCH_OK), "ok") == 0);
-    CHECK(strcmp(rt_lstatus_str(RT_LAUNCH_ERR_NO_DEVICE), "no CUDA device") == 0);
+    CHECK(strcmp(rt_status_str(RT_OK), "ok") == 0);
+    CHECK(strcmp(rt_status_str(RT_ERR_NO_DEVICE), "no CUDA device") == 0);
 
     /* a real cubin */
     rt_compile_result cr;
@@ -74,24 +74,24 @@ int main(void)
     if (!have) {
         CHECK(why[0] != 0);
         printf("no device (%s): checking graceful failures only\n", why);
-        rt_lstatus s = rt_module_load(&m, cr.code.data, cr.code.size, err, sizeof err);
-        CHECK_MSG(s != RT_LAUNCH_OK && m == NULL && err[0], "load without a device gave %s", rt_lstatus_str(s));
-        printf("load without a device: %s: %s\n", rt_lstatus_str(s), err);
+        rt_status s = rt_module_load(&m, cr.code.data, cr.code.size, err, sizeof err);
+        CHECK_MSG(s != RT_OK && m == NULL && err[0], "load without a device gave %s", rt_status_str(s));
+        printf("load without a device: %s: %s\n", rt_status_str(s), err);
         int smem = 0;
-        CHECK(rt_device_max_smem_optin(&smem, err, sizeof err) != RT_LAUNCH_OK && err[0]);
+        CHECK(rt_device_max_smem_optin(&smem, err, sizeof err) != RT_OK && err[0]);
         rt_compile_result_free(&cr);
         return CHECK_DONE();
     }
 
-    CHECK(rt_module_load(&m, cr.code.data, cr.code.size, err, sizeof err) == RT_LAUNCH_OK);
+    CHECK(rt_module_load(&m, cr.code.data, cr.code.size, err, sizeof err) == RT_OK);
     rt_compile_result_free(&cr); /* the module does not keep the image */
     if (!m) {
         fprintf(stderr, "load: %s\n", err);
         return CHECK_DONE();
     }
-    CHECK(rt_module_kernel(m, "nope", &k, err, sizeof err) == RT_LAUNCH_ERR_NOT_FOUND && strstr(err, "nope"));
-    CHECK(rt_module_kernel(m, "t_two", &k, err, sizeof err) == RT_LAUNCH_ERR_INVALID && strstr(err, "more than one"));
-    CHECK_MSG(rt_module_kernel(m, "t_axpy", &k, err, sizeof err) == RT_LAUNCH_OK, "%s", err);
+    CHECK(rt_module_kernel(m, "nope", &k, err, sizeof err) == RT_ERR_NOT_FOUND && strstr(err, "nope"));
+    CHECK(rt_module_kernel(m, "t_two", &k, err, sizeof err) == RT_ERR_INVALID && strstr(err, "more than one"));
+    CHECK_MSG(rt_module_kernel(m, "t_axpy", &k, err, sizeof err) == RT_OK, "%s", err);
     CHECK(k.param_size == sizeof(targs) && strcmp(k.name, "t_axpy") == 0 && k.mod == m);
 
     const long long n = 100000;
@@ -106,15 +106,15 @@ int main(void)
 
     /* size mismatch, empty grid */
     targs a = {dout, dx, n, 0, 3.0};
-    CHECK(rt_launch(&k, grid, block, 0, NULL, &a, sizeof a - 8, err, sizeof err) == RT_LAUNCH_ERR_INVALID &&
+    CHECK(rt_launch(&k, grid, block, 0, NULL, &a, sizeof a - 8, err, sizeof err) == RT_ERR_INVALID &&
           strstr(err, "KilnArgs"));
     rt_dim3 zero = {0, 1, 1};
-    CHECK(rt_launch(&k, zero, block, 0, NULL, &a, sizeof a, err, sizeof err) == RT_LAUNCH_ERR_INVALID);
+    CHECK(rt_launch(&k, zero, block, 0, NULL, &a, sizeof a, err, sizeof err) == RT_ERR_INVALID);
 
     /* plain launch */
     int good = 1;
     CHECK(cudaMemset(dout, 0xff, n * sizeof(float)) == cudaSuccess);
-    CHECK_MSG(rt_launch(&k, grid, block, 0, NULL, &a, sizeof a, err, sizeof err) == RT_LAUNCH_OK, "%s", err);
+    CHECK_MSG(rt_launch(&k, grid, block, 0, NULL, &a, sizeof a, err, sizeof err) == RT_OK, "%s", err);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     CHECK(cudaMemcpy(ho, dout, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
     for (long long i = 0; i < n; i++) good &= ho[i] == 3.0f * hx[i] + 1.0f;
@@ -122,33 +122,33 @@ int main(void)
 
     /* 100 KiB of dynamic shared memory: refused before the attribute, works after */
     int optin = 0;
-    CHECK(rt_device_max_smem_optin(&optin, err, sizeof err) == RT_LAUNCH_OK && optin >= 48 * 1024);
+    CHECK(rt_device_max_smem_optin(&optin, err, sizeof err) == RT_OK && optin >= 48 * 1024);
     size_t big = 100 * 1024;
     if ((size_t)optin >= big) {
         a.smem_floats = (long long)(big / 4);
-        rt_lstatus s = rt_launch(&k, grid, block, big, NULL, &a, sizeof a, err, sizeof err);
-        CHECK_MSG(s == RT_LAUNCH_ERR_CUDA, "100 KiB without the attribute: %s", rt_lstatus_str(s));
-        CHECK_MSG(rt_kernel_set_max_smem(&k, big, err, sizeof err) == RT_LAUNCH_OK, "%s", err);
+        rt_status s = rt_launch(&k, grid, block, big, NULL, &a, sizeof a, err, sizeof err);
+        CHECK_MSG(s == RT_ERR_CUDA, "100 KiB without the attribute: %s", rt_status_str(s));
+        CHECK_MSG(rt_kernel_set_max_smem(&k, big, err, sizeof err) == RT_OK, "%s", err);
         CHECK(cudaMemset(dout, 0xff, n * sizeof(float)) == cudaSuccess);
-        CHECK_MSG(rt_launch(&k, grid, block, big, NULL, &a, sizeof a, err, sizeof err) == RT_LAUNCH_OK, "%s", err);
+        CHECK_MSG(rt_launch(&k, grid, block, big, NULL, &a, sizeof a, err, sizeof err) == RT_OK, "%s", err);
         CHECK(cudaDeviceSynchronize() == cudaSuccess);
         CHECK(cudaMemcpy(ho, dout, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
         good = 1;
         for (long long i = 0; i < n; i++) good &= ho[i] == 3.0f * hx[i] + 1.0f;
         CHECK_MSG(good, "launch with 100 KiB of shared memory: wrong values");
     }
-    CHECK(rt_kernel_set_max_smem(&k, (size_t)optin + 4096, err, sizeof err) == RT_LAUNCH_ERR_INVALID &&
+    CHECK(rt_kernel_set_max_smem(&k, (size_t)optin + 4096, err, sizeof err) == RT_ERR_INVALID &&
           strstr(err, "opt-in"));
 
     rt_kernel_attrs at;
-    CHECK(rt_kernel_get_attrs(&k, &at, err, sizeof err) == RT_LAUNCH_OK && at.num_regs > 0 && at.max_threads >= 256);
+    CHECK(rt_kernel_get_attrs(&k, &at, err, sizeof err) == RT_OK && at.num_regs > 0 && at.max_threads >= 256);
     printf("t_axpy: %d registers, %zu B local, max dynamic smem %d\n", at.num_regs, at.local_bytes, at.max_dynamic_smem);
 
     /* programmatic dependent launch flag */
     a.smem_floats = 0;
-    CHECK_MSG(rt_launch_ex(&k, grid, block, 0, NULL, &a, sizeof a, RT_LAUNCH_PDL, err, sizeof err) == RT_LAUNCH_OK,
+    CHECK_MSG(rt_launch_ex(&k, grid, block, 0, NULL, &a, sizeof a, RT_LAUNCH_PDL, err, sizeof err) == RT_OK,
               "%s", err);
-    CHECK(rt_launch_ex(&k, grid, block, 0, NULL, &a, sizeof a, 0x80, err, sizeof err) == RT_LAUNCH_ERR_INVALID);
+    CHECK(rt_launch_ex(&k, grid, block, 0, NULL, &a, sizeof a, 0x80, err, sizeof err) == RT_ERR_INVALID);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     CHECK(cudaGetLastError() == cudaSuccess); /* nothing left behind by the refused calls */
 

@@ -1,0 +1,363 @@
+/* runtime/rt_bind.c — what a model reads besides its inputs: weights (bound
+ * device pointers or loaded from safetensors), the packed (bind-time) values
+ * computed from them, and states (rt_model.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_model_internal.h"
+#include "runtime/rt_pack.h"
+#include "runtime/rt_weights.h"
+
+/* ---- weights ----------------------------------------------------------------------------- */
+
+int rt_missing_weights(const rt_model *m, bool (*missing)(const rt_model *m, int param, const void *user),
+                       const void *user, char *list, size_t n)
+{
+    int count = 0;
+    if (n) list[0] = 0;
+    for (int i = 0; i < m->g->nparams; i++) {
+        if (m->g->params[i]->op != IR_OP_WEIGHT || !missing(m, i, user)) continue;
+        char decl[512];
+        rt_model_describe_param(m, i, decl, sizeof decl);
+        size_t l = strlen(list);
+        snprintf(list + l, n - l, "%s%s", l ? "; " : "", decl);
+        count++;
+    }
+    return count;
+}
+
+static void invalidate_packs(rt_model *m)
+{
+    for (int i = 0; i < m->npacked; i++) m->packed[i].valid = false;
+}
+
+static void shape_str(int rank, const int64_t *shape, char *buf, size_t n)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < rank && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+static void set_weight(rt_model *m, int param, void *dev, bool owned)
+{
+    if (m->weight_owned[param] && m->weight_ptr[param] && m->weight_ptr[param] != dev) (void)cudaFree(m->weight_ptr[param]);
+    m->weight_ptr[param] = dev;
+    m->weight_owned[param] = owned;
+    invalidate_packs(m);
+    rt_graph_cache_clear(m->graphs); /* the graphs hold the old pointer */
+}
+
+rt_status rt_model_bind_weight(rt_model *m, const char *name, int has_type, ir_dtype dtype, int rank, const int64_t *shape,
+                         const void *dev, char *err, size_t n)
+{
+    int p = rt_model_find_param(m, name);
+    if (p < 0) {
+        char list[512] = "";
+        for (int i = 0; i < m->g->nparams; i++)
+            if (m->g->params[i]->op == IR_OP_WEIGHT) {
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", m->g->params[i]->name);
+            }
+        return rt_fail(RT_ERR_NOT_FOUND, err, n, "bind weight: model %s has no weight '%s' (its weights: %s)", m->g->name,
+                       name, list[0] ? list : "none");
+    }
+    char decl[512];
+    rt_model_describe_param(m, p, decl, sizeof decl);
+    if (m->g->params[p]->op != IR_OP_WEIGHT)
+        return rt_fail(RT_ERR_INVALID, err, n, "bind weight: '%s' is %s of the model, not a weight: %s", name,
+                       rt_param_kind_word(m->g->params[p]), decl);
+    int64_t want[IR_MAX_RANK];
+    size_t bytes;
+    if (rt_model_param_bytes(m, p, want, &bytes) != 0)
+        return rt_fail(RT_ERR_INTERNAL, err, n, "bind weight: the shape of %s does not evaluate", decl);
+    if (has_type) {
+        const ir_node *w = m->g->params[p];
+        if (dtype != w->type.dtype)
+            return rt_fail(RT_ERR_WEIGHTS, err, n, "bind weight '%s': dtype %s but the model declares %s", name,
+                           ir_dtype_name(dtype), decl);
+        bool same = rank == w->type.rank && (rank == 0 || shape);
+        for (int i = 0; same && i < rank; i++) same = shape[i] == want[i];
+        if (!same) {
+            char got[256];
+            if (rank < 0 || rank > IR_MAX_RANK || (rank && !shape)) snprintf(got, sizeof got, "(rank %d)", rank);
+            else shape_str(rank, shape, got, sizeof got);
+            return rt_fail(RT_ERR_WEIGHTS, err, n, "bind weight '%s': shape %s but the model declares %s", name, got, decl);
+        }
+    }
+    if (!dev && bytes) return rt_fail(RT_ERR_INVALID, err, n, "bind weight '%s': NULL device pointer", name);
+    rt_status st;
+    if (!rt_model_use_device(m, "bind weight", &st, err, n)) return st;
+    if (dev) { /* a host pointer here would be read by kernels as garbage: catch it */
+        struct cudaPointerAttributes pa;
+        rt_status probe = RT_CUDA_CHECK(cudaPointerGetAttributes(&pa, dev), NULL, NULL, 0);
+        /* With HMM a kernel could even read pageable host memory, over the
+         * bus, on every call: weights must live on the device. */
+        if (probe != RT_OK || (pa.type != cudaMemoryTypeDevice && pa.type != cudaMemoryTypeManaged))
+            return rt_fail(RT_ERR_INVALID, err, n,
+                           "bind weight '%s': %p is host memory, not device memory; copy the weight to the device first "
+                           "(or use kiln_model_load_safetensors)", name, dev);
+    }
+    set_weight(m, p, (void *)dev, false);
+    return RT_OK;
+}
+
+static bool not_in_file(const rt_model *m, int param, const void *file)
+{
+    return !rt_st_find(file, m->g->params[param]->name);
+}
+
+rt_status rt_model_check_safetensors(const rt_model *m, const rt_st_file *f, unsigned flags, char *err, size_t n)
+{
+    if (err && n) err[0] = 0;
+    int problems = 0;
+    rt_status st = RT_OK;
+    const char *path = f->path ? f->path : "safetensors";
+    for (int i = 0; i < f->n; i++) {
+        const rt_st_tensor *t = &f->t[i];
+        int p = rt_model_find_param(m, t->name);
+        if (p < 0) {
+            if (flags & RT_LOAD_IGNORE_UNKNOWN) continue;
+            rt_add_line(err, n, "%s: tensor '%s' is not a weight of model %s", path, t->name, m->g->name);
+            problems++;
+            continue;
+        }
+        char decl[512];
+        rt_model_describe_param(m, p, decl, sizeof decl);
+        if (m->g->params[p]->op != IR_OP_WEIGHT) {
+            rt_add_line(err, n, "%s: tensor '%s' is %s of the model, not a weight: %s", path, t->name,
+                        rt_param_kind_word(m->g->params[p]), decl);
+            problems++;
+            continue;
+        }
+        const ir_node *w = m->g->params[p];
+        if (!t->kiln_dtype || t->dtype != w->type.dtype) {
+            rt_add_line(err, n, "%s: tensor '%s': dtype %s but the model declares %s", path, t->name, t->dtype_str, decl);
+            problems++;
+            continue;
+        }
+        int64_t want[IR_MAX_RANK];
+        size_t bytes;
+        if (rt_model_param_bytes(m, p, want, &bytes) != 0) {
+            rt_add_line(err, n, "%s: tensor '%s': the declared shape does not evaluate: %s", path, t->name, decl);
+            problems++;
+            continue;
+        }
+        bool same = t->rank == w->type.rank;
+        for (int d = 0; same && d < t->rank; d++) same = t->shape[d] == want[d];
+        if (!same) {
+            char got[256];
+            shape_str(t->rank, t->shape, got, sizeof got);
+            rt_add_line(err, n, "%s: tensor '%s': shape %s but the model declares %s", path, t->name, got, decl);
+            problems++;
+        }
+    }
+    if (problems) st = RT_ERR_WEIGHTS;
+    if (!(flags & RT_LOAD_ALLOW_MISSING)) {
+        char missing[1024];
+        int nmiss = rt_missing_weights(m, not_in_file, f, missing, sizeof missing);
+        if (nmiss) {
+            rt_add_line(err, n, "%s: %d weight%s of model %s missing from the file: %s", path, nmiss, nmiss > 1 ? "s" : "",
+                        m->g->name, missing);
+            if (st == RT_OK) st = RT_ERR_WEIGHTS;
+        }
+    }
+    return st;
+}
+
+rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)
+{
+    rt_st_file f;
+    rt_status st = rt_st_open(path, &f, err, n); /* RT_ERR_IO: unreadable; RT_ERR_WEIGHTS: bad contents */
+    if (st != RT_OK) return st;
+    st = rt_model_check_safetensors(m, &f, flags, err, n);
+    if (st != RT_OK) goto out;
+    if (!rt_model_use_device(m, "load weights", &st, err, n)) goto out;
+    for (int i = 0; i < f.n; i++) {
+        const rt_st_tensor *t = &f.t[i];
+        int p = rt_model_find_param(m, t->name);
+        if (p < 0) continue;
+        size_t bytes = (size_t)(t->end - t->begin);
+        void *dev = NULL;
+        char who[512];
+        snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
+        st = RT_CUDA_CHECK(cudaMalloc(&dev, bytes ? bytes : 1), who, err, n);
+        if (st == RT_OK) st = RT_CUDA_CHECK(cudaMemcpy(dev, t->data, bytes, cudaMemcpyHostToDevice), who, err, n);
+        if (st != RT_OK) {
+            if (dev) (void)cudaFree(dev);
+            goto out;
+        }
+        set_weight(m, p, dev, true);
+    }
+    /* the copies are done before any run reads them */
+    st = RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
+out:
+    rt_st_close(&f);
+    return st;
+}
+
+/* ---- packed values ------------------------------------------------------------------------ */
+
+/* Host bytes of weights for packing: copied from the device once per pack. */
+typedef struct pack_source {
+    rt_model *m;
+    void **host;
+} pack_source;
+
+static int pack_get(void *user, int param, const void **data, char *err, size_t n)
+{
+    pack_source *source = user;
+    rt_model *m = source->m;
+    if (!source->host[param]) {
+        int64_t shape[IR_MAX_RANK];
+        size_t bytes;
+        if (rt_model_param_bytes(m, param, shape, &bytes) != 0) return rt_fail(-1, err, n, "weight shape does not evaluate");
+        if (!m->weight_ptr[param]) return rt_fail(-1, err, n, "weight '%s' is not bound", m->g->params[param]->name);
+        source->host[param] = malloc(bytes + 1);
+        if (!source->host[param]) return rt_fail(-1, err, n, "out of memory");
+        char who[256];
+        snprintf(who, sizeof who, "reading weight '%s' from the device", m->g->params[param]->name);
+        if (RT_CUDA_CHECK(cudaMemcpy(source->host[param], m->weight_ptr[param], bytes, cudaMemcpyDeviceToHost), who, err, n))
+            return -1;
+    }
+    *data = source->host[param];
+    return 0;
+}
+
+/* The host value of one packed buffer: the bind-time node, interleaved when
+ * asked. *val is malloc'd. */
+static rt_status pack_value(rt_model *m, const rt_packed_value *value, pack_source *source, void **val, size_t *bytes, char *err,
+                      size_t n)
+{
+    char pack_err[1024];
+    if (rt_pack_eval(m->g, m->maxd, value->node, pack_get, source, false, val, bytes, pack_err, sizeof pack_err) != 0)
+        return rt_fail(RT_ERR_WEIGHTS, err, n, "packing weights (%%%d): %s", value->node, pack_err);
+    if (value->half <= 0) return RT_OK;
+    const ir_node *nd = m->g->nodes[value->node];
+    int64_t shape[IR_MAX_RANK];
+    if (!ir_type_shape_at(&nd->type, m->maxd, shape, NULL) || nd->type.rank < 1 || shape[0] != 2 * value->half) {
+        free(*val);
+        *val = NULL;
+        return rt_fail(RT_ERR_INTERNAL, err, n, "interleave of %%%d: %lld rows, not 2 x %lld", value->node,
+                       nd->type.rank ? (long long)shape[0] : 0LL, (long long)value->half);
+    }
+    void *iv = malloc(*bytes + 1);
+    if (!iv) {
+        free(*val);
+        *val = NULL;
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    }
+    rt_pack_interleave_rows(iv, *val, value->half, *bytes / (size_t)shape[0]);
+    free(*val);
+    *val = iv;
+    return RT_OK;
+}
+
+/* Uploads val into buffer p (reallocated when its size changed). */
+static rt_status pack_upload(rt_model *m, rt_packed_buffer *p, const void *val, size_t bytes, char *err, size_t n)
+{
+    if (p->dev && p->bytes != bytes) {
+        (void)cudaFree(p->dev);
+        p->dev = NULL;
+        rt_graph_cache_clear(m->graphs);
+    }
+    char who[64];
+    snprintf(who, sizeof who, "packed weights (%%%d, %zu bytes)", p->value.node, bytes);
+    if (!p->dev) {
+        rt_status st = RT_CUDA_CHECK(cudaMalloc(&p->dev, bytes ? bytes : 1), who, err, n);
+        if (st != RT_OK) {
+            p->dev = NULL;
+            return st;
+        }
+        rt_graph_cache_clear(m->graphs);
+    }
+    p->bytes = bytes;
+    RT_TRY(RT_CUDA_CHECK(cudaMemcpy(p->dev, val, bytes, cudaMemcpyHostToDevice), who, err, n));
+    p->valid = true;
+    return RT_OK;
+}
+
+rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
+{
+    bool any = false;
+    for (int i = 0; i < m->npacked; i++) any |= !m->packed[i].valid;
+    if (!any) return RT_OK;
+    void **host = calloc((size_t)m->g->nparams + 1, sizeof *host);
+    if (!host) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    pack_source source = {m, host};
+    /* earlier runs may still read the packed buffers */
+    rt_status st = RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), "packing weights", err, n);
+    for (int i = 0; i < m->npacked && st == RT_OK; i++) {
+        rt_packed_buffer *p = &m->packed[i];
+        if (p->valid) continue;
+        void *val = NULL;
+        size_t bytes = 0;
+        st = pack_value(m, &p->value, &source, &val, &bytes, err, n);
+        if (st == RT_OK) st = pack_upload(m, p, val, bytes, err, n);
+        free(val);
+    }
+    if (st == RT_OK) {
+        /* the uploads ran on the legacy stream: finish them before kernels read them */
+        st = RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), "uploading packed weights", err, n);
+        if (st == RT_OK) m->cnt.weight_packs++;
+    }
+    for (int i = 0; i < m->g->nparams; i++) free(host[i]);
+    free(host);
+    return st;
+}
+
+/* ---- states ------------------------------------------------------------------------------ */
+
+rt_status rt_model_alloc_states(rt_model *m, char *err, size_t n)
+{
+    rt_status st;
+    if (!rt_model_use_device(m, "alloc states", &st, err, n)) return st;
+    RT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), err, n);
+    for (int i = 0; i < m->g->nparams; i++) {
+        const ir_node *p = m->g->params[i];
+        if (p->op != IR_OP_STATE) continue;
+        int64_t shape[IR_MAX_RANK];
+        size_t bytes;
+        if (rt_model_param_bytes(m, i, shape, &bytes) != 0)
+            return rt_fail(RT_ERR_INTERNAL, err, n, "state '%s': the shape does not evaluate", p->name);
+        char who[256];
+        snprintf(who, sizeof who, "state '%s' (%zu bytes)", p->name, bytes);
+        if (!m->state_ptr[i]) {
+            st = RT_CUDA_CHECK(cudaMalloc(&m->state_ptr[i], bytes ? bytes : 1), who, err, n);
+            if (st != RT_OK) {
+                m->state_ptr[i] = NULL;
+                return st;
+            }
+            m->state_bytes[i] = bytes;
+            rt_graph_cache_clear(m->graphs);
+        }
+        RT_TRY(RT_CUDA_CHECK(cudaMemset(m->state_ptr[i], 0, m->state_bytes[i]), who, err, n));
+    }
+    /* the memsets ran on the legacy stream, which the model's non-blocking
+     * stream does not wait for: finish them (not cudaDeviceSynchronize, which
+     * would also wait for, and could disturb, other threads' captures) */
+    RT_TRY(RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), "zeroing states", err, n));
+    m->states_ready = true;
+    return RT_OK;
+}
+
+rt_status rt_model_zero_states(rt_model *m, char *err, size_t n)
+{
+    if (!m->states_ready && m->nstate_params)
+        return rt_fail(RT_ERR_STATE, err, n, "zero states: the states of model %s are not allocated (kiln_model_alloc_states)",
+                       m->g->name);
+    return rt_model_alloc_states(m, err, n);
+}
+
+rt_status rt_model_state_ptr(rt_model *m, const char *name, void **ptr, size_t *bytes, char *err, size_t n)
+{
+    int p = rt_model_find_param(m, name);
+    if (p < 0 || m->g->params[p]->op != IR_OP_STATE)
+        return rt_fail(p < 0 ? RT_ERR_NOT_FOUND : RT_ERR_INVALID, err, n, "model %s has no state '%s'%s", m->g->name, name,
+                       p >= 0 ? " (it is not a state)" : "");
+    if (!m->state_ptr[p])
+        return rt_fail(RT_ERR_STATE, err, n, "state '%s' is not allocated: call kiln_model_alloc_states first", name);
+    if (ptr) *ptr = m->state_ptr[p];
+    if (bytes) *bytes = m->state_bytes[p];
+    return RT_OK;
+}

@@ -1,0 +1,330 @@
+/* runtime/rt_run.c — running a model: arguments checked, the variant picked
+ * (rt_variant.c), packed weights brought up to date, device memory sized,
+ * then every kernel's KilnArgs filled and launched, eagerly or through the
+ * CUDA graph cache (rt_graph.h) (rt_model.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_model_internal.h"
+
+typedef struct run_ctx {
+    rt_model *m;
+    rt_variant *v;
+    const int64_t *dims;
+    void **in;   /* per param (inputs) */
+    void **out;  /* per output */
+    rt_status status; /* of a failed record */
+} run_ctx;
+
+/* Workspace bytes a kernel needs at dims. */
+static bool kernel_scratch(const cg_kernel *k, const int64_t *dims, size_t *need)
+{
+    size_t s = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        if (k->args[i].kind != CG_ARG_WORKSPACE) continue;
+        int64_t b;
+        if (!cg_arg_eval(&k->args[i], dims, &b) || b < 0) return false;
+        s += RT_ALIGN_UP(b);
+    }
+    *need = s;
+    return true;
+}
+
+/* The device pointer of a packed value a kernel argument reads (packed_index
+ * in the variant's plan), or NULL. */
+static void *packed_ptr(const rt_model *m, const rt_variant *v, int packed_index)
+{
+    return packed_index >= 0 ? m->packed[v->pack_slot[packed_index]].dev : NULL;
+}
+
+/* Fills KilnArgs (buf) of kernel K whose args' packed indices are packed_of. */
+static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_of, unsigned char *buf, void *stream,
+                     char *err, size_t n)
+{
+    rt_model *m = run->m;
+    const ir_graph *g = m->g;
+    const rt_variant *v = run->v;
+    size_t ws_off = 0;
+    memset(buf, 0, K->args_size ? K->args_size : 8);
+    for (int i = 0; i < K->nargs; i++) {
+        const cg_arg *a = &K->args[i];
+        char *p = NULL;
+        uint64_t val = 0;
+        bool is_ptr = true;
+        switch (a->kind) {
+        case CG_ARG_PARAM: {
+            const ir_node *pn = g->params[a->index];
+            if (packed_of[i] >= 0) p = packed_ptr(m, v, packed_of[i]); /* a weight read interleaved */
+            else if (pn->op == IR_OP_INPUT) p = run->in[a->index];
+            else if (pn->op == IR_OP_WEIGHT) p = m->weight_ptr[a->index];
+            else p = m->state_ptr[a->index];
+            break;
+        }
+        case CG_ARG_OUTPUT: p = run->out[a->index]; break;
+        case CG_ARG_STATE: p = m->state_ptr[g->states[a->index].state->param]; break;
+        case CG_ARG_PACKED: p = packed_ptr(m, v, packed_of[i]); break;
+        case CG_ARG_INTERMEDIATE:
+            if (a->node >= 0 && v->plan.node_offset[a->node] >= 0) p = (char *)m->arena_dev + v->plan.node_offset[a->node];
+            break;
+        case CG_ARG_WORKSPACE: {
+            int64_t b = 0;
+            if (!cg_arg_eval(a, run->dims, &b) || b < 0)
+                return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: workspace %s does not evaluate", K->name, a->field);
+            p = (char *)m->scratch_dev + ws_off;
+            ws_off += RT_ALIGN_UP(b);
+            if (a->zeroed && b > 0) {
+                char who[256];
+                snprintf(who, sizeof who, "kernel %s: workspace %s", K->name, a->field);
+                RT_TRY(RT_CUDA_CHECK(cudaMemsetAsync(p, 0, (size_t)b, (cudaStream_t)stream), who, err, n));
+            }
+            break;
+        }
+        case CG_ARG_SCALAR: {
+            int64_t x;
+            if (!cg_arg_eval(a, run->dims, &x))
+                return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: scalar %s does not evaluate", K->name, a->field);
+            val = (uint64_t)x;
+            is_ptr = false;
+            break;
+        }
+        case CG_ARG_NULL: break;
+        }
+        if (is_ptr && a->kind != CG_ARG_NULL) {
+            if (!p) return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: field %s (%%%d) has no storage", K->name, a->field, a->node);
+            if (a->elem_offset.nterms && a->node >= 0) {
+                int64_t off;
+                if (!ir_dim_value(&a->elem_offset, run->dims, &off))
+                    return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: offset of %s does not evaluate", K->name, a->field);
+                p += off * ir_dtype_size(g->nodes[a->node]->type.dtype);
+            }
+            val = (uint64_t)(uintptr_t)p;
+        }
+        if (a->offset + 8 > K->args_size)
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: field %s outside KilnArgs", K->name, a->field);
+        memcpy(buf + a->offset, &val, 8);
+    }
+    return RT_OK;
+}
+
+static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
+{
+    rt_model *m = run->m;
+    rt_variant *v = run->v;
+    unsigned char buf[8 * 256];
+    const int *packed_of = v->plan.arg_packed;
+    for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
+        const cg_kernel *K = &v->plan.kernels[k];
+        if (K->args_size > sizeof buf)
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of KilnArgs", K->name, K->args_size);
+        RT_TRY(fill_args(run, K, packed_of, buf, stream, err, n));
+        unsigned grid[3], block;
+        size_t smem;
+        char launch_err[512];
+        if (!cg_launch_eval(K, run->dims, grid, &block, &smem, launch_err, sizeof launch_err))
+            return rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", K->name, launch_err);
+        if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do at these dims */
+        rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
+        rt_status ls = rt_launch(&v->kern[k], gd, bd, smem, stream, buf, K->args_size, launch_err, sizeof launch_err);
+        if (ls != RT_OK)
+            return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), launch_err);
+        m->cnt.launches++;
+    }
+    return RT_OK;
+}
+
+/* rt_record_fn: 0, or -1 with the status kept in run->status. */
+static int record(void *user, void *stream, char *err, size_t n)
+{
+    run_ctx *run = user;
+    run->status = record_kernels(run, stream, err, n);
+    return run->status == RT_OK ? 0 : -1;
+}
+
+/* The intermediates arena and the workspace scratch, large enough for v at dims. */
+static rt_status ensure_memory(rt_model *m, const rt_variant *v, const int64_t *dims, char *err, size_t n)
+{
+    size_t scratch = 0;
+    for (int k = 0; k < v->plan.nkernels; k++) {
+        size_t s;
+        if (!kernel_scratch(&v->plan.kernels[k], dims, &s))
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: a workspace size does not evaluate", v->plan.kernels[k].name);
+        if (s > scratch) scratch = s;
+    }
+    if (m->arena_need > m->arena_bytes || !m->arena_dev) {
+        (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
+        if (m->arena_dev) (void)cudaFree(m->arena_dev);
+        m->arena_dev = NULL;
+        m->arena_bytes = 0;
+        size_t b = m->arena_need ? m->arena_need : RT_ARENA_ALIGN;
+        char who[96];
+        snprintf(who, sizeof who, "the intermediates arena (%zu bytes)", b);
+        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->arena_dev, b), who, err, n));
+        m->arena_bytes = b;
+        rt_graph_cache_clear(m->graphs);
+    }
+    if (scratch > m->scratch_bytes || !m->scratch_dev) {
+        (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
+        if (m->scratch_dev) (void)cudaFree(m->scratch_dev);
+        m->scratch_dev = NULL;
+        m->scratch_bytes = 0;
+        size_t b = scratch > RT_ARENA_ALIGN ? scratch : RT_ARENA_ALIGN;
+        char who[96];
+        snprintf(who, sizeof who, "kernel workspaces (%zu bytes)", b);
+        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->scratch_dev, b), who, err, n));
+        RT_TRY(RT_CUDA_CHECK(cudaMemset(m->scratch_dev, 0, b), who, err, n));
+        m->scratch_bytes = b;
+        rt_graph_cache_clear(m->graphs);
+    }
+    return RT_OK;
+}
+
+/* Dims inside a state's shape (past its first axis) fix its layout. */
+static rt_status check_state_dims(const rt_model *m, const int64_t *dims, char *err, size_t n)
+{
+    for (int i = 0; i < m->g->nparams; i++) {
+        const ir_node *p = m->g->params[i];
+        if (p->op != IR_OP_STATE) continue;
+        for (int ax = 1; ax < p->type.rank; ax++)
+            for (int t = 0; t < p->type.dims[ax].nterms; t++)
+                for (int s = 0; s < m->g->nsyms; s++)
+                    if (p->type.dims[ax].t[t].exp[s] && dims[s] != m->maxd[s])
+                        return rt_fail(RT_ERR_STATE, err, n,
+                                       "dims: %s=%lld but state %s : %s was allocated for %s=%lld; a dim inside a state's "
+                                       "shape (after its first axis) must take its max value in every run",
+                                       m->g->syms[s], (long long)dims[s], p->name, m->types[i], m->g->syms[s],
+                                       (long long)m->maxd[s]);
+    }
+    return RT_OK;
+}
+
+/* The run's inputs and outputs by parameter / output index. */
+static rt_status bind_tensors(const rt_model *m, const rt_tensor_ptr *inputs, int ninputs, const rt_tensor_ptr *outputs,
+                        int noutputs, void **in, void **out, char *err, size_t n)
+{
+    const ir_graph *g = m->g;
+    for (int i = 0; i < ninputs; i++) {
+        if (!inputs[i].name) return rt_fail(RT_ERR_INVALID, err, n, "run: input %d has no name", i);
+        int p = rt_model_find_param(m, inputs[i].name);
+        if (p < 0 || g->params[p]->op != IR_OP_INPUT)
+            return rt_fail(p < 0 ? RT_ERR_NOT_FOUND : RT_ERR_INVALID, err, n, "run: model %s has no input '%s'%s", g->name,
+                           inputs[i].name,
+                           p >= 0 ? (g->params[p]->op == IR_OP_WEIGHT ? " (it is a weight: bind it)" : " (it is a state)") : "");
+        if (in[p]) return rt_fail(RT_ERR_INVALID, err, n, "run: input '%s' given twice", inputs[i].name);
+        if (!inputs[i].ptr) return rt_fail(RT_ERR_INVALID, err, n, "run: input '%s': NULL device pointer", inputs[i].name);
+        in[p] = inputs[i].ptr;
+    }
+    for (int i = 0; i < g->nparams; i++)
+        if (g->params[i]->op == IR_OP_INPUT && !in[i])
+            return rt_fail(RT_ERR_INVALID, err, n, "run: input '%s' : %s not given", g->params[i]->name, m->types[i]);
+    for (int i = 0; i < noutputs; i++) {
+        int o = -1;
+        for (int j = 0; outputs[i].name && j < g->noutputs; j++)
+            if (!strcmp(g->outputs[j].name, outputs[i].name)) o = j;
+        if (o < 0)
+            return rt_fail(RT_ERR_NOT_FOUND, err, n, "run: model %s has no output '%s'", g->name,
+                           outputs[i].name ? outputs[i].name : "(null)");
+        if (out[o] || !outputs[i].ptr)
+            return rt_fail(RT_ERR_INVALID, err, n, "run: output '%s' %s", outputs[i].name,
+                           out[o] ? "given twice" : "has a NULL pointer");
+        out[o] = outputs[i].ptr;
+    }
+    for (int j = 0; j < g->noutputs; j++)
+        if (!out[j])
+            return rt_fail(RT_ERR_INVALID, err, n, "run: output '%s' : %s not given", g->outputs[j].name,
+                           m->types[g->nparams + j]);
+    return RT_OK;
+}
+
+static bool not_bound(const rt_model *m, int param, const void *user)
+{
+    (void)user;
+    return !m->weight_ptr[param];
+}
+
+static void count_graph_run(rt_model *m, const rt_variant *v, rt_graph_how how)
+{
+    switch (how) {
+    case RT_GRAPH_REPLAYED: m->cnt.graph_replays++; m->cnt.launches += (uint64_t)v->plan.nkernels; break;
+    case RT_GRAPH_CAPTURED: m->cnt.graph_captures++; break;
+    case RT_GRAPH_UPDATED: m->cnt.graph_updates++; break;
+    case RT_GRAPH_EAGER_FULL: m->cnt.eager_fallbacks++; m->cnt.eager_runs++; break;
+    case RT_GRAPH_EAGER_CAPTURING: m->cnt.eager_runs++; break;
+    case RT_GRAPH_EAGER_CAPTURE_FAILED: m->cnt.eager_fallbacks++; m->cnt.eager_runs++; break;
+    }
+}
+
+rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
+                       const rt_tensor_ptr *outputs, int noutputs, void *stream, char *err, size_t n)
+{
+    const ir_graph *g = m->g;
+    rt_status st = RT_OK;
+    if ((ninputs && !inputs) || (noutputs && !outputs) || ninputs < 0 || noutputs < 0)
+        return rt_fail(RT_ERR_INVALID, err, n, "run: NULL inputs or outputs array");
+    void **in = calloc((size_t)g->nparams + 1, sizeof *in), **out = calloc((size_t)g->noutputs + 1, sizeof *out);
+    void **ptrs = calloc((size_t)(g->nparams + g->noutputs) + 1, sizeof *ptrs);
+    int64_t key[IR_MAX_SYMS + 1];
+    if (!in || !out || !ptrs) {
+        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        goto done;
+    }
+    if ((st = bind_tensors(m, inputs, ninputs, outputs, noutputs, in, out, err, n)) != RT_OK) goto done;
+    char list[1024];
+    int missing = rt_missing_weights(m, not_bound, NULL, list, sizeof list);
+    if (missing) {
+        st = rt_fail(RT_ERR_MISSING_WEIGHT, err, n, "run: %d weight%s of model %s not bound: %s", missing,
+                     missing > 1 ? "s" : "", g->name, list);
+        goto done;
+    }
+    if (m->nstate_params && !m->states_ready) {
+        st = rt_fail(RT_ERR_STATE, err, n, "run: the states of model %s are not allocated: call kiln_model_alloc_states", g->name);
+        goto done;
+    }
+    if ((st = check_state_dims(m, dims, err, n)) != RT_OK) goto done;
+    if (!rt_model_use_device(m, "run", &st, err, n)) goto done;
+    int vi;
+    if ((st = rt_variant_pick(m, dims, &vi, err, n)) != RT_OK) goto done;
+    rt_variant *v = m->vars[vi];
+    if ((st = rt_variant_load(m, v, err, n)) != RT_OK) goto done;
+    if ((st = rt_model_update_packs(m, err, n)) != RT_OK) goto done;
+    if ((st = ensure_memory(m, v, dims, err, n)) != RT_OK) goto done;
+    if (!stream) stream = m->ctx->stream;
+    run_ctx run = {m, v, dims, in, out, RT_OK};
+    m->cnt.runs++;
+    if (m->no_graphs) {
+        st = record_kernels(&run, stream, err, n);
+        if (st == RT_OK) m->cnt.eager_runs++;
+        goto done;
+    }
+    /* key: the variant and every dim (positions are in device memory, not dims) */
+    key[0] = vi;
+    for (int s = 0; s < g->nsyms; s++) key[1 + s] = dims[s];
+    int nptrs = 0;
+    for (int i = 0; i < g->nparams; i++)
+        if (in[i]) ptrs[nptrs++] = in[i];
+    for (int j = 0; j < g->noutputs; j++) ptrs[nptrs++] = out[j];
+    rt_graph_how how;
+    char graph_err[1024];
+    if (rt_graph_run(m->graphs, key, 1 + g->nsyms, (const void *const *)ptrs, nptrs, stream, record, &run, &how, graph_err,
+                     sizeof graph_err) != 0) {
+        st = run.status != RT_OK ? run.status : RT_ERR_CUDA;
+        rt_fail(st, err, n, "run of model %s: %s", g->name, graph_err);
+        goto done;
+    }
+    count_graph_run(m, v, how);
+done:
+    free(in);
+    free(out);
+    free(ptrs);
+    return st;
+}
+
+rt_status rt_model_sync(rt_model *m, char *err, size_t n)
+{
+    rt_status st;
+    if (!rt_model_use_device(m, "sync", &st, err, n)) return st;
+    char who[256];
+    snprintf(who, sizeof who, "model %s", m->g->name);
+    return RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), who, err, n);
+}
+
+void rt_model_get_counters(const rt_model *m, rt_model_counters *c) { *c = m->cnt; }

@@ -1,0 +1,447 @@
+/* src/compile.c — the compile driver (compile.h). The only file that calls
+ * the front end, the pass pipeline and codegen's emitters on behalf of the
+ * API and the tools. */
+#define _POSIX_C_SOURCE 200809L
+#include "src/compile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "passes/pass.h"
+#include "runtime/rt_err.h"
+#include "runtime/rt_launch.h"
+#include "util/arena.h"
+#include "util/diag.h"
+
+struct kc_unit {
+    kc_options o;
+    FILE *diag_out;
+    arena da;
+    diag_list d;
+    fe_source src;
+    fe_define *defs;
+    ir_graph *written, *fused;
+    pass_report report;
+    pass_memplan mp;
+    bool have_plan;
+};
+
+/* Diagnostics so far: printed, or (when failed and there is no diag_out)
+ * rendered into err with their source lines and carets; then cleared. */
+static void flush_diags(kc_unit *u, bool with_source, bool failed, char *err, size_t n)
+{
+    const char *text = with_source ? u->src.text : NULL;
+    if (u->diag_out) {
+        diag_print(&u->d, u->diag_out, text);
+    } else if (failed && err && n) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f) {
+            snprintf(err, n, "%s", u->d.count ? u->d.items[0].msg : "error");
+        } else {
+            diag_print(&u->d, f, text);
+            fclose(f);
+            while (len && buf[len - 1] == '\n') buf[--len] = 0;
+            snprintf(err, n, "%s", buf ? buf : "");
+        }
+        free(buf);
+    }
+    diag_list_clear(&u->d);
+}
+
+rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err, size_t n)
+{
+    *out = NULL;
+    if (!o || !o->name) return rt_fail(RT_ERR_INVALID, err, n, "compile: no model name");
+    if (o->ndefines < 0 || (o->ndefines && !o->defines)) return rt_fail(RT_ERR_INVALID, err, n, "defines: NULL array");
+    kc_unit *u = calloc(1, sizeof *u);
+    if (!u) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    u->o = *o;
+    u->diag_out = diag_out;
+    arena_init(&u->da);
+    diag_list_init(&u->d, &u->da);
+    pass_report_init(&u->report);
+    rt_status st = RT_OK;
+    if (o->text ? fe_source_from_string(&u->src, o->name, o->text) != 0 : fe_source_read(&u->src, o->name, &u->d) != 0) {
+        if (u->d.count) flush_diags(u, false, true, err, n);
+        else rt_fail(0, err, n, "%s: cannot read the model", o->name);
+        st = o->text ? RT_ERR_NOMEM : RT_ERR_IO;
+        goto bad;
+    }
+    u->defs = calloc((size_t)o->ndefines + 1, sizeof *u->defs);
+    if (!u->defs) {
+        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        goto bad;
+    }
+    for (int i = 0; i < o->ndefines; i++) {
+        if (!o->defines[i].name || !o->defines[i].value) {
+            st = rt_fail(RT_ERR_INVALID, err, n, "define %d: NULL name or value", i);
+            goto bad;
+        }
+        u->defs[i] = (fe_define){o->defines[i].name, o->defines[i].value};
+    }
+    *out = u;
+    return RT_OK;
+bad:
+    kc_free(u);
+    return st;
+}
+
+void kc_free(kc_unit *u)
+{
+    if (!u) return;
+    pass_memplan_free(&u->mp);
+    pass_report_free(&u->report);
+    ir_graph_free(u->written);
+    ir_graph_free(u->fused);
+    free(u->defs);
+    fe_source_free(&u->src);
+    diag_list_free(&u->d);
+    arena_free(&u->da);
+    free(u);
+}
+
+const ir_graph *kc_written(const kc_unit *u) { return u->written; }
+const ir_graph *kc_fused(const kc_unit *u) { return u->fused; }
+
+rt_status kc_dump_ast(kc_unit *u, FILE *out, char *err, size_t n)
+{
+    int rc = fe_dump_ast(&u->src, out, &u->d);
+    flush_diags(u, true, rc != 0, err, n);
+    return rc != 0 ? RT_ERR_MODEL : RT_OK;
+}
+
+static ir_graph *lower(kc_unit *u)
+{
+    fe_options fo = {u->defs, u->o.ndefines};
+    return fe_compile(&u->src, &fo, &u->d);
+}
+
+rt_status kc_parse(kc_unit *u, char *err, size_t n)
+{
+    u->written = lower(u);
+    flush_diags(u, true, !u->written, err, n);
+    if (!u->written) return RT_ERR_MODEL;
+    if (ir_verify(u->written, &u->d) != 0) { /* fe_compile verified already: this is a bug */
+        flush_diags(u, true, true, err, n);
+        return RT_ERR_INTERNAL;
+    }
+    return RT_OK;
+}
+
+rt_status kc_fuse(kc_unit *u, char *err, size_t n)
+{
+    const kc_options *o = &u->o;
+    if (!u->written) return rt_fail(RT_ERR_INTERNAL, err, n, "compile: nothing parsed to fuse");
+    if (o->ndisabled && !o->disabled) return rt_fail(RT_ERR_INVALID, err, n, "disabled: NULL array");
+    for (int i = 0; i < o->ndisabled; i++)
+        if (!o->disabled[i]) return rt_fail(RT_ERR_INVALID, err, n, "disabled: entry %d is NULL", i);
+    pass_options pass_opts = {.disabled = o->disabled,
+                       .ndisabled = o->ndisabled,
+                       .print_after = o->print_after,
+                       .print_before = o->print_before,
+                       .print_after_all = o->print_after_all,
+                       .dump = o->dump ? o->dump : stderr};
+    if (!pass_options_check(&pass_opts, &u->d)) {
+        flush_diags(u, false, true, err, n);
+        return RT_ERR_INVALID;
+    }
+    ir_graph *g = u->written;
+    u->written = NULL;
+    if (o->keep_written) { /* the unfused graph, for the interpreter to compare against */
+        diag_list d2;
+        diag_list_init(&d2, &u->da);
+        fe_options fo = {u->defs, o->ndefines};
+        u->written = fe_compile(&u->src, &fo, &d2);
+        diag_list_free(&d2);
+    }
+    pass_ctx pass_context = {.opts = &pass_opts, .report = o->report ? &u->report : NULL, .diags = &u->d};
+    u->fused = pass_run_pipeline(g, &pass_context);
+    flush_diags(u, true, !u->fused, err, n);
+    return u->fused ? RT_OK : RT_ERR_INTERNAL;
+}
+
+rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n)
+{
+    if (!u->fused) return rt_fail(RT_ERR_INTERNAL, err, n, "compile: no fused graph to plan");
+    pass_memplan_free(&u->mp);
+    memset(&u->mp, 0, sizeof u->mp);
+    u->have_plan = pass_plan_memory(u->fused, max_dims, &u->mp, err, n) == 0;
+    return u->have_plan ? RT_OK : RT_ERR_INTERNAL;
+}
+
+void kc_print_plan(const kc_unit *u, FILE *out)
+{
+    pass_kernels_print(u->fused, out);
+    fputc('\n', out);
+    pass_memplan_print(u->fused, &u->mp, out);
+}
+
+void kc_print_report(const kc_unit *u, FILE *out) { pass_report_print(&u->report, u->fused, out); }
+
+rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
+{
+    return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, path, err, n) == 0 ? RT_OK
+                                                                                                       : RT_ERR_IO;
+}
+
+rt_status kc_validate(const kc_unit *u, const int64_t *dims, kc_validation *res, char *err, size_t n)
+{
+    memset(res, 0, sizeof *res);
+    if (!u->written || !u->fused) return rt_fail(RT_ERR_INTERNAL, err, n, "validate: the graph as written was not kept");
+    pass_validation v;
+    if (pass_validate(u->written, u->fused, dims, 1, &v, err, n) != 0) return RT_ERR_INTERNAL;
+    res->compared = v.compared;
+    res->max_rel_err = v.max_rel_err;
+    res->worst = v.worst;
+    res->tolerance = pass_validate_tolerance(u->written);
+    return RT_OK;
+}
+
+void kc_print_passes(FILE *out)
+{
+    int n;
+    const pass_info *p = pass_pipeline(&n);
+    fprintf(out, "passes, in pipeline order (--disable=NAME turns one off):\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "  %-20s %s%s\n", p[i].name, p[i].summary, p[i].required ? " (required)" : "");
+        for (const char *const *r = p[i].rules; r && *r; r++) fprintf(out, "      rule %s\n", *r);
+    }
+}
+
+int64_t kc_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims) { return pass_i32_bound(g, p, dims); }
+double kc_tolerance(const ir_graph *g) { return pass_validate_tolerance(g); }
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+void kc_tool_target(const char *arch, cg_target *out)
+{
+    rt_ctx_config cc = {.no_cache = true};
+    rt_ctx *ctx = NULL;
+    char err[512];
+    cg_target_default(arch, out);
+    if (!rt_device_available(err, sizeof err) || rt_ctx_create(&ctx, &cc, err, sizeof err) != RT_OK) return;
+    if (!strcmp(rt_ctx_arch(ctx), out->arch)) rt_ctx_target(ctx, out); /* the device is of that arch */
+    rt_ctx_free(ctx);
+}
+
+int kc_write_sources(const kc_unit *u, const char *dir, const cg_target *target, char *err, size_t n)
+{
+    cg_options co = {.target = target};
+    return cg_write_sources(u->fused, dir, &co, err, n);
+}
+
+int kc_write_compiled(const kc_unit *u, const char *dir, const cg_target *target, const rt_emit_options *o,
+                      rt_emit_result *res, char *err, size_t n)
+{
+    cg_options co = {.target = target};
+    cg_kernel *ks;
+    int nk;
+    if (res) memset(res, 0, sizeof *res);
+    if (cg_emit_all_ex(u->fused, &co, &ks, &nk, err, n) != 0) return -1;
+    int rc = rt_write_compiled(u->fused, ks, nk, dir, o, res, err, n);
+    cg_kernels_free(ks, nk);
+    return rc;
+}
+
+/* ---- shape variants -------------------------------------------------------------------- */
+
+/* What the driver keeps to plan variants after the model is made: the
+ * runtime calls plan_exact_variant through rt_plan.plan_variant. */
+typedef struct kc_planner {
+    cg_target target;
+    int64_t max_dims[IR_MAX_SYMS];
+    int64_t *node_offset; /* the memory plan: per node, -1 = none */
+    int nnodes;
+    size_t arena_bytes;
+} kc_planner;
+
+static void planner_free(void *p)
+{
+    kc_planner *planner = p;
+    if (!planner) return;
+    free(planner->node_offset);
+    free(planner);
+}
+
+/* The interleave half kernel k applies to node (0 = none). */
+static int64_t xform_half(const kc_planner *planner, const cg_kernel *k, int node)
+{
+    for (int i = 0; i < k->nxforms; i++)
+        if (k->xforms[i].node == node && k->xforms[i].kind == CG_XFORM_INTERLEAVE_ROWS) {
+            int64_t h;
+            if (ir_dim_value(&k->xforms[i].half, planner->max_dims, &h)) return h;
+        }
+    return 0;
+}
+
+/* Arena space for intermediates the memory plan did not place (values a
+ * kernel stores that no later kernel reads). */
+static rt_status reserve_unplanned(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err,
+                                   size_t n)
+{
+    for (int k = 0; k < v->nkernels; k++)
+        for (int i = 0; i < v->kernels[k].nargs; i++) {
+            const cg_arg *a = &v->kernels[k].args[i];
+            if (a->kind != CG_ARG_INTERMEDIATE || a->node < 0 || a->node >= g->nnodes) continue;
+            if (v->node_offset[a->node] >= 0) continue;
+            ir_dim b = pass_bytes(&g->nodes[a->node]->type);
+            int64_t bytes;
+            if (!ir_dim_value(&b, planner->max_dims, &bytes))
+                return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: the size of %%%d does not evaluate", v->kernels[k].name,
+                               a->node);
+            v->node_offset[a->node] = (int64_t)v->arena_bytes;
+            v->arena_bytes += RT_ALIGN_UP(bytes);
+        }
+    return RT_OK;
+}
+
+/* The packed values the kernels read, each once, and per argument which. */
+static rt_status list_packed(const kc_planner *planner, rt_variant_plan *v, char *err, size_t n)
+{
+    int nargs = 0;
+    for (int k = 0; k < v->nkernels; k++) nargs += v->kernels[k].nargs;
+    v->arg_packed = malloc(((size_t)nargs + 1) * sizeof *v->arg_packed);
+    v->packed = malloc(((size_t)nargs + 1) * sizeof *v->packed);
+    if (!v->arg_packed || !v->packed) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    int *slot = v->arg_packed;
+    for (int k = 0; k < v->nkernels; k++)
+        for (int i = 0; i < v->kernels[k].nargs; i++, slot++) {
+            const cg_arg *a = &v->kernels[k].args[i];
+            int64_t half = a->node >= 0 ? xform_half(planner, &v->kernels[k], a->node) : 0;
+            *slot = -1;
+            if (a->kind != CG_ARG_PACKED && !(a->kind == CG_ARG_PARAM && half > 0)) continue;
+            for (int j = 0; j < v->npacked && *slot < 0; j++)
+                if (v->packed[j].node == a->node && v->packed[j].half == half) *slot = j;
+            if (*slot < 0) {
+                v->packed[v->npacked] = (rt_packed_value){a->node, half};
+                *slot = v->npacked++;
+            }
+        }
+    return RT_OK;
+}
+
+/* One variant: exact dims, or NULL for the large-shape variant. */
+static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v,
+                              char *err, size_t n)
+{
+    memset(v, 0, sizeof *v);
+    v->exact = dims != NULL;
+    if (dims) memcpy(v->dims, dims, (size_t)g->nsyms * sizeof *dims);
+    cg_options o = {.dims = dims ? v->dims : NULL, .target = &planner->target};
+    char codegen_err[2048];
+    if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, codegen_err, sizeof codegen_err) != 0)
+        return rt_fail(RT_ERR_COMPILE, err, n, "codegen (%s variant) of model %s: %s", dims ? "small-shape" : "large-shape",
+                       g->name, codegen_err);
+    v->node_offset = malloc(((size_t)planner->nnodes + 1) * sizeof *v->node_offset);
+    if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    memcpy(v->node_offset, planner->node_offset, (size_t)planner->nnodes * sizeof *v->node_offset);
+    v->arena_bytes = planner->arena_bytes;
+    rt_status st = reserve_unplanned(planner, g, v, err, n);
+    return st == RT_OK ? list_packed(planner, v, err, n) : st;
+}
+
+static rt_status plan_exact_variant(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out,
+                                    char *err, size_t n)
+{
+    return plan_variant(planner, g, dims, out, err, n);
+}
+
+/* The max dims by symbol, checked. */
+static rt_status resolve_max_dims(const kc_model_options *o, const ir_graph *g, int64_t *maxd, char *err, size_t n)
+{
+    for (int i = 0; i < IR_MAX_SYMS; i++) maxd[i] = 0;
+    if (o->nmax_dims < 0 || (o->nmax_dims && !o->max_dims)) return rt_fail(RT_ERR_INVALID, err, n, "max dims: NULL array");
+    for (int i = 0; i < o->nmax_dims; i++) {
+        const rt_dim_value *dv = &o->max_dims[i];
+        if (!dv->name) return rt_fail(RT_ERR_INVALID, err, n, "max dims: entry %d has no name", i);
+        int s = ir_graph_find_sym(g, dv->name);
+        if (s < 0) {
+            bool defined = false;
+            for (int j = 0; j < o->compile.ndefines; j++) defined |= !strcmp(o->compile.defines[j].name, dv->name);
+            if (defined) continue; /* fixed by a define: nothing to size */
+            return rt_fail(RT_ERR_NOT_FOUND, err, n, "max dims: model %s has no dim '%s'", g->name, dv->name);
+        }
+        if (dv->value < 1)
+            return rt_fail(RT_ERR_INVALID, err, n, "max dims: %s=%lld must be at least 1", dv->name, (long long)dv->value);
+        maxd[s] = dv->value;
+    }
+    for (int s = 0; s < g->nsyms; s++)
+        if (maxd[s] < 1)
+            return rt_fail(RT_ERR_INVALID, err, n,
+                           "max dims: no value for dim '%s' of model %s: give every dim its largest value (it sizes "
+                           "the buffers), e.g. %s=%d", g->syms[s], g->name, g->syms[s], 16);
+    return RT_OK;
+}
+
+/* The plan of a fused, memory-planned unit (its fused graph moves into it). */
+static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *maxd, rt_plan *plan, char *err, size_t n)
+{
+    memset(plan, 0, sizeof *plan);
+    const ir_graph *g = u->fused;
+    kc_planner *planner = calloc(1, sizeof *planner);
+    plan->planner = planner;
+    plan->planner_free = planner_free;
+    plan->name = strdup(u->o.name);
+    plan->variants = calloc(1, sizeof *plan->variants);
+    size_t tlen = 0;
+    FILE *f = open_memstream(&plan->text, &tlen);
+    if (!planner || !plan->name || !plan->variants || !f) {
+        if (f) fclose(f);
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    }
+    kc_print_plan(u, f);
+    fclose(f);
+    planner->target = *target;
+    memcpy(planner->max_dims, maxd, sizeof planner->max_dims);
+    memcpy(plan->max_dims, maxd, sizeof plan->max_dims);
+    planner->nnodes = g->nnodes;
+    planner->node_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->node_offset);
+    if (!planner->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    for (int i = 0; i < g->nnodes; i++) planner->node_offset[i] = -1;
+    for (int i = 0; i < u->mp.nbufs; i++) planner->node_offset[u->mp.bufs[i].value->id] = u->mp.bufs[i].offset;
+    planner->arena_bytes = RT_ALIGN_UP(u->mp.peak);
+    /* the large-shape variant now (codegen errors show at compile); the
+     * decode-shaped ones when a run first needs them */
+    rt_status st = plan_variant(planner, g, NULL, &plan->variants[0], err, n);
+    plan->nvariants = 1;
+    if (st != RT_OK) return st;
+    plan->plan_variant = plan_exact_variant;
+    plan->graph = u->fused;
+    u->fused = NULL;
+    return RT_OK;
+}
+
+rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n)
+{
+    *out = NULL;
+    if (!ctx || !o) return rt_fail(RT_ERR_INVALID, err, n, "compile: NULL argument");
+    kc_options co = o->compile;
+    co.report = co.keep_written = false;
+    co.print_before = co.print_after = NULL;
+    co.print_after_all = false;
+    kc_unit *u;
+    rt_status st = kc_open(&co, NULL, &u, err, n);
+    if (st != RT_OK) return st;
+    int64_t maxd[IR_MAX_SYMS];
+    rt_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if ((st = kc_parse(u, err, n)) != RT_OK) goto out;
+    if ((st = resolve_max_dims(o, u->written, maxd, err, n)) != RT_OK) goto out;
+    if ((st = kc_fuse(u, err, n)) != RT_OK) goto out;
+    char plan_err[512];
+    if (kc_plan_memory(u, maxd, plan_err, sizeof plan_err) != RT_OK) {
+        st = rt_fail(RT_ERR_INTERNAL, err, n, "memory plan: %s", plan_err);
+        goto out;
+    }
+    cg_target target;
+    rt_ctx_target(ctx, &target);
+    if ((st = make_plan(u, &target, maxd, &plan, err, n)) != RT_OK) goto out;
+    st = rt_model_create(ctx, &plan, &o->run, out, err, n); /* takes the plan */
+out:
+    rt_plan_free(&plan);
+    kc_free(u);
+    return st;
+}
