@@ -276,7 +276,14 @@ def markdown_table(header, rows):
 
 def notes_of(results, floors):
     out = []
-    if floors:
+    if floors and floors.get("source") == "kiln":
+        out.append(
+            "Floors from Kiln's ceilings (`kiln ceilings`: a streaming read of 2 GiB, cuBLAS bf16 8192^3 sustained "
+            ">= 100 ms): read %.2f TB/s, bf16 matmul %.0f TFLOP/s." % (floors["read_bw"] / 1e12, floors["mm_rate"] / 1e12)
+        )
+        if floors.get("device"):
+            out.append("Device: %s; %s." % (floors["device"], floors.get("software", "")))
+    elif floors:
         out.append(
             "Floors measured in this run: device-to-device copy %.2f TB/s (bytes read + written), "
             "read-only (sum reduction) %.2f TB/s, floor uses %.2f TB/s; bf16 matmul 8192^3 %.0f TFLOP/s."
@@ -869,6 +876,30 @@ class KilnState:
         return host.cuda()
 
 
+def floors_from_kiln(spec):
+    """The floors from Kiln's ceilings, the one source of them: spec is the kiln
+    binary (runs `kiln ceilings --json`, measuring once per device) or a JSON
+    file holding that output (or the cache's ceilings/<device>-<key>.json)."""
+    if os.path.isfile(spec) and os.access(spec, os.X_OK) and not spec.endswith(".json"):
+        out = subprocess.run([spec, "ceilings", "--json"], check=True, capture_output=True, text=True).stdout
+        c = json.loads(out)
+    else:
+        with open(spec) as f:
+            c = json.load(f)
+    for k in ("read_bw", "bf16_rate", "device", "measured"):
+        if k not in c:
+            raise SystemExit("bench: %s: no %r in Kiln's ceilings" % (spec, k))
+    return {
+        "copy_bw": None,
+        "read_bw_sum": None,
+        "read_bw": float(c["read_bw"]),
+        "mm_rate": float(c["bf16_rate"]),
+        "device": c["device"],
+        "software": "Kiln ceilings measured %s (driver %s, Kiln %s)" % (c["measured"], c.get("driver"), c.get("kiln")),
+        "source": "kiln",
+    }
+
+
 def measure_floors(log):
     """Copy bandwidth, read-only bandwidth and the bf16 matmul rate."""
     torch.manual_seed(1)
@@ -950,7 +981,11 @@ class Runner:
         self.kiln = Kiln(a.lib)
         self.log("%s from %s" % (self.kiln.version(), self.kiln.path))
         with torch.cuda.stream(self.stream):
-            if a.floors and os.path.exists(a.floors):
+            if a.ceilings:
+                self.floors = floors_from_kiln(a.ceilings)
+                self.log("floors from Kiln's ceilings (%s): read %.2f TB/s, bf16 %.0f TFLOP/s" % (
+                    a.ceilings, self.floors["read_bw"] / 1e12, self.floors["mm_rate"] / 1e12))
+            elif a.floors and os.path.exists(a.floors):
                 with open(a.floors) as f:
                     self.floors = json.load(f)["floors"]
                 self.log("floors from %s" % a.floors)
@@ -1386,6 +1421,15 @@ def dry_run(args):
             c.key, fmt_time(f["floor_us"], c.unit), f["bound"], kv_bytes_read(c) / 1e6, fmt_time(want, c.unit)))
     c = CASE_BY_KEY["8b-decode-b32"]
     expect(abs(kv_bytes_read(c) - 134.2e6) / 134.2e6 < 0.001, "8b-decode-b32: KV %.1f MB (doc 134 MB)" % (kv_bytes_read(c) / 1e6))
+    # Kiln's ceilings as the one source of the floors' rates
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"read_bw": 4.3e12, "bf16_rate": 8.1e14, "f16_rate": 8.2e14, "device": "NVIDIA H200",
+                   "measured": "2026-12-01T09:00:00Z", "driver": 13000, "kiln": "0.1.0"}, f)
+    fk = floors_from_kiln(f.name)
+    os.unlink(f.name)
+    expect(fk["read_bw"] == 4.3e12 and fk["mm_rate"] == 8.1e14 and fk["source"] == "kiln", "floors from Kiln's ceilings (a JSON file)")
+    expect("Kiln's ceilings" in " ".join(notes_of([], fk)), "the notes name Kiln's ceilings as the floors' source")
     # causal FLOPs by brute force on a small case
     small = Case("t", "1b", "prefill", B=2, S=5, T=9, pos=3)
     cfg = small.cfg
@@ -1599,6 +1643,7 @@ def parse_args(argv):
     p.add_argument("--json", help="write this process's results here (updated as they come)")
     p.add_argument("--floors", help="read the floors from this JSON (else measure them)")
     p.add_argument("--floors-only", action="store_true", help="measure the floors, write --json, exit")
+    p.add_argument("--ceilings", help="take the floors' rates from Kiln's ceilings: the kiln binary (runs `kiln ceilings --json`) or a JSON file of them")
     p.add_argument("--deadline", type=float, default=0, help="seconds this process may take (0: no limit); torch.compile is skipped when less than --compile-reserve is left")
     p.add_argument("--compile-reserve", type=float, default=45)
     p.add_argument("--table", nargs="*", help="print the table merged from these JSON files and exit")

@@ -18,7 +18,12 @@
 #                        skipped under 30 s; inside a case torch.compile is
 #                        skipped when less than 45 s are left of its time
 #   BENCH_ARGS           more arguments for bench.py (e.g. --iters-decode 500)
+#   BENCH_PROFILE        1 (default): after the table, each case's per-kernel
+#                        profile (`kiln run --profile`, same dims and positions);
+#                        0: none
 #   KILN_LIB             the library (default build/libkiln.so)
+#   KILN_BIN             the kiln command (default build/kiln): its ceilings
+#                        (`kiln ceilings --json`) are the floors' rates
 #   KILN_CACHE_DIR       Kiln's kernel cache (default: a new empty directory
 #                        under /tmp, so that the compile times are cold)
 #   PYTHON               default python3
@@ -32,6 +37,8 @@ VARIANTS=${BENCH_VARIANTS:-kiln,eager,graph,compile,compile-graph}
 CASE_TIMEOUT=${BENCH_CASE_TIMEOUT:-120}
 TOTAL=${BENCH_TOTAL:-450}
 EXTRA=${BENCH_ARGS:-}
+KILN=${KILN_BIN:-build/kiln}
+PROFILE=${BENCH_PROFILE:-1}
 
 export PYTHONUNBUFFERED=1
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d /tmp/kiln-cache.XXXXXX)}
@@ -49,7 +56,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm,cl
 
 echo
 echo "---- floors ----"
-timeout -k 5 90 "$PY" bench/bench.py --lib "$LIB" --floors-only --json "$WORK/floors.json" || echo "bench/run.sh: floors failed (rc $?): each case measures its own"
+if [ -x "$KILN" ]; then
+    # Kiln's ceilings, the one source of them (measured once per device, then read from the cache)
+    timeout -k 5 120 "$PY" bench/bench.py --lib "$LIB" --floors-only --ceilings "$KILN" --json "$WORK/floors.json" ||
+        echo "bench/run.sh: floors failed (rc $?): each case measures its own"
+else
+    timeout -k 5 90 "$PY" bench/bench.py --lib "$LIB" --floors-only --json "$WORK/floors.json" ||
+        echo "bench/run.sh: floors failed (rc $?): each case measures its own"
+fi
 
 for c in ${CASES//,/ }; do
     now=$(date +%s)
@@ -77,6 +91,25 @@ echo
 echo "---- all cases ($(( $(date +%s) - start ))s) ----"
 shopt -s nullglob
 "$PY" bench/bench.py --cases "$CASES" --table "$WORK"/case-*.json
+
+if [ "$PROFILE" = 1 ] && [ -x "$KILN" ]; then
+    for c in ${CASES//,/ }; do
+        case $c in
+            1b-decode) m=llama3_1b_layer d=B=1,S=1,T=1024 p=1023 r=50 ;;
+            8b-decode) m=llama3_8b_layer d=B=1,S=1,T=1024 p=1023 r=50 ;;
+            8b-decode-b32) m=llama3_8b_layer d=B=32,S=1,T=1024 p=1023 r=50 ;;
+            8b-prefill-2k) m=llama3_8b_layer d=B=1,S=2048,T=2048 p=0 r=20 ;;
+            8b-prefill-b4-4k) m=llama3_8b_layer d=B=4,S=4096,T=4096 p=0 r=10 ;;
+            *) continue ;;
+        esac
+        echo
+        echo "---- $c: per kernel (kiln run samples/$m.kiln --dims $d --pos=$p --random --profile --profile-runs=$r) ----"
+        files=()
+        [ -n "${OUT:-}" ] && files=(--profile-json="$OUT/profile-$c.json" --trace="$OUT/trace-$c.json" --roofline="$OUT/roofline-$c.svg")
+        timeout -k 5 90 "$KILN" run "samples/$m.kiln" --dims "$d" --pos="$p" --random --profile --profile-runs="$r" \
+            "${files[@]}" || echo "bench/run.sh: the profile of $c failed (rc $?)"
+    done
+fi
 }
 
 if [ -n "${OUT:-}" ]; then

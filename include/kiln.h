@@ -287,6 +287,78 @@ typedef struct kiln_counters {
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
 
+/* ---- profiling -------------------------------------------------------------------------------- */
+
+/* The device's ceilings, measured once per device (a streaming read of 2 GiB
+ * for the bandwidth, cuBLAS 8192^3 GEMMs sustained for >= 100 ms for the
+ * tensor rates) and kept in the cache directory, keyed by the device name,
+ * driver, reported clocks and Kiln version; remeasure: 1 to measure again. */
+typedef struct kiln_ceilings {
+    double read_bw;               /* bytes/s */
+    double bf16_flops, f16_flops; /* FLOP/s */
+    char device[256];
+    char measured[32];            /* UTC time of the measurement */
+    int from_cache;               /* 1: read from the file, 0: measured by this call */
+    char path[1024];              /* the file ("" when there is no cache directory) */
+    char json[4096];              /* the file's fields as JSON (what `kiln ceilings --json` prints) */
+} kiln_ceilings;
+kiln_status kiln_context_ceilings(kiln_context *ctx, int remeasure, kiln_ceilings *out);
+
+/* One row of a profile: a kernel timed inside the CUDA-graph replay. */
+typedef struct kiln_kernel_profile {
+    const char *name;          /* the kernel (strings owned by the model until its next profile) */
+    const char *kind;          /* "matmul", "attention", "row", ...; "memset", "other" for work
+                                * that is not a Kiln kernel */
+    const char *template_name; /* "gemv.cuh" */
+    const char *constants;     /* "SPLITK=1 GEMV_COLS=8" */
+    const char *lines;         /* the model lines of its ops: "32-36" */
+    int group;                 /* kernel group (k<group>); < 0 for rows that are not Kiln kernels */
+    int samples;               /* executions timed (one per replay) */
+    double median_us, p10_us, p90_us;
+    int64_t bytes;             /* compulsory bytes: read (inputs, weights, states, earlier kernels'
+                                * buffers, each once) + written */
+    int64_t flops;             /* matrix products, 2 per multiply-add */
+    double tbps, tflops;       /* achieved at the median */
+    double floor_us;           /* max(bytes / bandwidth, FLOPs / rate) */
+    int flops_bound;           /* 1: the FLOPs roof binds */
+    double pct_floor;          /* floor / median * 100 */
+    double share;              /* median / the layer's median */
+} kiln_kernel_profile;
+
+typedef struct kiln_profile {
+    int runs;                                  /* replays timed */
+    int nkernels;
+    const kiln_kernel_profile *kernels;        /* sorted by median time, longest first */
+    double layer_median_us, layer_p10_us, layer_p90_us;       /* CUDA events around each replay */
+    double bubbles_median_us, bubbles_p10_us, bubbles_p90_us; /* replay minus the union of its kernels */
+    double layer_floor_us;                     /* the benchmark's: max((weights + attended KV) / bw,
+                                                * FLOPs / rate) */
+    int layer_flops_bound;
+    int64_t layer_bytes, layer_flops;
+    double sum_floor_us;                       /* the per-kernel floors summed (intermediates counted) */
+    double peak_bw, peak_flops;                /* the ceilings used: bytes/s, FLOP/s */
+    const char *text;                          /* the table, as `kiln run --profile` prints it */
+} kiln_profile;
+
+typedef struct kiln_profile_options {
+    int runs;                  /* replays timed (0: 50), after a few untimed ones */
+    double peak_bw;            /* bytes/s; > 0 instead of the measured read bandwidth */
+    double peak_flops;         /* FLOP/s; > 0 instead of the measured tensor rate */
+    const char *json_path;     /* also write the profile as JSON here (NULL: no) */
+    const char *trace_path;    /* ... a Chrome trace (opens in Perfetto) */
+    const char *roofline_path; /* ... a roofline SVG */
+} kiln_profile_options;
+
+/* Runs the model (as kiln_model_run: the states advance) a few times and then
+ * opts->runs times back to back, timing every kernel inside the CUDA-graph
+ * replay with CUPTI (loaded at run time: libcupti from the toolkit, or
+ * $KILN_CUPTI_LIB; KILN_ERR_NOT_FOUND when it cannot be loaded). Costs use
+ * the run's dims and the positions in the inputs. *out stays valid until the
+ * model's next profile or its free. */
+kiln_status kiln_model_profile(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_tensor_arg *inputs,
+                               int ninputs, const kiln_tensor_arg *outputs, int noutputs,
+                               const kiln_profile_options *opts, kiln_profile *out);
+
 #ifdef __cplusplus
 }
 #endif

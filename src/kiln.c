@@ -14,6 +14,7 @@
 
 #include "ir/ir.h"
 #include "runtime/rt_model.h"
+#include "runtime/rt_profile.h"
 #include "runtime/rt_weights.h"
 #include "src/compile.h"
 
@@ -45,6 +46,9 @@ struct kiln_model {
     kiln_context *ctx;
     rt_model *rt;
     char *describe;
+    rt_profile prof;            /* the last profile (kiln_model_profile) */
+    kiln_kernel_profile *prof_rows;
+    char *prof_text;
     char error[ERRLEN];
 };
 
@@ -253,6 +257,9 @@ void kiln_model_free(kiln_model *m)
     if (!m) return;
     rt_model_free(m->rt);
     free(m->describe);
+    rt_profile_free(&m->prof);
+    free(m->prof_rows);
+    free(m->prof_text);
     free(m);
 }
 
@@ -534,4 +541,98 @@ kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
     out->eager_fallbacks = c.eager_fallbacks;
     out->weight_packs = c.weight_packs;
     return KILN_OK;
+}
+
+/* ---- profiling -------------------------------------------------------------------------------- */
+
+kiln_status kiln_context_ceilings(kiln_context *ctx, int remeasure, kiln_ceilings *out)
+{
+    if (!ctx || !out) return errorf(KILN_ERR_INVALID_ARGUMENT, ctx ? ctx->error : NULL, "kiln_context_ceilings: NULL argument");
+    memset(out, 0, sizeof *out);
+    rt_ceilings c;
+    bool from_file = false;
+    char *path = NULL, err[1024] = "";
+    kiln_status s = (kiln_status)rt_ctx_ceilings(ctx->rt, NULL, remeasure != 0, &c, &from_file, &path, err, sizeof err);
+    if (s != KILN_OK) return set_error(s, ctx->error, err);
+    out->read_bw = c.read_bw;
+    out->bf16_flops = c.bf16_rate;
+    out->f16_flops = c.f16_rate;
+    snprintf(out->device, sizeof out->device, "%s", c.device);
+    snprintf(out->measured, sizeof out->measured, "%s", c.measured);
+    out->from_cache = from_file;
+    snprintf(out->path, sizeof out->path, "%s", path ? path : "");
+    char *js = rt_ceilings_json(&c);
+    snprintf(out->json, sizeof out->json, "%s", js ? js : "{}");
+    free(js);
+    free(path);
+    return KILN_OK;
+}
+
+/* The profile as public rows, and the table as text. */
+static kiln_status publish_profile(kiln_model *m, kiln_profile *out)
+{
+    rt_profile *p = &m->prof;
+    m->prof_rows = calloc((size_t)p->nk + 1, sizeof *m->prof_rows);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!m->prof_rows || !f) {
+        if (f) fclose(f);
+        free(text);
+        return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "out of memory");
+    }
+    rt_profile_print(p, f);
+    fclose(f);
+    m->prof_text = text;
+    for (int i = 0; i < p->nk; i++) {
+        const rt_prof_kernel *k = &p->k[i];
+        kiln_kernel_profile *r = &m->prof_rows[i];
+        double us = k->median_us, bytes = (double)ir_cost_bytes(&k->cost);
+        *r = (kiln_kernel_profile){k->name, k->kind, k->tmpl, k->constants, k->lines, k->group, k->samples,
+                                   k->median_us, k->p10_us, k->p90_us, ir_cost_bytes(&k->cost), k->cost.flops,
+                                   us > 0 ? bytes / (us * 1e6) : 0, us > 0 ? k->cost.flops / (us * 1e6) : 0,
+                                   k->floor.t * 1e6, k->floor.flops_bound, us > 0 ? 100 * k->floor.t * 1e6 / us : 0,
+                                   p->layer_median_us > 0 ? us / p->layer_median_us : 0};
+    }
+    *out = (kiln_profile){p->runs, p->nk, m->prof_rows, p->layer_median_us, p->layer_p10_us, p->layer_p90_us,
+                          p->bubbles_median_us, p->bubbles_p10_us, p->bubbles_p90_us, p->layer_floor.t * 1e6,
+                          p->layer_floor.flops_bound, ir_cost_bytes(&p->layer), p->layer.flops, p->sum_floor_us,
+                          p->bw, p->rate, m->prof_text};
+    return KILN_OK;
+}
+
+kiln_status kiln_model_profile(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_tensor_arg *inputs,
+                               int ninputs, const kiln_tensor_arg *outputs, int noutputs,
+                               const kiln_profile_options *opts, kiln_profile *out)
+{
+    NEED_MODEL(m, "kiln_model_profile");
+    if (!out || ninputs < 0 || noutputs < 0 || (ninputs && !inputs) || (noutputs && !outputs))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_profile: NULL output or a count without its array");
+    kiln_profile_options def;
+    memset(&def, 0, sizeof def);
+    if (!opts) opts = &def;
+    if (opts->runs < 0) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_profile: runs %d < 0", opts->runs);
+    memset(out, 0, sizeof *out);
+    int64_t d[IR_MAX_SYMS];
+    kiln_status s = resolve_dims(m, dims, ndims, false, d);
+    if (s != KILN_OK) return s;
+    rt_profile_free(&m->prof);
+    free(m->prof_rows);
+    free(m->prof_text);
+    m->prof_rows = NULL;
+    m->prof_text = NULL;
+    rt_profile_opts ro = {.runs = opts->runs, .peak_bw = opts->peak_bw, .peak_flops = opts->peak_flops};
+    char *err = malloc(ERRLEN);
+    if (!err) return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "out of memory");
+    err[0] = 0;
+    s = (kiln_status)rt_model_profile(m->rt, d, (const rt_tensor_ptr *)inputs, ninputs, (const rt_tensor_ptr *)outputs,
+                                      noutputs, &ro, &m->prof, err, ERRLEN);
+    if (s == KILN_OK && opts->json_path && rt_profile_write_json(&m->prof, opts->json_path, err, ERRLEN) != 0) s = KILN_ERR_IO;
+    if (s == KILN_OK && opts->trace_path && rt_profile_write_trace(&m->prof, opts->trace_path, err, ERRLEN) != 0) s = KILN_ERR_IO;
+    if (s == KILN_OK && opts->roofline_path && rt_profile_write_svg(&m->prof, opts->roofline_path, err, ERRLEN) != 0)
+        s = KILN_ERR_IO;
+    if (s == KILN_OK) s = publish_profile(m, out);
+    else set_error(s, m->error, err);
+    free(err);
+    return s;
 }

@@ -33,11 +33,20 @@ static const char usage_text[] =
     "  compile FILE             compile a model and write what --emit selects\n"
     "  run FILE --dims B=1,S=1,T=1024 [--weights W.safetensors | --random]\n"
     "           [--inputs IN.safetensors] [--outputs OUT.safetensors] [--steps N]\n"
-    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs]\n"
+    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs] [--pos=N]\n"
+    "           [--profile [--profile-runs=N] [--trace=F.json] [--roofline=F.svg]\n"
+    "            [--profile-json=F] [--peak-bw=TB/s] [--peak-flops=TFLOP/s]]\n"
     "                           run a model on the GPU: --steps runs N decode steps\n"
     "                           (the first output feeds the first input, positions\n"
-    "                           advance); --check compares every output and state with\n"
-    "                           the reference interpreter; needs a CUDA device (exit 69)\n"
+    "                           advance; --pos sets every position input to N, else\n"
+    "                           they are random); --check compares every output and state with\n"
+    "                           the reference interpreter; --profile times every kernel\n"
+    "                           inside N graph replays (CUPTI; default 50) against its\n"
+    "                           floor and writes a Chrome trace, a roofline and JSON on\n"
+    "                           request; needs a CUDA device (exit 69)\n"
+    "  ceilings [--json] [--remeasure]\n"
+    "                           the device's read bandwidth and tensor rates, measured\n"
+    "                           once and kept in the cache directory\n"
     "  passes                   list the passes and fusion rules, in pipeline order\n"
     "  cache ls|verify|clear    list, check (deleting corrupt entries) or empty the\n"
     "                           kernel cache ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n"
@@ -85,6 +94,7 @@ typedef struct cli {
     bool print_all, explain, verify;
     const char *arch;
     bool no_cache, timings;
+    bool json, remeasure; /* ceilings */
     run_opts run;
 } cli;
 
@@ -105,6 +115,16 @@ static int add_define(cli *c, char *spec)
     *eq = 0;
     c->defines[c->ndefines++] = (kc_define){spec, eq + 1};
     return EX_OK;
+}
+
+/* v is a whole number in lo..hi: into *out. */
+static bool int_in(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi) return false;
+    *out = (int)x;
+    return true;
 }
 
 /* Parses argv into c; returns EX_OK, EX_USAGE, or -1 when help/version was
@@ -152,6 +172,35 @@ static int parse_args(int argc, char **argv, cli *c)
             c->run.check = true;
         } else if (!strcmp(a, "--stats")) {
             c->run.stats = true;
+        } else if (!strncmp(a, "--pos=", 6)) {
+            if (!int_in(a + 6, 0, 1000000000, &c->run.pos)) return usage_error("--pos expects a position >= 0, got '%s'", a + 6);
+        } else if (!strcmp(a, "--profile")) {
+            c->run.profile = true;
+        } else if (!strncmp(a, "--profile-runs=", 15)) {
+            if (!int_in(a + 15, 1, 100000, &c->run.profile_runs))
+                return usage_error("--profile-runs expects 1..100000, got '%s'", a + 15);
+            c->run.profile = true;
+        } else if (!strncmp(a, "--trace=", 8) && a[8]) {
+            c->run.trace = a + 8;
+            c->run.profile = true;
+        } else if (!strncmp(a, "--roofline=", 11) && a[11]) {
+            c->run.roofline = a + 11;
+            c->run.profile = true;
+        } else if (!strncmp(a, "--profile-json=", 15) && a[15]) {
+            c->run.profile_json = a + 15;
+            c->run.profile = true;
+        } else if (!strncmp(a, "--peak-bw=", 10) || !strncmp(a, "--peak-flops=", 13)) {
+            bool bw = a[7] == 'b';
+            const char *v = a + (bw ? 10 : 13);
+            char *end;
+            double x = strtod(v, &end);
+            if (!*v || *end || !(x > 0) || x > 1e6) return usage_error("expected a positive number, got '%s'", v);
+            if (bw) c->run.peak_bw = x * 1e12;
+            else c->run.peak_flops = x * 1e12;
+        } else if (!strcmp(a, "--json")) {
+            c->json = true;
+        } else if (!strcmp(a, "--remeasure")) {
+            c->remeasure = true;
         } else if (!strcmp(a, "--no-graphs")) {
             c->run.no_graphs = true;
         } else if (!strcmp(a, "--no-cache")) {
@@ -200,9 +249,10 @@ static int parse_args(int argc, char **argv, cli *c)
     }
     if (!c->cmd) return usage_error("no command given%s", "");
     if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile") && strcmp(c->cmd, "passes") &&
-        strcmp(c->cmd, "cache") && strcmp(c->cmd, "run"))
+        strcmp(c->cmd, "cache") && strcmp(c->cmd, "run") && strcmp(c->cmd, "ceilings"))
         return usage_error("unknown command '%s'", c->cmd);
-    if (!strcmp(c->cmd, "passes")) return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
+    if (!strcmp(c->cmd, "passes") || !strcmp(c->cmd, "ceilings"))
+        return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
     if (!strcmp(c->cmd, "cache")) {
         if (!c->file || (strcmp(c->file, "ls") && strcmp(c->file, "verify") && strcmp(c->file, "clear")))
             return usage_error("'cache' needs ls, verify or clear%s", "");
@@ -471,11 +521,13 @@ int main(int argc, char **argv)
 {
     cli c;
     memset(&c, 0, sizeof c);
+    c.run.pos = -1;
     int rc = parse_args(argc, argv, &c);
     if (rc == -1) return EX_OK;
     if (rc != EX_OK) return rc;
     if (!strcmp(c.cmd, "passes")) return list_passes();
     if (!strcmp(c.cmd, "cache")) return cache_cmd(&c);
     if (!strcmp(c.cmd, "run")) return kiln_run_command(&c.run);
+    if (!strcmp(c.cmd, "ceilings")) return kiln_ceilings_command(c.json, c.remeasure);
     return run(&c);
 }

@@ -348,6 +348,16 @@ int kiln_run_command(const run_opts *o)
             else randomize(&r, p, &r.host[i], &seed);
             if (rc == EX_OK && p->type.dtype == IR_I32 && o->steps > 1) /* decode from position 0 */
                 memset(r.host[i].i, 0, (size_t)ir_tensor_numel(&r.host[i]) * sizeof(int32_t));
+            if (rc == EX_OK && p->type.dtype == IR_I32 && o->pos >= 0 && !inputs_open) {
+                int64_t hi = kc_i32_bound(r.g, p, r.dims);
+                if (o->pos >= hi) {
+                    fprintf(stderr, "kiln run: --pos=%d: '%s' must stay below %lld at these dims\n", o->pos, p->name,
+                            (long long)hi);
+                    rc = EX_USAGE;
+                    break;
+                }
+                for (int64_t k = 0; k < ir_tensor_numel(&r.host[i]); k++) r.host[i].i[k] = o->pos;
+            }
             if (rc == EX_OK) rc = upload(&r, i);
             ins[nin++] = (kiln_tensor_arg){p->name, r.dev[i]};
         }
@@ -405,6 +415,20 @@ int kiln_run_command(const run_opts *o)
         if (o->check) {
             int c = check_step(&r, step);
             if (c != EX_OK) rc = c;
+        }
+    }
+    if (rc == EX_OK && o->profile) {
+        kiln_profile_options po = {.runs = o->profile_runs, .peak_bw = o->peak_bw, .peak_flops = o->peak_flops,
+                                   .json_path = o->profile_json, .trace_path = o->trace, .roofline_path = o->roofline};
+        kiln_profile prof;
+        kiln_status ps = kiln_model_profile(r.m, r.kdims, r.nd, ins, nin, outs, nout, &po, &prof);
+        if (ps == KILN_OK) {
+            fputs(prof.text, stdout);
+            if (o->profile_json) printf("profile: JSON written to %s\n", o->profile_json);
+            if (o->trace) printf("profile: Chrome trace written to %s (open it in ui.perfetto.dev)\n", o->trace);
+            if (o->roofline) printf("profile: roofline written to %s\n", o->roofline);
+        } else {
+            rc = fail_api(&r, "profile", ps == KILN_ERR_IO ? EX_CANTCREAT : ps == KILN_ERR_NOT_FOUND ? EX_UNAVAILABLE : EX_SOFTWARE);
         }
     }
     if (rc == EX_OK && o->bench > 0) {
@@ -465,5 +489,32 @@ done:
     if (weights_open) rt_st_close(&weights_file);
     if (inputs_open) rt_st_close(&inputs_file);
     kc_free(r.unit);
+    return rc;
+}
+
+int kiln_ceilings_command(bool json, bool remeasure)
+{
+    kiln_context *ctx;
+    kiln_context_options co = {0};
+    if (kiln_context_create(&ctx, &co) != KILN_OK) {
+        fprintf(stderr, "kiln ceilings needs a CUDA device:\n  %s\n", kiln_last_error());
+        return EX_UNAVAILABLE;
+    }
+    kiln_ceilings c;
+    int rc = EX_OK;
+    if (kiln_context_ceilings(ctx, remeasure, &c) != KILN_OK) {
+        fprintf(stderr, "kiln ceilings: %s\n", kiln_last_error());
+        rc = EX_SOFTWARE;
+    } else if (json) {
+        printf("%s\n", c.json);
+    } else {
+        printf("device:         %s\n", c.device);
+        printf("read bandwidth: %.2f TB/s (streaming read of 2 GiB)\n", c.read_bw / 1e12);
+        printf("bf16 tensor:    %.0f TFLOP/s (cuBLAS 8192^3, sustained >= 100 ms)\n", c.bf16_flops / 1e12);
+        printf("f16 tensor:     %.0f TFLOP/s\n", c.f16_flops / 1e12);
+        printf("measured:       %s (%s%s)\n", c.measured, c.from_cache ? "read from " : "now; kept in ",
+               c.path[0] ? c.path : "no cache directory");
+    }
+    kiln_context_free(ctx);
     return rc;
 }

@@ -23,10 +23,22 @@ typedef struct run_opts {
     bool stats;
     bool no_graphs;
     uint64_t seed;
+    int pos;                  /* --pos=N: every i32 input (positions) set to N; -1: random */
+    bool profile;             /* --profile (implied by the three files below) */
+    int profile_runs;         /* --profile-runs=N (0: 50) */
+    const char *trace;        /* --trace=FILE.json */
+    const char *roofline;     /* --roofline=FILE.svg */
+    const char *profile_json; /* --profile-json=FILE */
+    double peak_bw;           /* --peak-bw=TB/s, as bytes/s (0: measured) */
+    double peak_flops;        /* --peak-flops=TFLOP/s, as FLOP/s (0: measured) */
 } run_opts;
 
 /* Returns a sysexits-style status: 0, 1 (model errors or a failed --check),
  * 64, 66, 69 (no GPU), 70, 73. */
 int kiln_run_command(const run_opts *o);
+
+/* `kiln ceilings [--json] [--remeasure]`: the device's ceilings (measured
+ * once, then read from the cache directory). Same exit statuses. */
+int kiln_ceilings_command(bool json, bool remeasure);
 
 #endif

@@ -88,9 +88,15 @@ expect 64 'exclude each other' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T
 expect 66 'nonexistent' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --weights "$tmp/nonexistent.safetensors"
 printf 'garbage' >"$tmp/bad.safetensors"
 expect 66 'bad.safetensors' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --weights "$tmp/bad.safetensors"
+expect 64 '--profile-runs expects 1..100000' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random --profile-runs=0
+expect 64 "expected a positive number, got 'fast'" run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random --peak-bw=fast
+expect 64 "unexpected argument 'now'" ceilings now
+expect 64 "--pos expects a position >= 0, got '-1'" run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random --pos=-1
 if ! "$kiln" run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random >/dev/null 2>&1; then
   # no device here (CI): a clear message and exit 69
   expect 69 'kiln run needs a CUDA device' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random
+  expect 69 'kiln run needs a CUDA device' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=8 --random --profile
+  expect 69 'kiln ceilings needs a CUDA device' ceilings --json
 fi
 
 # -o writes the same text as stdout

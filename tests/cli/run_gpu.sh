@@ -31,5 +31,28 @@ expect 66 'trunc.safetensors' run samples/llama3_1b_layer.kiln -D D=256 -D F=512
 # an inputs file must hold the model's inputs by name
 expect 66 "has no tensor 'x'" run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=2,T=16 --random --inputs "$tmp/out.safetensors"
 
+# the ceilings: measured once into the cache directory, then read from it; --json for bench/
+expect 0 'read bandwidth: [0-9.]+ TB/s' ceilings
+expect 0 'read from .*/ceilings/' ceilings
+expect 0 '"bf16_rate"' ceilings --json
+# --profile: the table, the trace, the roofline and the JSON, one row per kernel timed in every replay
+expect 0 'bubbles: median' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=16 --random --profile \
+  --profile-runs=12 --trace="$tmp/t.json" --roofline="$tmp/r.svg" --profile-json="$tmp/p.json"
+if python3 - "$tmp/p.json" "$tmp/t.json" "$tmp/r.svg" <<'PY'
+import json, sys, xml.etree.ElementTree as E
+p = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+ks = [k for k in p["kernels"] if k["group"] >= 0]
+assert p["runs"] == 12 and len(ks) >= 5, p["runs"]
+assert all(k["samples"] == 12 and k["median_us"] > 0 and k["cost"]["bytes"] > 0 for k in ks), ks
+assert p["layer"]["median_us"] >= sum(k["median_us"] for k in p["kernels"]) * 0.9
+assert sum(1 for e in t["traceEvents"] if e.get("cat") == "replay") == 12
+svg = E.parse(sys.argv[3]).getroot()
+pts = [c for c in svg.iter("{http://www.w3.org/2000/svg}circle") if c.get("class") == "kernel"]
+assert len(pts) == len(p["kernels"]), (len(pts), len(p["kernels"]))
+PY
+then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the profile's files"; fi
+expect 0 'ceilings: read 2.00 TB/s, tensor 500 TFLOP/s' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 \
+  --dims B=1,S=1,T=16 --random --profile --profile-runs=5 --peak-bw=2 --peak-flops=500
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench/profile_check.sh — issue 8's GPU check: `kiln run --profile` on the 8B
+# layer at decode, and the same kernels under Nsight Compute, side by side.
+#
+#   bench/profile_check.sh            (on the GPU machine, build/ built)
+#
+# Writes into $OUT (default: a new directory under /tmp): ceilings.json,
+# profile.txt, profile.json, trace.json, roofline.svg, ncu.csv and
+# compare.txt (bench/ncu_compare.py: Kiln's median against ncu's per kernel,
+# max(10%, 0.5 us)). Exits with ncu_compare's status (0: all agree), or 0
+# after the profile when there is no ncu.
+#   KILN_BIN   the kiln command (build/kiln)
+#   NCU        ncu (default: on PATH, else the toolkit's or /opt/nvidia's)
+#   MODEL, DIMS, POS   what to profile (samples/llama3_8b_layer.kiln, B=1,S=1,T=1024, 1023)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+KILN=${KILN_BIN:-build/kiln}
+MODEL=${MODEL:-samples/llama3_8b_layer.kiln}
+DIMS=${DIMS:-B=1,S=1,T=1024}
+POS=${POS:-1023}
+OUT=${OUT:-$(mktemp -d /tmp/kiln-profile.XXXXXX)}
+mkdir -p "$OUT"
+echo "profile_check: $KILN run $MODEL --dims $DIMS --pos=$POS; files in $OUT"
+"$KILN" ceilings --json >"$OUT/ceilings.json" || exit $?
+"$KILN" ceilings
+"$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random --profile --profile-runs=50 \
+    --profile-json="$OUT/profile.json" --trace="$OUT/trace.json" --roofline="$OUT/roofline.svg" | tee "$OUT/profile.txt"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || { echo "profile_check: kiln run --profile failed ($rc)"; exit "$rc"; }
+
+ncu=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)}
+if [ -z "$ncu" ] || [ ! -x "$ncu" ]; then
+    echo "profile_check: no ncu found (set NCU): the profile alone"
+    exit 0
+fi
+# The same run under ncu: 1 + 20 runs of the layer (--bench keeps the positions), the kernels of
+# runs 6..15 (7 kernels a run), each timed with the clocks and caches left as they are.
+nk=$(python3 -c 'import json,sys; print(sum(1 for k in json.load(open(sys.argv[1]))["kernels"] if k["group"] >= 0))' "$OUT/profile.json")
+"$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base --csv \
+    -k regex:^kiln_ --launch-skip $((5 * nk)) --launch-count $((10 * nk)) \
+    "$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random --bench 20 >"$OUT/ncu.csv" 2>"$OUT/ncu.log"
+echo "profile_check: ncu exited $? ($(grep -c gpu__time_duration "$OUT/ncu.csv") kernel samples)"
+python3 bench/ncu_compare.py "$OUT/profile.json" "$OUT/ncu.csv" | tee "$OUT/compare.txt"
+exit "${PIPESTATUS[0]}"
