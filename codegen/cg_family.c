@@ -26,20 +26,6 @@ static void define(cg_plan *plan, const char *name, const char *fmt, ...)
     cg_str_append(&plan->defines, "\n", 1);
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
-static bool dim_value(const ir_dim *d, const int64_t *dims, int64_t *v)
-{
-    if (ir_dim_is_const(d, v)) return true;
-    return dims && ir_dim_eval(d, dims, v);
-}
-
 /* Does member (or free view) n read the anchor, directly or through members? */
 static bool reads_anchor(const cg_gen *gen, const ir_node *n, int depth)
 {
@@ -120,8 +106,8 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     for (int j = 0; j < plan->nouts; j++) {
         const ir_node *o = plan->outs[j];
         const ir_type *t = in_place_cache_write(gen, o) ? &o->inputs[1]->type : &o->type;
-        space[j] = cg_numel(gen, t, 0, t->rank);
-        total = cg_dim_add(gen, total, space[j]);
+        space[j] = ir_type_numel(t, 0, t->rank, &gen->dim_overflow);
+        total = ir_dim_plus(total, space[j], &gen->dim_overflow);
     }
     cg_scalar(gen, "n", total);
     cg_str body = {0};
@@ -132,7 +118,7 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
         /* several outputs: the index space is their concatenation */
         ir_dim off = ir_dim_const(0);
         for (int j = 0; j < plan->nouts; j++) {
-            ir_dim end = cg_dim_add(gen, off, space[j]);
+            ir_dim end = ir_dim_plus(off, space[j], &gen->dim_overflow);
             if (j + 1 < plan->nouts) cg_open(gen, "%sif (i < %s)", j ? "else " : "", cg_dim(gen, &end));
             else cg_open(gen, "else");
             cg_line(gen, "const long long e = i - %s;", cg_dim(gen, &off));
@@ -207,12 +193,12 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
         if (!cg_used_outside(gen, n)) continue;
         if (npre == 16 || npost == 16 || nrowout == 16) return cg_fail(gen, "too many outputs");
         if (n != A && !after) {
-            if (!same_shape(&n->type, xt)) return cg_fail(gen, "a prologue output is not row-shaped");
+            if (!ir_type_same_shape(&n->type, xt)) return cg_fail(gen, "a prologue output is not row-shaped");
             pre[npre++] = n;
-        } else if (same_shape(&n->type, xt)) {
+        } else if (ir_type_same_shape(&n->type, xt)) {
             post[npost++] = n;
             elemout = true;
-        } else if (reduction && same_shape(&n->type, &A->type)) {
+        } else if (reduction && ir_type_same_shape(&n->type, &A->type)) {
             rowout[nrowout++] = n;
         } else {
             return cg_fail(gen, "an epilogue output of the row kernel has another shape");
@@ -220,7 +206,7 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     }
     if (npost + nrowout == 0) return cg_fail(gen, "the row kernel's result is not used");
 
-    ir_dim d = xt->dims[r - 1], rows = cg_numel(gen, xt, 0, r - 1);
+    ir_dim d = xt->dims[r - 1], rows = ir_type_numel(xt, 0, r - 1, &gen->dim_overflow);
     cg_scalar(gen, "rows", rows);
     cg_scalar(gen, "d", d);
     const char *D = cg_dim(gen, &d);
@@ -324,10 +310,10 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1};
     int64_t m, n, k, b;
-    if (dim_value(M, dims, &m) && m <= 16) h.gemv = true;
-    if (dim_value(N, dims, &n) && n <= 64) h.bn = 64;
-    if (h.gemv && dim_value(N, dims, &n) && dim_value(K, dims, &k)) {
-        if (!dim_value(batch, dims, &b)) b = 1;
+    if (ir_dim_value(M, dims, &m) && m <= 16) h.gemv = true;
+    if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
+    if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
+        if (!ir_dim_value(batch, dims, &b)) b = 1;
         int64_t ctas = (n + h.cols - 1) / h.cols * b;
         while (ctas * h.splitk < 2 * sm_count && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
     }
@@ -351,7 +337,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (!ir_dim_eq(&as.stride[ra - 1], &one)) return cg_fail(gen, "the left operand's K axis is not contiguous");
     K = a->type.dims[ra - 1];
     if (A->op == IR_OP_LINEAR) {
-        M = cg_numel(gen, &a->type, 0, ra - 1);
+        M = ir_type_numel(&a->type, 0, ra - 1, &gen->dim_overflow);
         N = w->type.dims[0];
         for (int j = 0; j + 2 < ra; j++) {
             ir_dim want;
@@ -369,7 +355,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (ir_dim_eq(&ws.stride[rw - 1], &one)) b_nk = 0, ldw = ws.stride[rw - 2];
         else if (ir_dim_eq(&ws.stride[rw - 2], &one)) b_nk = 1, ldw = ws.stride[rw - 1];
         else return cg_fail(gen, "the right operand has no contiguous axis");
-        batch = cg_numel(gen, ot, 0, ro - 2);
+        batch = ir_type_numel(ot, 0, ro - 2, &gen->dim_overflow);
         if (!batch_stride(ot, ro - 2, &a->type, &as, &sa) || !batch_stride(ot, ro - 2, &w->type, &ws, &sw))
             return cg_fail(gen, "the batch axes of an operand do not flatten to one stride");
     }
@@ -421,7 +407,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || gen->bind[i] || !cg_used_outside(gen, n)) continue;
-        if (!same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
+        if (!ir_type_same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
         if (nouts == 16) return cg_fail(gen, "too many outputs");
         outs[nouts++] = n;
     }
@@ -440,8 +426,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
     if (h.gemv) {
-        ir_dim wsb = cg_dim_mul(gen, cg_dim_mul(gen, cg_dim_mul(gen, M, N), batch), ir_dim_const(4 * h.splitk));
-        ir_dim semb = cg_dim_mul(gen, cg_dim_mul(gen, N, batch), ir_dim_const(4));
+        bool *ovf = &gen->dim_overflow;
+        ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf), ir_dim_const(4 * h.splitk), ovf);
+        ir_dim semb = ir_dim_times(ir_dim_times(N, batch, ovf), ir_dim_const(4), ovf);
         if (h.splitk > 1) {
             cg_workspace(gen, "ws", "float *", wsb, false);
             cg_workspace(gen, "sem", "int *", semb, true);
@@ -510,7 +497,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (h.gemv) {
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
         int64_t mv;
-        if (dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
+        if (ir_dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         L->block = 256;
         L->grid[0] = (cg_grid_dim){N, h.cols, 0};
@@ -550,7 +537,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims, int sm_count)
 {
     int64_t b, h;
-    if (!dim_value(B, dims, &b) || !dim_value(H, dims, &h) || b * h <= 0) return 8;
+    if (!ir_dim_value(B, dims, &b) || !ir_dim_value(H, dims, &h) || b * h <= 0) return 8;
     int s = 1;
     while (s < 32 && b * h * s < 2 * sm_count) s *= 2;
     return s;
@@ -636,7 +623,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
 
     int64_t s_val;
-    bool decode = dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
+    bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
     plan->family = decode ? CG_FAMILY_ATTENTION_DECODE : CG_FAMILY_ATTENTION_PREFILL;
 
     cg_strided qs, ks, vs;
@@ -670,9 +657,10 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_scalar(gen, "KV", ct->dims[1]);
     int splits = decode ? heur_att_splits(&qt->dims[0], &ct->dims[1], dims, gen->target->sm_count) : 0;
     if (decode) {
-        ir_dim bsh = cg_dim_mul(gen, cg_dim_mul(gen, qt->dims[0], qt->dims[1]), qt->dims[2]);
-        cg_workspace(gen, "ws", "float *", cg_dim_mul(gen, bsh, ir_dim_const(4 * splits * (hd + 2))), false);
-        cg_workspace(gen, "sem", "int *", cg_dim_mul(gen, bsh, ir_dim_const(4)), true);
+        bool *ovf = &gen->dim_overflow;
+        ir_dim bsh = ir_dim_times(ir_dim_times(qt->dims[0], qt->dims[1], ovf), qt->dims[2], ovf);
+        cg_workspace(gen, "ws", "float *", ir_dim_times(bsh, ir_dim_const(4 * splits * (hd + 2)), ovf), false);
+        cg_workspace(gen, "sem", "int *", ir_dim_times(bsh, ir_dim_const(4), ovf), true);
     }
     cg_str_printf(hooks, "/* attention: no hooks; the template reads the constants and KilnArgs above */\n\n");
 

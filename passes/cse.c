@@ -4,8 +4,9 @@
  * already copied node with the same op, the same (mapped) inputs, the same
  * attributes and the same type, and reuse it. Parameters are never merged.
  * A hash of (op, input ids) keys an open-addressing table; candidates are
- * compared field by field. The duplicates become dead; DCE drops them at
- * the end of the pass. */
+ * compared field by field. For a commutative op (ir/ops.def) the inputs are
+ * an unordered pair: a + b and b + a are one computation. The duplicates
+ * become dead; DCE drops them at the end of the pass. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,22 +15,27 @@
 static bool same(const ir_node *a, const ir_node *b)
 {
     if (a->op != b->op || a->ninputs != b->ninputs || !ir_type_eq(&a->type, &b->type)) return false;
-    for (int i = 0; i < a->ninputs; i++)
-        if (a->inputs[i] != b->inputs[i]) return false;
-    return pass_attrs_eq(a, b);
+    bool in_order = true, swapped = a->ninputs == 2 && ir_op_commutative(a->op);
+    for (int i = 0; i < a->ninputs; i++) in_order = in_order && a->inputs[i] == b->inputs[i];
+    swapped = swapped && a->inputs[0] == b->inputs[1] && a->inputs[1] == b->inputs[0];
+    return (in_order || swapped) && pass_attrs_eq(a, b);
 }
 
 static uint64_t hash_node(const ir_node *n)
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)n->op;
-    for (int i = 0; i < n->ninputs; i++) h = (h ^ (uint64_t)n->inputs[i]->id) * 1099511628211ull;
+    bool unordered = n->ninputs == 2 && ir_op_commutative(n->op) && n->inputs[0]->id > n->inputs[1]->id;
+    for (int i = 0; i < n->ninputs; i++) {
+        int k = unordered ? n->ninputs - 1 - i : i; /* smaller id first */
+        h = (h ^ (uint64_t)n->inputs[k]->id) * 1099511628211ull;
+    }
     return h;
 }
 
 ir_graph *pass_cse(ir_graph *g, pass_ctx *ctx)
 {
     pass_rewriter rw;
-    if (!pass_rw_begin(&rw, g, ctx->diags)) {
+    if (!pass_rw_begin(&rw, g, ctx)) {
         ir_graph_free(g);
         return NULL;
     }

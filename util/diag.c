@@ -1,5 +1,6 @@
 /* util/diag.c — collecting and rendering located diagnostics. */
 #include "util/diag.h"
+#include "util/vec.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -31,13 +32,7 @@ void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...
         d->errors++;
         if (d->errors > max) return;
     }
-    if (d->count == d->cap) {
-        int cap = d->cap ? d->cap * 2 : 8;
-        diag *n = realloc(d->items, (size_t)cap * sizeof *n);
-        if (!n) return; /* out of memory: the error count still says it failed */
-        d->items = n;
-        d->cap = cap;
-    }
+    if (!VEC_GROW(d->items, d->count, d->cap, NULL)) return; /* out of memory: the error count still says it failed */
     va_list ap, ap2;
     va_start(ap, fmt);
     va_copy(ap2, ap);

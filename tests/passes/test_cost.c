@@ -44,8 +44,8 @@ static void check_kernels(const char *what, const ir_graph *g, const int64_t *di
         ir_cost c;
         char err[256] = "";
         CHECK_MSG(ir_cost_group(g, k, dims, i32, &c, err, sizeof err) == 0, "%s k%d: %s", what, k, err);
-        CHECK_MSG(!strcmp(g->groups[k].kind, w[k].kind), "%s k%d is %s, expected %s", what, k, g->groups[k].kind,
-                  w[k].kind);
+        CHECK_MSG(!strcmp(ir_group_kind_name(g->groups[k].kind), w[k].kind), "%s k%d is %s, expected %s", what, k,
+                  ir_group_kind_name(g->groups[k].kind), w[k].kind);
         CHECK_MSG(c.read == w[k].read, "%s k%d read %lld, expected %lld", what, k, (long long)c.read, (long long)w[k].read);
         CHECK_MSG(c.written == w[k].written, "%s k%d written %lld, expected %lld", what, k, (long long)c.written,
                   (long long)w[k].written);
