@@ -51,11 +51,29 @@ ROOT = os.path.dirname(HERE)
 # --------------------------------------------------------------------------------------
 
 MODELS = {
-    "1b": dict(file="samples/llama3_1b_layer.kiln", name="Llama-3.2-1B", D=2048, H=32, KV=8, HD=64, F=8192),
+    # The 1B sample's RoPE is scaled as Llama-3.2-1B's config says (rope_type llama3).
+    "1b": dict(file="samples/llama3_1b_layer.kiln", name="Llama-3.2-1B", D=2048, H=32, KV=8, HD=64, F=8192,
+               rope_scaling=dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_pos=8192)),
     "8b": dict(file="samples/llama3_8b_layer.kiln", name="Llama-3-8B", D=4096, H=32, KV=8, HD=128, F=14336),
 }
 EPS = 1e-5
 THETA = 500000.0
+
+
+def rope_freqs(cfg, torch, device, dtype):
+    """Inverse frequencies of a head's HD/2 rotation pairs, with the model's llama3 scaling if any
+    (the formula of Hugging Face's _compute_llama3_parameters)."""
+    HD = cfg["HD"]
+    i = torch.arange(HD // 2, device=device, dtype=torch.float64)
+    f = THETA ** (-2.0 * i / HD)
+    r = cfg.get("rope_scaling")
+    if r:
+        L, lo, hi, fac = r["original_max_pos"], r["low_freq_factor"], r["high_freq_factor"], r["factor"]
+        w = 2 * math.pi / f
+        smooth = ((L / w - lo) / (hi - lo)).clamp(0.0, 1.0)
+        mid = (1 - smooth) * f / fac + smooth * f
+        f = torch.where(w < L / hi, f, torch.where(w > L / lo, f / fac, mid))
+    return f.to(dtype)
 # The query projection is drawn twice as large as the others so that the
 # attention logits have a standard deviation of about 2: the softmax is then
 # peaked enough that a wrong mask, position or RoPE changes the output by a
@@ -657,7 +675,7 @@ def make_torch_layer(cfg, attn_mode, gqa_native, device="cuda"):
     Graph-capturable: no host synchronization, positions stay on the device."""
     D, H, KV, HD = cfg["D"], cfg["H"], cfg["KV"], cfg["HD"]
     G = H // KV
-    inv_freq = 1.0 / (THETA ** (torch.arange(0, HD, 2, device=device, dtype=torch.float32) / HD))  # [HD/2]
+    inv_freq = rope_freqs(cfg, torch, device, torch.float32)  # [HD/2]
 
     def rmsnorm(x, w):
         xf = x.float()
@@ -736,8 +754,7 @@ def reference_fp32(cfg, x, pos_list, kc0, vc0, w):
         q = (h @ W["wq"].t()).view(B, S, H, HD)
         k = (h @ W["wk"].t()).view(B, S, KV, HD)
         v = (h @ W["wv"].t()).view(B, S, KV, HD)
-        i = torch.arange(HD // 2, device=dev, dtype=torch.float64)
-        freq = THETA ** (-2.0 * i / HD)
+        freq = rope_freqs(cfg, torch, dev, torch.float64)
         kc, vc = kc0.float().clone(), vc0.float().clone()
         out = torch.empty(B, S, H, HD, device=dev, dtype=torch.float32)
         scale = 1.0 / math.sqrt(HD)
