@@ -27,7 +27,7 @@
 #include "common.cuh" /* codegen/kernels/, through -I */
 
 // ---- generated part (hand-written for the harness) ----------------------------------------
-#define KILN_KERNEL kiln_wgmma_default
+#define KILN_KERNEL kwg_default_kernel
 #define KILN_T __nv_bfloat16
 typedef KILN_T kiln_t;
 #define KILN_B_NK 1
@@ -62,27 +62,36 @@ __device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, l
 #include "matmul_wgmma.cuh"
 
 // Other configurations of the same template in this process.
-template <int BM, int BN, int ST, int G>
+template <int BM, int BN, int ST, int G, bool PP>
 __global__ void __launch_bounds__(KWG_THREADS, 1)
     kwg_cfg_kernel(const __grid_constant__ KilnArgs p, const __grid_constant__ kiln_tmap ta,
                    const __grid_constant__ kiln_tmap tw)
 {
-    kwg_main<BM, BN, ST, G>(p, &ta, &tw);
+    kwg_main<BM, BN, ST, G, PP, 1>(p, &ta, &tw);
+}
+template <int BM, int BN, int ST, int G, bool PP>
+__global__ void __launch_bounds__(KWG_THREADS, 1) __cluster_dims__(2, 1, 1)
+    kwg_cfg_kernel_c2(const __grid_constant__ KilnArgs p, const __grid_constant__ kiln_tmap ta,
+                      const __grid_constant__ kiln_tmap tw)
+{
+    kwg_main<BM, BN, ST, G, PP, 2>(p, &ta, &tw);
 }
 
 typedef void (*kern_fn)(const KilnArgs, const kiln_tmap, const kiln_tmap);
 struct Cfg {
     const char *name;
     kern_fn fn;
-    int bm, bn, stages;
+    int bm, bn, stages, cm;
 };
 static Cfg g_cfgs[] = {
-    {"128x256 s4 g16 (extern C)", (kern_fn)kiln_wgmma_default, 128, 256, 4},
-    {"128x256 s3 g16", kwg_cfg_kernel<128, 256, 3, 16>, 128, 256, 3},
-    {"128x256 s4 g8", kwg_cfg_kernel<128, 256, 4, 8>, 128, 256, 4},
-    {"256x128 s4 g16", kwg_cfg_kernel<256, 128, 4, 16>, 256, 128, 4},
-    {"256x128 s3 g8", kwg_cfg_kernel<256, 128, 3, 8>, 256, 128, 3},
-    {"128x128 s6 g16", kwg_cfg_kernel<128, 128, 6, 16>, 128, 128, 6},
+    {"coop 128x256 s4 (extern C)", (kern_fn)kwg_default_kernel, 128, 256, 4, 1},
+    {"coop 128x256 s4 c2", kwg_cfg_kernel_c2<128, 256, 4, 16, false>, 128, 256, 4, 2},
+    {"coop 128x256 s3 c2", kwg_cfg_kernel_c2<128, 256, 3, 16, false>, 128, 256, 3, 2},
+    {"coop 256x128 s4", kwg_cfg_kernel<256, 128, 4, 16, false>, 256, 128, 4, 1},
+    {"pp 128x128 s6", kwg_cfg_kernel<128, 128, 6, 16, true>, 128, 128, 6, 1},
+    {"pp 128x128 s6 c2", kwg_cfg_kernel_c2<128, 128, 6, 16, true>, 128, 128, 6, 2},
+    {"pp 64x256 s5", kwg_cfg_kernel<64, 256, 5, 16, true>, 64, 256, 5, 1},
+    {"pp 64x256 s5 c2", kwg_cfg_kernel_c2<64, 256, 5, 16, true>, 64, 256, 5, 2},
 };
 static const int NCFG = (int)(sizeof g_cfgs / sizeof g_cfgs[0]);
 
@@ -248,9 +257,10 @@ static bool prepare(const Cfg &c, const Problem &P, Launch &L)
     L.a.so = P.M * P.N;
     L.a.ldo = P.N;
     if (!make_map(&L.ta, P.A, P.K, P.M, P.K, P.batch, L.a.sa, c.bm)) return false;
-    if (!make_map(&L.tw, P.W, P.K, P.N, P.K, P.batch, L.a.sw, c.bn)) return false;
-    long long tiles = P.batch * ((P.M + c.bm - 1) / c.bm) * ((P.N + c.bn - 1) / c.bn);
-    L.grid = (unsigned)std::min<long long>(tiles, g_sms);
+    if (!make_map(&L.tw, P.W, P.K, P.N, P.K, P.batch, L.a.sw, c.bn / c.cm)) return false;
+    const long long units_m = ((P.M + c.bm - 1) / c.bm + c.cm - 1) / c.cm;
+    const long long units = P.batch * units_m * ((P.N + c.bn - 1) / c.bn);
+    L.grid = (unsigned)(c.cm * std::min<long long>(units, g_sms / c.cm));
     L.smem = KWG_SMEM_BYTES(c.bm, c.bn, c.stages);
     return true;
 }
@@ -411,7 +421,7 @@ int main(int argc, char **argv)
         for (int ci = 0; ci < (small ? 2 : NCFG); ci++)
             for (int i = 0; i < ncase; i++) {
                 Problem P = {cases[i].M, cases[i].N, cases[i].K, cases[i].b, cases[i].sw, cases[i].bias};
-                check_case(h, small && ci == 1 ? 3 : ci, P);
+                check_case(h, small ? (ci == 0 ? 1 : 5) : ci, P);
             }
     }
     if (!strcmp(mode, "bench") || !strcmp(mode, "all")) {

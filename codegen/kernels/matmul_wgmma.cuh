@@ -74,8 +74,8 @@
 
 #define KWG_BK 64 /* K per stage: one 128-byte swizzle row of 2-byte elements */
 #define KWG_THREADS 384
-/* the ring, 1024 bytes of slack to align it, and 2 mbarriers per stage */
-#define KWG_SMEM_BYTES(BM, BN, ST) ((ST) * ((BM) + (BN)) * KWG_BK * 2 + 1024 + (ST) * 16)
+/* the ring, 1024 bytes of slack to align it, 2 mbarriers per stage and 2 more */
+#define KWG_SMEM_BYTES(BM, BN, ST) ((ST) * ((BM) + (BN)) * KWG_BK * 2 + 1024 + (ST) * 16 + 16)
 #ifndef KILN_SMEM_BYTES
 #define KILN_SMEM_BYTES KWG_SMEM_BYTES(KILN_BM, KILN_BN, KILN_STAGES)
 #endif
@@ -191,56 +191,132 @@ template <> struct kwg_mma<256> {
     }
 };
 
-// ---- the kernel --------------------------------------------------------------------------
-// Tile t -> (batch, row block, column block), grouped: GROUP_M row blocks share a sweep of N.
-template <int GROUP_M>
-__device__ __forceinline__ void kwg_tile(long long t, long long per_batch, int tiles_m, int tiles_n, long long &b,
-                                         int &mb, int &nb)
+// ---- clusters ----------------------------------------------------------------------------
+__device__ __forceinline__ unsigned kwg_cluster_rank()
 {
-    b = t / per_batch;
-    const int r = (int)(t - b * per_batch);
-    const int group = r / (GROUP_M * tiles_n);
-    const int first = group * GROUP_M;
-    const int gm = tiles_m - first < GROUP_M ? tiles_m - first : GROUP_M;
-    const int in = r - group * GROUP_M * tiles_n;
-    mb = first + in % gm;
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void kwg_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// Arrive on the mbarrier at the same shared offset in CTA `rank` of the cluster.
+__device__ __forceinline__ void kwg_bar_arrive_cluster(unsigned bar, unsigned rank)
+{
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+__device__ __forceinline__ void kwg_bar_wait_cluster(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, P;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+// The box lands at the same shared offset in every CTA of `mask`, completing on each one's
+// mbarrier at offset `bar`.
+__device__ __forceinline__ void kwg_tma_load_mc(unsigned dst, const kiln_tmap *map, unsigned bar, int k, int row,
+                                                int b, unsigned short mask)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(k), "r"(row), "r"(b), "h"(mask)
+                 : "memory");
+}
+
+// ---- the kernel --------------------------------------------------------------------------
+// Unit u -> (batch, unit row, column block), grouped: `group` unit rows share a sweep of N.
+__device__ __forceinline__ void kwg_tile(long long u, long long per_batch, int units_m, int tiles_n, int group,
+                                         long long &b, int &um, int &nb)
+{
+    b = u / per_batch;
+    const int r = (int)(u - b * per_batch);
+    const int g = r / (group * tiles_n);
+    const int first = g * group;
+    const int gm = units_m - first < group ? units_m - first : group;
+    const int in = r - g * group * tiles_n;
+    um = first + in % gm;
     nb = in / gm;
 }
 
-template <int BM, int BN, int STAGES, int GROUP_M>
+// The epilogue of one consumer's MW x 64 rows by BN columns; CHECK: bounds per element.
+template <bool CHECK, int MW, int BN>
+__device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, long long row0, long long col0,
+                                             float (&acc)[MW][BN / 2], long long M, long long N)
+{
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const long long col = col0 + j * 8;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const long long row = row0 + mi * 64 + h * 8;
+                if (!CHECK || (col < N && row < M))
+                    kiln_epilogue2(p, b, row, col, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                                   !CHECK || col + 1 < N);
+            }
+        }
+    }
+}
+
+// BM x BN: the tile of one unit of work per CTA. PP 0 (cooperative): both consumer
+// warpgroups share each tile, BM/2 rows each. PP 1 (ping-pong): the consumers take whole
+// tiles in turn, so one's epilogue runs under the other's mainloop; an ordering barrier pair
+// makes their mainloops alternate. CM 2: a cluster of two CTAs takes two row blocks of one
+// column block; each CTA loads its A box and half of the W box, multicast to both.
+template <int BM, int BN, int STAGES, int GROUP_M, bool PP, int CM>
 __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta, const kiln_tmap *tw)
 {
     static_assert(sizeof(KILN_T) == 2, "matmul_wgmma.cuh: bf16 or f16 only");
     static_assert(kwg_same<KILN_T, __half>::value == (KILN_WGMMA_F16 != 0), "KILN_WGMMA_F16 must match KILN_T");
-    static_assert(BM == 128 || BM == 256, "KILN_BM must be 128 or 256");
+    constexpr int CW = PP ? 1 : 2;  // consumer warpgroups per tile
+    constexpr int MW = BM / 64 / CW; // m64 blocks per consumer
+    static_assert(BM % (64 * CW) == 0 && MW >= 1, "KILN_BM: 128 or 256 (cooperative), 64 or 128 (ping-pong)");
     static_assert(BN == 128 || BN == 256, "KILN_BN must be 128 or 256");
-    static_assert(BM * BN <= 128 * 256, "a 256 x 256 tile's accumulators do not fit the registers");
+    static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
+    static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
     static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");
     static_assert(KWG_SMEM_BYTES(BM, BN, STAGES) <= 227 * 1024, "the ring does not fit in shared memory");
-    constexpr int MW = BM / 128;                 // m64 blocks per consumer warpgroup
-    constexpr unsigned A_BYTES = BM * KWG_BK * 2, B_BYTES = BN * KWG_BK * 2;
+    constexpr unsigned A_BYTES = BM * KWG_BK * 2, B_BYTES = BN * KWG_BK * 2, B_PART = B_BYTES / CM;
 
     extern __shared__ unsigned char kwg_smem[];
     const unsigned base = (kwg_saddr(kwg_smem) + 1023u) & ~1023u;
     const unsigned sA = base, sB = base + STAGES * A_BYTES, bars = sB + STAGES * B_BYTES;
 #define KWG_FULL(s) (bars + 8u * (unsigned)(s))
 #define KWG_EMPTY(s) (bars + 8u * (unsigned)(STAGES + (s)))
+#define KWG_ORDER(c) (bars + 8u * (unsigned)(2 * STAGES + (c)))
 
     const long long M = p.M, N = p.N, K = p.K;
     const int tiles_m = (int)((M + BM - 1) / BM), tiles_n = (int)((N + BN - 1) / BN);
+    const int units_m = (tiles_m + CM - 1) / CM;
     const int ktiles = (int)((K + KWG_BK - 1) / KWG_BK);
-    const long long per_batch = (long long)tiles_m * tiles_n, ntiles = per_batch * p.batch;
+    const long long per_batch = (long long)units_m * tiles_n, nunits = per_batch * p.batch;
+    const int group = GROUP_M / CM > 0 ? GROUP_M / CM : 1;
+    const unsigned rank = CM > 1 ? kwg_cluster_rank() : 0u;
+    const long long cluster = blockIdx.x / CM, nclusters = gridDim.x / CM;
     const int wg = threadIdx.x / 128;
 
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; s++) {
-            kwg_bar_init(KWG_FULL(s), 1);  // the producer's expect_tx; the bytes complete it
-            kwg_bar_init(KWG_EMPTY(s), 8); // lane 0 of each of the 8 consumer warps
+            kwg_bar_init(KWG_FULL(s), 1);            // the producer's expect_tx; the bytes complete it
+            kwg_bar_init(KWG_EMPTY(s), 4 * CW * CM); // lane 0 of each consumer warp reading it, per CTA
         }
+        kwg_bar_init(KWG_ORDER(0), 4);
+        kwg_bar_init(KWG_ORDER(1), 4);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    if (CM > 1) kwg_cluster_sync();
+    else __syncthreads();
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -249,16 +325,22 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             kwg_tma_prefetch(tw);
             int s = 0;
             unsigned ph = 0;
-            for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            for (long long u = cluster; u < nunits; u += nclusters) {
                 long long b;
-                int mb, nb;
-                kwg_tile<GROUP_M>(t, per_batch, tiles_m, tiles_n, b, mb, nb);
+                int um, nb;
+                kwg_tile(u, per_batch, units_m, tiles_n, group, b, um, nb);
+                const int mb = um * CM + (int)rank;
                 const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
                 for (int kt = 0; kt < ktiles; kt++) {
-                    kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
+                    if (CM > 1) kwg_bar_wait_cluster(KWG_EMPTY(s), ph ^ 1u);
+                    else kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
                     kwg_bar_expect_tx(KWG_FULL(s), A_BYTES + B_BYTES);
                     kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
-                    kwg_tma_load(sB + s * B_BYTES, tw, KWG_FULL(s), kt * KWG_BK, nb * BN, wb);
+                    if (CM == 1)
+                        kwg_tma_load(sB + s * B_BYTES, tw, KWG_FULL(s), kt * KWG_BK, nb * BN, wb);
+                    else
+                        kwg_tma_load_mc(sB + s * B_BYTES + rank * B_PART, tw, KWG_FULL(s), kt * KWG_BK,
+                                        nb * BN + (int)rank * (BN / CM), wb, (unsigned short)((1u << CM) - 1u));
                     if (++s == STAGES) {
                         s = 0;
                         ph ^= 1u;
@@ -270,17 +352,36 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
         float acc[MW][BN / 2];
+        // a slot is free again once every consumer warp of the cluster that reads it is done
+        auto release = [&](int slot) {
+            if (CM == 1) kwg_bar_arrive(KWG_EMPTY(slot));
+            else
+#pragma unroll
+                for (int r = 0; r < CM; r++) kwg_bar_arrive_cluster(KWG_EMPTY(slot), (unsigned)r);
+        };
         int s = 0;
-        unsigned ph = 0;
-        for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        unsigned ph = 0, turn = 0;
+        long long i = 0;
+        for (long long u = cluster; u < nunits; u += nclusters, i++) {
+            if (PP && (int)(i & 1) != c) { // the other consumer's tile: skip its ring slots
+                s += ktiles;
+                ph ^= (unsigned)(s / STAGES) & 1u;
+                s %= STAGES;
+                continue;
+            }
             long long b;
-            int mb, nb;
-            kwg_tile<GROUP_M>(t, per_batch, tiles_m, tiles_n, b, mb, nb);
+            int um, nb;
+            kwg_tile(u, per_batch, units_m, tiles_n, group, b, um, nb);
+            const int mb = um * CM + (int)rank;
+            if (PP && i > 0) { // the other consumer has issued the previous tile's mainloop
+                kwg_bar_wait(KWG_ORDER(c), c == 0 ? ((turn - 1u) & 1u) : (turn & 1u));
+            }
+            if (PP) turn++;
             if (ktiles == 0) {
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++)
 #pragma unroll
-                    for (int i = 0; i < BN / 2; i++) acc[mi][i] = 0.f;
+                    for (int e = 0; e < BN / 2; e++) acc[mi][e] = 0.f;
             }
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
@@ -293,57 +394,68 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #pragma unroll
                     for (int mi = 0; mi < MW; mi++) {
                         const unsigned long long da =
-                            kwg_desc(sA + s * A_BYTES + (unsigned)((c * MW + mi) * 64 * 128 + kk * 32));
+                            kwg_desc(sA + s * A_BYTES + (unsigned)(((PP ? 0 : c * MW) + mi) * 64 * 128 + kk * 32));
                         const unsigned long long db = kwg_desc(sB + s * B_BYTES + (unsigned)(kk * 32));
                         kwg_mma<BN>::run(acc[mi], da, db, (kt | kk) != 0);
                     }
                 }
                 kwg_commit();
+                if (PP && kt == ktiles - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
+#ifdef KWG_TEST_EARLY_RELEASE
+                // tests only (bench/wgmma): a planted race that racecheck must report: the slot
+                // is released while the wgmma group reading it may still run
+                if (lane == 0) release(s);
+#else
                 if (kt > 0) {
                     kwg_wait<1>(); // the group that read slot `prev` has retired
-                    if (lane == 0) kwg_bar_arrive(KWG_EMPTY(prev));
+                    if (lane == 0) release(prev);
                 }
+#endif
                 prev = s;
                 if (++s == STAGES) {
                     s = 0;
                     ph ^= 1u;
                 }
             }
+            if (PP && ktiles == 0 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c));
             kwg_wait<0>();
-            if (ktiles > 0 && lane == 0) kwg_bar_arrive(KWG_EMPTY(prev));
+#ifndef KWG_TEST_EARLY_RELEASE
+            if (ktiles > 0 && lane == 0) release(prev);
+#endif
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
 
-            const long long row0 = (long long)mb * BM + c * (BM / 2) + warp * 16 + (lane >> 2);
+            const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
+            const long long row0 = rbase + warp * 16 + (lane >> 2);
             const long long col0 = (long long)nb * BN + (lane & 3) * 2;
-#pragma unroll
-            for (int mi = 0; mi < MW; mi++) {
-#pragma unroll
-                for (int j = 0; j < BN / 8; j++) {
-                    const long long col = col0 + j * 8;
-                    if (col < N) {
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const long long row = row0 + mi * 64 + h * 8;
-                            if (row < M)
-                                kiln_epilogue2(p, b, row, col, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
-                                               col + 1 < N);
-                        }
-                    }
-                }
-            }
+            if (rbase + MW * 64 <= M && (long long)(nb + 1) * BN <= N)
+                kwg_epilogue<false, MW, BN>(p, b, row0, col0, acc, M, N);
+            else
+                kwg_epilogue<true, MW, BN>(p, b, row0, col0, acc, M, N);
         }
     }
+    // A CTA's shared memory must outlive the peer's arrivals on its barriers.
+    if (CM > 1) kwg_cluster_sync();
 #undef KWG_FULL
 #undef KWG_EMPTY
+#undef KWG_ORDER
 }
 
+#ifndef KILN_WGMMA_PINGPONG
+#define KILN_WGMMA_PINGPONG 0
+#endif
+#ifndef KILN_CLUSTER_M
+#define KILN_CLUSTER_M 1
+#endif
 #ifndef KILN_WGMMA_NO_KERNEL
 extern "C" __global__ void __launch_bounds__(KWG_THREADS, 1)
+#if KILN_CLUSTER_M > 1
+    __cluster_dims__(KILN_CLUSTER_M, 1, 1)
+#endif
     KILN_KERNEL(const __grid_constant__ KilnArgs p, const __grid_constant__ kiln_tmap ta,
                 const __grid_constant__ kiln_tmap tw)
 {
-    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M>(p, &ta, &tw);
+    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M>(p, &ta, &tw);
 }
 #endif
 
