@@ -18,16 +18,16 @@ $nvcc $flags -Xptxas -v -o /tmp/wgmma_bench "$cu" -lcublas >"$out/build.log" 2>&
 if [ "${SANITIZE:-1}" = 1 ]; then $nvcc $flags -DKWG_TEST_EARLY_RELEASE -o /tmp/wgmma_race "$cu" -lcublas >"$out/build_race.log" 2>&1 & fi
 grep -E "Compiling entry|Used|spill" "$out/build.log" | grep -v -E "fill_random|compare" | sed 's/ptxas info *: //' | paste - - - | grep kwg | sed 's/Compiling entry function//; s/for .sm_90a.//; s/bytes stack frame, //'
 cuobjdump --dump-sass /tmp/wgmma_bench > "$out/sass.txt" 2>&1 && echo "HGMMA in SASS: $(grep -c HGMMA "$out/sass.txt"), LDL/STL: $(grep -c -E 'LDL|STL' "$out/sass.txt")"
-BENCH_CSV="$out/bench.csv" timeout 240 /tmp/wgmma_bench "${MODE:-all}" > "$out/run.log" 2>&1
+BENCH_CSV="$out/bench.csv" timeout 150 /tmp/wgmma_bench "${MODE:-all}" > "$out/run.log" 2>&1
 echo "exit: $?"
 grep -v "^ok " "$out/run.log"
 echo "$(grep -c '^ok ' "$out/run.log") ok lines"
 if [ "${SANITIZE:-1}" = 1 ]; then
     wait
     for tool in memcheck racecheck; do
-        timeout 100 compute-sanitizer --tool $tool /tmp/wgmma_bench small >"$out/$tool.log" 2>&1
+        timeout 35 compute-sanitizer --tool $tool /tmp/wgmma_bench small >"$out/$tool.log" 2>&1
         echo "$tool rc=$?: $(grep -E 'SUMMARY|passed' "$out/$tool.log" | tr '\n' ' ') kwg hazards: $(grep -A1 'Race reported' "$out/$tool.log" | grep -c kwg)"
     done
-    timeout 100 compute-sanitizer --tool racecheck /tmp/wgmma_race small >"$out/racecheck_planted.log" 2>&1
+    timeout 35 compute-sanitizer --tool racecheck /tmp/wgmma_race small >"$out/racecheck_planted.log" 2>&1
     echo "planted-race racecheck rc=$?: $(grep -E 'SUMMARY|passed' "$out/racecheck_planted.log" | tr '\n' ' ') kwg hazards: $(grep -A1 'Race reported' "$out/racecheck_planted.log" | grep -c kwg)"
 fi
