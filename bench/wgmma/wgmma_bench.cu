@@ -82,16 +82,17 @@ struct Cfg {
     const char *name;
     kern_fn fn;
     int bm, bn, stages, cm;
+    int resident; // CTAs (cm 1) or clusters (cm 2) that fit on the device at once
 };
 static Cfg g_cfgs[] = {
     {"coop 128x256 s4 (extern C)", (kern_fn)kwg_default_kernel, 128, 256, 4, 1},
     {"coop 128x256 s4 c2", kwg_cfg_kernel_c2<128, 256, 4, 16, false>, 128, 256, 4, 2},
     {"coop 128x256 s3 c2", kwg_cfg_kernel_c2<128, 256, 3, 16, false>, 128, 256, 3, 2},
+    {"coop 128x256 s4 g8", kwg_cfg_kernel<128, 256, 4, 8, false>, 128, 256, 4, 1},
     {"coop 256x128 s4", kwg_cfg_kernel<256, 128, 4, 16, false>, 256, 128, 4, 1},
+    {"coop 256x128 s4 c2", kwg_cfg_kernel_c2<256, 128, 4, 16, false>, 256, 128, 4, 2},
     {"pp 128x128 s6", kwg_cfg_kernel<128, 128, 6, 16, true>, 128, 128, 6, 1},
     {"pp 128x128 s6 c2", kwg_cfg_kernel_c2<128, 128, 6, 16, true>, 128, 128, 6, 2},
-    {"pp 64x256 s5", kwg_cfg_kernel<64, 256, 5, 16, true>, 64, 256, 5, 1},
-    {"pp 64x256 s5 c2", kwg_cfg_kernel_c2<64, 256, 5, 16, true>, 64, 256, 5, 2},
 };
 static const int NCFG = (int)(sizeof g_cfgs / sizeof g_cfgs[0]);
 
@@ -260,7 +261,7 @@ static bool prepare(const Cfg &c, const Problem &P, Launch &L)
     if (!make_map(&L.tw, P.W, P.K, P.N, P.K, P.batch, L.a.sw, c.bn / c.cm)) return false;
     const long long units_m = ((P.M + c.bm - 1) / c.bm + c.cm - 1) / c.cm;
     const long long units = P.batch * units_m * ((P.N + c.bn - 1) / c.bn);
-    L.grid = (unsigned)(c.cm * std::min<long long>(units, g_sms / c.cm));
+    L.grid = (unsigned)(c.cm * std::min<long long>(units, c.resident));
     L.smem = KWG_SMEM_BYTES(c.bm, c.bn, c.stages);
     return true;
 }
@@ -399,13 +400,32 @@ int main(int argc, char **argv)
     printf("device %s, %d SMs, %.0f MB L2, seed %llu\n", prop.name, g_sms, prop.l2CacheSize / 1048576.0, g_seed);
     get_encode();
     for (int ci = 0; ci < NCFG; ci++) {
-        const Cfg &c = g_cfgs[ci];
+        Cfg &c = g_cfgs[ci];
         CK(cudaFuncSetAttribute((const void *)c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)KWG_SMEM_BYTES(c.bm, c.bn, c.stages)));
         cudaFuncAttributes at;
         CK(cudaFuncGetAttributes(&at, (const void *)c.fn));
-        printf("kernel %-28s %3d regs, %zu B local, smem %d\n", c.name, at.numRegs, at.localSizeBytes,
-               (int)KWG_SMEM_BYTES(c.bm, c.bn, c.stages));
+        // persistent grid: as many CTAs / clusters as are resident at once
+        int per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)c.fn, KWG_THREADS,
+                                                         KWG_SMEM_BYTES(c.bm, c.bn, c.stages)));
+        c.resident = per_sm * g_sms;
+        if (c.cm > 1) {
+            cudaLaunchConfig_t lc = {};
+            cudaLaunchAttribute attr;
+            attr.id = cudaLaunchAttributeClusterDimension;
+            attr.val.clusterDim.x = (unsigned)c.cm;
+            attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+            lc.gridDim = dim3((unsigned)(c.cm * g_sms));
+            lc.blockDim = dim3(KWG_THREADS);
+            lc.dynamicSmemBytes = KWG_SMEM_BYTES(c.bm, c.bn, c.stages);
+            lc.attrs = &attr;
+            lc.numAttrs = 1;
+            CK(cudaOccupancyMaxActiveClusters(&c.resident, (const void *)c.fn, &lc));
+        }
+        printf("kernel %-28s %3d regs, %zu B local, smem %d, resident %d %s\n", c.name, at.numRegs,
+               at.localSizeBytes, (int)KWG_SMEM_BYTES(c.bm, c.bn, c.stages), c.resident,
+               c.cm > 1 ? "clusters" : "CTAs");
     }
     cublasHandle_t h;
     CB(cublasCreate(&h));
@@ -423,6 +443,20 @@ int main(int argc, char **argv)
                 Problem P = {cases[i].M, cases[i].N, cases[i].K, cases[i].b, cases[i].sw, cases[i].bias};
                 check_case(h, small ? (ci == 0 ? 1 : 5) : ci, P);
             }
+    }
+    if (!strcmp(mode, "profile")) { // one launch of cuBLAS and of each configuration, for ncu
+        Problem P = {2048, 6144, 4096, 1, false, false};
+        alloc_problem(P);
+        const float one = 1.f, zero = 0.f;
+        CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)P.N, (int)P.M, (int)P.K, &one, P.W, CUDA_R_16BF, (int)P.K,
+                        P.A, CUDA_R_16BF, (int)P.K, &zero, P.O, CUDA_R_16BF, (int)P.N, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT));
+        for (int ci = 0; ci < NCFG; ci++) {
+            Launch L;
+            if (prepare(g_cfgs[ci], P, L)) launch(g_cfgs[ci], L);
+        }
+        CK(cudaDeviceSynchronize());
+        free_problem(P);
     }
     if (!strcmp(mode, "bench") || !strcmp(mode, "all")) {
         FILE *csv = getenv("BENCH_CSV") ? fopen(getenv("BENCH_CSV"), "w") : NULL;
