@@ -202,24 +202,16 @@ __device__ __forceinline__ void kwg_cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
-// Arrive on the mbarrier at the same shared offset in CTA `rank` of the cluster.
+// Arrive on the mbarrier at the same shared offset in CTA `rank` of the cluster. Default
+// semantics (release at CTA scope): it only says "this warp's wgmma reads of the slot have
+// retired" (a WAR hand-off to the TMA writes that follow); a .release.cluster arrive would
+// put a GPU-wide memory barrier (MEMBAR.ALL.GPU) in front of every arrival.
 __device__ __forceinline__ void kwg_bar_arrive_cluster(unsigned bar, unsigned rank)
 {
     asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
                  "r"(rank)
                  : "memory");
-}
-__device__ __forceinline__ void kwg_bar_wait_cluster(unsigned bar, unsigned parity)
-{
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, P;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
 }
 // The box lands at the same shared offset in every CTA of `mask`, completing on each one's
 // mbarrier at offset `bar`.
@@ -332,8 +324,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 const int mb = um * CM + (int)rank;
                 const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
                 for (int kt = 0; kt < ktiles; kt++) {
-                    if (CM > 1) kwg_bar_wait_cluster(KWG_EMPTY(s), ph ^ 1u);
-                    else kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
+                    kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
                     kwg_bar_expect_tx(KWG_FULL(s), A_BYTES + B_BYTES);
                     kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
                     if (CM == 1)
