@@ -15,7 +15,9 @@
 // pass meant for compute-sanitizer.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
+extern "C" {
+#include "runtime/rt_tmap.h"
+}
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,21 +65,18 @@ __device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, l
 
 // Other configurations of the same template in this process.
 template <int BM, int BN, int ST, int G, bool PP>
-__global__ void __launch_bounds__(KWG_THREADS, 1)
-    kwg_cfg_kernel(const __grid_constant__ KilnArgs p, const __grid_constant__ kiln_tmap ta,
-                   const __grid_constant__ kiln_tmap tw)
+__global__ void __launch_bounds__(KWG_THREADS, 1) kwg_cfg_kernel(const __grid_constant__ KilnTmaArgs prm)
 {
-    kwg_main<BM, BN, ST, G, PP, 1>(p, &ta, &tw);
+    kwg_main<BM, BN, ST, G, PP, 1>(prm.p, &prm.a, &prm.w);
 }
 template <int BM, int BN, int ST, int G, bool PP>
 __global__ void __launch_bounds__(KWG_THREADS, 1) __cluster_dims__(2, 1, 1)
-    kwg_cfg_kernel_c2(const __grid_constant__ KilnArgs p, const __grid_constant__ kiln_tmap ta,
-                      const __grid_constant__ kiln_tmap tw)
+    kwg_cfg_kernel_c2(const __grid_constant__ KilnTmaArgs prm)
 {
-    kwg_main<BM, BN, ST, G, PP, 2>(p, &ta, &tw);
+    kwg_main<BM, BN, ST, G, PP, 2>(prm.p, &prm.a, &prm.w);
 }
 
-typedef void (*kern_fn)(const KilnArgs, const kiln_tmap, const kiln_tmap);
+typedef void (*kern_fn)(const KilnTmaArgs);
 struct Cfg {
     const char *name;
     kern_fn fn;
@@ -114,37 +113,23 @@ static const int NCFG = (int)(sizeof g_cfgs / sizeof g_cfgs[0]);
         }                                                                                             \
     } while (0)
 
-static PFN_cuTensorMapEncodeTiled_v12000 g_encode;
 static int g_sms;
 
-static void get_encode(void)
-{
-    cudaDriverEntryPointQueryResult q;
-    void *fn = NULL;
-    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !fn) {
-        fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
-        exit(2);
-    }
-    g_encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
-}
-
-// Rank-3 map {K, rows, batches} of a K-major bf16 operand; false when TMA cannot describe it.
+// Rank-3 map {K, rows, batches} of a K-major bf16 operand (runtime/rt_tmap.c); false when TMA
+// cannot describe it.
 static bool make_map(kiln_tmap *m, const void *ptr, long long K, long long rows, long long ld, long long batch,
                      long long sbatch, int box_rows)
 {
-    if (((uintptr_t)ptr & 15) || ld % 8 || sbatch % 8) return false;
-    cuuint64_t dims[3] = {(cuuint64_t)K, (cuuint64_t)rows, (cuuint64_t)(sbatch ? batch : 1)};
-    cuuint64_t strides[2] = {(cuuint64_t)(ld * 2), (cuuint64_t)((sbatch ? sbatch : rows * ld) * 2)};
-    cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1}, estr[3] = {1, 1, 1};
-    static_assert(sizeof(kiln_tmap) == sizeof(CUtensorMap), "kiln_tmap is a CUtensorMap");
-    CUresult r = g_encode((CUtensorMap *)m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)ptr, dims, strides, box, estr,
-                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled: %d\n", (int)r);
+    rt_tmap_operand op = {ptr, false, K, rows, ld, batch, sbatch, box_rows};
+    rt_tmap t;
+    char err[256];
+    static_assert(sizeof(kiln_tmap) == sizeof(rt_tmap) && alignof(kiln_tmap) == alignof(rt_tmap), "same layout");
+    if (!rt_tmap_describable(&op)) return false;
+    if (rt_tmap_encode(&t, &op, err, sizeof err) != RT_LAUNCH_OK) {
+        fprintf(stderr, "%s\n", err);
         return false;
     }
+    memcpy(m, &t, sizeof t);
     return true;
 }
 
@@ -234,31 +219,31 @@ static void reference(cublasHandle_t h, const Problem &P)
 }
 
 struct Launch {
-    KilnArgs a;
-    kiln_tmap ta, tw;
+    KilnTmaArgs prm;
     unsigned grid;
     size_t smem;
 };
 static bool prepare(const Cfg &c, const Problem &P, Launch &L)
 {
-    memset(&L.a, 0, sizeof L.a);
-    L.a.a = P.A;
-    L.a.w = P.W;
-    L.a.out = P.O;
-    L.a.bias = P.bias_d;
-    L.a.res = P.res;
-    L.a.sa = P.M * P.K;
-    L.a.sw = P.shared_w ? 0 : P.N * P.K;
-    L.a.lda = P.K;
-    L.a.ldw = P.K;
-    L.a.M = P.M;
-    L.a.N = P.N;
-    L.a.K = P.K;
-    L.a.batch = P.batch;
-    L.a.so = P.M * P.N;
-    L.a.ldo = P.N;
-    if (!make_map(&L.ta, P.A, P.K, P.M, P.K, P.batch, L.a.sa, c.bm)) return false;
-    if (!make_map(&L.tw, P.W, P.K, P.N, P.K, P.batch, L.a.sw, c.bn / c.cm)) return false;
+    memset(&L.prm, 0, sizeof L.prm);
+    KilnArgs &a = L.prm.p;
+    a.a = P.A;
+    a.w = P.W;
+    a.out = P.O;
+    a.bias = P.bias_d;
+    a.res = P.res;
+    a.sa = P.M * P.K;
+    a.sw = P.shared_w ? 0 : P.N * P.K;
+    a.lda = P.K;
+    a.ldw = P.K;
+    a.M = P.M;
+    a.N = P.N;
+    a.K = P.K;
+    a.batch = P.batch;
+    a.so = P.M * P.N;
+    a.ldo = P.N;
+    if (!make_map(&L.prm.a, P.A, P.K, P.M, P.K, P.batch, a.sa, c.bm)) return false;
+    if (!make_map(&L.prm.w, P.W, P.K, P.N, P.K, P.batch, a.sw, c.bn / c.cm)) return false;
     const long long units_m = ((P.M + c.bm - 1) / c.bm + c.cm - 1) / c.cm;
     const long long units = P.batch * units_m * ((P.N + c.bn - 1) / c.bn);
     L.grid = (unsigned)(c.cm * std::min<long long>(units, c.resident));
@@ -267,7 +252,7 @@ static bool prepare(const Cfg &c, const Problem &P, Launch &L)
 }
 static void launch(const Cfg &c, const Launch &L)
 {
-    c.fn<<<L.grid, KWG_THREADS, L.smem>>>(L.a, L.ta, L.tw);
+    c.fn<<<L.grid, KWG_THREADS, L.smem>>>(L.prm);
 }
 
 static int g_pass, g_fail;
@@ -398,7 +383,6 @@ int main(int argc, char **argv)
     CK(cudaGetDeviceProperties(&prop, 0));
     g_sms = prop.multiProcessorCount;
     printf("device %s, %d SMs, %.0f MB L2, seed %llu\n", prop.name, g_sms, prop.l2CacheSize / 1048576.0, g_seed);
-    get_encode();
     for (int ci = 0; ci < NCFG; ci++) {
         Cfg &c = g_cfgs[ci];
         CK(cudaFuncSetAttribute((const void *)c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -20,8 +20,9 @@
 // slices in L2.
 //
 // Operands come in through two tensor maps (CUtensorMap, 128 bytes, 64-byte aligned), encoded
-// on the host by cuTensorMapEncodeTiled and passed by value as __grid_constant__ parameters
-// after KilnArgs, each rank 3:
+// on the host by cuTensorMapEncodeTiled (runtime/rt_tmap.h). The kernel takes ONE by-value
+// __grid_constant__ parameter, `KilnTmaArgs` = {map of A, map of W, KilnArgs} (256 + 8*nargs
+// bytes), so it launches like every Kiln kernel (runtime/rt_launch.h). Each map is rank 3:
 //   dims {K, rows, batches}, strides (bytes) {ld * 2, batch stride * 2}, box {64, BM or BN, 1},
 //   CU_TENSOR_MAP_SWIZZLE_128B, interleave none, OOB fill none (zeros);
 //   A: rows M, ld p.lda, batch stride p.sa; W: rows N, ld p.ldw, batch stride p.sw;
@@ -31,10 +32,15 @@
 // past the edges read zeros and the epilogue is called only for m < M, n < N.
 // The maps hold the base pointers: they must be encoded again when a pointer changes.
 //
-// Constants: KILN_BM (128 or 256), KILN_BN (128 or 256; not both 256), KILN_STAGES,
-// KILN_GROUP_M (default 16), KILN_WGMMA_F16 (1 when KILN_T is __half). Launch:
-// grid = (min(batch * ceil(M/BM) * ceil(N/BN), SMs), 1, 1), block 384, dynamic shared
-// memory KILN_SMEM_BYTES (formula below, > 48 KiB: raise the kernel's limit first).
+// Constants: KILN_BM, KILN_BN (tile per CTA), KILN_STAGES, KILN_GROUP_M (default 16),
+// KILN_WGMMA_PINGPONG (0: both consumers share a tile, BM 128 or 256; 1: they take tiles in
+// turn, BM 64 or 128), KILN_CLUSTER_M (1, or 2: clusters of two CTAs on adjacent row blocks,
+// the W box multicast; the W map's box is then BN/2 rows), KILN_WGMMA_F16 (1 when KILN_T is
+// __half). BN is 128 or 256; a consumer holds at most 64 x 256 or 128 x 128 accumulators.
+// Launch: persistent, grid = (CM * min(batch * ceil(ceil(M/BM)/CM) * ceil(N/BN), resident),
+// 1, 1) where resident = CTAs (CM 1: one per SM) or clusters (cudaOccupancyMaxActiveClusters)
+// that fit at once; block 384; dynamic shared memory KILN_SMEM_BYTES (formula below; above
+// 48 KiB the kernel's limit must be raised first).
 #ifndef KILN_MATMUL_WGMMA_CUH
 #define KILN_MATMUL_WGMMA_CUH
 
@@ -438,15 +444,21 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #ifndef KILN_CLUSTER_M
 #define KILN_CLUSTER_M 1
 #endif
+// The kernel's one parameter: the two tensor maps (A, then W), then KilnArgs. 256 + 8*nargs bytes.
+struct KilnTmaArgs {
+    kiln_tmap a, w;
+    KilnArgs p;
+};
+
 #ifndef KILN_WGMMA_NO_KERNEL
 extern "C" __global__ void __launch_bounds__(KWG_THREADS, 1)
 #if KILN_CLUSTER_M > 1
     __cluster_dims__(KILN_CLUSTER_M, 1, 1)
 #endif
-    KILN_KERNEL(const __grid_constant__ KilnArgs p, const __grid_constant__ kiln_tmap ta,
-                const __grid_constant__ kiln_tmap tw)
+    KILN_KERNEL(const __grid_constant__ KilnTmaArgs prm)
 {
-    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M>(p, &ta, &tw);
+    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M>(prm.p, &prm.a,
+                                                                                                  &prm.w);
 }
 #endif
 
