@@ -97,7 +97,9 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
                  c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm);
 }
 
-/* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory). */
+/* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory).
+ * mm_grid is for matmul_mma and gemv: matmul_wgmma's persistent grid depends
+ * on how many CTAs fit (tests/gpu/test_gpu_matmul.c launch_cfg). */
 static inline int mm_threads(const mm_cfg *c)
 {
     return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : c->kind == MM_KIND_WGMMA ? 384 : 256;
