@@ -5,8 +5,14 @@
  * bf16 and f16, both test epilogues. For each: an empty NVRTC log, the kernel's
  * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
  * PTX holding wgmma.mma_async (the asynchronous warpgroup MMA), the TMA copy
- * (cp.async.bulk.tensor) and setmaxnreg. Needs no GPU and no driver. */
+ * (cp.async.bulk.tensor) and setmaxnreg. Where `cuobjdump` runs (it needs
+ * nvdisasm; $KILN_CUOBJDUMP names another one), the cubin's SASS must hold
+ * HGMMA, the tensor-core instruction wgmma becomes; elsewhere that check is
+ * skipped with a note. Needs no GPU and no driver. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "check.h"
 #include "gpu/mm_src.h"
 
@@ -43,6 +49,34 @@ static int no_spills(const char *log, const char *kname, int *regs)
         return 0;
     sscanf(u, "Used %d registers", regs);
     return frame == 0 && st == 0 && ld == 0;
+}
+
+/* HGMMA lines in the SASS of `code` by cuobjdump; -1 when cuobjdump does not run here. */
+static int sass_hgmma(const rt_blob *code)
+{
+    char path[] = "/tmp/kiln_wgmma_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "wb");
+    int ok = f && fwrite(code->data, 1, code->size, f) == code->size;
+    if (f) fclose(f);
+    int count = -1;
+    if (ok) {
+        const char *tool = getenv("KILN_CUOBJDUMP") ? getenv("KILN_CUOBJDUMP") : "cuobjdump";
+        char cmd[1024], line[512];
+        snprintf(cmd, sizeof cmd, "'%s' --dump-sass '%s' 2>/dev/null", tool, path);
+        FILE *p = popen(cmd, "r");
+        if (p) {
+            int n = 0, lines = 0;
+            while (fgets(line, sizeof line, p)) {
+                lines++;
+                if (strstr(line, "HGMMA")) n++;
+            }
+            if (pclose(p) == 0 && lines > 0) count = n;
+        }
+    }
+    unlink(path);
+    return count;
 }
 
 int main(void)
@@ -85,6 +119,9 @@ int main(void)
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "wgmma.mma_async"), "%s: no wgmma.mma_async in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor"), "%s: no TMA copy in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "setmaxnreg"), "%s: no setmaxnreg in PTX", name);
+            const int hg = sass_hgmma(&c->code);
+            if (hg < 0) printf("note %s: cuobjdump did not run here; SASS not checked\n", name);
+            else CHECK_MSG(hg > 0, "%s: no HGMMA in the cubin's SASS", name);
         }
         printf("%-4s %-40s %3d regs  cubin %6.0f ms  %zu bytes\n", ok ? "ok" : "FAIL", name, regs, c->ms, c->code.size);
         rt_compile_result_free(&cub[i]);
