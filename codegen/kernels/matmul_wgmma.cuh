@@ -15,9 +15,20 @@
 // group in flight, frees a slot once the group that read it has retired, and runs the
 // epilogue for its rows while the producer already fills the ring for the next tile.
 // setmaxnreg gives the consumers 232 registers and the producer 40.
-// Tiles are handed out round-robin (tile t to CTA t mod gridDim.x) in grouped order: runs of
-// KILN_GROUP_M row blocks sweep the N blocks together, so the concurrent tiles share A and W
-// slices in L2.
+// Tiles (units: CM row blocks x one column block, one per cluster) are handed out round-robin
+// (unit u to CTA / cluster u mod their number) in grouped order: runs of KILN_GROUP_M row
+// blocks sweep the N blocks together, so the concurrent tiles share A and W slices in L2.
+//
+// Ordering (what makes the ring safe; compute-sanitizer's racecheck does not see TMA writes or
+// wgmma reads, so this is argued, not checked): a slot is written only by TMA, after the
+// producer saw its `empty` barrier complete, which needs one arrival from every consumer warp
+// (of both CTAs with clusters) that reads the slot, each made after wgmma.wait_group proved the
+// wgmma groups reading it retired; it is read only by wgmma, after the consumer saw its `full`
+// barrier complete, which needs the producer's expect_tx arrival and all of the slot's bytes.
+// Both walk the same slot sequence with one phase bit per wrap, and neither can run a whole
+// phase ahead of the other, so parity waits are exact. Ping-pong consumers skip the other's
+// slots and start a tile only after the other has issued its last K slice (the `order`
+// barriers), so they too are never more than one phase away from the slot they wait on.
 //
 // Operands come in through two tensor maps (CUtensorMap, 128 bytes, 64-byte aligned), encoded
 // on the host by cuTensorMapEncodeTiled (runtime/rt_tmap.h). The kernel takes ONE by-value
