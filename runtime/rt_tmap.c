@@ -8,13 +8,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "runtime/rt_err.h"
+
 _Static_assert(sizeof(rt_tmap) == sizeof(CUtensorMap), "rt_tmap is a CUtensorMap");
 _Static_assert(_Alignof(rt_tmap) == 64, "a tensor map is 64-byte aligned");
-
-static void set_err(char *err, size_t n, const char *msg, const char *detail)
-{
-    if (err && n) snprintf(err, n, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
-}
 
 bool rt_tmap_describable(const rt_tmap_operand *op)
 {
@@ -31,32 +28,26 @@ bool rt_tmap_describable(const rt_tmap_operand *op)
 
 rt_status rt_tmap_encode(rt_tmap *out, const rt_tmap_operand *op, char *err, size_t n)
 {
-    if (!out || !rt_tmap_describable(op)) {
-        set_err(err, n, "rt_tmap_encode: operand not describable by TMA", NULL);
-        return RT_ERR_INVALID;
-    }
+    if (!out || !rt_tmap_describable(op))
+        return rt_fail(RT_ERR_INVALID, err, n, "rt_tmap_encode: operand not describable by TMA");
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
-        set_err(err, n, "rt_tmap_encode: cuTensorMapEncodeTiled not available",
-                e != cudaSuccess ? cudaGetErrorString(e) : "driver has no such entry point");
-        return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? RT_ERR_NO_DEVICE : RT_ERR_CUDA;
-    }
+    RT_TRY(RT_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q),
+                         "rt_tmap_encode", err, n));
+    if (q != cudaDriverEntryPointSuccess || !fn)
+        return rt_fail(RT_ERR_NO_DEVICE, err, n, "rt_tmap_encode: the driver has no cuTensorMapEncodeTiled (query result %d)",
+                       (int)q);
     const bool shared = op->batch_stride == 0;
     cuuint64_t dims[3] = {(cuuint64_t)op->K, (cuuint64_t)op->rows, (cuuint64_t)(shared ? 1 : op->batch)};
     cuuint64_t strides[2] = {(cuuint64_t)(op->ld * 2),
                              (cuuint64_t)((shared ? op->rows * op->ld : op->batch_stride) * 2)};
     cuuint32_t box[3] = {64, (cuuint32_t)op->box_rows, 1}, estr[3] = {1, 1, 1};
+    /* a driver call (CUresult, not a cudaError_t): its code in the message */
     CUresult r = ((PFN_cuTensorMapEncodeTiled_v12000)fn)(
         (CUtensorMap *)out, op->f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
         (void *)op->base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        char code[32];
-        snprintf(code, sizeof code, "CUresult %d", (int)r);
-        set_err(err, n, "rt_tmap_encode: cuTensorMapEncodeTiled failed", code);
-        return RT_ERR_CUDA;
-    }
+    if (r != CUDA_SUCCESS)
+        return rt_fail(RT_ERR_CUDA, err, n, "rt_tmap_encode: cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
     return RT_OK;
 }
