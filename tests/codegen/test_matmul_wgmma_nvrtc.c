@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "gpu/mm_src.h"
+#include "ptxas_log.h"
 
 #define WG(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0}
 static const mm_cfg cfgs[] = {
@@ -31,24 +32,6 @@ static int has_bytes(const void *p, size_t n, const char *s)
     for (size_t i = 0; i + l <= n; i++)
         if (memcmp(b + i, s, l) == 0) return 1;
     return 0;
-}
-
-/* "N bytes stack frame, S bytes spill stores, L bytes spill loads" for kernel
- * `kname` in a ptxas -v log; 1 when found and all three are zero. */
-static int no_spills(const char *log, const char *kname, int *regs)
-{
-    const char *k = strstr(log, kname);
-    if (!k) return 0;
-    const char *f = strstr(k, "bytes stack frame");
-    const char *u = strstr(k, "Used ");
-    if (!f || !u) return 0;
-    while (f > log && f[-1] == ' ') f--;
-    while (f > log && f[-1] >= '0' && f[-1] <= '9') f--;
-    int frame = -1, st = -1, ld = -1;
-    if (sscanf(f, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &st, &ld) != 3)
-        return 0;
-    sscanf(u, "Used %d registers", regs);
-    return frame == 0 && st == 0 && ld == 0;
 }
 
 /* HGMMA lines in the SASS of `code` by cuobjdump; -1 when cuobjdump does not run here. */
@@ -112,7 +95,7 @@ int main(void)
         if (ok) {
             CHECK_MSG(p->log && p->log[0] == 0, "%s: NVRTC log not empty:\n%s", name, p->log ? p->log : "(null)");
             CHECK_MSG(has_bytes(c->code.data, c->code.size, names[i]), "%s: cubin lacks kernel %s", name, names[i]);
-            CHECK_MSG(c->log && no_spills(c->log, names[i], &regs), "%s: ptxas reports a stack frame or spills:\n%s",
+            CHECK_MSG(c->log && ptxas_no_spills(c->log, names[i], &regs), "%s: ptxas reports a stack frame or spills:\n%s",
                       name, c->log ? c->log : "(null)");
             CHECK_MSG(c->log && !strstr(c->log, "warning"), "%s: ptxas warning (setmaxnreg ignored?):\n%s", name,
                       c->log);
