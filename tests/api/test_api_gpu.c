@@ -23,7 +23,8 @@
  *  6. the Hopper matmul (sm_90a only): the full 8B layer's plan at prefill
  *     dims (B=1, S=2048, T=2048) has its four projections on matmul_wgmma.cuh
  *     with the mma.sync fallback (kiln_model_kernel); the shrunk 8B layer at
- *     B=2 S=12 runs them without a fallback (counter tma_fallbacks 0) and
+ *     B=2 S=12 on its large-shape variant (decode_max_rows -1) runs them
+ *     without a fallback (counter tma_fallbacks 0) and
  *     matches the interpreter; with wo rebound at a pointer 2 bytes off
  *     16-byte alignment its projection falls back (counted) and still
  *     matches. */
@@ -654,9 +655,11 @@ static void test_hopper(kiln_context *ctx)
     }
     kiln_model_free(m);
 
-    /* the shrunk 8B layer runs them: no fallback, then one for an unaligned weight */
+    /* the shrunk 8B layer runs them: no fallback, then one for an unaligned
+     * weight. decode_max_rows -1: B=2 S=12 is 24 rows, which the default rule
+     * would give an exact variant (M known <= 256: mma.sync) */
     bench b;
-    if (!bench_init(&b, &API_SAMPLES[1], ctx, 61, 0, false)) {
+    if (!bench_init(&b, &API_SAMPLES[1], ctx, 61, -1, false)) {
         bench_free(&b);
         return;
     }
@@ -664,6 +667,7 @@ static void test_hopper(kiln_context *ctx)
     kiln_counters c0, c1, c2;
     run_and_check(&b, 2, 12, p12, "8B (shrunk) B=2 S=12 on the Hopper template");
     kiln_model_counters(b.m, &c0);
+    expect(c0.variants == 1, "8B (shrunk): %llu variants, only the large-shape one expected", (unsigned long long)c0.variants);
     expect(c0.tma_fallbacks == 0, "8B (shrunk): %llu wgmma launches fell back with aligned operands",
            (unsigned long long)c0.tma_fallbacks);
     int wo = -1;
