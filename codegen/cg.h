@@ -20,7 +20,8 @@
  *
  * KilnArgs layout: every field is 8 bytes (a device pointer or a long long),
  * field i at byte offset 8*i; args_size = 8*nargs. The runtime fills a byte
- * buffer of that size and launches with it as the single kernel parameter. */
+ * buffer of that size and launches with it as the single kernel parameter
+ * (matmul_wgmma: after the tensor maps it encodes, cg_kernel.param_prefix). */
 #ifndef KILN_CG_H
 #define KILN_CG_H
 #include <stdbool.h>
@@ -218,7 +219,7 @@ bool cg_dim_eval(const ir_dim *d, const int64_t *dims, int64_t *value);
 const char *cg_kernel_label(const cg_kernel *k, char *buf, size_t n);
 
 /* `kiln compile --emit=cuda -o DIR`: writes DIR/<name>.cu for every kernel
- * (DIR must exist) and DIR/kernels.txt listing, per kernel, its family,
+ * and every fallback (DIR must exist) and DIR/kernels.txt listing, per kernel, its family,
  * launch rule and arguments. Returns the number of kernels written, or -1
  * with a message. opts may be NULL. */
 int cg_write_sources(const ir_graph *g, const char *dir, const cg_options *opts, char *err,

@@ -1,7 +1,7 @@
 /* codegen/cg_emit.c — codegen's public entry points (codegen/cg.h).
  *
  * For kernel group k: pick the family from the group's kind and anchor
- * (matmul -> matmul/gemv, attention -> attention prefill/decode, row -> row,
+ * (matmul -> matmul_wgmma/matmul/gemv, attention -> attention prefill/decode, row -> row,
  * everything else -> elementwise), generate its hooks and constants
  * (cg_family.c), and assemble the translation unit
  *
@@ -14,7 +14,11 @@
  * non-last axis, a matmul operand whose layout is not strided, ...), the
  * generic fallback computes each output element in kiln_elem of the
  * elementwise template, with loops for reductions and matmuls: correct,
- * slow, and recorded in the kernel's note. */
+ * slow, and recorded in the kernel's note.
+ *
+ * A matmul_wgmma kernel (Hopper, TMA operands) carries a second kernel, its
+ * mma.sync fallback (cg_kernel.fallback, build_fallback), for launches whose
+ * base pointers TMA cannot describe. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
