@@ -390,12 +390,18 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (A->op == IR_OP_LINEAR) {
         M = cg_numel(gen, &a->type, 0, ra - 1);
         N = w->type.dims[0];
-        for (int j = 0; j + 2 < ra; j++) {
+        /* the row axes flatten to one stride; an axis of constant size 1 has no
+         * stride that matters (a view may give it any), so it is skipped */
+        int inner = -1; /* the innermost row axis of size other than 1 */
+        for (int j = ra - 2; j >= 0; j--) {
+            if (cg_dim_one(&a->type.dims[j])) continue;
             ir_dim want;
-            if (!ir_dim_mul(as.stride[j + 1], a->type.dims[j + 1], &want) || !ir_dim_eq(&want, &as.stride[j]))
+            if (inner >= 0 &&
+                (!ir_dim_mul(as.stride[inner], a->type.dims[inner], &want) || !ir_dim_eq(&want, &as.stride[j])))
                 return cg_fail(gen, "the left operand's rows do not flatten to one stride");
+            if (inner < 0) inner = j;
         }
-        lda = ra >= 2 ? as.stride[ra - 2] : K;
+        lda = inner >= 0 ? as.stride[inner] : ra >= 2 ? as.stride[ra - 2] : K;
         if (ir_dim_eq(&ws.stride[1], &one)) b_nk = 1, ldw = ws.stride[0];
         else if (ir_dim_eq(&ws.stride[0], &one)) b_nk = 0, ldw = ws.stride[1];
         else return cg_fail(gen, "the weight has no contiguous axis");
