@@ -20,7 +20,8 @@
  *
  * KilnArgs layout: every field is 8 bytes (a device pointer or a long long),
  * field i at byte offset 8*i; args_size = 8*nargs. The runtime fills a byte
- * buffer of that size and launches with it as the single kernel parameter. */
+ * buffer of that size and launches with it as the single kernel parameter
+ * (matmul_wgmma: after the tensor maps it encodes, cg_kernel.param_prefix). */
 #ifndef KILN_CG_H
 #define KILN_CG_H
 #include <stdbool.h>
@@ -33,10 +34,11 @@
 typedef enum cg_family {
     CG_FAMILY_ELEMENTWISE,      /* elementwise.cuh: elementwise, gather, copy, cache-write, fallbacks */
     CG_FAMILY_ROW,              /* row.cuh: norms, softmax, last-axis reductions */
-    CG_FAMILY_MATMUL,           /* matmul_mma.cuh: tensor cores, large M */
+    CG_FAMILY_MATMUL,           /* matmul_mma.cuh: tensor cores (mma.sync), large M */
     CG_FAMILY_GEMV,             /* gemv.cuh: small M, split-K */
     CG_FAMILY_ATTENTION_PREFILL,/* attention_prefill.cuh */
     CG_FAMILY_ATTENTION_DECODE, /* attention_decode.cuh: split-KV */
+    CG_FAMILY_MATMUL_WGMMA,     /* matmul_wgmma.cuh: Hopper (sm_90a) wgmma + TMA, large M */
 } cg_family;
 
 const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */
@@ -74,11 +76,15 @@ typedef struct cg_arg {
     size_t offset;      /* byte offset in KilnArgs (8 * position) */
 } cg_arg;
 
-/* One grid dimension: min(ceil(n / div), cap); cap 0 = no cap. */
+/* One grid dimension: min(ceil(n / div) * ceil(n2 / div2), cap); the second
+ * factor only when div2 > 0 (a persistent grid over a 2-D tile space);
+ * cap 0 = no cap. */
 typedef struct cg_grid_dim {
     ir_dim n;
     int64_t div;
     int64_t cap;
+    ir_dim n2;
+    int64_t div2;
 } cg_grid_dim;
 
 typedef struct cg_launch {
@@ -98,6 +104,23 @@ typedef struct cg_xform {
     ir_dim half;
 } cg_xform;
 
+/* A TMA tensor map the runtime encodes into the kernel's parameter when it
+ * records a launch (matmul_wgmma.cuh; runtime/rt_tmap.h): a K-major operand
+ * of `batch` matrices of rows x K elements, row r of batch b at
+ * base + b*batch_stride + r*ld, where base is the pointer the runtime put in
+ * KilnArgs field `arg` (offsets applied). The dims evaluate with the call's
+ * dims (ir_dim_value). Map i sits at byte 128*i of the parameter. */
+typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W } cg_tmap_operand;
+typedef struct cg_tmap {
+    cg_tmap_operand operand;
+    int arg;            /* index in cg_kernel.args of the base pointer */
+    ir_dtype dtype;     /* IR_BF16 or IR_F16 */
+    ir_dim K, rows, ld, batch, batch_stride; /* elements */
+    int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W) */
+} cg_tmap;
+
+#define CG_MAX_TMAPS 2
+
 typedef struct cg_kernel {
     int group;              /* index in g->groups */
     const char *kind;       /* the group's kind ("matmul", "row", ...) */
@@ -110,6 +133,22 @@ typedef struct cg_kernel {
     cg_arg *args;
     int nargs;
     size_t args_size;       /* bytes of KilnArgs: 8 * nargs */
+    /* The kernel's one by-value parameter: KilnArgs alone (param_prefix 0,
+     * param_size args_size), or for matmul_wgmma KilnTmaArgs = {ntmaps
+     * tensor maps, KilnArgs}: KilnArgs at byte param_prefix (256), the whole
+     * rounded up to 64 bytes. */
+    size_t param_prefix, param_size;
+    cg_tmap tmaps[CG_MAX_TMAPS];
+    int ntmaps;
+    /* The template and its configuration, for reports and introspection:
+     * "wgmma 128x256 s4", "mma.sync 128x128x32 s3", "gemv 8 cols split-k 4";
+     * NULL for families with no configuration to name. */
+    const char *config;
+    /* matmul_wgmma: the same group as a matmul_mma kernel (same KilnArgs
+     * fields in the same order), launched instead when an operand is not
+     * TMA-describable at run time (rt_tmap_describable: a base pointer not
+     * 16-byte aligned). NULL for every other kernel. */
+    struct cg_kernel *fallback;
     cg_launch launch;
     cg_xform *xforms;       /* bind-time layout changes of this kernel's weights */
     int nxforms;
@@ -174,9 +213,11 @@ bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], u
                     size_t *smem, char *err, size_t errlen);
 /* The value of a SCALAR or WORKSPACE argument for concrete dims. */
 bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value);
+/* "matmul (wgmma 128x256 s4)": the family and the configuration, into buf. */
+const char *cg_kernel_label(const cg_kernel *k, char *buf, size_t n);
 
 /* `kiln compile --emit=cuda -o DIR`: writes DIR/<name>.cu for every kernel
- * (DIR must exist) and DIR/kernels.txt listing, per kernel, its family,
+ * and every fallback (DIR must exist) and DIR/kernels.txt listing, per kernel, its family,
  * launch rule and arguments. Returns the number of kernels written, or -1
  * with a message. opts may be NULL. */
 int cg_write_sources(const ir_graph *g, const char *dir, const cg_options *opts, char *err,

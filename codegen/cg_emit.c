@@ -1,7 +1,7 @@
 /* codegen/cg_emit.c — codegen's public entry points (codegen/cg.h).
  *
  * For kernel group k: pick the family from the group's kind and anchor
- * (matmul -> matmul/gemv, attention -> attention prefill/decode, row -> row,
+ * (matmul -> matmul_wgmma/matmul/gemv, attention -> attention prefill/decode, row -> row,
  * everything else -> elementwise), generate its hooks and constants
  * (cg_family.c), and assemble the translation unit
  *
@@ -14,7 +14,11 @@
  * non-last axis, a matmul operand whose layout is not strided, ...), the
  * generic fallback computes each output element in kiln_elem of the
  * elementwise template, with loops for reductions and matmuls: correct,
- * slow, and recorded in the kernel's note. */
+ * slow, and recorded in the kernel's note.
+ *
+ * A matmul_wgmma kernel (Hopper, TMA operands) carries a second kernel, its
+ * mma.sync fallback (cg_kernel.fallback, build_fallback), for launches whose
+ * base pointers TMA cannot describe. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@ const char *cg_family_name(cg_family f)
     case CG_FAMILY_GEMV: return "gemv";
     case CG_FAMILY_ATTENTION_PREFILL: return "attention_prefill";
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode";
+    case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma";
     }
     return "?";
 }
@@ -58,6 +63,7 @@ const char *cg_family_template(cg_family f)
     case CG_FAMILY_GEMV: return "gemv.cuh";
     case CG_FAMILY_ATTENTION_PREFILL: return "attention_prefill.cuh";
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode.cuh";
+    case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma.cuh";
     }
     return "?";
 }
@@ -70,6 +76,7 @@ const char *const *cg_family_templates(cg_family f)
     static const char *const gemv[] = {"gemv.cuh", NULL};
     static const char *const prefill[] = {"attention_common.cuh", "attention_prefill.cuh", NULL};
     static const char *const decode[] = {"attention_common.cuh", "attention_decode.cuh", NULL};
+    static const char *const wgmma[] = {"matmul_wgmma.cuh", NULL};
     switch (f) {
     case CG_FAMILY_ELEMENTWISE: return elementwise;
     case CG_FAMILY_ROW: return row;
@@ -77,6 +84,7 @@ const char *const *cg_family_templates(cg_family f)
     case CG_FAMILY_GEMV: return gemv;
     case CG_FAMILY_ATTENTION_PREFILL: return prefill;
     case CG_FAMILY_ATTENTION_DECODE: return decode;
+    case CG_FAMILY_MATMUL_WGMMA: return wgmma;
     }
     static const char *const none[] = {NULL};
     return none;
@@ -99,6 +107,10 @@ void cg_kernel_free(cg_kernel *k)
     }
     free(k->args);
     free(k->xforms);
+    if (k->fallback) {
+        cg_kernel_free(k->fallback);
+        free(k->fallback);
+    }
     memset(k, 0, sizeof *k);
 }
 
@@ -138,7 +150,7 @@ static const char *kernel_name(arena *a, const ir_graph *g, int k)
 /* Generates out (whose priv_ holds the arena) with the family of the group's
  * kind, or the generic elementwise kernel. */
 static int build(const ir_graph *g, int k, const cg_options *opts, const bool *bind, const pass_users *users,
-                 bool generic, cg_kernel *out, char *err, size_t errlen)
+                 bool generic, bool no_wgmma, cg_kernel *out, char *err, size_t errlen)
 {
     cg_priv *priv = out->priv_;
     cg_gen gen;
@@ -150,6 +162,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     gen.bind = bind;
     gen.users = users;
     gen.kern = out;
+    gen.no_wgmma = no_wgmma;
     cg_target default_target;
     if (opts && opts->target) gen.target = opts->target;
     else {
@@ -187,6 +200,8 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         gen.args = NULL;
         for (int i = 0; i < out->nargs; i++) out->args[i].offset = 8 * (size_t)i;
         out->args_size = 8 * (size_t)out->nargs;
+        out->param_prefix = out->ntmaps ? 128 * (size_t)CG_MAX_TMAPS : 0;
+        out->param_size = out->ntmaps ? (out->param_prefix + out->args_size + 63) / 64 * 64 : out->args_size;
 
         const ir_node *A = gen.anchor;
         ir_dtype t = (A->op == IR_OP_MATMUL || A->op == IR_OP_LINEAR || A->op == IR_OP_ATTENTION)
@@ -248,6 +263,44 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     return ok ? 0 : -1;
 }
 
+/* The matmul_mma kernel of a matmul_wgmma group (cg_kernel.fallback): the
+ * same generator without the Hopper template, named <name>_mma; its KilnArgs
+ * must be the primary's field for field (the runtime fills them once). */
+static int build_fallback(const ir_graph *g, int k, const cg_options *opts, const bool *bind, const pass_users *users,
+                          cg_kernel *out, char *err, size_t errlen)
+{
+    cg_kernel *fb = calloc(1, sizeof *fb);
+    cg_priv *priv = calloc(1, sizeof *priv);
+    if (!fb || !priv) {
+        free(fb);
+        free(priv);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    arena_init(&priv->a);
+    fb->priv_ = priv;
+    fb->group = k;
+    fb->kind = out->kind;
+    fb->name = arena_printf(&priv->a, "%s_mma", out->name);
+    int rc = build(g, k, opts, bind, users, false, true, fb, err, errlen);
+    if (rc == 0 && (fb->family != CG_FAMILY_MATMUL || fb->nargs != out->nargs)) {
+        snprintf(err, errlen, "kernel k%d: the mma.sync fallback of the wgmma kernel has other arguments", k);
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < fb->nargs; i++)
+        if (strcmp(fb->args[i].field, out->args[i].field) || fb->args[i].kind != out->args[i].kind) {
+            snprintf(err, errlen, "kernel k%d: the mma.sync fallback's field %d differs", k, i);
+            rc = -1;
+        }
+    if (rc != 0) {
+        cg_kernel_free(fb);
+        free(fb);
+        return -1;
+    }
+    out->fallback = fb;
+    return 0;
+}
+
 /* Kernel k, with the analyses of g cached in an (shared by the kernels of
  * one cg_emit_all_ex). */
 static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_analyses *an, cg_kernel *out, char *err,
@@ -279,7 +332,8 @@ static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_an
         out->name = kernel_name(&priv->a, g, k);
         char *msg = attempt == 0 ? why : why2;
         msg[0] = 0;
-        rc = build(g, k, opts, bind, users, attempt == 1, out, msg, sizeof why);
+        rc = build(g, k, opts, bind, users, attempt == 1, false, out, msg, sizeof why);
+        if (rc == 0 && out->family == CG_FAMILY_MATMUL_WGMMA) rc = build_fallback(g, k, opts, bind, users, out, msg, sizeof why);
         if (rc == 0) {
             if (attempt == 1) out->note = arena_printf(&priv->a, "generic fallback: %s", why);
             break;
@@ -341,9 +395,14 @@ int cg_emit_all(const ir_graph *g, cg_kernel **out, int *n, char *err, size_t er
 
 /* ---- launch rules ----------------------------------------------------------------- */
 
-bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value)
+bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value) { return ir_dim_value(&a->dim, dims, value); }
+
+const char *cg_kernel_label(const cg_kernel *k, char *buf, size_t n)
 {
-    return ir_dim_value(&a->dim, dims, value);
+    const char *fam = k->family == CG_FAMILY_MATMUL_WGMMA ? "matmul" : cg_family_name(k->family);
+    if (k->config) snprintf(buf, n, "%s (%s)", fam, k->config);
+    else snprintf(buf, n, "%s", fam);
+    return buf;
 }
 
 bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], unsigned *block, size_t *smem,
@@ -352,13 +411,14 @@ bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], u
     static const int64_t limit[3] = {2147483647LL, 65535, 65535};
     for (int i = 0; i < 3; i++) {
         const cg_grid_dim *gd = &k->launch.grid[i];
-        int64_t v;
-        if (!ir_dim_value(&gd->n, dims, &v)) {
+        int64_t v, v2 = 1;
+        if (!ir_dim_value(&gd->n, dims, &v) || (gd->div2 > 0 && !ir_dim_value(&gd->n2, dims, &v2))) {
             snprintf(err, errlen, "%s: grid dimension %d needs a value for every dim", k->name, i);
             return false;
         }
         int64_t div = gd->div > 0 ? gd->div : 1;
         v = v <= 0 ? 0 : (v + div - 1) / div;
+        if (gd->div2 > 0) v *= v2 <= 0 ? 0 : (v2 + gd->div2 - 1) / gd->div2;
         if (gd->cap > 0 && v > gd->cap) v = gd->cap;
         if (v > limit[i]) {
             snprintf(err, errlen, "%s: grid dimension %d is %lld, over CUDA's limit", k->name, i, (long long)v);
@@ -382,18 +442,35 @@ static const char *dim_str(const ir_graph *g, const ir_dim *d, char *buf, size_t
 void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
 {
     char b1[128], b2[128];
-    fprintf(out, "kernel %s\n  group k%d (%s), family %s, template %s\n", k->name, k->group, k->kind,
-            cg_family_name(k->family), cg_family_template(k->family));
+    fprintf(out, "kernel %s\n  group k%d (%s), family %s, template %s%s%s%s\n", k->name, k->group, k->kind,
+            cg_family_name(k->family), cg_family_template(k->family), k->config ? " (" : "",
+            k->config ? k->config : "", k->config ? ")" : "");
     if (k->note) fprintf(out, "  note: %s\n", k->note);
+    if (k->fallback)
+        fprintf(out, "  fallback: %s (%s) when an operand is not TMA-describable at run time\n", k->fallback->name,
+                k->fallback->config ? k->fallback->config : cg_family_template(k->fallback->family));
+    static const char *const operand_names[] = {"A", "W"};
+    for (int i = 0; i < k->ntmaps; i++) {
+        const cg_tmap *t = &k->tmaps[i];
+        char b3[128], b4[128], b5[128];
+        fprintf(out, "  tensor map %d (+%d): %s of field %s, %s, K %s, rows %s, ld %s, batch %s stride %s, box %d rows\n", i,
+                128 * i, operand_names[t->operand], k->args[t->arg].field, ir_dtype_name(t->dtype),
+                dim_str(g, &t->K, b1, sizeof b1), dim_str(g, &t->rows, b2, sizeof b2), dim_str(g, &t->ld, b3, sizeof b3),
+                dim_str(g, &t->batch, b4, sizeof b4), dim_str(g, &t->batch_stride, b5, sizeof b5), t->box_rows);
+    }
     fprintf(out, "  launch: grid (");
     for (int i = 0; i < 3; i++) {
         const cg_grid_dim *gd = &k->launch.grid[i];
         fprintf(out, "%s", i ? ", " : "");
         if (gd->div > 1) fprintf(out, "ceil((%s) / %lld)", dim_str(g, &gd->n, b1, sizeof b1), (long long)gd->div);
         else fprintf(out, "%s", dim_str(g, &gd->n, b1, sizeof b1));
+        if (gd->div2 > 0) fprintf(out, " * ceil((%s) / %lld)", dim_str(g, &gd->n2, b1, sizeof b1), (long long)gd->div2);
         if (gd->cap > 0) fprintf(out, " max %lld", (long long)gd->cap);
     }
     fprintf(out, "), block %d, shared memory %lld bytes\n", k->launch.block, (long long)k->launch.smem);
+    if (k->param_prefix)
+        fprintf(out, "  parameter KilnTmaArgs (%zu bytes): the tensor maps, then KilnArgs at +%zu\n", k->param_size,
+                k->param_prefix);
     fprintf(out, "  KilnArgs (%zu bytes):\n", k->args_size);
     for (int i = 0; i < k->nargs; i++) {
         const cg_arg *a = &k->args[i];
@@ -443,19 +520,21 @@ int cg_write_sources(const ir_graph *g, const char *dir, const cg_options *opts,
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        snprintf(path, plen, "%s/%s.cu", dir, ks[i].name);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            rc = -1;
-            goto done;
-        }
-        bool ok = fwrite(ks[i].source, 1, ks[i].source_len, f) == ks[i].source_len;
-        ok = (fclose(f) == 0) && ok;
-        if (!ok) {
-            snprintf(err, errlen, "%s: write failed", path);
-            rc = -1;
-            goto done;
+        for (const cg_kernel *k = &ks[i]; k; k = k->fallback) { /* a wgmma kernel's fallback too */
+            snprintf(path, plen, "%s/%s.cu", dir, k->name);
+            FILE *f = fopen(path, "w");
+            if (!f) {
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                rc = -1;
+                goto done;
+            }
+            bool ok = fwrite(k->source, 1, k->source_len, f) == k->source_len;
+            ok = (fclose(f) == 0) && ok;
+            if (!ok) {
+                snprintf(err, errlen, "%s: write failed", path);
+                rc = -1;
+                goto done;
+            }
         }
         cg_kernel_describe(g, &ks[i], list);
     }

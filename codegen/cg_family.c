@@ -26,6 +26,9 @@ static void define(cg_plan *plan, const char *name, const char *fmt, ...)
     cg_str_append(&plan->defines, "\n", 1);
 }
 
+/* One grid dimension without a second factor: min(ceil(n / div), cap). */
+static cg_grid_dim grid_dim(ir_dim n, int64_t div, int64_t cap) { return (cg_grid_dim){n, div, cap, ir_dim_const(0), 0}; }
+
 /* Does member (or free view) n read the anchor, directly or through members? */
 static bool reads_anchor(const cg_gen *gen, const ir_node *n, int depth)
 {
@@ -132,8 +135,8 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     define(plan, "KILN_VEC", "%d", vec);
     define(plan, "KILN_EW_THREADS", "256");
     gen->kern->launch.block = 256;
-    gen->kern->launch.grid[0] = (cg_grid_dim){total, 256 * vec, (int64_t)gen->target->sm_count * 8};
-    gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = (cg_grid_dim){ir_dim_const(1), 1, 0};
+    gen->kern->launch.grid[0] = grid_dim(total, 256 * vec, (int64_t)gen->target->sm_count * 8);
+    gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = grid_dim(ir_dim_const(1), 1, 0);
     return !gen->failed;
 }
 
@@ -263,12 +266,21 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     define(plan, "KILN_ROW_ITEMS", "%d", items);
     define(plan, "KILN_ROW_ELEMOUT", "%d", elemout ? 1 : 0);
     gen->kern->launch.block = threads;
-    gen->kern->launch.grid[0] = (cg_grid_dim){rows, 1, 0};
-    gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = (cg_grid_dim){ir_dim_const(1), 1, 0};
+    gen->kern->launch.grid[0] = grid_dim(rows, 1, 0);
+    gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = grid_dim(ir_dim_const(1), 1, 0);
     return !gen->failed;
 }
 
 /* ---- matmul ------------------------------------------------------------------------ */
+
+/* Every term of d a multiple of 8 (16-byte loads of 2-byte elements). */
+static bool mult8(const ir_dim *d)
+{
+    for (int t = 0; t < d->nterms; t++)
+        if (d->t[t].coef % 8) return false;
+    return true;
+}
+
 
 /* Batch strides of an operand over the output's batch axes: one stride for
  * the flattened batch index, or false when its axes do not flatten. */
@@ -305,6 +317,31 @@ typedef struct mm_heur {
     int cols, splitk;
 } mm_heur;
 
+/* The Hopper template (matmul_wgmma.cuh), cooperative 128x256, 4 stages, no
+ * cluster: the default of its measurements (docs/MATMUL.md). */
+enum { WG_BM = 128, WG_BN = 256, WG_STAGES = 4, WG_BK = 64, WG_THREADS = 384 };
+/* its KILN_SMEM_BYTES: the ring, 1 KiB to align it, the mbarriers */
+static int64_t wgmma_smem(void) { return (int64_t)WG_STAGES * (WG_BM + WG_BN) * WG_BK * 2 + 1024 + WG_STAGES * 16 + 16; }
+
+/* Whether a large-M matmul takes matmul_wgmma.cuh: the target is sm_90a, both
+ * operands are bf16 or f16 of one type, B is [N, K] (K contiguous), M is not
+ * known to be at most 256 (a decode-shaped variant keeps matmul_mma), and
+ * every stride and offset that TMA needs 16-byte aligned is a multiple of 8
+ * elements for every value of the dims. Base pointers are checked at run
+ * time (cg_kernel.fallback). */
+static bool use_wgmma(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, const ir_dim *M, const int64_t *dims,
+                      const ir_dim *strides[6])
+{
+    int64_t m;
+    if (gen->no_wgmma || strcmp(gen->target->arch, "sm_90a")) return false;
+    if (at != wt || (at != IR_BF16 && at != IR_F16) || b_nk != 1) return false;
+    if (ir_dim_value(M, dims, &m) && m <= 256) return false;
+    if (wgmma_smem() > gen->target->smem_per_block) return false;
+    for (int i = 0; i < 6; i++)
+        if (!mult8(strides[i])) return false;
+    return true;
+}
+
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
                            const int64_t *dims, int sm_count)
 {
@@ -339,12 +376,18 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (A->op == IR_OP_LINEAR) {
         M = ir_type_numel(&a->type, 0, ra - 1, &gen->dim_overflow);
         N = w->type.dims[0];
-        for (int j = 0; j + 2 < ra; j++) {
+        /* the row axes flatten to one stride; an axis of constant size 1 has no
+         * stride that matters (a view may give it any), so it is skipped */
+        int inner = -1; /* the innermost row axis of size other than 1 */
+        for (int j = ra - 2; j >= 0; j--) {
+            if (cg_dim_one(&a->type.dims[j])) continue;
             ir_dim want;
-            if (!ir_dim_mul(as.stride[j + 1], a->type.dims[j + 1], &want) || !ir_dim_eq(&want, &as.stride[j]))
+            if (inner >= 0 &&
+                (!ir_dim_mul(as.stride[inner], a->type.dims[inner], &want) || !ir_dim_eq(&want, &as.stride[j])))
                 return cg_fail(gen, "the left operand's rows do not flatten to one stride");
+            if (inner < 0) inner = j;
         }
-        lda = ra >= 2 ? as.stride[ra - 2] : K;
+        lda = inner >= 0 ? as.stride[inner] : ra >= 2 ? as.stride[ra - 2] : K;
         if (ir_dim_eq(&ws.stride[1], &one)) b_nk = 1, ldw = ws.stride[0];
         else if (ir_dim_eq(&ws.stride[0], &one)) b_nk = 0, ldw = ws.stride[1];
         else return cg_fail(gen, "the weight has no contiguous axis");
@@ -414,7 +457,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (nouts == 0) return cg_fail(gen, "the matmul result is not used");
 
     mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count);
-    plan->family = h.gemv ? CG_FAMILY_GEMV : CG_FAMILY_MATMUL;
+    const ir_dim *tma_strides[6] = {&lda, &ldw, &sa, &sw, &as.off, &ws.off};
+    bool wgmma = !h.gemv && use_wgmma(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides);
+    plan->family = h.gemv ? CG_FAMILY_GEMV : wgmma ? CG_FAMILY_MATMUL_WGMMA : CG_FAMILY_MATMUL;
     cg_ptr_strided(gen, "a", &as, false);
     cg_ptr_strided(gen, "w", &ws, false);
     cg_scalar(gen, "M", M);
@@ -494,15 +539,38 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     define(plan, "KILN_B_NK", "%d", b_nk);
     define(plan, "KILN_SWIGLU", "%d", swiglu ? 1 : 0);
     cg_launch *L = &gen->kern->launch;
-    if (h.gemv) {
+    if (wgmma) {
+        define(plan, "KILN_BM", "%d", WG_BM);
+        define(plan, "KILN_BN", "%d", WG_BN);
+        define(plan, "KILN_STAGES", "%d", WG_STAGES);
+        define(plan, "KILN_WGMMA_F16", "%d", a->type.dtype == IR_F16 ? 1 : 0);
+        gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d", WG_BM, WG_BN, WG_STAGES);
+        /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a", "w") */
+        int fa = -1, fw = -1;
+        for (int i = 0; i < gen->nargs; i++) {
+            if (!strcmp(gen->args[i].field, "a")) fa = i;
+            if (!strcmp(gen->args[i].field, "w")) fw = i;
+        }
+        if (fa < 0 || fw < 0) return cg_fail(gen, "matmul: the operand fields are missing");
+        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fa, a->type.dtype, K, M, lda, batch, sa, WG_BM};
+        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fw, w->type.dtype, K, N, ldw, batch, sw, WG_BN};
+        gen->kern->ntmaps = 2;
+        /* persistent: one CTA per SM (the ring takes most of its shared
+         * memory), at most one per tile (batch row blocks x column blocks) */
+        L->block = WG_THREADS;
+        L->smem = wgmma_smem();
+        L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), WG_BM, gen->target->sm_count, N, WG_BN};
+        L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);
+    } else if (h.gemv) {
+        gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d", h.cols, h.splitk);
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
         int64_t mv;
         if (ir_dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         L->block = 256;
-        L->grid[0] = (cg_grid_dim){N, h.cols, 0};
-        L->grid[1] = (cg_grid_dim){ir_dim_const(h.splitk), 1, 0};
-        L->grid[2] = (cg_grid_dim){batch, 1, 0};
+        L->grid[0] = grid_dim(N, h.cols, 0);
+        L->grid[1] = grid_dim(ir_dim_const(h.splitk), 1, 0);
+        L->grid[2] = grid_dim(batch, 1, 0);
     } else {
         define(plan, "KILN_BM", "%d", h.bm);
         define(plan, "KILN_BN", "%d", h.bn);
@@ -510,6 +578,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_WARPS_M", "%d", h.wm);
         define(plan, "KILN_WARPS_N", "%d", h.wn);
         define(plan, "KILN_STAGES", "%d", h.stages);
+        gen->kern->config = a->type.dtype == IR_F32 ? cg_printf(gen, "fma %dx%dx%d", h.bm, h.bn, h.bk)
+                                                   : cg_printf(gen, "mma.sync %dx%dx%d s%d", h.bm, h.bn, h.bk, h.stages);
         /* the template's KILN_SMEM_BYTES (matmul_mma.cuh), computed here for the launch:
          * 2-byte types a STAGES-deep ring of rows padded by 8 elements; f32 one
          * A and one B tile, k-major, padded by 4 */
@@ -521,9 +591,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                    ((int64_t)h.bm * (h.bk + 8) + (b_nk ? (int64_t)h.bn * (h.bk + 8) : (int64_t)h.bk * (h.bn + 8))) * 2;
         L->block = 32 * h.wm * h.wn;
         L->smem = smem;
-        L->grid[0] = (cg_grid_dim){N, h.bn, 0};
-        L->grid[1] = (cg_grid_dim){M, h.bm, 0};
-        L->grid[2] = (cg_grid_dim){batch, 1, 0};
+        L->grid[0] = grid_dim(N, h.bn, 0);
+        L->grid[1] = grid_dim(M, h.bm, 0);
+        L->grid[2] = grid_dim(batch, 1, 0);
     }
     (void)nother;
     return !gen->failed;
@@ -546,14 +616,6 @@ static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims
 static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
 
 static const ir_node *opt_input(const ir_node *n, int i) { return n->ninputs > i ? n->inputs[i] : NULL; }
-
-/* Every term of d a multiple of 8 (16-byte loads of 2-byte elements). */
-static bool mult8(const ir_dim *d)
-{
-    for (int t = 0; t < d->nterms; t++)
-        if (d->t[t].coef % 8) return false;
-    return true;
-}
 
 /* The [B, S, N, HD] strides of a q or new-rows operand. */
 static bool rows_operand(cg_gen *gen, const ir_node *n, const char *field, const char *pre, cg_strided *s)
@@ -677,16 +739,16 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_DEC_WARPS", "2");
         define(plan, "KILN_ATT_THREADS", "64");
         L->block = 64;
-        L->grid[0] = (cg_grid_dim){ir_dim_const(splits), 1, 0};
-        L->grid[1] = (cg_grid_dim){ct->dims[1], 1, 0};
+        L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
+        L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else {
         define(plan, "KILN_BQ", "64");
         define(plan, "KILN_BK", "64");
         define(plan, "KILN_ATT_THREADS", "128");
         L->block = 128;
-        L->grid[0] = (cg_grid_dim){qt->dims[1], 64, 0};
-        L->grid[1] = (cg_grid_dim){qt->dims[2], 1, 0};
+        L->grid[0] = grid_dim(qt->dims[1], 64, 0);
+        L->grid[1] = grid_dim(qt->dims[2], 1, 0);
     }
-    L->grid[2] = (cg_grid_dim){qt->dims[0], 1, 0};
+    L->grid[2] = grid_dim(qt->dims[0], 1, 0);
     return !gen->failed;
 }

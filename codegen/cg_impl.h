@@ -54,6 +54,7 @@ typedef struct cg_gen {
     const pass_users *users;
     cg_kernel *kern;
     const cg_target *target; /* the GPU: launch rules and heuristics size from it */
+    bool no_wgmma;           /* the fallback of a matmul_wgmma kernel: matmul_mma only */
     /* KilnArgs fields in order (the dims are appended last) */
     cg_arg *args;
     int nargs, capargs;

@@ -202,6 +202,17 @@ kiln_status kiln_model_find_tensor(const kiln_model *m, const char *name, const 
 int kiln_model_num_kernels(const kiln_model *m);
 const char *kiln_model_describe(kiln_model *m);
 
+/* What kernel i of the large-shape variant is (strings owned by the model). */
+typedef struct kiln_kernel_info {
+    const char *name;     /* kiln_<model>_k<i>_<kind> */
+    const char *kind;     /* the kernel group's kind: "matmul", "attention", "row", ... */
+    const char *template_file; /* the template it instantiates: "matmul_wgmma.cuh", "matmul_mma.cuh", ... */
+    const char *config;   /* the template's configuration: "wgmma 128x256 s4", "mma.sync 128x128x32 s3", or "" */
+    const char *fallback; /* the template launched instead when TMA cannot describe an operand at run
+                           * time ("matmul_mma.cuh"), or NULL */
+} kiln_kernel_info;
+kiln_status kiln_model_kernel(const kiln_model *m, int i, kiln_kernel_info *out);
+
 /* ---- weights ----------------------------------------------------------------------------- */
 
 /* Bind a weight to device memory holding it at its declared dtype and shape
@@ -284,6 +295,8 @@ typedef struct kiln_counters {
     uint64_t eager_runs;        /* runs launched eagerly (graphs off or unavailable) */
     uint64_t eager_fallbacks;   /* runs launched eagerly because the graph cache was full */
     uint64_t weight_packs;      /* times the packed weights were (re)computed */
+    uint64_t tma_fallbacks;     /* Hopper (wgmma + TMA) matmul launches recorded as their mma.sync fallback
+                                 * because TMA could not describe an operand (a pointer not 16-byte aligned) */
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
 

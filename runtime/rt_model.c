@@ -23,6 +23,10 @@ void rt_add_line(char *err, size_t n, const char *fmt, ...)
 const ir_graph *rt_model_graph(const rt_model *m) { return m ? m->g : NULL; }
 const int64_t *rt_model_max_dims(const rt_model *m) { return m ? m->maxd : NULL; }
 int rt_model_num_kernels(const rt_model *m) { return m && m->nvars ? m->vars[0]->plan.nkernels : 0; }
+const cg_kernel *rt_model_kernel(const rt_model *m, int i)
+{
+    return i >= 0 && i < rt_model_num_kernels(m) ? &m->vars[0]->plan.kernels[i] : NULL;
+}
 
 const char *rt_model_type_text(const rt_model *m, int i)
 {
@@ -205,7 +209,9 @@ char *rt_model_describe(const rt_model *m)
         fprintf(f, "%s\n", v->loaded ? " (loaded)" : v->compiled ? " (compiled)" : "");
         for (int k = 0; k < vp->nkernels; k++) {
             const cg_kernel *K = &vp->kernels[k];
-            fprintf(f, "  %-40s %s%s%s\n", K->name, cg_family_name(K->family), K->note ? "  " : "", K->note ? K->note : "");
+            char label[128];
+            fprintf(f, "  %-40s %s%s%s%s\n", K->name, cg_kernel_label(K, label, sizeof label),
+                    K->fallback ? ", mma.sync fallback" : "", K->note ? "  " : "", K->note ? K->note : "");
         }
     }
     fclose(f);

@@ -90,6 +90,8 @@ void rt_model_free(rt_model *m);
 const ir_graph *rt_model_graph(const rt_model *m);
 const int64_t *rt_model_max_dims(const rt_model *m);
 int rt_model_num_kernels(const rt_model *m);
+/* Kernel i of the large-shape variant, or NULL out of range. */
+const cg_kernel *rt_model_kernel(const rt_model *m, int i);
 /* The declared type as text ("bf16[B, S, 2048]"): i < nparams a parameter,
  * else output i - nparams. */
 const char *rt_model_type_text(const rt_model *m, int i);
@@ -131,6 +133,7 @@ typedef struct rt_model_counters {
     uint64_t kernels_compiled, cache_hits_memory, cache_hits_disk, variants;
     uint64_t runs, launches, graph_captures, graph_replays, graph_updates, eager_runs, eager_fallbacks;
     uint64_t weight_packs;
+    uint64_t tma_fallbacks; /* wgmma launches recorded as their mma.sync fallback (operands TMA cannot describe) */
 } rt_model_counters;
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c);
 

@@ -29,7 +29,10 @@ struct rt_ctx {
     int compile_threads;
 };
 
-/* One shape variant: its plan and its kernels, compiled then loaded. */
+/* One shape variant: its plan and its kernels, compiled then loaded. The
+ * arrays below hold 2 * plan.nkernels entries: [i] kernel i, [nkernels + i]
+ * its fallback (cg_kernel.fallback: the mma.sync kernel of a wgmma one;
+ * empty when it has none). */
 typedef struct rt_variant {
     rt_variant_plan plan;
     int *pack_slot;  /* per plan.packed entry: its index in the model's packed buffers */

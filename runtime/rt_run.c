@@ -1,11 +1,21 @@
 /* runtime/rt_run.c — running a model: arguments checked, the variant picked
  * (rt_variant.c), packed weights brought up to date, device memory sized,
  * then every kernel's KilnArgs filled and launched, eagerly or through the
- * CUDA graph cache (rt_graph.h) (rt_model.h). */
+ * CUDA graph cache (rt_graph.h) (rt_model.h).
+ *
+ * Hopper matmuls (cg_kernel.ntmaps > 0, matmul_wgmma.cuh): each time a launch
+ * is recorded — an eager run, a graph capture, the re-capture of a graph
+ * update for new pointers — the tensor maps are encoded from the pointers
+ * just put in KilnArgs, into the parameter's prefix (KilnTmaArgs). When TMA
+ * cannot describe an operand (rt_tmap_describable: a base pointer that is
+ * not 16-byte aligned; codegen proved the strides), the group's mma.sync
+ * kernel (cg_kernel.fallback) is launched instead with the same KilnArgs,
+ * and counted (tma_fallbacks). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt_model_internal.h"
+#include "runtime/rt_tmap.h"
 
 typedef struct run_ctx {
     rt_model *m;
@@ -106,17 +116,68 @@ static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_o
     return RT_OK;
 }
 
+/* The tensor maps of a wgmma kernel (cg_kernel.tmaps) into the parameter's
+ * prefix, from the pointers fill_args put in its KilnArgs (args). *ok false
+ * (RT_OK returned) when TMA cannot describe an operand: the caller launches
+ * the fallback. */
+static rt_status encode_tmaps(const run_ctx *run, const cg_kernel *K, unsigned char *param, const unsigned char *args,
+                              bool *ok, char *err, size_t n)
+{
+    rt_tmap_operand ops[CG_MAX_TMAPS];
+    *ok = true;
+    for (int i = 0; i < K->ntmaps; i++) {
+        const cg_tmap *t = &K->tmaps[i];
+        int64_t v[5];
+        const ir_dim *d[5] = {&t->K, &t->rows, &t->ld, &t->batch, &t->batch_stride};
+        for (int j = 0; j < 5; j++)
+            if (!ir_dim_value(d[j], run->dims, &v[j]))
+                return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: tensor map %d does not evaluate", K->name, i);
+        uint64_t base;
+        memcpy(&base, args + K->args[t->arg].offset, 8);
+        ops[i] = (rt_tmap_operand){(const void *)(uintptr_t)base, t->dtype == IR_F16, v[0], v[1], v[2], v[3], v[4],
+                                   t->box_rows};
+        if (!rt_tmap_describable(&ops[i])) *ok = false;
+    }
+    for (int i = 0; *ok && i < K->ntmaps; i++) {
+        char who[512];
+        rt_status st = rt_tmap_encode((rt_tmap *)(param + 128 * (size_t)i), &ops[i], who, sizeof who);
+        if (st != RT_OK) return rt_fail(st, err, n, "kernel %s: tensor map %d: %s", K->name, i, who);
+    }
+    return RT_OK;
+}
+
 static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
 {
     rt_model *m = run->m;
     rt_variant *v = run->v;
-    unsigned char buf[8 * 256];
+    /* the kernel's one parameter: [tensor maps (wgmma)] KilnArgs; 64-byte
+     * aligned for the maps */
+    _Alignas(64) unsigned char param[8 * 256 + 128 * CG_MAX_TMAPS];
     const int *packed_of = v->plan.arg_packed;
     for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
         const cg_kernel *K = &v->plan.kernels[k];
-        if (K->args_size > sizeof buf)
-            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of KilnArgs", K->name, K->args_size);
+        if (K->param_size > sizeof param || K->param_prefix + K->args_size > sizeof param)
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of parameter", K->name, K->param_size);
+        memset(param, 0, K->param_size);
+        unsigned char *buf = param + K->param_prefix;
         RT_TRY(fill_args(run, K, packed_of, buf, stream, err, n));
+        const rt_kernel *kern = &v->kern[k];
+        const void *arg = param;
+        size_t arg_size = K->param_size;
+        if (K->ntmaps) { /* maps hold the pointers: encoded whenever the launch is recorded */
+            bool ok;
+            RT_TRY(encode_tmaps(run, K, param, buf, &ok, err, n));
+            if (!ok) {
+                if (!K->fallback)
+                    return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: an operand TMA cannot describe and no fallback",
+                                   K->name);
+                kern = &v->kern[v->plan.nkernels + k];
+                K = K->fallback;
+                arg = buf;
+                arg_size = K->args_size;
+                m->cnt.tma_fallbacks++;
+            }
+        }
         unsigned grid[3], block;
         size_t smem;
         char launch_err[512];
@@ -124,7 +185,7 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
             return rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", K->name, launch_err);
         if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do at these dims */
         rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
-        rt_status ls = rt_launch(&v->kern[k], gd, bd, smem, stream, buf, K->args_size, launch_err, sizeof launch_err);
+        rt_status ls = rt_launch(kern, gd, bd, smem, stream, arg, arg_size, launch_err, sizeof launch_err);
         if (ls != RT_OK)
             return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), launch_err);
         m->cnt.launches++;

@@ -59,10 +59,10 @@ void rt_variant_free(rt_variant *v)
     if (!v) return;
     int nk = v->plan.nkernels;
     if (v->cubins)
-        for (int i = 0; i < nk; i++) rt_blob_free(&v->cubins[i]);
+        for (int i = 0; i < 2 * nk; i++) rt_blob_free(&v->cubins[i]);
     free(v->cubins);
     if (v->mods)
-        for (int i = 0; i < nk; i++) rt_module_free(v->mods[i]);
+        for (int i = 0; i < 2 * nk; i++) rt_module_free(v->mods[i]);
     free(v->mods);
     free(v->kern);
     free(v->pack_slot);
@@ -117,53 +117,62 @@ rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *planned, rt_variant **o
 rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
 {
     if (v->compiled) return RT_OK;
-    int nk = v->plan.nkernels;
-    const cg_kernel *ks = v->plan.kernels;
-    const char **names = calloc((size_t)nk + 1, sizeof *names), **srcs = calloc((size_t)nk + 1, sizeof *srcs);
-    rt_compile_result *res = calloc((size_t)nk + 1, sizeof *res);
-    rt_cache_lookup *how = calloc((size_t)nk + 1, sizeof *how);
-    v->cubins = calloc((size_t)nk + 1, sizeof *v->cubins);
+    int nk = v->plan.nkernels, nu = 0;
+    /* the kernels, then the fallbacks of those that have one: unit u is
+     * kernel which[u] (>= nk: the fallback of kernel which[u] - nk) */
+    const char **names = calloc(2 * (size_t)nk + 1, sizeof *names), **srcs = calloc(2 * (size_t)nk + 1, sizeof *srcs);
+    const cg_kernel **ks = calloc(2 * (size_t)nk + 1, sizeof *ks);
+    int *which = calloc(2 * (size_t)nk + 1, sizeof *which);
+    rt_compile_result *res = calloc(2 * (size_t)nk + 1, sizeof *res);
+    rt_cache_lookup *how = calloc(2 * (size_t)nk + 1, sizeof *how);
+    v->cubins = calloc(2 * (size_t)nk + 1, sizeof *v->cubins);
     rt_status st = RT_OK;
-    if (!names || !srcs || !res || !how || !v->cubins) {
+    if (!names || !srcs || !ks || !which || !res || !how || !v->cubins) {
         st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
-    for (int i = 0; i < nk; i++) {
-        names[i] = ks[i].name;
-        srcs[i] = ks[i].source;
+    for (int i = 0; i < 2 * nk; i++) {
+        const cg_kernel *k = i < nk ? &v->plan.kernels[i] : v->plan.kernels[i - nk].fallback;
+        if (!k) continue;
+        ks[nu] = k;
+        which[nu] = i;
+        names[nu] = k->name;
+        srcs[nu++] = k->source;
     }
     rt_compile_opts co = {.arch = m->ctx->arch};
-    rt_status compile_st = rt_cache_compile_many(m->ctx->cache, nk, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
+    rt_status compile_st = rt_cache_compile_many(m->ctx->cache, nu, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
                                          res, how, m->ctx->compile_threads, NULL, NULL);
-    for (int i = 0; i < nk; i++) {
+    for (int i = 0; i < nu; i++) {
         if (res[i].status != RT_OK) continue;
         if (how[i] == RT_CACHE_HIT_MEMORY) m->cnt.cache_hits_memory++;
         else if (how[i] == RT_CACHE_HIT_DISK) m->cnt.cache_hits_disk++;
         else m->cnt.kernels_compiled++;
     }
     if (compile_st != RT_OK) {
-        for (int i = 0; i < nk; i++)
+        for (int i = 0; i < nu; i++)
             if (res[i].status != RT_OK) {
                 st = rt_fail(res[i].status == RT_ERR_NOMEM ? RT_ERR_NOMEM : RT_ERR_COMPILE, err, n,
-                             "NVRTC failed for kernel %s (%s, group k%d): %s", ks[i].name, cg_family_name(ks[i].family),
-                             ks[i].group, res[i].message ? res[i].message : rt_status_str(res[i].status));
+                             "NVRTC failed for kernel %s (%s, group k%d): %s", ks[i]->name, cg_family_name(ks[i]->family),
+                             ks[i]->group, res[i].message ? res[i].message : rt_status_str(res[i].status));
                 break;
             }
         if (st == RT_OK) st = rt_fail(RT_ERR_COMPILE, err, n, "NVRTC: %s", rt_status_str(compile_st));
         goto out;
     }
-    for (int i = 0; i < nk; i++) {
-        v->cubins[i] = res[i].code;
+    for (int i = 0; i < nu; i++) {
+        v->cubins[which[i]] = res[i].code;
         memset(&res[i].code, 0, sizeof res[i].code);
     }
     v->compiled = true;
 out:
     if (res)
-        for (int i = 0; i < nk; i++) rt_compile_result_free(&res[i]);
+        for (int i = 0; i < nu; i++) rt_compile_result_free(&res[i]);
     free(res);
     free(how);
     free(names);
     free(srcs);
+    free(ks);
+    free(which);
     return st;
 }
 
@@ -174,23 +183,24 @@ rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
     rt_status st;
     if (!rt_model_use_device(m, "loading kernels", &st, err, n)) return st;
     int nk = v->plan.nkernels;
-    v->mods = calloc((size_t)nk + 1, sizeof *v->mods);
-    v->kern = calloc((size_t)nk + 1, sizeof *v->kern);
+    v->mods = calloc(2 * (size_t)nk + 1, sizeof *v->mods);
+    v->kern = calloc(2 * (size_t)nk + 1, sizeof *v->kern);
     if (!v->mods || !v->kern) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     char load_err[512];
-    for (int i = 0; i < nk; i++) {
-        const cg_kernel *k = &v->plan.kernels[i];
+    for (int i = 0; i < 2 * nk; i++) {
+        const cg_kernel *k = i < nk ? &v->plan.kernels[i] : v->plan.kernels[i - nk].fallback;
+        if (!k) continue;
         rt_status ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, load_err, sizeof load_err);
         if (ls == RT_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], load_err, sizeof load_err);
-        if (ls == RT_OK && v->kern[i].param_size != k->args_size) {
-            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: KilnArgs is %zu bytes on the host but %zu in the cubin",
-                           k->name, k->args_size, v->kern[i].param_size);
+        if (ls == RT_OK && v->kern[i].param_size != k->param_size) {
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: its parameter is %zu bytes on the host but %zu in the cubin",
+                           k->name, k->param_size, v->kern[i].param_size);
         }
         if (ls == RT_OK && k->launch.smem > 48 * 1024)
             ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, load_err, sizeof load_err);
         if (ls != RT_OK) return rt_fail(rt_kernel_status(ls), err, n, "loading kernel %s: %s", k->name, load_err);
     }
-    for (int i = 0; i < nk; i++) rt_blob_free(&v->cubins[i]);
+    for (int i = 0; i < 2 * nk; i++) rt_blob_free(&v->cubins[i]);
     v->loaded = true;
     return RT_OK;
 }

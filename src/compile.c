@@ -172,9 +172,41 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
     return u->have_plan ? RT_OK : RT_ERR_INTERNAL;
 }
 
-void kc_print_plan(const kc_unit *u, FILE *out)
+/* The template section for kernels ks (one per group, in order). */
+static void print_templates(const cg_kernel *ks, int n, const cg_target *t, FILE *out)
+{
+    fprintf(out, "kernel templates (%s, %d SMs):\n", t->arch, t->sm_count);
+    for (int k = 0; k < n; k++) {
+        char label[128];
+        fprintf(out, "  k%-3d %s%s%s\n", k, cg_kernel_label(&ks[k], label, sizeof label),
+                ks[k].fallback ? ", mma.sync fallback" : "", ks[k].note ? " (generic: the template does not fit)" : "");
+    }
+}
+
+void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out)
+{
+    cg_target def;
+    if (!target) {
+        cg_target_default(NULL, &def);
+        target = &def;
+    }
+    cg_options co = {.target = target};
+    cg_kernel *ks;
+    int nk;
+    char err[512];
+    if (cg_emit_all_ex(u->fused, &co, &ks, &nk, err, sizeof err) != 0) {
+        fprintf(out, "kernel templates: codegen failed: %s\n", err);
+        return;
+    }
+    print_templates(ks, nk, target, out);
+    cg_kernels_free(ks, nk);
+}
+
+void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out)
 {
     pass_kernels_print(u->fused, out);
+    fputc('\n', out);
+    kc_print_templates(u, target, out);
     fputc('\n', out);
     pass_memplan_print(u->fused, &u->mp, out);
 }
@@ -392,7 +424,7 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
         if (f) fclose(f);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
-    kc_print_plan(u, f);
+    kc_print_plan(u, target, f);
     fclose(f);
     planner->target = *target;
     memcpy(planner->max_dims, maxd, sizeof planner->max_dims);

@@ -75,8 +75,13 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
 const ir_graph *kc_written(const kc_unit *u);
 const ir_graph *kc_fused(const kc_unit *u);
 
-/* The kernels and the memory plan (after kc_plan_memory). */
-void kc_print_plan(const kc_unit *u, FILE *out);
+/* The kernels, the template each one instantiates for target (NULL:
+ * cg_target_default(NULL)) and the memory plan (after kc_plan_memory). */
+void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out);
+/* The template section alone: per kernel group its family and
+ * configuration, e.g. "k1   matmul (wgmma 128x256 s4), mma.sync fallback"
+ * (the large-shape variant, or the dims' constants when the model has none). */
+void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out);
 /* The fusion report (kc_options.report): for people, and as JSON (with the
  * memory plan when there is one). */
 void kc_print_report(const kc_unit *u, FILE *out);

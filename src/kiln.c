@@ -395,6 +395,21 @@ kiln_status kiln_model_find_tensor(const kiln_model *cm, const char *name, const
 
 int kiln_model_num_kernels(const kiln_model *m) { return m ? rt_model_num_kernels(m->rt) : 0; }
 
+kiln_status kiln_model_kernel(const kiln_model *m, int i, kiln_kernel_info *out)
+{
+    if (!m || !out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_model_kernel: NULL argument");
+    const cg_kernel *k = rt_model_kernel(m->rt, i);
+    if (!k)
+        return errorf(KILN_ERR_NOT_FOUND, NULL, "kiln_model_kernel: no kernel %d (the model has %d)", i,
+                      rt_model_num_kernels(m->rt));
+    out->name = k->name;
+    out->kind = k->kind;
+    out->template_file = cg_family_template(k->family);
+    out->config = k->config ? k->config : "";
+    out->fallback = k->fallback ? cg_family_template(k->fallback->family) : NULL;
+    return KILN_OK;
+}
+
 const char *kiln_model_describe(kiln_model *m)
 {
     if (!m) return "";
@@ -540,6 +555,7 @@ kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
     out->eager_runs = c.eager_runs;
     out->eager_fallbacks = c.eager_fallbacks;
     out->weight_packs = c.weight_packs;
+    out->tma_fallbacks = c.tma_fallbacks;
     return KILN_OK;
 }
 

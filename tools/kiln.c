@@ -448,21 +448,32 @@ static int compile(const cli *c, kc_unit *u)
             return EX_USAGE;
         }
     }
+    /* the templates the plan and the report name are chosen for the target */
+    cg_target target;
+    if (!strcmp(c->emit, "plan") || c->explain) kc_tool_target(c->arch, &target);
     if (!strcmp(c->emit, "cuda") || !strcmp(c->emit, "ptx") || !strcmp(c->emit, "cubin")) {
         status = emit_kernels(c, u);
-        if (c->explain) kc_print_report(u, stderr);
+        if (c->explain) {
+            kc_print_report(u, stderr);
+            fputc('\n', stderr);
+            kc_print_templates(u, &target, stderr);
+        }
         return status;
     }
     FILE *out = open_out(c, &status);
     if (!out) return status;
     if (!strcmp(c->emit, "plan")) {
         fprintf(out, "plan for model %s\n", g->name);
-        kc_print_plan(u, out);
+        kc_print_plan(u, &target, out);
     } else {
         ir_print(g, out);
     }
     status = close_out(c, out);
-    if (c->explain) kc_print_report(u, stderr);
+    if (c->explain) {
+        kc_print_report(u, stderr);
+        fputc('\n', stderr);
+        kc_print_templates(u, &target, stderr);
+    }
     if (c->report && kc_write_report_json(u, c->report, err, sizeof err) != RT_OK) {
         fprintf(stderr, "kiln: %s\n", err);
         status = EX_CANTCREAT;

@@ -464,12 +464,14 @@ int kiln_run_command(const run_opts *o)
         kiln_counters c;
         if (kiln_model_counters(r.m, &c) == KILN_OK)
             printf("stats: kernels compiled %llu, cache hits %llu memory + %llu disk, variants %llu, runs %llu, "
-                   "launches %llu, graph captures %llu, replays %llu, updates %llu, eager runs %llu, eager fallbacks %llu\n",
+                   "launches %llu, graph captures %llu, replays %llu, updates %llu, eager runs %llu, eager fallbacks %llu, "
+                   "tma fallbacks %llu\n",
                    (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_memory,
                    (unsigned long long)c.cache_hits_disk, (unsigned long long)c.variants, (unsigned long long)c.runs,
                    (unsigned long long)c.launches, (unsigned long long)c.graph_captures,
                    (unsigned long long)c.graph_replays, (unsigned long long)c.graph_updates,
-                   (unsigned long long)c.eager_runs, (unsigned long long)c.eager_fallbacks);
+                   (unsigned long long)c.eager_runs, (unsigned long long)c.eager_fallbacks,
+                   (unsigned long long)c.tma_fallbacks);
     }
     if (rc == EX_OK) printf("ok: %d step%s of %s\n", steps, steps == 1 ? "" : "s", r.g->name);
 done:

@@ -599,6 +599,53 @@ static void *other_thread(void *arg)
     return (void *)(intptr_t)api_contains(kiln_last_error(), "NULL model");
 }
 
+/* The template each matmul instantiates at prefill (the large-shape
+ * variant), by introspection: the Hopper template (with its mma.sync
+ * fallback) for bf16 on sm_90a, mma.sync on sm_80, the f32 kernel for f32. */
+static void test_templates(void)
+{
+    static const struct {
+        const char *arch, *path, *want, *config, *fallback;
+    } cases[] = {
+        {"sm_90a", "samples/llama3_8b_layer.kiln", "matmul_wgmma.cuh", "wgmma 128x256 s4", "matmul_mma.cuh"},
+        {"sm_80", "samples/llama3_8b_layer.kiln", "matmul_mma.cuh", "mma.sync ", NULL},
+        {"sm_90a", "samples/gpt2_block.kiln", "matmul_mma.cuh", "fma ", NULL},
+    };
+    const kiln_dim maxd[] = {{"B", 1}, {"S", 2048}, {"T", 2048}};
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+        kiln_context_options co = {.compile_only = 1, .no_disk_cache = 1, .arch = cases[c].arch};
+        kiln_context *cx = NULL;
+        CHECK_MSG(kiln_context_create(&cx, &co) == KILN_OK, "%s: %s", cases[c].arch, kiln_last_error());
+        if (!cx) continue;
+        int llama = strstr(cases[c].path, "llama") != NULL;
+        kiln_model_options mo = {.max_dims = maxd, .nmax_dims = llama ? 3 : 2, .lazy = 1};
+        kiln_model *m = NULL;
+        CHECK_MSG(kiln_model_compile_file(cx, cases[c].path, &mo, &m) == KILN_OK, "%s: %s", cases[c].path,
+                  kiln_last_error());
+        int matmuls = 0;
+        for (int i = 0; m && i < kiln_model_num_kernels(m); i++) {
+            kiln_kernel_info ki;
+            CHECK(kiln_model_kernel(m, i, &ki) == KILN_OK);
+            if (strcmp(ki.kind, "matmul") || strstr(ki.template_file, "elementwise")) continue;
+            matmuls++;
+            CHECK_MSG(!strcmp(ki.template_file, cases[c].want) && !strncmp(ki.config, cases[c].config, strlen(cases[c].config)),
+                      "%s on %s: kernel %s is %s (%s), not %s", cases[c].path, cases[c].arch, ki.name, ki.template_file,
+                      ki.config, cases[c].want);
+            CHECK(cases[c].fallback ? ki.fallback && !strcmp(ki.fallback, cases[c].fallback) : ki.fallback == NULL);
+        }
+        CHECK_MSG(matmuls == 4, "%s: %d matmul kernels", cases[c].path, matmuls);
+        if (m) {
+            kiln_kernel_info ki;
+            CHECK(kiln_model_kernel(m, kiln_model_num_kernels(m), &ki) == KILN_ERR_NOT_FOUND);
+            char want[64];
+            snprintf(want, sizeof want, "matmul (%s", cases[c].config);
+            CHECK_MSG(api_contains(kiln_model_describe(m), want), "%s", kiln_model_describe(m));
+        }
+        kiln_model_free(m);
+        kiln_context_free(cx);
+    }
+}
+
 static void test_threads(void)
 {
     kiln_model_run(NULL, NULL, 0, NULL, 0, NULL, 0, NULL);
@@ -623,6 +670,7 @@ int main(void)
     test_safetensors();
     test_safetensors_fuzz();
     test_packing();
+    test_templates();
     test_threads();
     kiln_context_free(ctx);
     return CHECK_DONE();

@@ -19,7 +19,15 @@
  *     and the same KV caches.
  *  4. errors on a device: a bad weight file, a run without weights.
  *  5. threads: two threads, two contexts, each compiles and runs the Llama
- *     layer with its own weights; both match the interpreter. */
+ *     layer with its own weights; both match the interpreter.
+ *  6. the Hopper matmul (sm_90a only): the full 8B layer's plan at prefill
+ *     dims (B=1, S=2048, T=2048) has its four projections on matmul_wgmma.cuh
+ *     with the mma.sync fallback (kiln_model_kernel); the shrunk 8B layer at
+ *     B=2 S=12 on its large-shape variant (decode_max_rows -1) runs them
+ *     without a fallback (counter tma_fallbacks 0) and
+ *     matches the interpreter; with wo rebound at a pointer 2 bytes off
+ *     16-byte alignment its projection falls back (counted) and still
+ *     matches. */
 #include "api_util.h"
 
 #include <cuda_runtime_api.h>
@@ -622,6 +630,70 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* ---- 6. the Hopper template ------------------------------------------------------------------------ */
+
+static void test_hopper(kiln_context *ctx)
+{
+    if (strcmp(kiln_context_arch(ctx), "sm_90a")) {
+        printf("hopper: arch %s, not sm_90a: skipped\n", kiln_context_arch(ctx));
+        return;
+    }
+    /* the plan at prefill dims, by introspection (lazy: nothing compiled) */
+    const kiln_dim maxd[] = {{"B", 1}, {"S", 2048}, {"T", 2048}};
+    kiln_model_options mo = {.max_dims = maxd, .nmax_dims = 3, .lazy = 1};
+    kiln_model *m = NULL;
+    if (KOK(kiln_model_compile_file(ctx, "samples/llama3_8b_layer.kiln", &mo, &m), "8B layer")) {
+        int wgmma = 0;
+        for (int i = 0; i < kiln_model_num_kernels(m); i++) {
+            kiln_kernel_info ki;
+            if (!KOK(kiln_model_kernel(m, i, &ki), "kernel info") || strcmp(ki.kind, "matmul")) continue;
+            bool hopper = !strcmp(ki.template_file, "matmul_wgmma.cuh") && ki.fallback && !strcmp(ki.fallback, "matmul_mma.cuh");
+            expect(hopper, "8B prefill: kernel %s is %s (%s), not the Hopper template", ki.name, ki.template_file, ki.config);
+            wgmma += hopper;
+        }
+        expect(wgmma == 4, "8B prefill: %d projections on the Hopper template, 4 expected", wgmma);
+    }
+    kiln_model_free(m);
+
+    /* the shrunk 8B layer runs them: no fallback, then one for an unaligned
+     * weight. decode_max_rows -1: B=2 S=12 is 24 rows, which the default rule
+     * would give an exact variant (M known <= 256: mma.sync) */
+    bench b;
+    if (!bench_init(&b, &API_SAMPLES[1], ctx, 61, -1, false)) {
+        bench_free(&b);
+        return;
+    }
+    int32_t p12[2] = {0, 20};
+    kiln_counters c0, c1, c2;
+    run_and_check(&b, 2, 12, p12, "8B (shrunk) B=2 S=12 on the Hopper template");
+    kiln_model_counters(b.m, &c0);
+    expect(c0.variants == 1, "8B (shrunk): %llu variants, only the large-shape one expected", (unsigned long long)c0.variants);
+    expect(c0.tma_fallbacks == 0, "8B (shrunk): %llu wgmma launches fell back with aligned operands",
+           (unsigned long long)c0.tma_fallbacks);
+    int wo = -1;
+    for (int i = 0; i < b.g0->nparams && i < 32; i++)
+        if (!strcmp(b.g0->params[i]->name, "wo")) wo = i;
+    void *raw = NULL;
+    if (expect(wo >= 0 && b.wd[wo], "8B (shrunk): weight wo")) {
+        int64_t shape[IR_MAX_RANK], numel;
+        size_t bytes = type_bytes(&b.g0->params[wo]->type, b.maxd, shape, &numel);
+        COK(cudaMalloc(&raw, bytes + 16));
+        COK(cudaMemcpy((char *)raw + 2, b.wd[wo], bytes, cudaMemcpyDeviceToDevice));
+        if (KOK(kiln_model_bind_weight(b.m, "wo", (char *)raw + 2), "rebind wo unaligned")) {
+            run_and_check(&b, 2, 12, p12, "8B (shrunk) B=2 S=12, wo not 16-byte aligned (mma.sync fallback)");
+            kiln_model_counters(b.m, &c1);
+            expect(c1.tma_fallbacks >= 1, "8B (shrunk): wo 2 bytes off alignment, yet no fallback was recorded");
+            KOK(kiln_model_bind_weight(b.m, "wo", b.wd[wo]), "rebind wo aligned");
+            run_and_check(&b, 2, 12, p12, "8B (shrunk) B=2 S=12, wo aligned again");
+            kiln_model_counters(b.m, &c2);
+            expect(c2.tma_fallbacks == c1.tma_fallbacks, "8B (shrunk): a fallback after wo was aligned again");
+        }
+    }
+    kiln_model_sync(b.m);
+    bench_free(&b);
+    if (raw) cudaFree(raw);
+}
+
 static void test_threads(void)
 {
     pthread_t t[2];
@@ -644,6 +716,7 @@ int main(void)
     test_decode_vs_prefill(ctx);
     test_device_errors(ctx);
     test_threads();
+    test_hopper(ctx);
     kiln_context_free(ctx);
     printf("%d passed, %d failed\n", atomic_load(&g_pass), atomic_load(&g_fail));
     return atomic_load(&g_fail) ? 1 : 0;

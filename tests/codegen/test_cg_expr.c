@@ -252,8 +252,19 @@ static void test_matmul(void)
     HAS(t, "kiln_ld(p.t1 + (m * 32LL + n))");
     HAS(t, "#define KILN_B_NK 1");
     if (kk) {
-        CHECK(kk->family == CG_FAMILY_MATMUL);
+        /* sm_90a (the default target), bf16, M symbolic: the Hopper template, with
+         * the mma.sync kernel of the same KilnArgs as its run-time fallback */
+        CHECK(kk->family == CG_FAMILY_MATMUL_WGMMA && kk->ntmaps == 2);
         CHECK(!strcmp(kk->args[0].field, "a") && !strcmp(kk->args[1].field, "w"));
+        CHECK(kk->tmaps[0].operand == CG_TMAP_A && kk->tmaps[0].arg == 0 && kk->tmaps[0].box_rows == 128);
+        CHECK(kk->tmaps[1].operand == CG_TMAP_W && kk->tmaps[1].arg == 1 && kk->tmaps[1].box_rows == 256);
+        int64_t v;
+        CHECK(ir_dim_is_const(&kk->tmaps[1].rows, &v) && v == 32 && ir_dim_is_const(&kk->tmaps[0].ld, &v) && v == 64);
+        CHECK(kk->param_prefix == 256 && kk->param_size == (256 + kk->args_size + 63) / 64 * 64);
+        CHECK(kk->fallback && kk->fallback->family == CG_FAMILY_MATMUL && kk->fallback->nargs == kk->nargs &&
+              kk->fallback->param_size == kk->args_size && kk->fallback->ntmaps == 0);
+        HAS(t, "#define KILN_BN 256");
+        if (kk->fallback) HAS(kk->fallback->generated, "#define KILN_WARPS_M");
     }
     ir_graph_free(g);
 

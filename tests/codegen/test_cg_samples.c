@@ -5,9 +5,12 @@
  * emitted twice (the text must be identical: it is its own cache key) in two
  * variants — no dim values (prefill: tensor-core matmul, prefill attention)
  * and decode dims (B=1, S=1: GEMV, split-KV attention) — and every kernel is
- * compiled by NVRTC for sm_90a (runtime/rt_nvrtc.h, in parallel) with an
- * EMPTY log: no errors and no warnings. Also checks the launch rules
- * evaluate, the KilnArgs layout (8 bytes a field), and cg_write_sources. */
+ * compiled by NVRTC for sm_90a (runtime/rt_nvrtc.h, in parallel) with ptxas
+ * -v: a log holding nothing but ptxas's report (no errors, no warnings) and
+ * no stack frame or spills in any kernel. The Hopper matmul kernels
+ * (matmul_wgmma, chosen for bf16 prefill projections) and their mma.sync
+ * fallbacks are compiled too. Also checks the launch rules evaluate, the
+ * KilnArgs layout (8 bytes a field), and cg_write_sources. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "ptxas_log.h"
 #include "codegen/cg.h"
 #include "frontend/frontend.h"
 #include "passes/pass.h"
@@ -47,6 +51,8 @@ static ir_graph *compile_sample(const char *path)
     arena_free(&a);
     return g;
 }
+
+static int nwgmma; /* kernels of the Hopper template, over all samples */
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -89,6 +95,11 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
         printf("  %-40s %-18s grid (%u, %u, %u) block %u%s%s\n", k->name, cg_family_name(k->family), grid[0], grid[1],
                grid[2], block, k->note ? "  note: " : "", k->note ? k->note : "");
     }
+    for (int i = 0; i < n; i++)
+        if (ks[i].family == CG_FAMILY_MATMUL_WGMMA) {
+            CHECK(ks[i].ntmaps == 2 && ks[i].param_size > ks[i].args_size && ks[i].fallback);
+            nwgmma++;
+        }
     cg_kernel *na = realloc(*all, (size_t)(*nall + n) * sizeof *na);
     if (!na) {
         CHECK(na != NULL);
@@ -123,7 +134,14 @@ static void check_write_sources(const ir_graph *g)
     }
     if (d) closedir(d);
     rmdir(dir);
-    CHECK_MSG(files == g->ngroups + 1, "%d files written", files);
+    int nfb = 0; /* the fallbacks of wgmma kernels are written too */
+    cg_kernel *ks;
+    int nk;
+    if (cg_emit_all_ex(g, NULL, &ks, &nk, err, sizeof err) == 0) {
+        for (int i = 0; i < nk; i++) nfb += ks[i].fallback != NULL;
+        cg_kernels_free(ks, nk);
+    }
+    CHECK_MSG(files == g->ngroups + nfb + 1, "%d files written", files);
 }
 
 int main(void)
@@ -162,33 +180,44 @@ int main(void)
     }
 
     /* compile everything in parallel; each log must be empty */
-    const char **knames = calloc((size_t)nall + 1, sizeof *knames);
-    const char **srcs = calloc((size_t)nall + 1, sizeof *srcs);
-    rt_compile_result *res = calloc((size_t)nall + 1, sizeof *res);
+    const char **knames = calloc(2 * (size_t)nall + 1, sizeof *knames);
+    const char **srcs = calloc(2 * (size_t)nall + 1, sizeof *srcs);
+    rt_compile_result *res = calloc(2 * (size_t)nall + 1, sizeof *res);
     if (knames && srcs && res) {
         /* kernels whose text is the same in both variants compile once */
-        int nu = 0, *which = calloc((size_t)nall + 1, sizeof *which);
-        for (int i = 0; which && i < nall; i++) {
+        int nu = 0;
+        const cg_kernel **which = calloc(2 * (size_t)nall + 1, sizeof *which);
+        for (int i = 0; which && i < 2 * nall; i++) {
+            const cg_kernel *k = i < nall ? &all[i] : all[i - nall].fallback;
+            if (!k) continue;
             bool dup = false;
-            for (int j = 0; j < i && !dup; j++) dup = !strcmp(all[i].source, all[j].source);
+            for (int j = 0; j < nu && !dup; j++) dup = !strcmp(k->source, which[j]->source);
             if (dup) continue;
-            knames[nu] = all[i].name;
-            srcs[nu] = all[i].source;
-            which[nu++] = i;
+            knames[nu] = k->name;
+            srcs[nu] = k->source;
+            which[nu++] = k;
         }
+        static const char *const vopt[] = {"--ptxas-options=-v"};
         rt_compile_opts o = {0};
+        o.extra = vopt;
+        o.nextra = 1;
         rt_nvrtc_compile_many(nu, knames, srcs, &o, RT_TARGET_CUBIN, res, 0, NULL, NULL);
         double ms = 0;
         for (int i = 0; i < nu; i++) {
-            const cg_kernel *k = &all[which[i]];
+            const cg_kernel *k = which[i];
+            int regs = -1;
             CHECK_MSG(res[i].status == RT_OK, "%s (%s): %s", k->name, cg_family_name(k->family),
                       res[i].message ? res[i].message : "?");
-            CHECK_MSG(res[i].log && res[i].log[0] == 0, "%s: NVRTC log not empty:\n%s", k->name,
-                      res[i].log ? res[i].log : "(none)");
+            CHECK_MSG(res[i].log && ptxas_info_only(res[i].log), "%s: NVRTC log has more than ptxas's report:\n%s",
+                      k->name, res[i].log ? res[i].log : "(none)");
+            CHECK_MSG(res[i].status != RT_OK || (res[i].log && ptxas_no_spills(res[i].log, k->name, &regs)),
+                      "%s: ptxas reports a stack frame or spills:\n%s", k->name, res[i].log ? res[i].log : "(none)");
             ms += res[i].ms;
             rt_compile_result_free(&res[i]);
         }
-        printf("compiled %d distinct kernels for sm_90a (%.0f ms of NVRTC time)\n", nu, ms);
+        printf("compiled %d distinct kernels for sm_90a (%.0f ms of NVRTC time), %d of the Hopper template\n", nu, ms,
+               nwgmma);
+        CHECK(nwgmma >= 4); /* the 8B layer's four projections at prefill, at least */
         free(which);
     }
     free(knames);

@@ -1,8 +1,9 @@
 /* tests/gpu/mm_src.h — builds matmul translation units for the tests
- * (tests/codegen/test_matmul_nvrtc.c, tests/gpu/test_gpu_matmul.c) the way
- * codegen does (codegen/kernels/CONTRACT.md): common.cuh, a hand-written
- * generated part (constants, KilnArgs, kiln_epilogue2), then the template
- * (matmul_mma.cuh or gemv.cuh); compiled with rt_nvrtc to sm_90a cubins.
+ * (tests/codegen/test_matmul_nvrtc.c, tests/codegen/test_matmul_wgmma_nvrtc.c,
+ * tests/gpu/test_gpu_matmul.c) the way codegen does
+ * (codegen/kernels/CONTRACT.md): common.cuh, a hand-written generated part
+ * (constants, KilnArgs, kiln_epilogue2), then the template (matmul_mma.cuh,
+ * gemv.cuh or matmul_wgmma.cuh); compiled with rt_nvrtc to sm_90a cubins.
  *
  * Header-only (static functions); include once per test. Templates are read
  * as tests/gpu/nvrtc_unit.h says. */
@@ -16,7 +17,7 @@
 #include "runtime/rt_nvrtc.h"
 
 enum { MM_BF16, MM_F16, MM_F32 };
-enum { MM_KIND_MMA, MM_KIND_GEMV };
+enum { MM_KIND_MMA, MM_KIND_GEMV, MM_KIND_WGMMA };
 enum { MM_EPI_STORE, MM_EPI_BIAS_RES };
 
 /* KilnArgs as the test's generated part declares it: every field 8 bytes. */
@@ -66,7 +67,8 @@ typedef struct mm_cfg {
     int dt;    /* MM_BF16 / MM_F16 / MM_F32 */
     int nk;    /* KILN_B_NK */
     int epi;   /* MM_EPI_* */
-    /* matmul_mma */
+    /* matmul_mma; matmul_wgmma uses bm, bn, stages, and wm = ping-pong
+     * consumers (0/1), wn = CTAs per cluster along M (1/2) */
     int bm, bn, bk, wm, wn, stages;
     /* gemv */
     int cols, splitk, maxm;
@@ -84,7 +86,10 @@ static inline size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
 
 static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 {
-    if (c->kind == MM_KIND_MMA)
+    if (c->kind == MM_KIND_WGMMA)
+        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+                 c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn);
+    else if (c->kind == MM_KIND_MMA)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
     else
@@ -92,10 +97,17 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
                  c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm);
 }
 
-/* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory). */
-static inline int mm_threads(const mm_cfg *c) { return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : 256; }
+/* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory).
+ * mm_grid is for matmul_mma and gemv: matmul_wgmma's persistent grid depends
+ * on how many CTAs fit (tests/gpu/test_gpu_matmul.c launch_cfg). */
+static inline int mm_threads(const mm_cfg *c)
+{
+    return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : c->kind == MM_KIND_WGMMA ? 384 : 256;
+}
 static inline size_t mm_smem_bytes(const mm_cfg *c)
 {
+    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_BYTES */
+        return (size_t)c->stages * (size_t)(c->bm + c->bn) * 64 * 2 + 1024 + (size_t)c->stages * 16 + 16;
     if (c->kind != MM_KIND_MMA) return 0;
     if (c->dt == MM_F32) return (size_t)(c->bk * (c->bm + 4) + c->bk * (c->bn + 4)) * 4;
     size_t b = c->nk ? (size_t)c->bn * (c->bk + 8) : (size_t)c->bk * (c->bn + 8);
@@ -118,7 +130,9 @@ static inline void mm_grid(const mm_cfg *c, long long M, long long N, long long 
 static inline char *mm_source(const mm_cfg *c, const char *kname)
 {
     char *common = nu_read_kernel_file("common.cuh");
-    char *tmpl = nu_read_kernel_file(c->kind == MM_KIND_MMA ? "matmul_mma.cuh" : "gemv.cuh");
+    char *tmpl = nu_read_kernel_file(c->kind == MM_KIND_MMA     ? "matmul_mma.cuh"
+                                     : c->kind == MM_KIND_WGMMA ? "matmul_wgmma.cuh"
+                                                                : "gemv.cuh");
     if (!common || !tmpl) {
         free(common);
         free(tmpl);
@@ -130,7 +144,12 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     nu_printf(&b, "#define KILN_KERNEL %s\n", kname);
     nu_printf(&b, "#define KILN_T %s\ntypedef KILN_T kiln_t;\n", mm_dt_ctype(c->dt));
     nu_printf(&b, "#define KILN_B_NK %d\n", c->nk);
-    if (c->kind == MM_KIND_MMA)
+    if (c->kind == MM_KIND_WGMMA)
+        nu_printf(&b,
+                  "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_STAGES %d\n#define KILN_WGMMA_PINGPONG %d\n"
+                  "#define KILN_CLUSTER_M %d\n#define KILN_WGMMA_F16 %d\n",
+                  c->bm, c->bn, c->stages, c->wm, c->wn, c->dt == MM_F16);
+    else if (c->kind == MM_KIND_MMA)
         nu_printf(&b,
                   "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_BK %d\n#define KILN_WARPS_M %d\n"
                   "#define KILN_WARPS_N %d\n#define KILN_STAGES %d\n",

@@ -13,6 +13,13 @@
  * element left unwritten stays NaN). Split-K cases run twice on the same
  * counters: the last CTA must have reset them.
  *
+ * matmul_wgmma.cuh (Hopper: TMA + wgmma, persistent) runs the same cases when
+ * TMA can describe the operands (16-byte aligned base, leading dims multiples
+ * of 8 elements, B as [N, K]); the others are skipped for it, as codegen sends
+ * them to matmul_mma.cuh. Its kernel parameter is {tensor map of A, of W,
+ * KilnArgs} (runtime/rt_tmap.h encodes the maps), its grid one CTA (or
+ * cluster) per resident slot.
+ *
  * Output: one line per case, then "N passed, N failed". Exit 0, 1 on any
  * failure, 77 when there is no CUDA device.
  * Environment: KILN_MM_FILTER=substr runs only configurations whose name
@@ -33,6 +40,7 @@
 #include "gpu/mm_src.h"
 #include "ir/ir.h"
 #include "runtime/rt_launch.h"
+#include "runtime/rt_tmap.h"
 
 static int g_pass, g_fail, g_broken;
 
@@ -149,9 +157,52 @@ typedef struct compiled {
     rt_module *mod;
     rt_kernel k;
     int ok;
+    long long resident; /* matmul_wgmma: CTAs (clusters when wn = 2) resident at once */
 } compiled;
 
 static const double CPU_REF_LIMIT = 3e7; /* multiply-adds; above: cuBLAS */
+
+/* matmul_wgmma.cuh's one kernel parameter (KilnTmaArgs). */
+typedef struct wg_args {
+    rt_tmap a, w;
+    mm_args p;
+} wg_args;
+
+/* The operands of `a` as tensor maps for configuration c (batch b). */
+static int wg_operands(const mm_cfg *c, const mm_args *a, rt_tmap_operand *oa, rt_tmap_operand *ow)
+{
+    *oa = (rt_tmap_operand){a->a, c->dt == MM_F16, a->K, a->M, a->lda, a->batch, a->sa, c->bm};
+    *ow = (rt_tmap_operand){a->w, c->dt == MM_F16, a->K, a->N, a->ldw, a->batch, a->sw, c->bn / c->wn};
+    return c->nk && rt_tmap_describable(oa) && rt_tmap_describable(ow);
+}
+
+/* Launch c on `a` by its launch rule (CONTRACT.md; matmul_wgmma.cuh's header for wgmma). */
+static rt_status launch_cfg(const compiled *c, const mm_args *a, char *err, size_t n)
+{
+    const mm_cfg *cf = &c->cfg;
+    unsigned grid[3];
+    rt_dim3 bl = {(unsigned)mm_threads(cf), 1, 1};
+    if (cf->kind != MM_KIND_WGMMA) {
+        mm_grid(cf, a->M, a->N, a->batch, grid);
+        rt_dim3 g = {grid[0], grid[1], grid[2]};
+        return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, a, sizeof *a, err, n);
+    }
+    wg_args w;
+    rt_tmap_operand oa, ow;
+    memset(&w, 0, sizeof w);
+    w.p = *a;
+    if (!wg_operands(cf, a, &oa, &ow)) {
+        snprintf(err, n, "operands not describable by TMA");
+        return RT_ERR_INVALID;
+    }
+    rt_status s = rt_tmap_encode(&w.a, &oa, err, n);
+    if (s == RT_OK) s = rt_tmap_encode(&w.w, &ow, err, n);
+    if (s != RT_OK) return s;
+    const long long units_m = ((a->M + cf->bm - 1) / cf->bm + cf->wn - 1) / cf->wn;
+    const long long units = a->batch * units_m * ((a->N + cf->bn - 1) / cf->bn);
+    rt_dim3 g = {(unsigned)(cf->wn * (units < c->resident ? units : c->resident)), 1, 1};
+    return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &w, sizeof w, err, n);
+}
 
 static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
 {
@@ -166,8 +217,29 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
     const size_t na = (size_t)(B * sa) + (size_t)t->a_off, nw = (size_t)((t->shared_w ? 1 : B) * wrows * ldw);
     const size_t no = (size_t)(B * M * N);
     const double tol = dt == MM_F32 ? 1e-4 : 1e-2;
-    unsigned grid[3];
-    mm_grid(cf, M, N, B, grid);
+    unsigned grid[3] = {0, 0, 0}; /* the GEMV split-K counters need grid[0] */
+    if (cf->kind != MM_KIND_WGMMA) mm_grid(cf, M, N, B, grid);
+    if (cf->kind == MM_KIND_WGMMA) {
+        /* stands in for the cudaMalloc bases (256-byte aligned) in the describability check */
+        static _Alignas(256) unsigned char base[512];
+        mm_args probe = {0};
+        rt_tmap_operand oa, ow;
+        probe.a = base + (size_t)t->a_off * es;
+        probe.w = base;
+        probe.sa = M * lda;
+        probe.sw = sw;
+        probe.lda = lda;
+        probe.ldw = ldw;
+        probe.M = M;
+        probe.N = N;
+        probe.K = K;
+        probe.batch = B;
+        if (!wg_operands(cf, &probe, &oa, &ow)) {
+            printf("skip %s M=%lld N=%lld K=%lld b=%lld%s%s: not TMA-describable (matmul_mma.cuh's case)\n", c->name,
+                   M, N, K, B, t->a_off ? " A+1(misaligned)" : "", t->pad ? " padded-ld" : "");
+            return;
+        }
+    }
     const int use_cpu = (double)M * N * K * B <= CPU_REF_LIMIT;
     const int reps = cf->kind == MM_KIND_GEMV && cf->splitk > 1 ? 2 : 1;
 
@@ -259,8 +331,7 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
             ok = 0;
             break;
         }
-        rt_dim3 g = {grid[0], grid[1], grid[2]}, bl = {(unsigned)mm_threads(cf), 1, 1};
-        rt_status s = rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &args, sizeof args, err, sizeof err);
+        rt_status s = launch_cfg(c, &args, err, sizeof err);
         if (s != RT_OK) {
             fprintf(stderr, "%s: %s\n", label, err);
             ok = 0;
@@ -418,11 +489,10 @@ static int bench_kiln(void *u, int i)
     a.batch = 1;
     a.so = b->M * b->N;
     a.ldo = b->N;
-    unsigned g[3];
-    mm_grid(cf, b->M, b->N, 1, g);
+    a.sa = b->M * b->K;
+    a.sw = (cf->nk ? b->N : b->K) * a.ldw;
     char err[512];
-    rt_dim3 gd = {g[0], g[1], g[2]}, bl = {(unsigned)mm_threads(cf), 1, 1};
-    if (rt_launch(&b->c->k, gd, bl, mm_smem_bytes(cf), NULL, &a, sizeof a, err, sizeof err) != RT_OK) {
+    if (launch_cfg(b->c, &a, err, sizeof err) != RT_OK) {
         fprintf(stderr, "bench: %s\n", err);
         return 0;
     }
@@ -493,6 +563,8 @@ out:
 /* ---- the configurations and cases -------------------------------------------------- */
 #define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0}
 #define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm}
+/* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
+#define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0}
 
 static const mm_cfg test_cfgs[] = {
     /* 0 */ MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
@@ -509,6 +581,10 @@ static const mm_cfg test_cfgs[] = {
     /* 11 */ GEMV(MM_F32, 1, MM_EPI_STORE, 4, 2, 4),
     /* 12 */ GEMV(MM_F32, 0, MM_EPI_BIAS_RES, 8, 1, 16),
     /* 13 */ GEMV(MM_F16, 1, MM_EPI_STORE, 16, 3, 1),
+    /* 14 */ WGMMA(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 1),
+    /* 15 */ WGMMA(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 2),
+    /* 16 */ WGMMA(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
+    /* 17 */ WGMMA(MM_F16, MM_EPI_BIAS_RES, 256, 128, 4, 0, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -517,6 +593,8 @@ static const mm_cfg bench_cfgs[] = {
     GEMV(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1),   GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1),
     MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4), MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 4, 4),
     MMA(MM_BF16, 1, MM_EPI_STORE, 128, 256, 32, 2, 4, 3), MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 64, 2, 4, 3),
+    WGMMA(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 1),      WGMMA(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 2),
+    WGMMA(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
 };
 enum { NBENCH = (int)(sizeof bench_cfgs / sizeof bench_cfgs[0]), NGEMV_BENCH = 4 };
 
@@ -549,6 +627,11 @@ static int build_cases(mm_case *cs)
         cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 200, .K = 136, .batch = 2, .shared_w = 1};
         cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 264, .K = 264, .batch = 1, .a_off = 1};
         cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 98, .K = 517, .batch = 1, .pad = 1};
+        if (c->kind == MM_KIND_WGMMA) { /* prefill-sized: several tiles per CTA, edges in M, N and K */
+            cs[n++] = (mm_case){.cfg = cfg, .M = 2047, .N = 4096, .K = 4096, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 4099, .N = 1000, .K = 4104, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 33, .N = 6144, .K = 4096, .batch = 1};
+        }
     }
     return n;
 }
@@ -606,6 +689,40 @@ int main(void)
             printf("FAIL %s: load: %s\n", c->name, err);
             g_fail++;
             continue;
+        }
+        if (c->cfg.kind == MM_KIND_WGMMA) { /* persistent grid: CTAs / clusters resident at once */
+            int per_sm = 0, clusters = 0;
+            const size_t smem = mm_smem_bytes(&c->cfg);
+            if (!CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)c->k.fn, mm_threads(&c->cfg),
+                                                                   smem))) {
+                g_fail++;
+                continue;
+            }
+            c->resident = (long long)per_sm * prop.multiProcessorCount;
+            if (c->cfg.wn > 1) {
+                cudaLaunchAttribute attr;
+                memset(&attr, 0, sizeof attr);
+                attr.id = cudaLaunchAttributeClusterDimension;
+                attr.val.clusterDim.x = (unsigned)c->cfg.wn;
+                attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+                cudaLaunchConfig_t lc;
+                memset(&lc, 0, sizeof lc);
+                lc.gridDim = (dim3){(unsigned)(c->cfg.wn * prop.multiProcessorCount), 1, 1};
+                lc.blockDim = (dim3){(unsigned)mm_threads(&c->cfg), 1, 1};
+                lc.dynamicSmemBytes = smem;
+                lc.attrs = &attr;
+                lc.numAttrs = 1;
+                if (!CK(cudaOccupancyMaxActiveClusters(&clusters, (const void *)c->k.fn, &lc))) {
+                    g_fail++;
+                    continue;
+                }
+                c->resident = clusters;
+            }
+            if (c->resident < 1) {
+                printf("FAIL %s: no CTA fits on the device\n", c->name);
+                g_fail++;
+                continue;
+            }
         }
         c->ok = 1;
         printf("kernel %-44s %3d regs, %6zu B dyn smem + %5zu static, %zu B local%s\n", c->name, at.num_regs,

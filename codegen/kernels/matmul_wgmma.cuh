@@ -1,0 +1,476 @@
+// codegen/kernels/matmul_wgmma.cuh — family `matmul`, large M on Hopper (sm_90a), bf16 / f16.
+//
+// acc[b][m][n] = sum_k A[b][m][k] * W[b][n][k] in float32 (W as nn.Linear stores it: [N, K],
+// K contiguous, i.e. KILN_B_NK 1), then kiln_epilogue2 per pair of adjacent columns, on the
+// accumulators in registers (codegen/kernels/CONTRACT.md, family `matmul`: same KilnArgs
+// fields, same hook).
+//
+// How: a persistent kernel of 3 warpgroups (384 threads, one CTA per SM). Warpgroup 0 is the
+// producer: one thread walks the tile sequence and, per 64-wide slice of K, waits for a free
+// slot of a KILN_STAGES-deep shared-memory ring (an `empty` mbarrier), then issues two TMA
+// copies (cp.async.bulk.tensor, 128-byte swizzle) of the A [BM x 64] and W [BN x 64] boxes
+// that complete on the slot's `full` mbarrier. Warpgroups 1 and 2 are consumers: each owns
+// BM/2 rows of the BM x BN tile and issues wgmma.mma_async m64nBNk16 straight from the
+// swizzled shared tiles (B from shared memory, accumulators in registers), keeps one wgmma
+// group in flight, frees a slot once the group that read it has retired, and runs the
+// epilogue for its rows while the producer already fills the ring for the next tile.
+// setmaxnreg gives the consumers 232 registers and the producer 40.
+// Tiles (units: CM row blocks x one column block, one per cluster) are handed out round-robin
+// (unit u to CTA / cluster u mod their number) in grouped order: runs of KILN_GROUP_M row
+// blocks sweep the N blocks together, so the concurrent tiles share A and W slices in L2.
+//
+// Ordering (what makes the ring safe; compute-sanitizer's racecheck does not see TMA writes or
+// wgmma reads, so this is argued, not checked): a slot is written only by TMA, after the
+// producer saw its `empty` barrier complete, which needs one arrival from every consumer warp
+// (of both CTAs with clusters) that reads the slot, each made after wgmma.wait_group proved the
+// wgmma groups reading it retired; it is read only by wgmma, after the consumer saw its `full`
+// barrier complete, which needs the producer's expect_tx arrival and all of the slot's bytes.
+// Both walk the same slot sequence with one phase bit per wrap, and neither can run a whole
+// phase ahead of the other, so parity waits are exact. Ping-pong consumers skip the other's
+// slots and start a tile only after the other has issued its last K slice (the `order`
+// barriers), so they too are never more than one phase away from the slot they wait on.
+//
+// Operands come in through two tensor maps (CUtensorMap, 128 bytes, 64-byte aligned), encoded
+// on the host by cuTensorMapEncodeTiled (runtime/rt_tmap.h). The kernel takes ONE by-value
+// __grid_constant__ parameter, `KilnTmaArgs` = {map of A, map of W, KilnArgs} (256 + 8*nargs
+// bytes), so it launches like every Kiln kernel (runtime/rt_launch.h). Each map is rank 3:
+//   dims {K, rows, batches}, strides (bytes) {ld * 2, batch stride * 2}, box {64, BM or BN, 1},
+//   CU_TENSOR_MAP_SWIZZLE_128B, interleave none, OOB fill none (zeros);
+//   A: rows M, ld p.lda, batch stride p.sa; W: rows N, ld p.ldw, batch stride p.sw;
+//   an operand shared by every batch (stride 0) gets batches = 1 (the kernel then reads batch 0).
+// Requirements (TMA): base 16-byte aligned, ld and batch stride multiples of 8 elements;
+// other operands take matmul_mma.cuh. K, M, N need not be multiples of the tiles: the boxes
+// past the edges read zeros and the epilogue is called only for m < M, n < N.
+// The maps hold the base pointers: they must be encoded again when a pointer changes.
+//
+// Constants: KILN_BM, KILN_BN (tile per CTA), KILN_STAGES, KILN_GROUP_M (default 16),
+// KILN_WGMMA_PINGPONG (0: both consumers share a tile, BM 128 or 256; 1: they take tiles in
+// turn, BM 64 or 128), KILN_CLUSTER_M (1, or 2: clusters of two CTAs on adjacent row blocks,
+// the W box multicast; the W map's box is then BN/2 rows), KILN_WGMMA_F16 (1 when KILN_T is
+// __half). BN is 128 or 256; a consumer holds at most 64 x 256 or 128 x 128 accumulators.
+// Launch: persistent, grid = (CM * min(batch * ceil(ceil(M/BM)/CM) * ceil(N/BN), resident),
+// 1, 1) where resident = CTAs (CM 1: one per SM) or clusters (cudaOccupancyMaxActiveClusters)
+// that fit at once; block 384; dynamic shared memory KILN_SMEM_BYTES (formula below; above
+// 48 KiB the kernel's limit must be raised first).
+#ifndef KILN_MATMUL_WGMMA_CUH
+#define KILN_MATMUL_WGMMA_CUH
+
+#ifndef __CUDA_BF16_H__
+#include <cuda_bf16.h>
+#endif
+#ifndef __CUDA_FP16_H__
+#include <cuda_fp16.h>
+#endif
+
+#ifndef KILN_T
+#error "matmul_wgmma.cuh: the generated part must define KILN_T"
+#endif
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "matmul_wgmma.cuh needs sm_90a (wgmma, setmaxnreg)"
+#endif
+#ifndef KILN_BM
+#define KILN_BM 128
+#endif
+#ifndef KILN_BN
+#define KILN_BN 256
+#endif
+#ifndef KILN_STAGES
+#define KILN_STAGES 4
+#endif
+#ifndef KILN_GROUP_M
+#define KILN_GROUP_M 16
+#endif
+#ifndef KILN_WGMMA_F16
+#define KILN_WGMMA_F16 0
+#endif
+#if KILN_WGMMA_F16
+#define KWG_AB "f16.f16"
+#else
+#define KWG_AB "bf16.bf16"
+#endif
+
+#define KWG_BK 64 /* K per stage: one 128-byte swizzle row of 2-byte elements */
+#define KWG_THREADS 384
+/* the ring, 1024 bytes of slack to align it, 2 mbarriers per stage and 2 more */
+#define KWG_SMEM_BYTES(BM, BN, ST) ((ST) * ((BM) + (BN)) * KWG_BK * 2 + 1024 + (ST) * 16 + 16)
+#ifndef KILN_SMEM_BYTES
+#define KILN_SMEM_BYTES KWG_SMEM_BYTES(KILN_BM, KILN_BN, KILN_STAGES)
+#endif
+
+// A CUtensorMap as the driver encodes it: opaque, 128 bytes, 64-byte aligned (cuda.h is not
+// included under NVRTC).
+struct __align__(64) kiln_tmap {
+    unsigned long long opaque[16];
+};
+
+template <typename X, typename Y> struct kwg_same { static constexpr bool value = false; };
+template <typename X> struct kwg_same<X, X> { static constexpr bool value = true; };
+
+__device__ __forceinline__ unsigned kwg_saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// ---- mbarriers ---------------------------------------------------------------------------
+__device__ __forceinline__ void kwg_bar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void kwg_bar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kwg_bar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Wait until the phase with this parity has completed.
+__device__ __forceinline__ void kwg_bar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// ---- TMA ---------------------------------------------------------------------------------
+__device__ __forceinline__ void kwg_tma_load(unsigned dst, const kiln_tmap *map, unsigned bar, int k, int row, int b)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(k), "r"(row), "r"(b)
+                 : "memory");
+}
+__device__ __forceinline__ void kwg_tma_prefetch(const kiln_tmap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+// ---- wgmma -------------------------------------------------------------------------------
+// Shared-memory matrix descriptor of a K-major tile written by TMA with the 128-byte swizzle:
+// rows of 128 bytes, 8-row core groups 1024 bytes apart (stride byte offset), swizzle mode 1.
+// Stepping K by 16 elements inside the 128-byte row adds 32 bytes to the start address.
+__device__ __forceinline__ unsigned long long kwg_desc(unsigned saddr)
+{
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void kwg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void kwg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void kwg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keep the compiler from moving accumulator reads or writes across a wgmma wait.
+template <int R> __device__ __forceinline__ void kwg_fence_acc(float (&d)[R])
+{
+#pragma unroll
+    for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define KWG_D8(i)                                                                                         \
+    "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]),             \
+        "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+
+// d[64 x N] (+)= A[64 x 16] * B[N x 16]^T, both K-major in shared memory; accumulate = 0
+// overwrites d. Thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4 + {0, 8} and
+// columns 8*j + 2*(t%4) + {0, 1}: d[4j + 0/1] row +0, d[4j + 2/3] row +8.
+template <int N> struct kwg_mma;
+template <> struct kwg_mma<128> {
+    static __device__ __forceinline__ void run(float (&d)[64], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                     "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<256> {
+    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                     "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72), KWG_D8(80), KWG_D8(88), KWG_D8(96), KWG_D8(104), KWG_D8(112), KWG_D8(120)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+
+// ---- clusters ----------------------------------------------------------------------------
+__device__ __forceinline__ unsigned kwg_cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void kwg_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// Arrive on the mbarrier at the same shared offset in CTA `rank` of the cluster. Default
+// semantics (release at CTA scope): it only says "this warp's wgmma reads of the slot have
+// retired" (a WAR hand-off to the TMA writes that follow); a .release.cluster arrive would
+// put a GPU-wide memory barrier (MEMBAR.ALL.GPU) in front of every arrival.
+__device__ __forceinline__ void kwg_bar_arrive_cluster(unsigned bar, unsigned rank)
+{
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+// The box lands at the same shared offset in every CTA of `mask`, completing on each one's
+// mbarrier at offset `bar`.
+__device__ __forceinline__ void kwg_tma_load_mc(unsigned dst, const kiln_tmap *map, unsigned bar, int k, int row,
+                                                int b, unsigned short mask)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(k), "r"(row), "r"(b), "h"(mask)
+                 : "memory");
+}
+
+// ---- the kernel --------------------------------------------------------------------------
+// Unit u -> (batch, unit row, column block), grouped: `group` unit rows share a sweep of N.
+__device__ __forceinline__ void kwg_tile(long long u, long long per_batch, int units_m, int tiles_n, int group,
+                                         long long &b, int &um, int &nb)
+{
+    b = u / per_batch;
+    const int r = (int)(u - b * per_batch);
+    const int g = r / (group * tiles_n);
+    const int first = g * group;
+    const int gm = units_m - first < group ? units_m - first : group;
+    const int in = r - g * group * tiles_n;
+    um = first + in % gm;
+    nb = in / gm;
+}
+
+// The epilogue of one consumer's MW x 64 rows by BN columns; CHECK: bounds per element.
+template <bool CHECK, int MW, int BN>
+__device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, long long row0, long long col0,
+                                             float (&acc)[MW][BN / 2], long long M, long long N)
+{
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const long long col = col0 + j * 8;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const long long row = row0 + mi * 64 + h * 8;
+                if (!CHECK || (col < N && row < M))
+                    kiln_epilogue2(p, b, row, col, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                                   !CHECK || col + 1 < N);
+            }
+        }
+    }
+}
+
+// BM x BN: the tile of one unit of work per CTA. PP 0 (cooperative): both consumer
+// warpgroups share each tile, BM/2 rows each. PP 1 (ping-pong): the consumers take whole
+// tiles in turn, so one's epilogue runs under the other's mainloop; an ordering barrier pair
+// makes their mainloops alternate. CM 2: a cluster of two CTAs takes two row blocks of one
+// column block; each CTA loads its A box and half of the W box, multicast to both.
+template <int BM, int BN, int STAGES, int GROUP_M, bool PP, int CM>
+__device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta, const kiln_tmap *tw)
+{
+    static_assert(sizeof(KILN_T) == 2, "matmul_wgmma.cuh: bf16 or f16 only");
+    static_assert(kwg_same<KILN_T, __half>::value == (KILN_WGMMA_F16 != 0), "KILN_WGMMA_F16 must match KILN_T");
+    constexpr int CW = PP ? 1 : 2;  // consumer warpgroups per tile
+    constexpr int MW = BM / 64 / CW; // m64 blocks per consumer
+    static_assert(BM % (64 * CW) == 0 && MW >= 1, "KILN_BM: 128 or 256 (cooperative), 64 or 128 (ping-pong)");
+    static_assert(BN == 128 || BN == 256, "KILN_BN must be 128 or 256");
+    static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
+    static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
+    static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");
+    static_assert(KWG_SMEM_BYTES(BM, BN, STAGES) <= 227 * 1024, "the ring does not fit in shared memory");
+    constexpr unsigned A_BYTES = BM * KWG_BK * 2, B_BYTES = BN * KWG_BK * 2, B_PART = B_BYTES / CM;
+
+    extern __shared__ unsigned char kwg_smem[];
+    const unsigned base = (kwg_saddr(kwg_smem) + 1023u) & ~1023u;
+    const unsigned sA = base, sB = base + STAGES * A_BYTES, bars = sB + STAGES * B_BYTES;
+#define KWG_FULL(s) (bars + 8u * (unsigned)(s))
+#define KWG_EMPTY(s) (bars + 8u * (unsigned)(STAGES + (s)))
+#define KWG_ORDER(c) (bars + 8u * (unsigned)(2 * STAGES + (c)))
+
+    const long long M = p.M, N = p.N, K = p.K;
+    const int tiles_m = (int)((M + BM - 1) / BM), tiles_n = (int)((N + BN - 1) / BN);
+    const int units_m = (tiles_m + CM - 1) / CM;
+    const int ktiles = (int)((K + KWG_BK - 1) / KWG_BK);
+    const long long per_batch = (long long)units_m * tiles_n, nunits = per_batch * p.batch;
+    const int group = GROUP_M / CM > 0 ? GROUP_M / CM : 1;
+    const unsigned rank = CM > 1 ? kwg_cluster_rank() : 0u;
+    const long long cluster = blockIdx.x / CM, nclusters = gridDim.x / CM;
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; s++) {
+            kwg_bar_init(KWG_FULL(s), 1);            // the producer's expect_tx; the bytes complete it
+            kwg_bar_init(KWG_EMPTY(s), 4 * CW * CM); // lane 0 of each consumer warp reading it, per CTA
+        }
+        kwg_bar_init(KWG_ORDER(0), 4);
+        kwg_bar_init(KWG_ORDER(1), 4);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (CM > 1) kwg_cluster_sync();
+    else __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            kwg_tma_prefetch(ta);
+            kwg_tma_prefetch(tw);
+            int s = 0;
+            unsigned ph = 0;
+            for (long long u = cluster; u < nunits; u += nclusters) {
+                long long b;
+                int um, nb;
+                kwg_tile(u, per_batch, units_m, tiles_n, group, b, um, nb);
+                const int mb = um * CM + (int)rank;
+                const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
+                for (int kt = 0; kt < ktiles; kt++) {
+                    kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
+                    kwg_bar_expect_tx(KWG_FULL(s), A_BYTES + B_BYTES);
+                    kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
+                    if (CM == 1)
+                        kwg_tma_load(sB + s * B_BYTES, tw, KWG_FULL(s), kt * KWG_BK, nb * BN, wb);
+                    else
+                        kwg_tma_load_mc(sB + s * B_BYTES + rank * B_PART, tw, KWG_FULL(s), kt * KWG_BK,
+                                        nb * BN + (int)rank * (BN / CM), wb, (unsigned short)((1u << CM) - 1u));
+                    if (++s == STAGES) {
+                        s = 0;
+                        ph ^= 1u;
+                    }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+        float acc[MW][BN / 2];
+        // a slot is free again once every consumer warp of the cluster that reads it is done
+        auto release = [&](int slot) {
+            if (CM == 1) kwg_bar_arrive(KWG_EMPTY(slot));
+            else
+#pragma unroll
+                for (int r = 0; r < CM; r++) kwg_bar_arrive_cluster(KWG_EMPTY(slot), (unsigned)r);
+        };
+        int s = 0;
+        unsigned ph = 0, turn = 0;
+        long long i = 0;
+        for (long long u = cluster; u < nunits; u += nclusters, i++) {
+            if (PP && (int)(i & 1) != c) { // the other consumer's tile: skip its ring slots
+                s += ktiles;
+                ph ^= (unsigned)(s / STAGES) & 1u;
+                s %= STAGES;
+                continue;
+            }
+            long long b;
+            int um, nb;
+            kwg_tile(u, per_batch, units_m, tiles_n, group, b, um, nb);
+            const int mb = um * CM + (int)rank;
+            if (PP && i > 0) { // the other consumer has issued the previous tile's mainloop
+                kwg_bar_wait(KWG_ORDER(c), c == 0 ? ((turn - 1u) & 1u) : (turn & 1u));
+            }
+            if (PP) turn++;
+            if (ktiles == 0) {
+#pragma unroll
+                for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+                    for (int e = 0; e < BN / 2; e++) acc[mi][e] = 0.f;
+            }
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
+            int prev = 0;
+            for (int kt = 0; kt < ktiles; kt++) {
+                kwg_bar_wait(KWG_FULL(s), ph);
+                kwg_fence();
+#pragma unroll
+                for (int kk = 0; kk < KWG_BK / 16; kk++) {
+#pragma unroll
+                    for (int mi = 0; mi < MW; mi++) {
+                        const unsigned long long da =
+                            kwg_desc(sA + s * A_BYTES + (unsigned)(((PP ? 0 : c * MW) + mi) * 64 * 128 + kk * 32));
+                        const unsigned long long db = kwg_desc(sB + s * B_BYTES + (unsigned)(kk * 32));
+                        kwg_mma<BN>::run(acc[mi], da, db, (kt | kk) != 0);
+                    }
+                }
+                kwg_commit();
+                if (PP && kt == ktiles - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
+#ifdef KWG_TEST_EARLY_RELEASE
+                // tests only (bench/wgmma): a planted race that racecheck must report: the slot
+                // is released while the wgmma group reading it may still run
+                if (lane == 0) release(s);
+#else
+                if (kt > 0) {
+                    kwg_wait<1>(); // the group that read slot `prev` has retired
+                    if (lane == 0) release(prev);
+                }
+#endif
+                prev = s;
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1u;
+                }
+            }
+            if (PP && ktiles == 0 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c));
+            kwg_wait<0>();
+#ifndef KWG_TEST_EARLY_RELEASE
+            if (ktiles > 0 && lane == 0) release(prev);
+#endif
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
+
+            const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
+            const long long row0 = rbase + warp * 16 + (lane >> 2);
+            const long long col0 = (long long)nb * BN + (lane & 3) * 2;
+            if (rbase + MW * 64 <= M && (long long)(nb + 1) * BN <= N)
+                kwg_epilogue<false, MW, BN>(p, b, row0, col0, acc, M, N);
+            else
+                kwg_epilogue<true, MW, BN>(p, b, row0, col0, acc, M, N);
+        }
+    }
+    // A CTA's shared memory must outlive the peer's arrivals on its barriers.
+    if (CM > 1) kwg_cluster_sync();
+#undef KWG_FULL
+#undef KWG_EMPTY
+#undef KWG_ORDER
+}
+
+#ifndef KILN_WGMMA_PINGPONG
+#define KILN_WGMMA_PINGPONG 0
+#endif
+#ifndef KILN_CLUSTER_M
+#define KILN_CLUSTER_M 1
+#endif
+// The kernel's one parameter: the two tensor maps (A, then W), then KilnArgs. 256 + 8*nargs bytes.
+struct KilnTmaArgs {
+    kiln_tmap a, w;
+    KilnArgs p;
+};
+
+#ifndef KILN_WGMMA_NO_KERNEL
+extern "C" __global__ void __launch_bounds__(KWG_THREADS, 1)
+#if KILN_CLUSTER_M > 1
+    __cluster_dims__(KILN_CLUSTER_M, 1, 1)
+#endif
+    KILN_KERNEL(const __grid_constant__ KilnTmaArgs prm)
+{
+    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M>(prm.p, &prm.a,
+                                                                                                  &prm.w);
+}
+#endif
+
+#endif // KILN_MATMUL_WGMMA_CUH

@@ -1,0 +1,116 @@
+/* tests/codegen/test_matmul_wgmma_nvrtc.c — the Hopper matmul template
+ * (codegen/kernels/matmul_wgmma.cuh) compiles with NVRTC for sm_90a, with the
+ * hand-written generated part of tests/gpu/mm_src.h: cooperative and ping-pong
+ * consumers, tiles 128x256 / 256x128 / 64x256 / 128x128, clusters of 1 and 2,
+ * bf16 and f16, both test epilogues. For each: an empty NVRTC log, the kernel's
+ * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
+ * PTX holding wgmma.mma_async (the asynchronous warpgroup MMA), the TMA copy
+ * (cp.async.bulk.tensor) and setmaxnreg. Where `cuobjdump` runs (it needs
+ * nvdisasm; $KILN_CUOBJDUMP names another one), the cubin's SASS must hold
+ * HGMMA, the tensor-core instruction wgmma becomes; elsewhere that check is
+ * skipped with a note. Needs no GPU and no driver. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gpu/mm_src.h"
+#include "ptxas_log.h"
+
+#define WG(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0}
+static const mm_cfg cfgs[] = {
+    WG(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 1),    WG(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 2),
+    WG(MM_BF16, MM_EPI_STORE, 256, 128, 4, 0, 2),    WG(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
+    WG(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 6, 1, 1), WG(MM_F16, MM_EPI_STORE, 128, 256, 3, 0, 1),
+};
+enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
+
+static int has_bytes(const void *p, size_t n, const char *s)
+{
+    const unsigned char *b = p;
+    size_t l = strlen(s);
+    for (size_t i = 0; i + l <= n; i++)
+        if (memcmp(b + i, s, l) == 0) return 1;
+    return 0;
+}
+
+/* HGMMA lines in the SASS of `code` by cuobjdump; -1 when cuobjdump does not run here. */
+static int sass_hgmma(const rt_blob *code)
+{
+    char path[] = "/tmp/kiln_wgmma_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "wb");
+    int ok = f && fwrite(code->data, 1, code->size, f) == code->size;
+    if (f) fclose(f);
+    int count = -1;
+    if (ok) {
+        const char *tool = getenv("KILN_CUOBJDUMP") ? getenv("KILN_CUOBJDUMP") : "cuobjdump";
+        char cmd[1024], line[512];
+        snprintf(cmd, sizeof cmd, "'%s' --dump-sass '%s' 2>/dev/null", tool, path);
+        FILE *p = popen(cmd, "r");
+        if (p) {
+            int n = 0, lines = 0;
+            while (fgets(line, sizeof line, p)) {
+                lines++;
+                if (strstr(line, "HGMMA")) n++;
+            }
+            if (pclose(p) == 0 && lines > 0) count = n;
+        }
+    }
+    unlink(path);
+    return count;
+}
+
+int main(void)
+{
+    char *names[NCFG], *srcs[NCFG];
+    for (int i = 0; i < NCFG; i++) {
+        names[i] = malloc(32);
+        CHECK(names[i] != NULL);
+        snprintf(names[i], 32, "kiln_test_wgmma%d", i);
+        srcs[i] = mm_source(&cfgs[i], names[i]);
+        CHECK_MSG(srcs[i] != NULL, "cannot assemble unit %d (codegen/kernels missing?)", i);
+        if (!srcs[i]) return CHECK_DONE();
+    }
+    static const char *const vopt[] = {"--ptxas-options=-v"};
+    rt_compile_opts copts = {0}, popts = {0};
+    copts.arch = popts.arch = "sm_90a";
+    copts.extra = vopt;
+    copts.nextra = 1;
+    rt_compile_result cub[NCFG], ptx[NCFG];
+    rt_nvrtc_compile_many(NCFG, (const char *const *)names, (const char *const *)srcs, &copts, RT_TARGET_CUBIN, cub,
+                          0, NULL, NULL);
+    rt_nvrtc_compile_many(NCFG, (const char *const *)names, (const char *const *)srcs, &popts, RT_TARGET_PTX, ptx, 0,
+                          NULL, NULL);
+    for (int i = 0; i < NCFG; i++) {
+        char name[128];
+        mm_cfg_name(&cfgs[i], name, sizeof name);
+        const rt_compile_result *c = &cub[i], *p = &ptx[i];
+        int ok = c->status == RT_OK && p->status == RT_OK, regs = -1;
+        CHECK_MSG(c->status == RT_OK, "%s did not compile to a cubin: %s", name,
+                  c->message ? c->message : rt_status_str(c->status));
+        CHECK_MSG(p->status == RT_OK, "%s did not compile to PTX: %s", name,
+                  p->message ? p->message : rt_status_str(p->status));
+        if (ok) {
+            CHECK_MSG(p->log && p->log[0] == 0, "%s: NVRTC log not empty:\n%s", name, p->log ? p->log : "(null)");
+            CHECK_MSG(has_bytes(c->code.data, c->code.size, names[i]), "%s: cubin lacks kernel %s", name, names[i]);
+            CHECK_MSG(c->log && ptxas_no_spills(c->log, names[i], &regs), "%s: ptxas reports a stack frame or spills:\n%s",
+                      name, c->log ? c->log : "(null)");
+            CHECK_MSG(c->log && !strstr(c->log, "warning"), "%s: ptxas warning (setmaxnreg ignored?):\n%s", name,
+                      c->log);
+            CHECK_MSG(has_bytes(p->code.data, p->code.size, "wgmma.mma_async"), "%s: no wgmma.mma_async in PTX", name);
+            CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor"), "%s: no TMA copy in PTX", name);
+            CHECK_MSG(has_bytes(p->code.data, p->code.size, "setmaxnreg"), "%s: no setmaxnreg in PTX", name);
+            const int hg = sass_hgmma(&c->code);
+            if (hg < 0) printf("note %s: cuobjdump did not run here; SASS not checked\n", name);
+            else CHECK_MSG(hg > 0, "%s: no HGMMA in the cubin's SASS", name);
+        }
+        printf("%-4s %-40s %3d regs  cubin %6.0f ms  %zu bytes\n", ok ? "ok" : "FAIL", name, regs, c->ms, c->code.size);
+        rt_compile_result_free(&cub[i]);
+        rt_compile_result_free(&ptx[i]);
+        free(names[i]);
+        free(srcs[i]);
+    }
+    return CHECK_DONE();
+}
