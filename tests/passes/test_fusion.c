@@ -91,6 +91,7 @@ static void run_fusion(fx *f, build_fn build)
         if (f->g) CHECK_MSG(ir_verify(f->g, &f->d) == 0, "verifier after %s", names[i]);
     }
     f->ctx.pass = NULL;
+    pass_analyses_clear(&f->ctx.analyses); /* the passes ran one by one, not through the pipeline */
     if (f->d.errors) diag_print(&f->d, stderr, NULL);
     CHECK(f->d.errors == 0);
     if (!f->g) return;

@@ -85,6 +85,7 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "%s after %s", argv[1], p[i].name);
             validate(before, g, dims, what);
         }
+        pass_analyses_clear(&ctx.analyses); /* the passes ran one by one, not through the pipeline */
         if (g) {
             printf("%s: %d kernels\n", argv[1], g->ngroups);
             if (max_kernels > 0)
