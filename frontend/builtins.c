@@ -590,6 +590,31 @@ static fe_vals h_rope(fe_lower *l, const builtin *b, const fe_expr *call, const 
     return one(l, ir_rope(l->g, t[0], t[1], theta, call->loc));
 }
 
+/* Head counts are model constants; a run-time size on a head axis means a
+ * tensor in another layout that the shape rules could not tell apart (q as
+ * [B, H, S, HD] when S is a dim passes them: H % KV cannot be checked). */
+static void warn_attention_layout(fe_lower *l, const fe_expr **argv, ir_node *const *t)
+{
+    static const char *const names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        int axis = i == 0 ? 2 : 1;
+        const ir_dim *hd = &t[i]->type.dims[axis];
+        if (ir_dim_is_const(hd, NULL)) continue;
+        if (i == 0)
+            diag_warn(l->d, DIAG_W_ATTENTION_LAYOUT, argv[i]->loc,
+                      "attention: the head axis of q (axis 2) is '%s', a run-time size: q is read as "
+                      "[B, S, H, HD]; is %s in another layout? (a [B, H, S, HD] q needs "
+                      "permute(q, [0, 2, 1, 3]))",
+                      fe_dim_str(l, hd), fe_type_str(l, &t[i]->type));
+        else
+            diag_warn(l->d, DIAG_W_ATTENTION_LAYOUT, argv[i]->loc,
+                      "attention: the head axis of %s (axis 1) is '%s', a run-time size: %s is read in the "
+                      "cache layout [B, KV, T, HD]; is %s in another layout? (a [B, T, KV, HD] %s needs "
+                      "permute(%s, [0, 2, 1, 3]))",
+                      names[i], fe_dim_str(l, hd), names[i], fe_type_str(l, &t[i]->type), names[i], names[i]);
+    }
+}
+
 static fe_vals h_attention(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
 {
     ir_node *t[MAXP];
@@ -603,7 +628,9 @@ static fe_vals h_attention(fe_lower *l, const builtin *b, const fe_expr *call, c
         diag_error(l->d, argv[5]->loc, "attention: scale must be positive");
         return one(l, NULL);
     }
-    return one(l, ir_attention(l->g, t[0], t[1], t[2], t[3], scale, causal, call->loc));
+    ir_node *n = ir_attention(l->g, t[0], t[1], t[2], t[3], scale, causal, call->loc);
+    if (n) warn_attention_layout(l, argv, t);
+    return one(l, n);
 }
 
 static fe_vals h_cache_write(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)

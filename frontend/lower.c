@@ -465,6 +465,7 @@ static ir_node *name_tensor(fe_lower *l, const fe_expr *e)
         return NULL;
     }
     if (s->poison) return NULL;
+    s->uses++;
     switch (s->kind) {
     case FE_SYM_DIM:
         diag_error(l->d, e->loc, "'%s' is a dim (a size), not a tensor", e->text);
@@ -608,6 +609,30 @@ static void lower_param(fe_lower *l, const fe_stmt *s)
     sym->value = sym->param;
 }
 
+/* The STATE parameter that a chain of cache writes starting at n updates
+ * (NULL when n is not such a chain). */
+static const ir_node *written_state(const ir_node *n)
+{
+    while (n && n->op == IR_OP_CACHE_WRITE) n = n->inputs[0];
+    return n && n->op == IR_OP_STATE ? n : NULL;
+}
+
+/* Remember a variable bound to a cache write of a state (see fe_state_write). */
+static void note_state_write(fe_lower *l, int var, const ir_node *v)
+{
+    const ir_node *st = v && v->op == IR_OP_CACHE_WRITE ? written_state(v) : NULL;
+    if (!st) return;
+    if (l->nwrites == l->capwrites) {
+        int nc = l->capwrites ? l->capwrites * 2 : 8;
+        fe_state_write *n = arena_alloc(l->a, (size_t)nc * sizeof *n);
+        if (!n) return; /* a missed warning, not a wrong graph */
+        if (l->nwrites) memcpy(n, l->writes, (size_t)l->nwrites * sizeof *n);
+        l->writes = n;
+        l->capwrites = nc;
+    }
+    l->writes[l->nwrites++] = (fe_state_write){var, v, st};
+}
+
 /* Bind the value of `name` (a target of an assignment or an output). */
 static void bind(fe_lower *l, const fe_name *n, ir_node *v)
 {
@@ -622,6 +647,7 @@ static void bind(fe_lower *l, const fe_name *n, ir_node *v)
         s->poison = is_dtype_name(n->name); /* defined anyway so that its uses stay quiet */
         s->value = v;
         name_node(l, v, n->name);
+        note_state_write(l, (int)(s - l->syms), v);
         return;
     }
     switch (s->kind) {
@@ -827,6 +853,49 @@ static void finish(fe_lower *l, int errors0)
     }
 }
 
+/* ---- warnings ---------------------------------------------------------------------- */
+
+/* The mistakes a model can make without an error, checked once it lowered
+ * cleanly (after an error, a statement that failed early leaves names looking
+ * unread). A name that starts with '_' is never reported as unused. */
+static void warn_unused(fe_lower *l)
+{
+    /* a state's new value bound to another name and never to the state */
+    for (int i = 0; i < l->nwrites; i++) {
+        const fe_state_write *w = &l->writes[i];
+        fe_sym *st = fe_lookup(l, w->state->name);
+        if (!st || st->kind != FE_SYM_PARAM || st->param != w->state) continue;
+        const ir_node *fin = st->rebound && st->value ? st->value : st->param;
+        bool reaches = false;
+        for (const ir_node *n = fin; n && n->op == IR_OP_CACHE_WRITE; n = n->inputs[0])
+            reaches |= n == w->node;
+        if (reaches) continue;
+        fe_sym *var = &l->syms[w->var];
+        var->warned = true;
+        if (diag_warn(l->d, DIAG_W_STALE_STATE, var->loc,
+                      "'%s' is the new value of state '%s', but '%s' is never given it: the cache write is "
+                      "lost when the call returns and the next call reads the old '%s' (assign the result "
+                      "to '%s' itself)",
+                      var->name, st->name, st->name, st->name, st->name))
+            diag_note(l->d, st->loc, "state '%s' is declared here", st->name);
+    }
+    for (int i = 0; i < l->nsyms; i++) {
+        fe_sym *s = &l->syms[i];
+        if (s->uses || s->poison || s->warned || s->name[0] == '_') continue;
+        if (s->kind == FE_SYM_VAR && s->value)
+            diag_warn(l->d, DIAG_W_UNUSED_VALUE, s->loc,
+                      "'%s' is computed but never used: it reaches no output or state update (to "
+                      "return it, write 'output %s = ...')",
+                      s->name, s->name);
+        else if (s->kind == FE_SYM_PARAM && s->param_kind == IR_OP_STATE)
+            diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "state '%s' is declared but never read or updated",
+                      s->name);
+        else if (s->kind == FE_SYM_PARAM)
+            diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "%s '%s' is declared but never read",
+                      kind_name(s), s->name);
+    }
+}
+
 /* Lowers m into a new graph. Returns 0, or -1 when errors were reported
  * (then *out is NULL). */
 int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, diag_list *d,
@@ -875,6 +944,7 @@ int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, di
         diag_error(d, m->name.loc, "model '%s' has no outputs", g->name);
     if (d->errors == errors0 && ir_verify(g, d) != 0)
         diag_error(d, m->loc, "internal error: the lowered graph does not verify");
+    if (d->errors == errors0) warn_unused(&l);
     g->diags = NULL;
     if (d->errors != errors0) {
         ir_graph_free(g);

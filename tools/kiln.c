@@ -54,6 +54,9 @@ static const char usage_text[] =
     "  --timings                print per-kernel compile times and cache hits\n"
     "  -o OUT                   write to OUT instead of standard output\n"
     "  -D NAME=VALUE            bind a `dims` size or override a `const` (repeatable)\n"
+    "  -Werror                  make warnings errors (check and compile then exit 1)\n"
+    "  -Wno-NAME, -WNAME        turn the warning NAME off or on (NAME: unused-value,\n"
+    "                           unused-param, stale-state, attention-layout, all)\n"
     "  --explain                print the fusion report: every kernel, every decision\n"
     "                           taken or refused, its rule, lines and bytes saved\n"
     "  --report=FILE.json       write the fusion report as JSON\n"
@@ -85,6 +88,7 @@ typedef struct cli {
     bool print_all, explain, verify;
     const char *arch;
     bool no_cache, timings;
+    diag_options warnings; /* -Werror, -Wno-NAME */
     run_opts run;
 } cli;
 
@@ -188,6 +192,8 @@ static int parse_args(int argc, char **argv, cli *c)
             if (add_define(c, argv[i]) != EX_OK) return EX_USAGE;
         } else if (!strncmp(a, "-D", 2)) {
             if (add_define(c, a + 2) != EX_OK) return EX_USAGE;
+        } else if (!strncmp(a, "-W", 2)) {
+            if (!diag_warning_flag(&c->warnings, a)) return usage_error("unknown warning option '%s'", a);
         } else if (a[0] == '-' && a[1]) {
             return usage_error("unknown option '%s'", a);
         } else if (!c->cmd) {
@@ -480,6 +486,7 @@ static int run(const cli *c)
     arena_init(&a);
     diag_list d;
     diag_list_init(&d, &a);
+    d.opts = c->warnings;
     fe_source src = {0};
     int status = EX_OK;
 

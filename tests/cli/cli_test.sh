@@ -26,6 +26,21 @@ expect 0 'model' compile samples/gpt2_block.kiln --emit=ast
 expect 1 'error' check samples/llama3_8b_layer.kiln -D NOPE=3
 expect 73 'cannot write' compile samples/llama3_1b_layer.kiln -o "$tmp/no/dir/out.ir"
 
+# warnings: printed without failing; -Werror fails check and compile; -Wno-NAME silences one
+expect 0 "warning: 'y' is computed but never used.*\[-Wunused-value\]" check tests/diag/091_warn_forgotten_output.kiln
+expect 1 "error: 'y' is computed but never used.*\[-Werror=unused-value\]" check tests/diag/091_warn_forgotten_output.kiln -Werror
+expect 1 "\[-Werror=unused-param\]" compile tests/diag/093_warn_unused_params.kiln -Werror -o /dev/null
+expect 1 "\[-Werror=stale-state\]" compile tests/diag/095_warn_stale_state.kiln -Werror -o /dev/null
+expect 1 "\[-Werror=attention-layout\]" compile tests/diag/097_warn_attention_layout_q.kiln -Werror -D B=1 -D S=8 -D T=64 --emit=plan
+expect 0 "\[-Wattention-layout\]" compile tests/diag/097_warn_attention_layout_q.kiln -o /dev/null
+expect 0 '^$' check tests/diag/091_warn_forgotten_output.kiln -Wno-unused-value
+expect 0 '^$' check tests/diag/093_warn_unused_params.kiln -Werror -Wno-unused-param
+expect 0 '^$' check tests/diag/095_warn_stale_state.kiln -Wno-all
+expect 64 "unknown warning option '-Wno-bogus'" check tests/diag/091_warn_forgotten_output.kiln -Wno-bogus
+for s in samples/*.kiln; do
+  expect 0 '^$' check "$s" -Werror
+done
+
 # passes, fusion report, plan, verification
 expect 0 'fuse-epilogue' passes
 expect 0 'rule epilogue-swiglu' passes
