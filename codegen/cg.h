@@ -47,6 +47,16 @@ const char *cg_family_template(cg_family f); /* "elementwise.cuh", ... */
  *   common.cuh | generated part | cg_family_templates(f)[0] | [1] ... */
 const char *const *cg_family_templates(cg_family f);
 
+/* RoPE with frequency scaling (codegen/cg_rope.c). The table of
+ * ir_rope_inv_freq as "DECL double NAME[HD/2] = {...};" with %.17g values
+ * (the device reads the host's doubles exactly); snprintf-style: returns the
+ * length (buf may be NULL), -1 when out of memory. */
+int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
+                  int64_t hd);
+/* What the attention templates read for a scaled rope on load: KILN_ROPE_TABLE,
+ * KILN_ROPE_MSCALE (YaRN's attention factor) and the table kiln_rope_inv. */
+int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);
+
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {
     CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */
