@@ -128,7 +128,7 @@ static const char *template_text(const cg_options *o, const char *name)
 /* "kiln_<model>_k<k>_<kind>", with anything but [A-Za-z0-9_] as '_'. */
 static const char *kernel_name(arena *a, const ir_graph *g, int k)
 {
-    char *s = arena_printf(a, "kiln_%s_k%d_%s", g->name ? g->name : "model", k, g->groups[k].kind);
+    char *s = arena_printf(a, "kiln_%s_k%d_%s", g->name ? g->name : "model", k, ir_group_kind_name(g->groups[k].kind));
     for (char *c = s; c && *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
             *c = '_';
@@ -155,13 +155,13 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     cg_plan plan;
     memset(&plan, 0, sizeof plan);
     cg_str hooks = {0};
-    const char *kind = g->groups[k].kind;
+    const char *kind = ir_group_kind_name(g->groups[k].kind);
     const int64_t *dims = opts ? opts->dims : NULL;
     bool ok;
     if (generic) ok = cg_gen_elementwise(&gen, &plan, &hooks);
-    else if (!strcmp(kind, "matmul")) ok = cg_gen_matmul(&gen, &plan, &hooks, dims);
-    else if (!strcmp(kind, "attention")) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
-    else if (!strcmp(kind, "row")) ok = cg_gen_row(&gen, &plan, &hooks);
+    else if (g->groups[k].kind == IR_GROUP_MATMUL) ok = cg_gen_matmul(&gen, &plan, &hooks, dims);
+    else if (g->groups[k].kind == IR_GROUP_ATTENTION) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
+    else if (g->groups[k].kind == IR_GROUP_ROW) ok = cg_gen_row(&gen, &plan, &hooks);
     else ok = cg_gen_elementwise(&gen, &plan, &hooks);
     ok = ok && !gen.failed && !hooks.oom && !plan.defines.oom;
 
@@ -239,18 +239,19 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     return ok ? 0 : -1;
 }
 
-int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kernel *out, char *err, size_t errlen)
+/* Kernel k, with the analyses of g cached in an (shared by the kernels of
+ * one cg_emit_all_ex). */
+static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_analyses *an, cg_kernel *out, char *err,
+                       size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!g || k < 0 || k >= g->ngroups) {
         snprintf(err, errlen, "no kernel group %d", k);
         return -1;
     }
-    bool *bind = pass_bind_time(g);
-    pass_users users;
-    memset(&users, 0, sizeof users);
-    if (!bind || !pass_users_build(&users, g)) {
-        free(bind);
+    const bool *bind = pass_analyses_bind_time(an, g);
+    const pass_users *users = pass_analyses_users(an, g);
+    if (!bind || !users) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -265,19 +266,20 @@ int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kerne
         arena_init(&priv->a);
         out->priv_ = priv;
         out->group = k;
-        out->kind = g->groups[k].kind;
+        out->kind = ir_group_kind_name(g->groups[k].kind);
         out->name = kernel_name(&priv->a, g, k);
         char *msg = attempt == 0 ? why : why2;
         msg[0] = 0;
-        rc = build(g, k, opts, bind, &users, attempt == 1, out, msg, sizeof why);
+        rc = build(g, k, opts, bind, users, attempt == 1, out, msg, sizeof why);
         if (rc == 0) {
             if (attempt == 1) out->note = arena_printf(&priv->a, "generic fallback: %s", why);
             break;
         }
         cg_kernel_free(out);
-        const char *kind = g->groups[k].kind;
+        ir_group_kind gk = g->groups[k].kind;
+        const char *kind = ir_group_kind_name(gk);
         /* the template families fall back to the generic kernel */
-        if (attempt == 0 && (!strcmp(kind, "matmul") || !strcmp(kind, "row") || !strcmp(kind, "attention")) &&
+        if (attempt == 0 && (gk == IR_GROUP_MATMUL || gk == IR_GROUP_ROW || gk == IR_GROUP_ATTENTION) &&
             strcmp(why, "out of memory"))
             continue;
         if (attempt == 0) snprintf(err, errlen, "kernel k%d (%s): %s", k, kind, why);
@@ -285,8 +287,14 @@ int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kerne
         break;
     }
     if (rc != 0) memset(out, 0, sizeof *out);
-    pass_users_free(&users);
-    free(bind);
+    return rc;
+}
+
+int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kernel *out, char *err, size_t errlen)
+{
+    pass_analyses an = {0};
+    int rc = emit_kernel(g, k, opts, &an, out, err, errlen);
+    pass_analyses_clear(&an);
     return rc;
 }
 
@@ -304,11 +312,14 @@ int cg_emit_all_ex(const ir_graph *g, const cg_options *opts, cg_kernel **out, i
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    pass_analyses an = {0};
     for (int k = 0; k < g->ngroups; k++)
-        if (cg_emit_kernel_ex(g, k, opts, &ks[k], err, errlen) != 0) {
+        if (emit_kernel(g, k, opts, &an, &ks[k], err, errlen) != 0) {
+            pass_analyses_clear(&an);
             cg_kernels_free(ks, k);
             return -1;
         }
+    pass_analyses_clear(&an);
     *out = ks;
     *n = g->ngroups;
     return 0;
@@ -323,8 +334,7 @@ int cg_emit_all(const ir_graph *g, cg_kernel **out, int *n, char *err, size_t er
 
 bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value)
 {
-    if (ir_dim_is_const(&a->dim, value)) return true;
-    return dims && ir_dim_eval(&a->dim, dims, value);
+    return ir_dim_value(&a->dim, dims, value);
 }
 
 bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], unsigned *block, size_t *smem,
@@ -334,7 +344,7 @@ bool cg_launch_eval(const cg_kernel *k, const int64_t *dims, unsigned grid[3], u
     for (int i = 0; i < 3; i++) {
         const cg_grid_dim *gd = &k->launch.grid[i];
         int64_t v;
-        if (!ir_dim_is_const(&gd->n, &v) && !(dims && ir_dim_eval(&gd->n, dims, &v))) {
+        if (!ir_dim_value(&gd->n, dims, &v)) {
             snprintf(err, errlen, "%s: grid dimension %d needs a value for every dim", k->name, i);
             return false;
         }

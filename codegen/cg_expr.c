@@ -569,18 +569,10 @@ const char *cg_idx_flatten(cg_gen *gen, const cg_idx *x)
     return hoist(gen, e ? e : "0");
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
 cg_idx cg_idx_broadcast(cg_gen *gen, const cg_idx *x, const ir_type *to)
 {
     cg_idx r;
-    if (same_shape(x->t, to)) {
+    if (ir_type_same_shape(x->t, to)) {
         r = *x;
         r.t = to;
         return r;

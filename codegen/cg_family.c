@@ -27,20 +27,6 @@ static void define(cg_plan *plan, const char *name, const char *fmt, ...)
     cg_str_append(&plan->defines, "\n", 1);
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
-static bool dim_value(const ir_dim *d, const int64_t *dims, int64_t *v)
-{
-    if (ir_dim_is_const(d, v)) return true;
-    return dims && ir_dim_eval(d, dims, v);
-}
-
 /* Does member (or free view) n read the anchor, directly or through members? */
 static bool reads_anchor(const cg_gen *gen, const ir_node *n, int depth)
 {
@@ -208,12 +194,12 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
         if (!cg_used_outside(gen, n)) continue;
         if (npre == 16 || npost == 16 || nrowout == 16) return cg_fail(gen, "too many outputs");
         if (n != A && !after) {
-            if (!same_shape(&n->type, xt)) return cg_fail(gen, "a prologue output is not row-shaped");
+            if (!ir_type_same_shape(&n->type, xt)) return cg_fail(gen, "a prologue output is not row-shaped");
             pre[npre++] = n;
-        } else if (same_shape(&n->type, xt)) {
+        } else if (ir_type_same_shape(&n->type, xt)) {
             post[npost++] = n;
             elemout = true;
-        } else if (reduction && same_shape(&n->type, &A->type)) {
+        } else if (reduction && ir_type_same_shape(&n->type, &A->type)) {
             rowout[nrowout++] = n;
         } else {
             return cg_fail(gen, "an epilogue output of the row kernel has another shape");
@@ -325,10 +311,10 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1};
     int64_t m, n, k, b;
-    if (dim_value(M, dims, &m) && m <= 16) h.gemv = true;
-    if (dim_value(N, dims, &n) && n <= 64) h.bn = 64;
-    if (h.gemv && dim_value(N, dims, &n) && dim_value(K, dims, &k)) {
-        if (!dim_value(batch, dims, &b)) b = 1;
+    if (ir_dim_value(M, dims, &m) && m <= 16) h.gemv = true;
+    if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
+    if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
+        if (!ir_dim_value(batch, dims, &b)) b = 1;
         int64_t ctas = (n + h.cols - 1) / h.cols * b;
         while (ctas * h.splitk < 2 * SM_COUNT && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
     }
@@ -422,7 +408,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || gen->bind[i] || !cg_used_outside(gen, n)) continue;
-        if (!same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
+        if (!ir_type_same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
         if (nouts == 16) return cg_fail(gen, "too many outputs");
         outs[nouts++] = n;
     }
@@ -511,7 +497,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (h.gemv) {
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
         int64_t mv;
-        if (dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
+        if (ir_dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         L->block = 256;
         L->grid[0] = (cg_grid_dim){N, h.cols, 0};
@@ -551,7 +537,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims)
 {
     int64_t b, h;
-    if (!dim_value(B, dims, &b) || !dim_value(H, dims, &h) || b * h <= 0) return 8;
+    if (!ir_dim_value(B, dims, &b) || !ir_dim_value(H, dims, &h) || b * h <= 0) return 8;
     int s = 1;
     while (s < 32 && b * h * s < 2 * SM_COUNT) s *= 2;
     return s;
@@ -638,7 +624,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
 
     int64_t s_val;
-    bool decode = dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
+    bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
     plan->family = decode ? CG_FAMILY_ATTENTION_DECODE : CG_FAMILY_ATTENTION_PREFILL;
 
     cg_strided qs, ks, vs;

@@ -110,7 +110,7 @@ int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
     return g->nstates++;
 }
 
-int ir_graph_add_group(ir_graph *g, ir_node *anchor, const char *kind)
+int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind)
 {
     if (!grow(g, (void **)&g->groups, g->ngroups, &g->cap_groups, sizeof *g->groups)) return -1;
     g->groups[g->ngroups] = (ir_group){anchor, kind};

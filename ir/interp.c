@@ -109,7 +109,7 @@ static void row_major_strides(int rank, const int64_t *shape, int64_t *st)
     }
 }
 
-static bool same_shape(const ir_tensor *a, const ir_tensor *b)
+bool ir_tensor_same_shape(const ir_tensor *a, const ir_tensor *b)
 {
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
@@ -235,15 +235,21 @@ static int fail(interp *c, const ir_node *n, const char *fmt, ...)
     return -1;
 }
 
-/* Concrete shape of a node's type at c->dims. */
-static int eval_shape(interp *c, const ir_node *n, const ir_type *t, int64_t *shape)
+/* Concrete shape of type t at c->dims; an element count that overflows is
+ * left to the caller ("too large"). who: what the message is about (node n
+ * when NULL). */
+static int eval_shape(interp *c, const ir_node *n, const char *who, const ir_type *t, int64_t *shape)
 {
-    if (t->rank < 0 || t->rank > IR_MAX_RANK) return fail(c, n, "invalid rank %d", t->rank);
-    for (int i = 0; i < t->rank; i++) {
-        if (!ir_dim_eval(&t->dims[i], c->dims, &shape[i]))
-            return fail(c, n, "dimension %d does not evaluate (overflow)", i);
-        if (shape[i] < 0)
-            return fail(c, n, "dimension %d is negative (%lld)", i, (long long)shape[i]);
+    const char *sep = who ? ": " : "";
+    who = who ? who : "";
+    if (t->rank < 0 || t->rank > IR_MAX_RANK) return fail(c, n, "%s%sinvalid rank %d", who, sep, t->rank);
+    int bad;
+    switch (ir_type_eval_shape(t, c->dims, shape, NULL, &bad)) {
+    case IR_SHAPE_UNBOUND: return fail(c, n, "%s%sdimension %d does not evaluate (overflow)", who, sep, bad);
+    case IR_SHAPE_NEGATIVE:
+        return fail(c, n, "%s%sdimension %d is negative (%lld)", who, sep, bad, (long long)shape[bad]);
+    case IR_SHAPE_OK:
+    case IR_SHAPE_OVERFLOW: break;
     }
     return 0;
 }
@@ -258,7 +264,7 @@ static int eval_dim(interp *c, const ir_node *n, const ir_dim *d, int64_t *v)
 static int alloc_result(interp *c, const ir_node *n, ir_tensor *out)
 {
     int64_t shape[IR_MAX_RANK];
-    if (eval_shape(c, n, &n->type, shape)) return -1;
+    if (eval_shape(c, n, NULL, &n->type, shape)) return -1;
     if ((int)n->type.dtype < 0 || n->type.dtype >= IR_DTYPE_COUNT)
         return fail(c, n, "invalid dtype %d", (int)n->type.dtype);
     int64_t numel = shape_numel(n->type.rank, shape);
@@ -355,7 +361,7 @@ static void eval_put(const ir_node *n, ir_tensor *out, int64_t k, double a, doub
 
 static int run_unary(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor *out)
 {
-    if (!same_shape(x, out)) return shape_mismatch(c, n, "the operand", x);
+    if (!ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the operand", x);
     int64_t numel = ir_tensor_numel(out);
     if (n->op == IR_OP_NEG && x->dtype == IR_I32 && out->dtype == IR_I32) {
         for (int64_t k = 0; k < numel; k++) out->i[k] = (int32_t)(0u - (uint32_t)x->i[k]);
@@ -456,7 +462,7 @@ static int run_reduce(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor
     }
     ir_tensor want = {.rank = er};
     memcpy(want.shape, exp_shape, sizeof exp_shape);
-    if (!same_shape(&want, out)) return shape_mismatch(c, n, "the operand", x);
+    if (!ir_tensor_same_shape(&want, out)) return shape_mismatch(c, n, "the operand", x);
 
     int64_t ost_all[IR_MAX_RANK], ost[IR_MAX_RANK], count = 1;
     row_major_strides(out->rank, out->shape, ost_all);
@@ -509,7 +515,7 @@ static int run_softmax(interp *c, const ir_node *n, const ir_tensor *x, ir_tenso
 {
     int axis = n->attrs.axis;
     if (axis < 0 || axis >= x->rank) return fail(c, n, "axis %d out of range", axis);
-    if (!same_shape(x, out)) return shape_mismatch(c, n, "the operand", x);
+    if (!ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the operand", x);
     int64_t outer, len, inner;
     split_axis(x, axis, &outer, &len, &inner);
     for (int64_t o = 0; o < outer; o++)
@@ -531,7 +537,7 @@ static int run_softmax(interp *c, const ir_node *n, const ir_tensor *x, ir_tenso
 static int run_norm(interp *c, const ir_node *n, const ir_tensor *x, const ir_tensor *w,
                     const ir_tensor *b, ir_tensor *out)
 {
-    if (x->rank < 1 || !same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
+    if (x->rank < 1 || !ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
     int64_t d = x->shape[x->rank - 1];
     if (w->rank != 1 || w->shape[0] != d) return shape_mismatch(c, n, "the weight", w);
     if (b && (b->rank != 1 || b->shape[0] != d)) return shape_mismatch(c, n, "the bias", b);
@@ -808,7 +814,7 @@ static int check_pos(interp *c, const ir_node *n, const ir_tensor *pos, int64_t 
 static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_tensor *pos,
                     ir_tensor *out)
 {
-    if (x->rank != 4 || !same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
+    if (x->rank != 4 || !ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
     int64_t B = x->shape[0], S = x->shape[1], NH = x->shape[2], HD = x->shape[3];
     if (HD % 2) return fail(c, n, "head dimension %lld is odd", (long long)HD);
     if (check_pos(c, n, pos, B)) return -1;
@@ -925,7 +931,7 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
 static int run_cache_write(interp *c, const ir_node *n, const ir_tensor *cache, const ir_tensor *x,
                            const ir_tensor *pos, ir_tensor *out)
 {
-    if (cache->rank != 4 || !same_shape(cache, out)) return shape_mismatch(c, n, "the cache", cache);
+    if (cache->rank != 4 || !ir_tensor_same_shape(cache, out)) return shape_mismatch(c, n, "the cache", cache);
     int64_t B = cache->shape[0], KV = cache->shape[1], T = cache->shape[2], HD = cache->shape[3];
     if (x->rank != 4 || x->shape[0] != B || x->shape[2] != KV || x->shape[3] != HD)
         return shape_mismatch(c, n, "the new rows", x);
@@ -1026,16 +1032,9 @@ static int check_params(interp *c, ir_tensor *params)
         const ir_node *p = g->params[i];
         const char *kind = ir_op_name(p->op), *name = p->name ? p->name : "?";
         int64_t shape[IR_MAX_RANK];
-        if (p->type.rank < 0 || p->type.rank > IR_MAX_RANK)
-            return fail(c, NULL, "%s '%s': invalid rank", kind, name);
-        for (int d = 0; d < p->type.rank; d++) {
-            if (!ir_dim_eval(&p->type.dims[d], c->dims, &shape[d]))
-                return fail(c, NULL, "%s '%s': dimension %d does not evaluate (overflow)", kind,
-                            name, d);
-            if (shape[d] < 0)
-                return fail(c, NULL, "%s '%s': dimension %d is negative (%lld)", kind, name, d,
-                            (long long)shape[d]);
-        }
+        char who[160];
+        snprintf(who, sizeof who, "%s '%s'", kind, name);
+        if (eval_shape(c, NULL, who, &p->type, shape)) return -1;
         const ir_tensor *t = &params[i];
         bool ok = t->dtype == p->type.dtype && t->rank == p->type.rank;
         for (int d = 0; ok && d < t->rank; d++) ok = t->shape[d] == shape[d];
@@ -1134,7 +1133,7 @@ static int run_graph(interp *c, ir_tensor *params, ir_tensor *outputs, ir_tensor
         if (!v || v->id < 0 || v->id >= g->nnodes || g->nodes[v->id] != v)
             return fail(c, NULL, "state update %d is not a node of the graph", i);
         const ir_tensor *t = &c->vals[v->id], *dst = &params[s->param];
-        if (!same_shape(t, dst))
+        if (!ir_tensor_same_shape(t, dst))
             return fail(c, v, "new value of state '%s' has the wrong shape", s->name ? s->name : "?");
         if (!ir_tensor_alloc(&newstate[i], dst->dtype, dst->rank, dst->shape))
             return fail(c, v, "out of memory");

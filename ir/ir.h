@@ -74,7 +74,7 @@
 /* ---- op table ---------------------------------------------------------- */
 
 typedef enum {
-#define IR_OP(e, name, lo, hi, cls) IR_OP_##e,
+#define IR_OP(e, name, lo, hi, cls, kind) IR_OP_##e,
 #include "ir/ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -91,11 +91,28 @@ typedef enum {
     IR_CLASS_OPAQUE,
 } ir_fusion_class;
 
+/* The kinds of kernel group: which template family a kernel uses. */
+typedef enum {
+    IR_GROUP_ELEMENTWISE, /* a pure elementwise kernel */
+    IR_GROUP_ROW,         /* a reduction (norm, softmax, sum) over rows, with prologue/epilogue */
+    IR_GROUP_MATMUL,      /* a matmul with its epilogue */
+    IR_GROUP_ATTENTION,   /* attention, with RoPE and the cache write fused */
+    IR_GROUP_COPY,        /* a view (reshape, permute, slice) that must be materialized */
+    IR_GROUP_GATHER,      /* concat, embedding, rope on their own */
+    IR_GROUP_CACHE_WRITE, /* a KV-cache write on its own */
+    IR_GROUP_KIND_COUNT
+} ir_group_kind;
+
+/* "elementwise", "row", "matmul", "attention", "copy", "gather", "cache-write" */
+const char *ir_group_kind_name(ir_group_kind k);
+
 const char *ir_op_name(ir_op op);
 int ir_op_min_inputs(ir_op op);
 int ir_op_max_inputs(ir_op op); /* -1 = variadic */
 ir_fusion_class ir_op_class(ir_op op);
 const char *ir_class_name(ir_fusion_class c);
+/* The kind of kernel op anchors when it is a kernel of its own. */
+ir_group_kind ir_op_kernel_kind(ir_op op);
 
 /* ---- dtypes ------------------------------------------------------------ */
 
@@ -167,6 +184,11 @@ bool ir_type_same_shape(const ir_type *a, const ir_type *b);
  * element count; shape and numel may be NULL. False when a dim does not
  * evaluate, is negative, or the count overflows int64. */
 bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel);
+/* The same, saying what failed: IR_SHAPE_UNBOUND (dim *bad does not
+ * evaluate: unbound or overflow), IR_SHAPE_NEGATIVE (dim *bad is negative),
+ * IR_SHAPE_OVERFLOW (the element count; shape is complete). bad may be NULL. */
+typedef enum { IR_SHAPE_OK, IR_SHAPE_UNBOUND, IR_SHAPE_NEGATIVE, IR_SHAPE_OVERFLOW } ir_shape_status;
+ir_shape_status ir_type_eval_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel, int *bad);
 /* "bf16[B, S, 4096]" */
 int ir_type_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
@@ -238,7 +260,7 @@ typedef struct ir_state_update {
  * its fused prologue and epilogue. Set by the fusion passes. */
 typedef struct ir_group {
     ir_node *anchor;
-    const char *kind; /* "matmul", "attention", "row", "elementwise", ... */
+    ir_group_kind kind;
 } ir_group;
 
 typedef struct ir_graph {
@@ -273,7 +295,7 @@ int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc l
 int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc);
 /* Starts a kernel group anchored at `anchor` (which joins it); returns its
  * index or -1 when out of memory. */
-int ir_graph_add_group(ir_graph *g, ir_node *anchor, const char *kind);
+int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind);
 /* Number of uses of each node (by other nodes, outputs and state updates);
  * `uses` has g->nnodes entries indexed by node id. */
 void ir_graph_count_uses(const ir_graph *g, int *uses);
@@ -366,6 +388,8 @@ typedef struct ir_tensor {
 } ir_tensor;
 
 int64_t ir_tensor_numel(const ir_tensor *t);
+/* Same rank and extents (the dtypes may differ). */
+bool ir_tensor_same_shape(const ir_tensor *a, const ir_tensor *b);
 /* Allocates zeroed storage; false on overflow or out of memory. */
 bool ir_tensor_alloc(ir_tensor *t, ir_dtype dtype, int rank, const int64_t *shape);
 void ir_tensor_free(ir_tensor *t);

@@ -91,7 +91,7 @@ void ir_print(const ir_graph *g, FILE *out)
         fputc('\n', out);
     }
     for (int i = 0; i < g->ngroups; i++)
-        fprintf(out, "kernel k%d = %s(%%%d)\n", i, g->groups[i].kind, g->groups[i].anchor->id);
+        fprintf(out, "kernel k%d = %s(%%%d)\n", i, ir_group_kind_name(g->groups[i].kind), g->groups[i].anchor->id);
     for (int i = 0; i < g->noutputs; i++)
         fprintf(out, "output %s = %%%d\n", g->outputs[i].name, g->outputs[i].value->id);
     for (int i = 0; i < g->nstates; i++)

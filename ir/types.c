@@ -9,8 +9,9 @@ static const struct {
     const char *name;
     int lo, hi;
     ir_fusion_class cls;
+    ir_group_kind kind;
 } op_table[IR_OP_COUNT] = {
-#define IR_OP(e, name, lo, hi, cls) {name, lo, hi, IR_CLASS_##cls},
+#define IR_OP(e, name, lo, hi, cls, kind) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind},
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -19,6 +20,14 @@ const char *ir_op_name(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[
 int ir_op_min_inputs(ir_op op) { return op_table[op].lo; }
 int ir_op_max_inputs(ir_op op) { return op_table[op].hi; }
 ir_fusion_class ir_op_class(ir_op op) { return op_table[op].cls; }
+ir_group_kind ir_op_kernel_kind(ir_op op) { return op_table[op].kind; }
+
+const char *ir_group_kind_name(ir_group_kind k)
+{
+    static const char *const names[IR_GROUP_KIND_COUNT] = {"elementwise", "row",    "matmul",     "attention",
+                                                           "copy",        "gather", "cache-write"};
+    return (unsigned)k < IR_GROUP_KIND_COUNT ? names[k] : "?";
+}
 
 const char *ir_class_name(ir_fusion_class c)
 {
@@ -134,17 +143,30 @@ bool ir_type_same_shape(const ir_type *a, const ir_type *b)
 
 bool ir_type_eq(const ir_type *a, const ir_type *b) { return a->dtype == b->dtype && ir_type_same_shape(a, b); }
 
-bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
+ir_shape_status ir_type_eval_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel, int *bad)
 {
     int64_t n = 1;
+    bool overflow = false;
     for (int i = 0; i < t->rank; i++) {
         int64_t v;
-        if (!ir_dim_value(&t->dims[i], dims, &v) || v < 0) return false;
+        if (bad) *bad = i;
+        if (!ir_dim_value(&t->dims[i], dims, &v)) return IR_SHAPE_UNBOUND;
+        if (v < 0) {
+            if (shape) shape[i] = v;
+            return IR_SHAPE_NEGATIVE;
+        }
         if (shape) shape[i] = v;
-        if (__builtin_mul_overflow(n, v, &n)) return false;
+        overflow = overflow || __builtin_mul_overflow(n, v, &n);
     }
+    if (bad) *bad = -1;
+    if (overflow) return IR_SHAPE_OVERFLOW;
     if (numel) *numel = n;
-    return true;
+    return IR_SHAPE_OK;
+}
+
+bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
+{
+    return ir_type_eval_shape(t, dims, shape, numel, NULL) == IR_SHAPE_OK;
 }
 
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n)

@@ -122,19 +122,11 @@ static ir_node *identity(const ir_node *n, ir_node *const *in)
     }
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
 /* collapse-reshapes */
 static ir_node *reshape(canon *c, const ir_node *n, ir_node *a)
 {
     ir_node *base = a->op == IR_OP_RESHAPE ? a->inputs[0] : a;
-    if (same_shape(&base->type, &n->type) && base->type.dtype == n->type.dtype) return base;
+    if (ir_type_same_shape(&base->type, &n->type) && base->type.dtype == n->type.dtype) return base;
     if (base == a) return NULL;
     return named(c, ir_reshape(c->dst, base, n->type.rank, n->type.dims, n->loc), n);
 }
@@ -170,14 +162,14 @@ static ir_node *simplify(canon *c, const ir_node *n, ir_node *const *in)
 ir_graph *pass_canonicalize(ir_graph *g, pass_ctx *ctx)
 {
     canon c = {
-        .fold = pass_enabled(ctx, "fold-constants"),
-        .reshapes = pass_enabled(ctx, "collapse-reshapes"),
-        .permutes = pass_enabled(ctx, "collapse-permutes"),
-        .identity = pass_enabled(ctx, "drop-identity"),
+        .fold = pass_rule_enabled(ctx, PASS_RULE_FOLD_CONSTANTS),
+        .reshapes = pass_rule_enabled(ctx, PASS_RULE_COLLAPSE_RESHAPES),
+        .permutes = pass_rule_enabled(ctx, PASS_RULE_COLLAPSE_PERMUTES),
+        .identity = pass_rule_enabled(ctx, PASS_RULE_DROP_IDENTITY),
     };
     if (!c.fold && !c.reshapes && !c.permutes && !c.identity) return g;
     pass_rewriter rw;
-    if (!pass_rw_begin(&rw, g, ctx->diags)) {
+    if (!pass_rw_begin(&rw, g, ctx)) {
         ir_graph_free(g);
         return NULL;
     }

@@ -29,7 +29,7 @@ static uint64_t hash_node(const ir_node *n)
 ir_graph *pass_cse(ir_graph *g, pass_ctx *ctx)
 {
     pass_rewriter rw;
-    if (!pass_rw_begin(&rw, g, ctx->diags)) {
+    if (!pass_rw_begin(&rw, g, ctx)) {
         ir_graph_free(g);
         return NULL;
     }

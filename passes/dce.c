@@ -32,7 +32,7 @@ ir_graph *pass_dce(ir_graph *g, pass_ctx *ctx)
         return g;
     }
     pass_rewriter rw;
-    if (!pass_rw_begin(&rw, g, ctx->diags)) {
+    if (!pass_rw_begin(&rw, g, ctx)) {
         free(live);
         ir_graph_free(g);
         return NULL;

@@ -39,7 +39,7 @@ static ir_dim times(int64_t k, ir_dim d)
 typedef struct att {
     ir_graph *g;
     pass_ctx *ctx;
-    pass_users u;
+    const pass_users *u;
     arena a;
 } att;
 
@@ -50,10 +50,10 @@ static ir_node *behind_views(const att *t, ir_node *v, ir_node **blocker)
 {
     *blocker = NULL;
     while (pass_is_view(v)) {
-        if (!*blocker && consumers(&t->u, v) != 1) *blocker = v;
+        if (!*blocker && consumers(t->u, v) != 1) *blocker = v;
         v = v->inputs[0];
     }
-    if (!*blocker && consumers(&t->u, v) != 1) *blocker = v;
+    if (!*blocker && consumers(t->u, v) != 1) *blocker = v;
     return v;
 }
 
@@ -62,13 +62,13 @@ static const char *what_into(att *t, const ir_node *n, const ir_node *anchor)
     return arena_printf(&t->a, "fuse %s into %s", NZ(pass_describe(&t->a, n)), NZ(pass_describe(&t->a, anchor)));
 }
 
-static void refuse(att *t, const char *rule, ir_dim bytes, ir_node *n, ir_node *anchor, const char *why)
+static void refuse(att *t, pass_rule rule, ir_dim bytes, ir_node *n, ir_node *anchor, const char *why)
 {
     ir_node *nodes[2] = {n, anchor};
     pass_decide(t->ctx, t->g, rule, false, bytes, nodes, 2, NZ(what_into(t, n, anchor)), "not fused: %s", NZ(why));
 }
 
-static void take(att *t, const char *rule, ir_dim bytes, ir_node *n, ir_node *anchor, int k, const char *why)
+static void take(att *t, pass_rule rule, ir_dim bytes, ir_node *n, ir_node *anchor, int k, const char *why)
 {
     ir_node *nodes[2] = {n, anchor};
     n->group = k;
@@ -76,10 +76,10 @@ static void take(att *t, const char *rule, ir_dim bytes, ir_node *n, ir_node *an
 }
 
 /* Would `rule` allow joining? Records the refusal when disabled. */
-static bool allowed(att *t, const char *rule, ir_dim bytes, ir_node *n, ir_node *anchor)
+static bool allowed(att *t, pass_rule rule, ir_dim bytes, ir_node *n, ir_node *anchor)
 {
-    if (pass_enabled(t->ctx, rule)) return true;
-    refuse(t, rule, bytes, n, anchor, arena_printf(&t->a, "rule %s is disabled (--disable)", rule));
+    if (pass_rule_enabled(t->ctx, rule)) return true;
+    refuse(t, rule, bytes, n, anchor, arena_printf(&t->a, "rule %s is disabled (--disable)", pass_rule_name(rule)));
     return false;
 }
 
@@ -89,14 +89,14 @@ static void fuse_q(att *t, ir_node *attn, int k)
     ir_node *r = behind_views(t, attn->inputs[0], &blocker);
     if (r->op != IR_OP_ROPE || r->group >= 0) return;
     ir_dim bytes = times(2, pass_bytes(&r->type));
-    if (!allowed(t, "attention-rope", bytes, r, attn)) return;
+    if (!allowed(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn)) return;
     if (blocker) {
-        refuse(t, "attention-rope", bytes, r, attn,
+        refuse(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn,
                arena_printf(&t->a, "%s, so the rotated Q must be written to memory",
-                            NZ(pass_describe_consumers(&t->a, t->g, &t->u, blocker))));
+                            NZ(pass_describe_consumers(&t->a, t->g, t->u, blocker))));
         return;
     }
-    take(t, "attention-rope", bytes, r, attn, k, "RoPE is applied to Q as it is loaded; the rotated Q is not written and read back");
+    take(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn, k, "RoPE is applied to Q as it is loaded; the rotated Q is not written and read back");
 }
 
 /* Is cw the new value of state c? Is cw a model output? */
@@ -117,7 +117,7 @@ static bool is_model_output(const ir_graph *g, const ir_node *n)
 static void fuse_cache(att *t, ir_node *attn, int input, int k)
 {
     ir_graph *g = t->g;
-    const pass_users *u = &t->u;
+    const pass_users *u = t->u;
     ir_node *v = attn->inputs[input];
     while (pass_is_view(v) && u->count[v->id] == 1 && !u->is_output[v->id]) {
         v = v->inputs[0];
@@ -128,7 +128,7 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
     ir_node *cpos = cw->ninputs > 2 ? cw->inputs[2] : NULL, *apos = attn->ninputs > 3 ? attn->inputs[3] : NULL;
     ir_dim bytes = pass_bytes(&rows->type);
     const char *kv = input == 1 ? "K" : "V";
-    if (!allowed(t, "attention-cache-write", bytes, cw, attn)) return;
+    if (!allowed(t, PASS_RULE_ATTENTION_CACHE_WRITE, bytes, cw, attn)) return;
     const char *why = NULL;
     if (u->count[cw->id] != 1)
         why = arena_printf(&t->a, "%s, so the cache must be complete before any of them runs",
@@ -148,10 +148,10 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
         why = arena_printf(&t->a, "the cache write (line %d) and the attention (line %d) use different positions",
                            cw->loc.line, attn->loc.line);
     if (why) {
-        refuse(t, "attention-cache-write", bytes, cw, attn, why);
+        refuse(t, PASS_RULE_ATTENTION_CACHE_WRITE, bytes, cw, attn, why);
         return;
     }
-    take(t, "attention-cache-write", bytes, cw, attn, k,
+    take(t, PASS_RULE_ATTENTION_CACHE_WRITE, bytes, cw, attn, k,
          arena_printf(&t->a, "the attention kernel writes the new %s rows into '%s' in place and uses them from registers; "
                              "no separate cache-write kernel runs",
                       kv, NZ(cache->name)));
@@ -160,14 +160,14 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
     ir_node *r = behind_views(t, rows, &blocker);
     if (r->op != IR_OP_ROPE || r->group >= 0) return;
     ir_dim rbytes = times(2, pass_bytes(&r->type));
-    if (!allowed(t, "attention-rope", rbytes, r, attn)) return;
+    if (!allowed(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn)) return;
     if (blocker) {
-        refuse(t, "attention-rope", rbytes, r, attn,
+        refuse(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn,
                arena_printf(&t->a, "%s, so the rotated %s rows must be written to memory",
                             NZ(pass_describe_consumers(&t->a, g, u, blocker)), kv));
         return;
     }
-    take(t, "attention-rope", rbytes, r, attn, k,
+    take(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn, k,
          arena_printf(&t->a, "RoPE is applied to the new %s rows as they are written into the cache; "
                              "the rotated rows are not written and read back",
                       kv));
@@ -177,12 +177,11 @@ ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx)
 {
     att t = {.g = g, .ctx = ctx};
     arena_init(&t.a);
-    bool ok = pass_users_build(&t.u, g);
-    bool have_users = ok;
+    bool ok = (t.u = pass_users_of(ctx, g)) != NULL;
     for (int i = 0; ok && i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if (n->op != IR_OP_ATTENTION || n->group >= 0) continue;
-        int k = ir_graph_add_group(g, n, "attention");
+        int k = ir_graph_add_group(g, n, IR_GROUP_ATTENTION);
         if (k < 0) {
             ok = false;
             break;
@@ -191,12 +190,6 @@ ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx)
         fuse_cache(&t, n, 1, k);
         if (n->inputs[2] != n->inputs[1]) fuse_cache(&t, n, 2, k);
     }
-    if (have_users) pass_users_free(&t.u);
     arena_free(&t.a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

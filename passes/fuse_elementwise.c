@@ -36,8 +36,8 @@
 typedef struct ew {
     ir_graph *g;
     pass_ctx *ctx;
-    pass_users u;
-    bool *bt;
+    const pass_users *u;
+    const bool *bt;
     bool *refused; /* a refusal about this node was recorded */
     int *stamp;    /* visit marks for walks */
     int cur;
@@ -47,7 +47,7 @@ typedef struct ew {
 
 static int consumers(const ew *e, const ir_node *n)
 {
-    return e->u.count[n->id] + (e->u.is_output[n->id] ? 1 : 0);
+    return e->u->count[n->id] + (e->u->is_output[n->id] ? 1 : 0);
 }
 
 /* An elementwise op computed at run time that no kernel holds yet. */
@@ -61,7 +61,7 @@ static bool is_row_anchor(const ir_graph *g, const ir_node *n)
     return ir_op_class(n->op) == IR_CLASS_REDUCTION && (n->group < 0 || g->groups[n->group].anchor == n);
 }
 
-static void refuse_once(ew *e, const char *rule, ir_node *n, ir_node *into, const char *what, const char *why)
+static void refuse_once(ew *e, pass_rule rule, ir_node *n, ir_node *into, const char *what, const char *why)
 {
     if (e->refused[n->id]) return;
     e->refused[n->id] = true;
@@ -69,22 +69,22 @@ static void refuse_once(ew *e, const char *rule, ir_node *n, ir_node *into, cons
     pass_decide(e->ctx, e->g, rule, false, pass_dim_times(2, pass_bytes(&n->type)), nodes, 2, NZ(what), "not fused: %s", NZ(why));
 }
 
-static const char *disabled(ew *e, const char *rule)
+static const char *disabled(ew *e, pass_rule rule)
 {
-    return arena_printf(&e->a, "rule %s is disabled (--disable)", rule);
+    return arena_printf(&e->a, "rule %s is disabled (--disable)", pass_rule_name(rule));
 }
 
 /* The group of reduction r, started on demand; -1 when out of memory. */
 static int row_group(ew *e, ir_node *r)
 {
     if (r->group >= 0) return r->group;
-    return ir_graph_add_group(e->g, r, "row");
+    return ir_graph_add_group(e->g, r, IR_GROUP_ROW);
 }
 
 /* (1) prologue of reduction r. False when out of memory. */
 static bool prologue(ew *e, ir_node *r)
 {
-    const char *rule = "reduction-prologue";
+    const pass_rule rule = PASS_RULE_REDUCTION_PROLOGUE;
     ir_graph *g = e->g;
     int sp = 0;
     e->stack[sp++] = r;
@@ -99,10 +99,10 @@ static bool prologue(ew *e, ir_node *r)
             const char *what = arena_printf(&e->a, "fuse %s into the row kernel of %s as a prologue",
                                             NZ(pass_describe(&e->a, p)), NZ(pass_describe(&e->a, r)));
             if (consumers(e, p) != 1) {
-                refuse_once(e, rule, p, r, what, pass_describe_consumers(&e->a, g, &e->u, p));
+                refuse_once(e, rule, p, r, what, pass_describe_consumers(&e->a, g, e->u, p));
                 continue;
             }
-            if (!pass_enabled(e->ctx, rule)) {
+            if (!pass_rule_enabled(e->ctx, rule)) {
                 refuse_once(e, rule, p, r, what, disabled(e, rule));
                 continue;
             }
@@ -144,9 +144,9 @@ static bool reads_group_via_other_kernel(ew *e, const ir_node *n, int k)
 /* (2) epilogue of reduction r. False when out of memory. */
 static bool epilogue(ew *e, ir_node *r)
 {
-    const char *rule = "reduction-epilogue";
+    const pass_rule rule = PASS_RULE_REDUCTION_EPILOGUE;
     ir_graph *g = e->g;
-    const pass_users *u = &e->u;
+    const pass_users *u = e->u;
     ir_node *tail = r;
     for (;;) {
         if (consumers(e, tail) != 1 || u->count[tail->id] != 1) {
@@ -164,7 +164,7 @@ static bool epilogue(ew *e, ir_node *r)
         if (!free_elementwise(e, c)) return true;
         const char *what = arena_printf(&e->a, "fuse %s into the row kernel of %s as an epilogue",
                                         NZ(pass_describe(&e->a, c)), NZ(pass_describe(&e->a, r)));
-        if (!pass_enabled(e->ctx, rule)) {
+        if (!pass_rule_enabled(e->ctx, rule)) {
             refuse_once(e, rule, c, r, what, disabled(e, rule));
             return true;
         }
@@ -190,7 +190,7 @@ static bool epilogue(ew *e, ir_node *r)
 /* (3) the tree ending at n. False when out of memory. */
 static bool chain(ew *e, ir_node *n)
 {
-    const char *rule = "elementwise-chain";
+    const pass_rule rule = PASS_RULE_ELEMENTWISE_CHAIN;
     ir_graph *g = e->g;
     ir_node **members = e->stack + g->nnodes; /* second half of the scratch */
     int nm = 0, sp = 0;
@@ -207,7 +207,7 @@ static bool chain(ew *e, ir_node *n)
             if (consumers(e, p) != 1) {
                 const char *what = arena_printf(&e->a, "fuse %s and %s into one elementwise kernel",
                                                 NZ(pass_describe(&e->a, p)), NZ(pass_describe(&e->a, m)));
-                refuse_once(e, rule, p, m, what, pass_describe_consumers(&e->a, g, &e->u, p));
+                refuse_once(e, rule, p, m, what, pass_describe_consumers(&e->a, g, e->u, p));
                 continue;
             }
             members[nm++] = p;
@@ -234,12 +234,12 @@ static bool chain(ew *e, ir_node *n)
         if (members[i] != n) bytes = pass_dim_plus(bytes, pass_dim_times(2, pass_bytes(&members[i]->type)));
     }
     snprintf(what + off, sizeof what - off, " into one elementwise kernel");
-    if (!pass_enabled(e->ctx, rule)) {
+    if (!pass_rule_enabled(e->ctx, rule)) {
         for (int i = 0; i < nm; i++) e->refused[members[i]->id] = true;
         pass_decide(e->ctx, g, rule, false, bytes, members, nm < 8 ? nm : 8, what, "not fused: %s", disabled(e, rule));
         return true;
     }
-    int k = ir_graph_add_group(g, n, "elementwise");
+    int k = ir_graph_add_group(g, n, IR_GROUP_ELEMENTWISE);
     if (k < 0) return false;
     for (int i = 0; i < nm; i++) members[i]->group = k;
     pass_decide(e->ctx, g, rule, true, bytes, members, nm < 8 ? nm : 8, what,
@@ -253,30 +253,23 @@ ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx)
     size_t nn = (size_t)g->nnodes + 1;
     ew e = {.g = g, .ctx = ctx};
     arena_init(&e.a);
-    bool have_users = pass_users_build(&e.u, g);
-    e.bt = pass_bind_time(g);
+    e.u = pass_users_of(ctx, g);
+    e.bt = pass_bind_time_of(ctx, g);
     e.refused = calloc(nn, sizeof *e.refused);
     e.stamp = calloc(nn, sizeof *e.stamp);
     e.stack = calloc(2 * nn, sizeof *e.stack);
-    bool ok = have_users && e.bt && e.refused && e.stamp && e.stack;
+    bool ok = e.u && e.bt && e.refused && e.stamp && e.stack;
     for (int i = 0; ok && i < g->nnodes; i++)
         if (is_row_anchor(g, g->nodes[i]) && !e.bt[i]) ok = prologue(&e, g->nodes[i]);
     for (int i = 0; ok && i < g->nnodes; i++)
         if (is_row_anchor(g, g->nodes[i]) && !e.bt[i]) ok = epilogue(&e, g->nodes[i]);
     for (int i = g->nnodes - 1; ok && i >= 0; i--) {
         ir_node *n = g->nodes[i];
-        if (free_elementwise(&e, n) && !(e.refused[i] && !pass_enabled(ctx, "elementwise-chain"))) ok = chain(&e, n);
+        if (free_elementwise(&e, n) && !(e.refused[i] && !pass_rule_enabled(ctx, PASS_RULE_ELEMENTWISE_CHAIN))) ok = chain(&e, n);
     }
-    if (have_users) pass_users_free(&e.u);
-    free(e.bt);
     free(e.refused);
     free(e.stamp);
     free(e.stack);
     arena_free(&e.a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

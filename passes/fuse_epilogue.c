@@ -53,14 +53,6 @@ static const char *type_str(arena *a, const ir_graph *g, const ir_type *t)
     return arena_strdup(a, buf);
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (!ir_dim_eq(&a->dims[i], &b->dims[i])) return false;
-    return true;
-}
-
 static bool is_one(const ir_dim *d)
 {
     int64_t v;
@@ -79,16 +71,16 @@ static ir_node *only_user(const ir_graph *g, const pass_users *u, const ir_node 
 
 typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL, K_BROADCAST } epi_kind;
 
-static const char *rule_of(epi_kind k)
+static pass_rule rule_of(epi_kind k)
 {
     switch (k) {
     case K_BIAS:
-    case K_BROADCAST: return "epilogue-bias";
-    case K_SCALE: return "epilogue-scale";
-    case K_ACTIVATION: return "epilogue-activation";
+    case K_BROADCAST: return PASS_RULE_EPILOGUE_BIAS;
+    case K_SCALE: return PASS_RULE_EPILOGUE_SCALE;
+    case K_ACTIVATION: return PASS_RULE_EPILOGUE_ACTIVATION;
     case K_RESIDUAL: break;
     }
-    return "epilogue-residual";
+    return PASS_RULE_EPILOGUE_RESIDUAL;
 }
 
 static const char *phrase_of(epi_kind k)
@@ -121,11 +113,11 @@ static epi_kind classify(arena *a, const ir_graph *g, const ir_node *c, const ir
                       ir_dim_eq(&ot->dims[ot->rank - 1], &tt->dims[tt->rank - 1]);
         for (int j = 0; vector && j < ot->rank - 1; j++) vector = is_one(&ot->dims[j]);
         if (scalar) kind = K_SCALE;
-        else if (same_shape(ot, tt)) kind = K_RESIDUAL;
+        else if (ir_type_same_shape(ot, tt)) kind = K_RESIDUAL;
         else if (vector) kind = K_BIAS;
         else kind = ot->rank <= tt->rank ? K_BROADCAST : K_RESIDUAL;
     }
-    if (!same_shape(&c->type, tt))
+    if (!ir_type_same_shape(&c->type, tt))
         *why = arena_printf(a, "the %s%s reads %s but the matmul produces %s", kind == K_RESIDUAL ? "residual " : "",
                             ir_op_name(c->op), NZ(shape_str(a, g, other ? &other->type : &c->type)),
                             NZ(shape_str(a, g, tt)));
@@ -139,14 +131,14 @@ typedef struct pending {
 typedef struct epi {
     ir_graph *g;
     pass_ctx *ctx;
-    pass_users u;
-    bool *bt;
+    const pass_users *u;
+    const bool *bt;
     arena a;
     pending *pend;
     int npend;
 } epi;
 
-static void refuse(epi *e, const char *rule, ir_dim bytes, ir_node *c, ir_node *anchor, const char *why)
+static void refuse(epi *e, pass_rule rule, ir_dim bytes, ir_node *c, ir_node *anchor, const char *why)
 {
     ir_node *nodes[2] = {c, anchor};
     const char *what = arena_printf(&e->a, "fuse %s into the epilogue of %s", NZ(pass_describe(&e->a, c)),
@@ -164,7 +156,7 @@ static bool slice_bounds(const ir_node *s, ir_dim *start, ir_dim *end)
 /* SwiGLU at the anchor. Returns the new tail (the product) or NULL. */
 static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
 {
-    const pass_users *u = &e->u;
+    const pass_users *u = e->u;
     ir_graph *g = e->g;
     if (u->count[anchor->id] != 2 || u->is_output[anchor->id]) return NULL;
     ir_node *s[2] = {g->nodes[u->users[anchor->id][0]], g->nodes[u->users[anchor->id][1]]};
@@ -204,20 +196,20 @@ static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
                                     gate->name ? gate->name : "gate", up->name ? up->name : "up",
                                     NZ(pass_describe(&e->a, anchor)));
     const char *ctype = NZ(type_str(&e->a, g, &mul->type));
-    if (!pass_enabled(e->ctx, "epilogue-swiglu")) {
-        pass_decide(e->ctx, g, "epilogue-swiglu", false, bytes, nodes, 5, NZ(what),
+    if (!pass_rule_enabled(e->ctx, PASS_RULE_EPILOGUE_SWIGLU)) {
+        pass_decide(e->ctx, g, PASS_RULE_EPILOGUE_SWIGLU, false, bytes, nodes, 5, NZ(what),
                     "not fused: rule epilogue-swiglu is disabled (--disable)");
         return NULL;
     }
     const ir_node *single[3] = {gate, up, act};
     for (int i = 0; i < 3; i++)
         if (consumers(u, single[i]) != 1) {
-            pass_decide(e->ctx, g, "epilogue-swiglu", false, bytes, nodes, 5, NZ(what), "not fused: %s",
+            pass_decide(e->ctx, g, PASS_RULE_EPILOGUE_SWIGLU, false, bytes, nodes, 5, NZ(what), "not fused: %s",
                         NZ(pass_describe_consumers(&e->a, g, u, single[i])));
             return NULL;
         }
     gate->group = up->group = act->group = mul->group = k;
-    pass_decide(e->ctx, g, "epilogue-swiglu", true, bytes, nodes, 5, NZ(what),
+    pass_decide(e->ctx, g, PASS_RULE_EPILOGUE_SWIGLU, true, bytes, nodes, 5, NZ(what),
                 "the gate and up columns will be interleaved at bind time so each output tile holds both; "
                 "%s(gate) * up is computed in registers and only the product %s is stored",
                 ir_op_name(act->op), ctype);
@@ -227,8 +219,8 @@ static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
 static bool fuse_from(epi *e, ir_node *anchor)
 {
     ir_graph *g = e->g;
-    const pass_users *u = &e->u;
-    int k = ir_graph_add_group(g, anchor, "matmul");
+    const pass_users *u = e->u;
+    int k = ir_graph_add_group(g, anchor, IR_GROUP_MATMUL);
     if (k < 0) return false;
     ir_node *tail = try_swiglu(e, anchor, k);
     if (!tail) tail = anchor;
@@ -248,13 +240,13 @@ static bool fuse_from(epi *e, ir_node *anchor)
         const char *why;
         epi_kind kind = classify(&e->a, g, c, tail, &why);
         ir_dim bytes = pass_dim_times(2, pass_bytes(&tail->type));
-        const char *rule = rule_of(kind);
+        pass_rule rule = rule_of(kind);
         if (why) {
             refuse(e, rule, bytes, c, anchor, why);
             return true;
         }
-        if (!pass_enabled(e->ctx, rule)) {
-            refuse(e, rule, bytes, c, anchor, arena_printf(&e->a, "rule %s is disabled (--disable)", rule));
+        if (!pass_rule_enabled(e->ctx, rule)) {
+            refuse(e, rule, bytes, c, anchor, arena_printf(&e->a, "rule %s is disabled (--disable)", pass_rule_name(rule)));
             return true;
         }
         c->group = k;
@@ -271,10 +263,10 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
 {
     epi e = {.g = g, .ctx = ctx};
     arena_init(&e.a);
-    bool have_users = pass_users_build(&e.u, g);
-    e.bt = pass_bind_time(g);
+    e.u = pass_users_of(ctx, g);
+    e.bt = pass_bind_time_of(ctx, g);
     e.pend = malloc(((size_t)g->nnodes + 1) * sizeof *e.pend);
-    bool ok = have_users && e.bt && e.pend;
+    bool ok = e.u && e.bt && e.pend;
     for (int i = 0; ok && i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if ((n->op == IR_OP_MATMUL || n->op == IR_OP_LINEAR) && n->group < 0 && !e.bt[i]) ok = fuse_from(&e, n);
@@ -286,16 +278,9 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
         const char *why;
         epi_kind kind = classify(&e.a, g, p->c, p->tail, &why);
         refuse(&e, rule_of(kind), pass_dim_times(2, pass_bytes(&p->tail->type)), p->c, p->anchor,
-               pass_describe_consumers(&e.a, g, &e.u, p->tail));
+               pass_describe_consumers(&e.a, g, e.u, p->tail));
     }
-    if (have_users) pass_users_free(&e.u);
-    free(e.bt);
     free(e.pend);
     arena_free(&e.a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

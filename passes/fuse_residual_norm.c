@@ -21,7 +21,7 @@
 
 #include "passes/pass.h"
 
-#define RULE "residual-norm"
+#define RULE PASS_RULE_RESIDUAL_NORM
 #define NZ(s) ((s) ? (s) : "?")
 
 /* Scratch for depends_on: a visit stamp per node and a stack. */
@@ -61,13 +61,12 @@ static const char *anchor_of(arena *a, const ir_graph *g, const ir_node *n)
 ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
 {
     int nn = g->nnodes;
-    pass_users u;
-    bool have_users = pass_users_build(&u, g);
-    bool *bt = pass_bind_time(g);
+    const pass_users *u = pass_users_of(ctx, g);
+    const bool *bt = pass_bind_time_of(ctx, g);
     walk w = {calloc((size_t)nn + 1, sizeof *w.stamp), 0, calloc((size_t)nn + 1, sizeof *w.stack)};
     arena a;
     arena_init(&a);
-    bool ok = have_users && bt && w.stamp && w.stack;
+    bool ok = u && bt && w.stamp && w.stack;
     for (int i = 0; ok && i < nn; i++) {
         ir_node *norm = g->nodes[i];
         if ((norm->op != IR_OP_RMSNORM && norm->op != IR_OP_LAYERNORM) || norm->group >= 0 || bt[i]) continue;
@@ -77,7 +76,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
             ir_node *nodes[2] = {add, norm};
             const char *what = arena_printf(&a, "fuse the residual %s into the row kernel of %s",
                                             NZ(pass_describe(&a, add)), NZ(pass_describe(&a, norm)));
-            int others = u.count[add->id] + (u.is_output[add->id] ? 1 : 0) - 1;
+            int others = u->count[add->id] + (u->is_output[add->id] ? 1 : 0) - 1;
             ir_dim bytes = pass_bytes(&add->type);
             bool cycle = false;
             for (int j = 1; j < norm->ninputs; j++) cycle = cycle || depends_on(&w, norm->inputs[j], add);
@@ -85,14 +84,14 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
                 const ir_group *grp = &g->groups[add->group];
                 const char *where = grp->anchor->op == IR_OP_MATMUL || grp->anchor->op == IR_OP_LINEAR
                                         ? arena_printf(&a, "the epilogue of %s", NZ(anchor_of(&a, g, add)))
-                                        : arena_printf(&a, "the %s kernel of %s", grp->kind, NZ(anchor_of(&a, g, add)));
+                                        : arena_printf(&a, "the %s kernel of %s", ir_group_kind_name(grp->kind), NZ(anchor_of(&a, g, add)));
                 pass_decide(ctx, g, RULE, false, ir_dim_const(0), nodes, 2, NZ(what),
                             "the residual add (line %d) is already in %s", add->loc.line, NZ(where));
             } else if (others < 1) {
                 /* not a residual stream: an ordinary prologue (fuse-elementwise) */
-            } else if (!pass_enabled(ctx, RULE)) {
+            } else if (!pass_rule_enabled(ctx, RULE)) {
                 pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
-                            "not fused: rule " RULE " is disabled (--disable)");
+                            "not fused: rule %s is disabled (--disable)", pass_rule_name(RULE));
             } else if (cycle) {
                 pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
                             "not fused: the norm's weight is computed from the sum, so it cannot be read by the same kernel");
@@ -109,19 +108,12 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
                             tb, who);
             }
         }
-        int k = ir_graph_add_group(g, norm, "row");
+        int k = ir_graph_add_group(g, norm, IR_GROUP_ROW);
         if (k < 0) ok = false;
         else if (join) join->group = k;
     }
-    if (have_users) pass_users_free(&u);
-    free(bt);
     free(w.stamp);
     free(w.stack);
     arena_free(&a);
-    if (!ok) {
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
-    return g;
+    return pass_done(g, ctx, ok);
 }

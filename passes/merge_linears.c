@@ -32,7 +32,7 @@
 
 #include "passes/pass.h"
 
-#define RULE "merge-linears"
+#define RULE PASS_RULE_MERGE_LINEARS
 #define NZ(s) ((s) ? (s) : "?")
 
 static ir_node *bias_of(const ir_node *l) { return l->ninputs > 2 ? l->inputs[2] : NULL; }
@@ -166,17 +166,16 @@ static void report_refusal(pass_ctx *ctx, const ir_graph *g, arena *a, const ir_
 
 ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
 {
-    if (!pass_enabled(ctx, RULE)) return g;
+    if (!pass_rule_enabled(ctx, RULE)) return g;
     int n = g->nnodes;
-    bool *bt = pass_bind_time(g);
+    const bool *bt = pass_bind_time_of(ctx, g);
     int *leader = malloc(((size_t)n + 1) * sizeof *leader); /* class leader of a merged linear, else -1 */
     int *cand = malloc(((size_t)n + 1) * sizeof *cand);
     int *members = malloc(((size_t)n + 1) * sizeof *members);
-    pass_users u;
-    bool have_users = pass_users_build(&u, g);
+    const pass_users *u = pass_users_of(ctx, g);
     arena a;
     arena_init(&a);
-    if (!bt || !leader || !cand || !members || !have_users) {
+    if (!bt || !leader || !cand || !members || !u) {
         diag_error(ctx->diags, g->loc, "out of memory");
         goto fail;
     }
@@ -186,8 +185,8 @@ ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
     for (int xi = 0; xi < n; xi++) {
         const ir_node *x = g->nodes[xi];
         int nc = 0;
-        for (int k = 0; k < u.count[xi]; k++) {
-            ir_node *l = g->nodes[u.users[xi][k]];
+        for (int k = 0; k < u->count[xi]; k++) {
+            ir_node *l = g->nodes[u->users[xi][k]];
             if (l->op == IR_OP_LINEAR && l->inputs[0] == x) cand[nc++] = l->id;
         }
         if (nc < 2) continue;
@@ -230,10 +229,7 @@ ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
     }
     free(cand);
     cand = NULL;
-    pass_users_free(&u);
-    have_users = false;
     if (merges == 0) {
-        free(bt);
         free(leader);
         free(members);
         arena_free(&a);
@@ -241,7 +237,7 @@ ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
     }
 
     pass_rewriter rw;
-    if (!pass_rw_begin(&rw, g, ctx->diags)) goto fail;
+    if (!pass_rw_begin(&rw, g, ctx)) goto fail;
     for (int i = 0; i < n; i++) {
         const ir_node *node = g->nodes[i];
         if (rw.map[i]) continue; /* copied early, or a merged member */
@@ -261,7 +257,6 @@ ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
             goto fail;
         }
     }
-    free(bt);
     free(leader);
     free(members);
     arena_free(&a);
@@ -269,8 +264,6 @@ ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx)
     return g ? pass_dce(g, ctx) : NULL;
 
 fail:
-    if (have_users) pass_users_free(&u);
-    free(bt);
     free(leader);
     free(cand);
     free(members);

@@ -15,6 +15,19 @@
 #include <stdio.h>
 
 #include "ir/ir.h"
+#include "passes/rules.def"
+
+/* ---- fusion rules (passes/rules.def) --------------------------------------- */
+
+typedef enum {
+#define PASS_RULE_ENUM(e, name, summary) PASS_RULE_##e,
+    PASS_RULES_ALL(PASS_RULE_ENUM)
+#undef PASS_RULE_ENUM
+    PASS_RULE_COUNT
+} pass_rule;
+
+const char *pass_rule_name(pass_rule r);    /* "epilogue-residual" */
+const char *pass_rule_summary(pass_rule r); /* one line on what it does */
 
 /* ---- the fusion report ---------------------------------------------------- */
 
@@ -38,6 +51,41 @@ typedef struct pass_report {
 void pass_report_init(pass_report *r);
 void pass_report_free(pass_report *r);
 
+/* ---- analyses ---------------------------------------------------------------- */
+
+/* Users of every node: users[id] lists the nodes that read it; is_output[id]
+ * says whether it is a graph output or a state's new value. */
+typedef struct pass_users {
+    int **users;    /* users[id][0..count[id]) = user node ids, ascending */
+    int *count;
+    bool *is_output;
+    int n;
+} pass_users;
+bool pass_users_build(pass_users *u, const ir_graph *g);
+void pass_users_free(pass_users *u);
+/* bind[id] is true for nodes computed from weights and constants only:
+ * done once when weights are bound. malloc'd, g->nnodes entries. */
+bool *pass_bind_time(const ir_graph *g);
+
+/* The analyses passes and codegen share, computed on demand and cached for
+ * one graph. The pass manager owns the ones in a pass_ctx: it drops them when
+ * a pass returns a rebuilt graph, and when the pipeline ends. Fusion passes
+ * only annotate kernel groups, which neither analysis reads, so the ones
+ * computed by a fusion pass serve the next. Zero-initialized = empty. */
+typedef struct pass_analyses {
+    const ir_graph *g; /* the graph they describe; NULL when none is cached */
+    int nnodes;
+    bool have_users;
+    pass_users users;
+    bool *bind;
+} pass_analyses;
+
+/* The users / bind-time flags of g (cached); NULL when out of memory. */
+const pass_users *pass_analyses_users(pass_analyses *an, const ir_graph *g);
+const bool *pass_analyses_bind_time(pass_analyses *an, const ir_graph *g);
+/* Drops what is cached. */
+void pass_analyses_clear(pass_analyses *an);
+
 /* ---- options and context --------------------------------------------------- */
 
 typedef struct pass_options {
@@ -54,7 +102,19 @@ typedef struct pass_ctx {
     pass_report *report;         /* may be NULL */
     diag_list *diags;
     const char *pass;            /* the pass now running (set by the pipeline) */
+    pass_analyses analyses;      /* owned by the pass manager (pass_run_one) */
 } pass_ctx;
+
+/* What a pass asks of the pass manager: the users and bind-time flags of g,
+ * cached in ctx; NULL when out of memory (the pass reports it). */
+static inline const pass_users *pass_users_of(pass_ctx *ctx, const ir_graph *g)
+{
+    return pass_analyses_users(&ctx->analyses, g);
+}
+static inline const bool *pass_bind_time_of(pass_ctx *ctx, const ir_graph *g)
+{
+    return pass_analyses_bind_time(&ctx->analyses, g);
+}
 
 typedef ir_graph *(*pass_fn)(ir_graph *g, pass_ctx *ctx);
 
@@ -73,17 +133,28 @@ bool pass_name_known(const char *name);
 /* Checks the options (unknown names, disabling a required pass); reports
  * into d and returns false on a problem. */
 bool pass_options_check(const pass_options *o, diag_list *d);
-/* Runs every pass in order, with the verifier after each. Consumes g. */
+/* Runs every pass in order, with the verifier after each. Consumes g.
+ * Drops ctx's cached analyses at the end. */
 ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx);
+/* Runs one pass (enabled or not: the caller decides) and the verifier after
+ * it; drops the cached analyses when the pass rebuilt the graph. Consumes g.
+ * A caller that runs passes one by one calls pass_analyses_clear at the end. */
+ir_graph *pass_run_one(const pass_info *p, ir_graph *g, pass_ctx *ctx);
+/* Is the pass of this name enabled (not named by --disable)? */
+bool pass_enabled(const pass_ctx *ctx, const char *pass);
 /* Is the rule (or the pass running it) enabled? */
-bool pass_enabled(const pass_ctx *ctx, const char *rule);
+bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule);
 
 /* Records a decision. nodes: the ops involved (their lines are collected). */
-void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken, ir_dim bytes,
+void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, ir_dim bytes,
                  ir_node *const *nodes, int nnodes, const char *what, const char *why_fmt, ...)
     __attribute__((format(printf, 9, 10)));
 
 /* ---- helpers ------------------------------------------------------------- */
+
+/* How a pass that annotates g in place ends: g, or — when !ok — NULL after
+ * reporting "out of memory" and freeing g. */
+ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok);
 
 /* Bytes of a tensor of type t: numel * dtype size, symbolic. */
 ir_dim pass_bytes(const ir_type *t);
@@ -93,16 +164,6 @@ ir_dim pass_dim_plus(ir_dim a, ir_dim b);
 /* a and b have equal attributes (every field of ir_attrs; perm up to a's rank). */
 bool pass_attrs_eq(const ir_node *a, const ir_node *b);
 
-/* Users of every node: users[id] lists the nodes that read it; is_output[id]
- * says whether it is a graph output or a state's new value. */
-typedef struct pass_users {
-    int **users;    /* users[id][0..count[id]) = user node ids, ascending */
-    int *count;
-    bool *is_output;
-    int n;
-} pass_users;
-bool pass_users_build(pass_users *u, const ir_graph *g);
-void pass_users_free(pass_users *u);
 /* A phrase like "t7 has 2 consumers (lines 14, 19)" for refusals. */
 const char *pass_describe_consumers(arena *a, const ir_graph *g, const pass_users *u, const ir_node *n);
 /* "add (line 24)" */
@@ -111,24 +172,23 @@ const char *pass_describe(arena *a, const ir_node *n);
 /* RESHAPE, PERMUTE and SLICE: read through indexing by the consuming
  * kernel, never a kernel of their own unless they are a model output. */
 bool pass_is_view(const ir_node *n);
-/* bind[id] is true for nodes computed from weights and constants only:
- * done once when weights are bound. malloc'd, g->nnodes entries. */
-bool *pass_bind_time(const ir_graph *g);
-
 /* Rebuilding a graph: copy nodes in order, rewriting some on the way. */
 typedef struct pass_rewriter {
     const ir_graph *src;
     ir_graph *dst;
     ir_node **map; /* src node id -> node in dst */
+    pass_ctx *ctx;
 } pass_rewriter;
 
-bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, diag_list *d);
+/* Reports into ctx->diags. */
+bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, pass_ctx *ctx);
 /* Copies n over its mapped inputs; records the mapping. */
 ir_node *pass_rw_copy(pass_rewriter *rw, const ir_node *n);
 /* The dst node standing for src node n. */
 static inline ir_node *pass_rw_get(const pass_rewriter *rw, const ir_node *n) { return rw->map[n->id]; }
 /* Maps outputs and state updates into dst; frees the rewriter and src
- * (ownership passes to the result). NULL (both graphs freed) on failure. */
+ * (ownership passes to the result) and drops ctx's cached analyses, which
+ * described src. NULL (both graphs freed) on failure. */
 ir_graph *pass_rw_finish(pass_rewriter *rw, ir_graph *src);
 void pass_rw_abort(pass_rewriter *rw);
 

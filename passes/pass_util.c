@@ -21,7 +21,7 @@ void pass_report_free(pass_report *r)
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken, ir_dim bytes,
+void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, ir_dim bytes,
                  ir_node *const *nodes, int nnodes, const char *what, const char *why_fmt, ...)
 {
     pass_report *r = ctx->report;
@@ -36,7 +36,7 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken,
     pass_decision *d = &r->items[r->count++];
     memset(d, 0, sizeof *d);
     d->pass = ctx->pass;
-    d->rule = rule;
+    d->rule = pass_rule_name(rule);
     d->taken = taken;
     d->bytes = bytes;
     d->what = arena_strdup(&r->arena, what);
@@ -57,6 +57,16 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, const char *rule, bool taken,
     }
     qsort(d->lines, (size_t)d->nlines, sizeof d->lines[0], cmp_int);
     (void)g;
+}
+
+ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok)
+{
+    if (!ok) {
+        diag_error(ctx->diags, g->loc, "out of memory");
+        ir_graph_free(g);
+        return NULL;
+    }
+    return g;
 }
 
 ir_dim pass_bytes(const ir_type *t)
@@ -163,10 +173,12 @@ const char *pass_describe_consumers(arena *a, const ir_graph *g, const pass_user
                         u->is_output[n->id] ? ", and it is a model output" : "");
 }
 
-bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, diag_list *d)
+bool pass_rw_begin(pass_rewriter *rw, const ir_graph *src, pass_ctx *ctx)
 {
+    diag_list *d = ctx->diags;
     memset(rw, 0, sizeof *rw);
     rw->src = src;
+    rw->ctx = ctx;
     rw->dst = ir_graph_new(src->name);
     rw->map = calloc((size_t)src->nnodes + 1, sizeof *rw->map);
     if (!rw->dst || !rw->map) {
@@ -202,6 +214,7 @@ void pass_rw_abort(pass_rewriter *rw)
 ir_graph *pass_rw_finish(pass_rewriter *rw, ir_graph *src)
 {
     ir_graph *dst = rw->dst;
+    pass_analyses_clear(&rw->ctx->analyses);
     bool ok = true;
     for (int i = 0; i < src->noutputs && ok; i++) {
         ir_node *v = rw->map[src->outputs[i].value->id];
@@ -227,6 +240,34 @@ ir_graph *pass_rw_finish(pass_rewriter *rw, ir_graph *src)
 bool pass_is_view(const ir_node *n)
 {
     return n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_SLICE;
+}
+
+const pass_users *pass_analyses_users(pass_analyses *an, const ir_graph *g)
+{
+    if (an->g != g || an->nnodes != g->nnodes) pass_analyses_clear(an);
+    if (!an->have_users) {
+        if (!pass_users_build(&an->users, g)) return NULL;
+        an->have_users = true;
+    }
+    an->g = g;
+    an->nnodes = g->nnodes;
+    return &an->users;
+}
+
+const bool *pass_analyses_bind_time(pass_analyses *an, const ir_graph *g)
+{
+    if (an->g != g || an->nnodes != g->nnodes) pass_analyses_clear(an);
+    if (!an->bind && !(an->bind = pass_bind_time(g))) return NULL;
+    an->g = g;
+    an->nnodes = g->nnodes;
+    return an->bind;
+}
+
+void pass_analyses_clear(pass_analyses *an)
+{
+    if (an->have_users) pass_users_free(&an->users);
+    free(an->bind);
+    memset(an, 0, sizeof *an);
 }
 
 /* bind[id]: computed from weights and constants only */

@@ -5,17 +5,27 @@
 
 #include "passes/pass.h"
 
-static const char *const rules_canonicalize[] = {"fold-constants", "collapse-reshapes",
-                                                 "collapse-permutes", "drop-identity", NULL};
-static const char *const rules_raise[] = {"raise-rmsnorm", "raise-layernorm", "raise-softmax",
-                                          "raise-attention", "raise-linear", "raise-silu", "raise-gelu", NULL};
-static const char *const rules_merge[] = {"merge-linears", NULL};
-static const char *const rules_epilogue[] = {"epilogue-bias", "epilogue-scale", "epilogue-activation",
-                                             "epilogue-residual", "epilogue-swiglu", NULL};
-static const char *const rules_residual_norm[] = {"residual-norm", NULL};
-static const char *const rules_attention[] = {"attention-rope", "attention-cache-write", NULL};
-static const char *const rules_elementwise[] = {"elementwise-chain", "reduction-prologue",
-                                                "reduction-epilogue", NULL};
+/* The rule names of each pass, from passes/rules.def. */
+#define RULE_NAME(e, name, summary) name,
+static const char *const rules_canonicalize[] = {PASS_RULES_CANONICALIZE(RULE_NAME) NULL};
+static const char *const rules_raise[] = {PASS_RULES_RAISE(RULE_NAME) NULL};
+static const char *const rules_merge[] = {PASS_RULES_MERGE_LINEARS(RULE_NAME) NULL};
+static const char *const rules_epilogue[] = {PASS_RULES_FUSE_EPILOGUE(RULE_NAME) NULL};
+static const char *const rules_residual_norm[] = {PASS_RULES_FUSE_RESIDUAL_NORM(RULE_NAME) NULL};
+static const char *const rules_attention[] = {PASS_RULES_FUSE_ATTENTION(RULE_NAME) NULL};
+static const char *const rules_elementwise[] = {PASS_RULES_FUSE_ELEMENTWISE(RULE_NAME) NULL};
+#undef RULE_NAME
+
+static const struct {
+    const char *name, *summary;
+} rule_table[PASS_RULE_COUNT] = {
+#define RULE_ROW(e, name, summary) [PASS_RULE_##e] = {name, summary},
+    PASS_RULES_ALL(RULE_ROW)
+#undef RULE_ROW
+};
+
+const char *pass_rule_name(pass_rule r) { return (unsigned)r < PASS_RULE_COUNT ? rule_table[r].name : "?"; }
+const char *pass_rule_summary(pass_rule r) { return (unsigned)r < PASS_RULE_COUNT ? rule_table[r].summary : "?"; }
 
 /* The order matters: patterns are raised before anything is merged, merged
  * linears exist before epilogues are fused into them, and every fusion has
@@ -88,20 +98,39 @@ bool pass_options_check(const pass_options *o, diag_list *d)
     return ok;
 }
 
-bool pass_enabled(const pass_ctx *ctx, const char *rule)
+bool pass_enabled(const pass_ctx *ctx, const char *pass)
 {
     const pass_options *o = ctx->opts;
     if (!o) return true;
     for (int i = 0; i < o->ndisabled; i++)
-        if (!strcmp(o->disabled[i], rule) || (ctx->pass && !strcmp(o->disabled[i], ctx->pass))) return false;
+        if (!strcmp(o->disabled[i], pass) || (ctx->pass && !strcmp(o->disabled[i], ctx->pass))) return false;
     return true;
 }
+
+bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule) { return pass_enabled(ctx, pass_rule_name(rule)); }
 
 static void dump(const pass_ctx *ctx, const char *when, const char *pass, const ir_graph *g)
 {
     FILE *out = ctx->opts && ctx->opts->dump ? ctx->opts->dump : stderr;
     fprintf(out, "// ----- IR %s %s -----\n", when, pass);
     ir_print(g, out);
+}
+
+ir_graph *pass_run_one(const pass_info *p, ir_graph *g, pass_ctx *ctx)
+{
+    const ir_graph *before = g;
+    ctx->pass = p->name;
+    g->diags = ctx->diags;
+    g = p->run(g, ctx);
+    /* a rebuilt graph (or none) invalidates what was computed on the old one */
+    if (g != before) pass_analyses_clear(&ctx->analyses);
+    if (g && ir_verify(g, ctx->diags) != 0) {
+        diag_error(ctx->diags, g->loc, "internal error: the IR verifier failed after pass '%s'", p->name);
+        ir_graph_free(g);
+        pass_analyses_clear(&ctx->analyses);
+        g = NULL;
+    }
+    return g;
 }
 
 ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx)
@@ -113,18 +142,11 @@ ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx)
         ctx->pass = p[i].name;
         if (!p[i].required && !pass_enabled(ctx, p[i].name)) continue;
         if (o && o->print_before && !strcmp(o->print_before, p[i].name)) dump(ctx, "before", p[i].name, g);
-        g->diags = ctx->diags;
-        g = p[i].run(g, ctx);
-        if (!g) break;
-        if (ir_verify(g, ctx->diags) != 0) {
-            diag_error(ctx->diags, g->loc, "internal error: the IR verifier failed after pass '%s'", p[i].name);
-            ir_graph_free(g);
-            g = NULL;
-            break;
-        }
-        if (o && (o->print_after_all || (o->print_after && !strcmp(o->print_after, p[i].name))))
+        g = pass_run_one(&p[i], g, ctx);
+        if (g && o && (o->print_after_all || (o->print_after && !strcmp(o->print_after, p[i].name))))
             dump(ctx, "after", p[i].name, g);
     }
     ctx->pass = NULL;
+    pass_analyses_clear(&ctx->analyses);
     return g;
 }

@@ -12,7 +12,7 @@
  *     materialized and gets a copy kernel.
  *  3. Every other node not yet in a group (left ungrouped by the fusion
  *     passes, or all of them when fusion is disabled) becomes a kernel of
- *     its own, named after its op's fusion class.
+ *     its own, of the kernel kind its op's row of ir/ops.def names.
  *  4. Kernels are renumbered in execution order (by their last member) and
  *     checked: each kernel's inputs come from earlier kernels, so fusion
  *     never created a cycle. */
@@ -20,19 +20,6 @@
 #include <string.h>
 
 #include "passes/pass.h"
-
-static const char *kind_of(const ir_node *n)
-{
-    switch (ir_op_class(n->op)) {
-    case IR_CLASS_MATMUL: return "matmul";
-    case IR_CLASS_ATTENTION: return "attention";
-    case IR_CLASS_REDUCTION: return "row";
-    case IR_CLASS_ELEMENTWISE: return "elementwise";
-    case IR_CLASS_INJECTIVE: return pass_is_view(n) ? "copy" : "gather";
-    case IR_CLASS_OPAQUE: return n->op == IR_OP_CACHE_WRITE ? "cache-write" : "opaque";
-    default: return "elementwise";
-    }
-}
 
 typedef struct order_item {
     int group, last;
@@ -53,19 +40,14 @@ static int producer_group(const ir_node *n)
 
 ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
 {
-    bool *bind = pass_bind_time(g);
-    pass_users u;
-    if (!bind || !pass_users_build(&u, g)) {
-        free(bind);
-        diag_error(ctx->diags, g->loc, "out of memory");
-        ir_graph_free(g);
-        return NULL;
-    }
+    const bool *bind = pass_bind_time_of(ctx, g);
+    const pass_users *u = pass_users_of(ctx, g);
+    if (!bind || !u) return pass_done(g, ctx, false);
     for (int i = 0; i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if (n->group >= 0 || bind[i] || ir_op_class(n->op) == IR_CLASS_SOURCE) continue;
-        if (pass_is_view(n) && !u.is_output[i]) continue;
-        if (ir_graph_add_group(g, n, kind_of(n)) < 0) {
+        if (pass_is_view(n) && !u->is_output[i]) continue;
+        if (ir_graph_add_group(g, n, ir_op_kernel_kind(n->op)) < 0) {
             diag_error(ctx->diags, n->loc, "out of memory");
             goto fail;
         }
@@ -116,12 +98,8 @@ ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
             }
         }
     }
-    pass_users_free(&u);
-    free(bind);
     return g;
 fail:
-    pass_users_free(&u);
-    free(bind);
     ir_graph_free(g);
     return NULL;
 }

@@ -15,12 +15,6 @@
 
 #include "passes/pass.h"
 
-static bool dim_value(const ir_dim *d, const int64_t *dims, int64_t *v)
-{
-    if (ir_dim_is_const(d, v)) return true;
-    return dims && ir_dim_eval(d, dims, v);
-}
-
 /* Kernel k reads v only element for element: every reader in k is an
  * elementwise op or a row op (norm, softmax) over v's own shape, reading v
  * directly rather than through a view that would remap indices. Then the
@@ -52,8 +46,8 @@ static bool in_place_ok(const ir_graph *g, const pass_buffer *a, const pass_buff
 {
     const pass_buffer *early = a->last <= b->first ? a : b, *late = early == a ? b : a;
     if (early->last != late->first || early->bytes != late->bytes) return false;
-    const char *kind = g->groups[late->first].kind;
-    if (strcmp(kind, "elementwise") && strcmp(kind, "row")) return false;
+    ir_group_kind kind = g->groups[late->first].kind;
+    if (kind != IR_GROUP_ELEMENTWISE && kind != IR_GROUP_ROW) return false;
     return reads_in_step(g, late->first, early->value);
 }
 
@@ -103,12 +97,12 @@ int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, c
         int64_t bytes = 0;
         if (bind[i] && v->op != IR_OP_WEIGHT && v->param < 0) {
             ir_dim b = pass_bytes(&v->type);
-            if (!dim_value(&b, dims, &bytes)) goto unbound;
+            if (!ir_dim_value(&b, dims, &bytes)) goto unbound;
             mp->packed += bytes;
         }
         if (v->group < 0 || last[i] < 0 || external[i]) continue;
         ir_dim b = pass_bytes(&v->type);
-        if (!dim_value(&b, dims, &bytes)) goto unbound;
+        if (!ir_dim_value(&b, dims, &bytes)) goto unbound;
         pass_buffer *nb = realloc(mp->bufs, ((size_t)mp->nbufs + 1) * sizeof *nb);
         if (!nb) goto oom;
         mp->bufs = nb;

@@ -58,8 +58,9 @@ typedef enum { R_NO, R_YES, R_REFUSE } mres;
 
 typedef enum { K_LAYERNORM, K_RMSNORM, K_SOFTMAX, K_GELU, K_SILU, K_LINEAR, K_ATTENTION, K_COUNT } kind;
 
-static const char *const rule_of[K_COUNT] = {"raise-layernorm", "raise-rmsnorm", "raise-softmax", "raise-gelu",
-                                             "raise-silu", "raise-linear", "raise-attention"};
+static const pass_rule rule_of[K_COUNT] = {PASS_RULE_RAISE_LAYERNORM, PASS_RULE_RAISE_RMSNORM, PASS_RULE_RAISE_SOFTMAX,
+                                           PASS_RULE_RAISE_GELU,      PASS_RULE_RAISE_SILU,    PASS_RULE_RAISE_LINEAR,
+                                           PASS_RULE_RAISE_ATTENTION};
 
 typedef struct match {
     kind k;
@@ -80,7 +81,7 @@ typedef struct match {
 typedef struct raiser {
     pass_ctx *ctx;
     const ir_graph *g;
-    pass_users u;
+    const pass_users *u;
     arena a;
     bool *seen;
     match **plan; /* by root id */
@@ -655,7 +656,7 @@ static mres match_linear(raiser *r, match *m, ir_node *n)
         for (int i = 0; i < 2 && !mm; i++) {
             ir_node *p = i ? b : a, *q = i ? a : b;
             if (p->op == IR_OP_MATMUL && p->type.rank >= 2 && is_vec(q, last_dim(p)) &&
-                ir_type_eq(&n->type, &p->type) && r->u.count[p->id] == 1 && !r->u.is_output[p->id])
+                ir_type_eq(&n->type, &p->type) && r->u->count[p->id] == 1 && !r->u->is_output[p->id])
                 mm = p, bias = q;
         }
         if (!mm) return R_NO;
@@ -805,11 +806,11 @@ static const char *escapes(raiser *r, const match *m)
     for (int i = 0; i < m->n; i++) {
         const ir_node *t = m->nodes[i];
         if (t == m->root || t->op == IR_OP_CONST) continue;
-        if (r->u.is_output[t->id])
+        if (r->u->is_output[t->id])
             return arena_printf(&r->a, "the intermediate %s is also a model output; the fused op does not produce it",
                                 describe(r, t));
-        for (int j = 0; j < r->u.count[t->id]; j++) {
-            const ir_node *user = r->g->nodes[r->u.users[t->id][j]];
+        for (int j = 0; j < r->u->count[t->id]; j++) {
+            const ir_node *user = r->g->nodes[r->u->users[t->id][j]];
             if (in_set(m, user)) continue;
             return arena_printf(&r->a,
                                 "the intermediate %s is also used at line %d (by %s); the fused op does not produce "
@@ -946,9 +947,9 @@ static int count_intermediates(const match *m)
 static void decide(raiser *r, match *m, bool taken)
 {
     const char *what = arena_printf(&r->a, "raise %s%s to %s", formula(r, m), lines_str(r, m), fused_name[m->k]);
-    const char *rule = rule_of[m->k];
+    pass_rule rule = rule_of[m->k];
     ir_dim bytes = saved_bytes(m);
-    if (m->k == K_LINEAR && m->wt && r->u.count[m->wt->id] == 1 && !r->u.is_output[m->wt->id]) {
+    if (m->k == K_LINEAR && m->wt && r->u->count[m->wt->id] == 1 && !r->u->is_output[m->wt->id]) {
         ir_dim b2;
         if (ir_dim_mul(pass_bytes(&m->wt->type), ir_dim_const(2), &b2)) ir_dim_add(bytes, b2, &bytes);
     }
@@ -1009,7 +1010,7 @@ static const matcher matchers[K_COUNT] = {match_layernorm, match_rmsnorm, match_
 static bool try_root(raiser *r, ir_node *n, kind first, kind last)
 {
     for (int k = first; k <= (int)last; k++) {
-        if (!pass_enabled(r->ctx, rule_of[k])) continue;
+        if (!pass_rule_enabled(r->ctx, rule_of[k])) continue;
         match m;
         memset(&m, 0, sizeof m);
         m.k = (kind)k;
@@ -1124,7 +1125,7 @@ static ir_graph *fail(pass_ctx *ctx, ir_graph *g, pass_rewriter *rw, const ir_no
 static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
 {
     bool any = false;
-    for (int k = first; k <= (int)last; k++) any |= pass_enabled(ctx, rule_of[k]);
+    for (int k = first; k <= (int)last; k++) any |= pass_rule_enabled(ctx, rule_of[k]);
     if (!any) return g;
     raiser r;
     memset(&r, 0, sizeof r);
@@ -1133,7 +1134,7 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
     arena_init(&r.a);
     r.seen = calloc((size_t)g->nnodes + 1, sizeof *r.seen);
     r.plan = calloc((size_t)g->nnodes + 1, sizeof *r.plan);
-    bool ok = r.seen && r.plan && pass_users_build(&r.u, g);
+    bool ok = r.seen && r.plan && (r.u = pass_users_of(ctx, g));
     int taken = 0;
     for (int i = g->nnodes - 1; ok && i >= 0; i--) {
         ir_node *n = g->nodes[i];
@@ -1145,7 +1146,7 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
     pass_rewriter rw;
     made mk = {0};
     const ir_node *bad = NULL;
-    if (ok && taken > 0 && (ok = pass_rw_begin(&rw, g, ctx->diags))) {
+    if (ok && taken > 0 && (ok = pass_rw_begin(&rw, g, ctx))) {
         for (int i = 0; i < g->nnodes && !bad; i++) {
             const ir_node *n = g->nodes[i];
             ir_node *c;
@@ -1165,7 +1166,6 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
         }
     }
     free(mk.v);
-    pass_users_free(&r.u);
     free(r.seen);
     free(r.plan);
     arena_free(&r.a);

@@ -53,7 +53,7 @@ void pass_kernels_print(const ir_graph *g, FILE *out)
     arena_init(&a);
     fprintf(out, "kernels (%d):\n", g->ngroups);
     for (int k = 0; k < g->ngroups; k++)
-        fprintf(out, "  k%-3d %-12s %s\n", k, g->groups[k].kind, kernel_str(&a, g, k));
+        fprintf(out, "  k%-3d %-12s %s\n", k, ir_group_kind_name(g->groups[k].kind), kernel_str(&a, g, k));
     arena_free(&a);
 }
 
@@ -107,7 +107,7 @@ int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_m
     for (int k = 0; k < g->ngroups; k++) {
         json_t *o = json_object(), *ops = json_array();
         json_object_set_new(o, "id", json_integer(k));
-        json_object_set_new(o, "kind", json_string(g->groups[k].kind));
+        json_object_set_new(o, "kind", json_string(ir_group_kind_name(g->groups[k].kind)));
         json_object_set_new(o, "anchor", node_json(g->groups[k].anchor));
         for (int i = 0; i < g->nnodes; i++)
             if (g->nodes[i]->group == k) json_array_append_new(ops, node_json(g->nodes[i]));

@@ -72,7 +72,7 @@ static void test_op(ir_op op, bool gelu_tanh, const char *snippet)
     else if (ir_op_min_inputs(op) == 2) y = ir_binary(g, op, x, x2, L0);
     else y = ir_unary(g, op, x, L0);
     ir_graph_add_output(g, "y", y, L0);
-    ir_graph_add_group(g, y, "elementwise");
+    ir_graph_add_group(g, y, IR_GROUP_ELEMENTWISE);
     const char *t = emit(g, 0, ir_op_name(op), NULL);
     HAS(t, snippet);
     ir_graph_free(g);
@@ -113,7 +113,7 @@ static void test_broadcast_and_consts(void)
     y = ir_binary(g, IR_OP_ADD, y, ir_const(g, 2, IR_F32, L0), L0);
     y = ir_binary(g, IR_OP_ADD, y, ir_const(g, 1e-5, IR_F32, L0), L0);
     ir_graph_add_output(g, "y", y, L0);
-    int k = ir_graph_add_group(g, y, "elementwise");
+    int k = ir_graph_add_group(g, y, IR_GROUP_ELEMENTWISE);
     for (int i = 0; i < g->nnodes; i++)
         if (g->nodes[i]->ninputs > 0) g->nodes[i]->group = k;
     cg_kernel *kk = NULL;
@@ -163,10 +163,10 @@ static void test_views_and_mask(void)
     ir_graph_add_output(g, "y2", y2, L0);
     ir_graph_add_output(g, "y3", y3, L0);
     ir_graph_add_output(g, "y4", y4, L0);
-    ir_graph_add_group(g, y1, "elementwise");
-    ir_graph_add_group(g, y2, "elementwise");
-    ir_graph_add_group(g, y3, "elementwise");
-    ir_graph_add_group(g, y4, "elementwise");
+    ir_graph_add_group(g, y1, IR_GROUP_ELEMENTWISE);
+    ir_graph_add_group(g, y2, IR_GROUP_ELEMENTWISE);
+    ir_graph_add_group(g, y3, IR_GROUP_ELEMENTWISE);
+    ir_graph_add_group(g, y4, IR_GROUP_ELEMENTWISE);
     /* permute: x[c0, c2, c1] from y1's (c0, c1, c2) */
     HAS(emit(g, 0, "permute", NULL), "kiln_ld(p.t0 + (((i / 32LL) * 4LL + (i % 4LL)) * 8LL + (i / 4LL % 8LL)))");
     HAS(emit(g, 1, "slice", NULL), "((i % 4LL) + 2LL)");
@@ -187,7 +187,7 @@ static void test_row(void)
     ir_node *h = ir_rmsnorm(g, x1, w, 1e-5, L0);
     ir_graph_add_output(g, "x1", x1, L0);
     ir_graph_add_output(g, "h", h, L0);
-    int k = ir_graph_add_group(g, h, "row");
+    int k = ir_graph_add_group(g, h, IR_GROUP_ROW);
     x1->group = k;
     cg_kernel *kk = NULL;
     const char *t = emit(g, k, "rmsnorm+residual", &kk);
@@ -210,10 +210,10 @@ static void test_row(void)
     ir_graph_add_output(g, "sm", sm, L0);
     ir_graph_add_output(g, "xc", xc, L0);
     ir_graph_add_output(g, "sum0", sum0, L0);
-    ir_graph_add_group(g, sm, "row");
-    k = ir_graph_add_group(g, mean, "row");
+    ir_graph_add_group(g, sm, IR_GROUP_ROW);
+    k = ir_graph_add_group(g, mean, IR_GROUP_ROW);
     xc->group = k;
-    ir_graph_add_group(g, sum0, "row");
+    ir_graph_add_group(g, sum0, IR_GROUP_ROW);
     t = emit(g, 0, "softmax", &kk);
     HAS(t, "#define KILN_ROW_OP KILN_ROW_SOFTMAX");
     HAS(t, "#define KILN_ROW_ITEMS 0");
@@ -240,7 +240,7 @@ static void test_matmul(void)
     ir_node *a = ir_gelu(g, l, false, L0);
     ir_node *y = ir_binary(g, IR_OP_ADD, x, a, L0);
     ir_graph_add_output(g, "y", y, L0);
-    int k = ir_graph_add_group(g, l, "matmul");
+    int k = ir_graph_add_group(g, l, IR_GROUP_MATMUL);
     a->group = y->group = k;
     cg_kernel *kk = NULL;
     const char *t = emit(g, k, "matmul epilogue", &kk);
@@ -268,7 +268,7 @@ static void test_matmul(void)
     ir_node *s1 = ir_slice(g, l, 2, ir_dim_const(48), ir_dim_const(96), L0);
     y = ir_binary(g, IR_OP_MUL, ir_unary(g, IR_OP_SILU, s0, L0), s1, L0);
     ir_graph_add_output(g, "y", y, L0);
-    k = ir_graph_add_group(g, l, "matmul");
+    k = ir_graph_add_group(g, l, IR_GROUP_MATMUL);
     for (int i = l->id + 1; i < g->nnodes; i++) g->nodes[i]->group = k;
     int64_t dims[3] = {1, 1, 1};
     cg_options o = {0};
@@ -313,7 +313,7 @@ static void attention_case(const ir_rope_attrs *r)
     ir_graph_add_output(g, "a", a, L0);
     ir_graph_set_state(g, kc, kc2, L0);
     ir_graph_set_state(g, vc, vc2, L0);
-    int kk_ = ir_graph_add_group(g, a, "attention");
+    int kk_ = ir_graph_add_group(g, a, IR_GROUP_ATTENTION);
     q->group = k->group = kc2->group = vc2->group = kk_;
     cg_kernel *kk = NULL;
     const char *t = emit(g, kk_, "attention", &kk);
@@ -376,10 +376,10 @@ static void test_gathers(void)
     ir_graph_add_output(g, "c", c, L0);
     ir_graph_add_output(g, "r", r, L0);
     ir_graph_set_state(g, kc, kc2, L0);
-    ir_graph_add_group(g, e, "gather");
-    ir_graph_add_group(g, c, "gather");
-    ir_graph_add_group(g, r, "gather");
-    ir_graph_add_group(g, kc2, "cache-write");
+    ir_graph_add_group(g, e, IR_GROUP_GATHER);
+    ir_graph_add_group(g, c, IR_GROUP_GATHER);
+    ir_graph_add_group(g, r, IR_GROUP_GATHER);
+    ir_graph_add_group(g, kc2, IR_GROUP_CACHE_WRITE);
     HAS(emit(g, 0, "embedding", NULL), "(long long)p.t1[");
     const char *t = emit(g, 1, "concat", NULL);
     HAS(t, "if ((i % 8LL) < 3LL) {");
@@ -418,7 +418,7 @@ static void test_determinism(void)
     ir_node *x = in(g, "x", ty(IR_F32, 2, -1, 8));
     ir_node *y = ir_unary(g, IR_OP_SILU, ir_unary(g, IR_OP_EXP, x, L0), L0);
     ir_graph_add_output(g, "y", y, L0);
-    int k = ir_graph_add_group(g, y, "elementwise");
+    int k = ir_graph_add_group(g, y, IR_GROUP_ELEMENTWISE);
     g->nodes[y->id - 1]->group = k;
     cg_kernel a, b;
     char err[256];

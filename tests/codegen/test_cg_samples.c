@@ -37,7 +37,7 @@ static ir_graph *compile_sample(const char *path)
         g = fe_compile(&src, &o, &d);
         if (g) {
             pass_options po = {0};
-            pass_ctx ctx = {&po, NULL, &d, NULL};
+            pass_ctx ctx = {.opts = &po, .diags = &d};
             g = pass_run_pipeline(g, &ctx);
         }
     }

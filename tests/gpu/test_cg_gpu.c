@@ -296,7 +296,7 @@ static void case_norm(ir_dtype dt, int D, bool layer, int64_t B, int64_t S)
     ir_node *h = layer ? ir_layernorm(g, x1, w, b, 1e-5, L0) : ir_rmsnorm(g, x1, w, 1e-6, L0);
     ir_graph_add_output(g, "x1", x1, L0);
     ir_graph_add_output(g, "h", h, L0);
-    int k = ir_graph_add_group(g, h, "row");
+    int k = ir_graph_add_group(g, h, IR_GROUP_ROW);
     x1->group = k;
     char name[128];
     snprintf(name, sizeof name, "%s+residual %s D=%d B=%lld S=%lld", layer ? "layernorm" : "rmsnorm", ir_dtype_name(dt),
@@ -316,7 +316,7 @@ static void case_softmax(ir_dtype dt, int64_t B, int64_t S)
     ir_node *a = ir_binary(g, IR_OP_ADD, t, m, L0);
     ir_node *p = ir_softmax(g, a, 2, L0);
     ir_graph_add_output(g, "p", p, L0);
-    int k = ir_graph_add_group(g, p, "row");
+    int k = ir_graph_add_group(g, p, IR_GROUP_ROW);
     t->group = a->group = k;
     char name[128];
     snprintf(name, sizeof name, "softmax(s/2 + mask) %s B=%lld S=%lld", ir_dtype_name(dt), (long long)B, (long long)S);
@@ -341,12 +341,12 @@ static void case_reductions(ir_dtype dt, int D, int64_t B, int64_t S)
     ir_graph_add_output(g, "mx", mx, L0);
     ir_graph_add_output(g, "sm", sm, L0);
     ir_graph_add_output(g, "s1", s1, L0);
-    int k = ir_graph_add_group(g, mean, "row");
+    int k = ir_graph_add_group(g, mean, IR_GROUP_ROW);
     xc->group = k;
-    ir_graph_add_group(g, mx, "row");
-    k = ir_graph_add_group(g, sm, "row");
+    ir_graph_add_group(g, mx, IR_GROUP_ROW);
+    k = ir_graph_add_group(g, sm, IR_GROUP_ROW);
     e->group = k;
-    ir_graph_add_group(g, s1, "row");
+    ir_graph_add_group(g, s1, IR_GROUP_ROW);
     char name[128];
     snprintf(name, sizeof name, "reductions %s D=%d B=%lld S=%lld", ir_dtype_name(dt), D, (long long)B, (long long)S);
     int64_t dims[3] = {B, S, 1};
@@ -367,7 +367,7 @@ static void case_elementwise(ir_dtype dt, int D, int64_t B, int64_t S)
                            ir_unary(g, IR_OP_SQRT, ir_binary(g, IR_OP_MUL, x, x, L0), L0), L0);
     ir_graph_add_output(g, "y", y, L0);
     ir_graph_add_output(g, "z", z, L0);
-    int ky = ir_graph_add_group(g, y, "elementwise"), kz = ir_graph_add_group(g, z, "elementwise");
+    int ky = ir_graph_add_group(g, y, IR_GROUP_ELEMENTWISE), kz = ir_graph_add_group(g, z, IR_GROUP_ELEMENTWISE);
     for (int i = 0; i < g->nnodes; i++) {
         ir_node *n = g->nodes[i];
         if (n->group >= 0 || ir_op_class(n->op) != IR_CLASS_ELEMENTWISE) continue;
@@ -405,13 +405,13 @@ static void case_gathers(ir_dtype dt, int64_t B, int64_t S, int64_t T)
     ir_graph_add_output(g, "em", em, L0);
     ir_graph_add_output(g, "ro", ro, L0);
     ir_graph_set_state(g, kc, kc2, L0);
-    ir_graph_add_group(g, p, "copy");
-    ir_graph_add_group(g, sl, "elementwise");
-    int k = ir_graph_add_group(g, cc, "gather");
+    ir_graph_add_group(g, p, IR_GROUP_COPY);
+    ir_graph_add_group(g, sl, IR_GROUP_ELEMENTWISE);
+    int k = ir_graph_add_group(g, cc, IR_GROUP_GATHER);
     ab[1]->group = k;
-    ir_graph_add_group(g, em, "gather");
-    ir_graph_add_group(g, ro, "gather");
-    ir_graph_add_group(g, kc2, "cache-write");
+    ir_graph_add_group(g, em, IR_GROUP_GATHER);
+    ir_graph_add_group(g, ro, IR_GROUP_GATHER);
+    ir_graph_add_group(g, kc2, IR_GROUP_CACHE_WRITE);
     char name[128];
     snprintf(name, sizeof name, "gathers %s B=%lld S=%lld T=%lld", ir_dtype_name(dt), (long long)B, (long long)S,
              (long long)T);

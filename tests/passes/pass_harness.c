@@ -29,17 +29,13 @@ ir_graph *harness_run_until(ir_graph *g, const char *last, pass_ctx *ctx)
     for (int i = 0; i < n && g; i++) {
         ctx->pass = p[i].name;
         if (p[i].required || pass_enabled(ctx, p[i].name)) {
-            g->diags = ctx->diags;
-            g = p[i].run(g, ctx);
-            if (g && ir_verify(g, ctx->diags) != 0) {
-                fprintf(stderr, "verifier failed after %s\n", p[i].name);
-                ir_graph_free(g);
-                g = NULL;
-            }
+            g = pass_run_one(&p[i], g, ctx);
+            if (!g) fprintf(stderr, "pass %s failed\n", p[i].name);
         }
         if (last && !strcmp(last, p[i].name)) break;
     }
     ctx->pass = NULL;
+    pass_analyses_clear(&ctx->analyses);
     return g;
 }
 
