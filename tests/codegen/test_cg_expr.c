@@ -393,7 +393,7 @@ static void test_gathers(void)
     ir_node *r3 = ir_rope_scaled(g, x, pos, 500000.0, &l3, L0), *ry = ir_rope_scaled(g, x, pos, 10000.0, &y, L0);
     ir_graph_add_output(g, "r3", r3, L0);
     ir_graph_add_output(g, "ry", ry, L0);
-    int k3 = ir_graph_add_group(g, r3, "gather"), ky = ir_graph_add_group(g, ry, "gather");
+    int k3 = ir_graph_add_group(g, r3, IR_GROUP_GATHER), ky = ir_graph_add_group(g, ry, IR_GROUP_GATHER);
     double inv[4];
     ir_rope_inv_freq(500000.0, &l3, 8, inv);
     char want[256];

@@ -438,7 +438,7 @@ static void case_rope_scaled(ir_dtype dt, int64_t B, int64_t S, int64_t T)
     for (int i = 0; i < 3; i++) {
         ir_node *r = ir_rope_scaled(g, x, pos, 500000.0, &sc[i], L0);
         ir_graph_add_output(g, names[i], r, L0);
-        ir_graph_add_group(g, r, "gather");
+        ir_graph_add_group(g, r, IR_GROUP_GATHER);
     }
     char name[128];
     snprintf(name, sizeof name, "rope scaled %s B=%lld S=%lld T=%lld", ir_dtype_name(dt), (long long)B,
