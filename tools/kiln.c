@@ -64,9 +64,11 @@ static const char usage_text[] =
     "  --print-ir-before=PASS   dump the IR before PASS (to stderr)\n"
     "  --print-ir-after=PASS    dump the IR after PASS\n"
     "  --print-ir-after-all     dump the IR after every pass\n"
-    "  --verify                 run the interpreter before and after the pipeline on\n"
-    "                           random inputs and report the largest relative error\n"
-    "                           (dims not bound with -D take the value 4)\n"
+    "  --verify                 check the passes: run the CPU interpreter on the IR as\n"
+    "                           written and on the fused IR, on random inputs, and report\n"
+    "                           the largest relative error (dims not bound with -D take\n"
+    "                           the value 4); the generated kernels are checked by\n"
+    "                           `kiln run FILE --check` on a GPU\n"
     "  -h, --help               show this help\n"
     "  --version                show the versions of Kiln and its CUDA components\n"
     "\n"
@@ -469,6 +471,9 @@ static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src
             bool ok = v.max_rel_err <= tol;
             fprintf(stderr, "verify: %s: %d outputs and states compared on random inputs; largest relative error %.3g (%s), tolerance %.0e\n",
                     ok ? "ok" : "FAILED", v.compared, v.max_rel_err, v.worst ? v.worst : "-", tol);
+            fprintf(stderr, "verify: this checks the passes on the CPU interpreter (the IR as written against the "
+                            "fused IR), not the generated kernels: `kiln run %s --check` runs those on a GPU "
+                            "against the interpreter\n", c->file);
             if (!ok) status = EX_SOFTWARE;
         }
     }
