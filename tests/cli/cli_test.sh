@@ -42,6 +42,10 @@ for s in samples/*.kiln; do
 done
 
 # passes, fusion report, plan, verification
+# every kernel not fused into a neighbour says why (the gathers of a partial rotary)
+expect 0 "k2 +rope \(line 27\): a rope is not elementwise.*attention-rope takes a rope only when attention reads its result directly" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
+expect 0 "k3 +concat 'q2' \(line 27\): .*read by k6, attention 'a' \(line 30\), which takes in only a rope" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
+expect 0 "k0 +rmsnorm 'h' \(line 31\): a rmsnorm is a reduction over rows; read by k1, linear \(line 32\), which reads its operands from memory" compile samples/llama3_8b_layer.kiln --explain -o /dev/null
 expect 0 'fuse-epilogue' passes
 expect 0 'rule epilogue-swiglu' passes
 expect 0 'kernels \(7\)' compile samples/llama3_8b_layer.kiln --explain -o /dev/null
