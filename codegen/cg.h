@@ -153,6 +153,10 @@ int cg_emit_all(const ir_graph *g, cg_kernel **out, int *n, char *err, size_t er
 int cg_emit_all_ex(const ir_graph *g, const cg_options *opts, cg_kernel **out, int *n, char *err,
                    size_t errlen);
 void cg_kernels_free(cg_kernel *ks, int n);
+/* One "warning: kernel kN (...) runs the generic ... template ...: REASON" line
+ * per kernel of g that falls back to the generic template (codegen/cg_report.c),
+ * for the reports. Returns how many, or -1 (codegen failed; err says why). */
+int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, char *err, size_t errlen);
 
 /* The launch shape for concrete dims (g->nsyms values). False (with a
  * message) when a dim does not evaluate or a grid dimension exceeds CUDA's

@@ -448,13 +448,17 @@ static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src
     if (!strcmp(c->emit, "plan")) {
         fprintf(out, "plan for model %s\n", g->name);
         pass_kernels_print(g, out);
+        if (cg_fallbacks_print(g, NULL, out, err, sizeof err) < 0) fprintf(stderr, "kiln: %s\n", err);
         fputc('\n', out);
         pass_memplan_print(g, &mp, out);
     } else {
         ir_print(g, out);
     }
     status = close_out(c, out);
-    if (c->explain) pass_report_print(&rep, g, stderr);
+    if (c->explain) {
+        pass_report_print(&rep, g, stderr);
+        if (cg_fallbacks_print(g, NULL, stderr, err, sizeof err) < 0) fprintf(stderr, "kiln: %s\n", err);
+    }
     if (c->report && pass_report_write_json(&rep, g, have_plan ? &mp : NULL, c->report, err, sizeof err) != 0) {
         fprintf(stderr, "kiln: %s\n", err);
         status = EX_CANTCREAT;

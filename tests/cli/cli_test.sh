@@ -42,6 +42,9 @@ for s in samples/*.kiln; do
 done
 
 # passes, fusion report, plan, verification
+# a kernel on the generic template is a warning in the plan and in --explain, with the reason
+expect 0 "warning: kernel k0 \(attention, attention 'a' \(line 10\)\) runs the generic elementwise template, not the attention one: attention: the templates take head dimension 64 or 128" compile tests/cli/attention_hd16.kiln --emit=plan -D B=1 -D S=2 -D T=8
+expect 0 "warning: kernel k0 \(attention.*generic elementwise template" compile tests/cli/attention_hd16.kiln --explain -o /dev/null
 # every kernel not fused into a neighbour says why (the gathers of a partial rotary)
 expect 0 "k2 +rope \(line 27\): a rope is not elementwise.*attention-rope takes a rope only when attention reads its result directly" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
 expect 0 "k3 +concat 'q2' \(line 27\): .*read by k6, attention 'a' \(line 30\), which takes in only a rope" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
