@@ -157,6 +157,14 @@ void cg_kernels_free(cg_kernel *ks, int n);
  * per kernel of g that falls back to the generic template (codegen/cg_report.c),
  * for the reports. Returns how many, or -1 (codegen failed; err says why). */
 int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, char *err, size_t errlen);
+/* The copies of weights the runtime makes when they are bound, for g's
+ * kernels: each packed value a kernel reads (merged Q/K/V, transposes) and
+ * each weight read with its rows interleaved, once per (value, layout), as
+ * the runtime keys them. Sets *bytes (at dims, NULL when all constant) and
+ * prints one "  bind-time copy: ..." line each to out (may be NULL).
+ * Returns how many, or -1 (err says why). */
+int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dims, int64_t *bytes, FILE *out,
+                   char *err, size_t errlen);
 
 /* The launch shape for concrete dims (g->nsyms values). False (with a
  * message) when a dim does not evaluate or a grid dimension exceeds CUDA's

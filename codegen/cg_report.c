@@ -1,7 +1,8 @@
 /* codegen/cg_report.c — what codegen adds to the reports: the kernels that
  * fall back to the generic template (correct, slow), with the reason the
- * family's template refused them. `kiln compile --explain` and
- * `--emit=plan` print these as warnings. */
+ * family's template refused them (`kiln compile --explain` and
+ * `--emit=plan` print these as warnings); and the weight copies the runtime
+ * makes when weights are bound, counted by the rule the runtime follows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,4 +29,81 @@ int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, cha
     arena_free(&a);
     cg_kernels_free(ks, n);
     return count;
+}
+
+/* The rows-interleave half a kernel applies to node, or 0. */
+static int64_t interleave_half(const cg_kernel *k, int node)
+{
+    for (int i = 0; i < k->nxforms; i++) {
+        int64_t h;
+        if (k->xforms[i].node == node && k->xforms[i].kind == CG_XFORM_INTERLEAVE_ROWS &&
+            ir_dim_value(&k->xforms[i].half, NULL, &h))
+            return h;
+    }
+    return 0;
+}
+
+int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dims, int64_t *bytes, FILE *out,
+                   char *err, size_t errlen)
+{
+    *bytes = 0;
+    cg_kernel *ks = NULL;
+    int n = 0;
+    if (cg_emit_all_ex(g, opts, &ks, &n, err, errlen) != 0) return -1;
+    /* one copy per (node, layout), as the runtime keys its products */
+    int cap = 16, count = 0, rc = 0;
+    int *seen_node = malloc((size_t)cap * sizeof *seen_node);
+    int64_t *seen_half = malloc((size_t)cap * sizeof *seen_half);
+    arena a;
+    arena_init(&a);
+    for (int k = 0; k < n && rc == 0; k++)
+        for (int i = 0; i < ks[k].nargs && rc == 0; i++) {
+            const cg_arg *x = &ks[k].args[i];
+            if (x->node < 0) continue;
+            int64_t half = interleave_half(&ks[k], x->node);
+            if (!(x->kind == CG_ARG_PACKED || (x->kind == CG_ARG_PARAM && half > 0))) continue;
+            bool dup = false;
+            for (int j = 0; j < count && !dup; j++) dup = seen_node[j] == x->node && seen_half[j] == half;
+            if (dup) continue;
+            if (count == cap) {
+                cap *= 2;
+                int *nn = realloc(seen_node, (size_t)cap * sizeof *nn);
+                if (nn) seen_node = nn;
+                int64_t *nh = realloc(seen_half, (size_t)cap * sizeof *nh);
+                if (nh) seen_half = nh;
+                if (!nn || !nh) {
+                    snprintf(err, errlen, "out of memory");
+                    rc = -1;
+                    break;
+                }
+            }
+            if (!seen_node || !seen_half) {
+                snprintf(err, errlen, "out of memory");
+                rc = -1;
+                break;
+            }
+            seen_node[count] = x->node;
+            seen_half[count++] = half;
+            const ir_node *v = g->nodes[x->node];
+            ir_dim b = pass_bytes(&v->type);
+            int64_t vb = 0;
+            if (!ir_dim_value(&b, dims, &vb)) {
+                snprintf(err, errlen, "the size of %s needs every dim bound", pass_describe(&a, v));
+                rc = -1;
+                break;
+            }
+            *bytes += vb;
+            if (out) {
+                const char *what = v->op == IR_OP_WEIGHT ? arena_printf(&a, "weight %s", v->name ? v->name : "?")
+                                                         : pass_describe(&a, v);
+                fprintf(out, "  bind-time copy: %s%s, %s\n", what,
+                        half > 0 ? " with its rows interleaved (gate/up side by side for the SwiGLU epilogue)" : "",
+                        pass_bytes_str(&a, g, &b));
+            }
+        }
+    arena_free(&a);
+    free(seen_node);
+    free(seen_half);
+    cg_kernels_free(ks, n);
+    return rc < 0 ? -1 : count;
 }

@@ -432,6 +432,8 @@ static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src
     }
     if (!strcmp(c->emit, "plan") || c->report) {
         have_plan = pass_plan_memory(g, NULL, &mp, err, sizeof err) == 0;
+        int64_t copies = 0; /* the weight copies as the runtime makes them (codegen's kernels say which) */
+        if (have_plan && cg_bind_copies(g, NULL, NULL, &copies, NULL, err, sizeof err) >= 0) mp.packed = copies;
         if (!have_plan && !strcmp(c->emit, "plan")) {
             fprintf(stderr, "kiln: %s\n", err);
             status = EX_USAGE;
@@ -451,6 +453,8 @@ static int compile(const cli *c, ir_graph *g, diag_list *d, const fe_source *src
         if (cg_fallbacks_print(g, NULL, out, err, sizeof err) < 0) fprintf(stderr, "kiln: %s\n", err);
         fputc('\n', out);
         pass_memplan_print(g, &mp, out);
+        int64_t copies;
+        cg_bind_copies(g, NULL, NULL, &copies, out, err, sizeof err);
     } else {
         ir_print(g, out);
     }

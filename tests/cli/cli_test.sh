@@ -45,6 +45,9 @@ done
 # a kernel on the generic template is a warning in the plan and in --explain, with the reason
 expect 0 "warning: kernel k0 \(attention, attention 'a' \(line 10\)\) runs the generic elementwise template, not the attention one: attention: the templates take head dimension 64 or 128" compile tests/cli/attention_hd16.kiln --emit=plan -D B=1 -D S=2 -D T=8
 expect 0 "warning: kernel k0 \(attention.*generic elementwise template" compile tests/cli/attention_hd16.kiln --explain -o /dev/null
+# the plan counts every weight copy made at bind time (an interleaved gate_up weight too)
+expect 0 'packed weights 96.0 MiB' compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
+expect 0 'bind-time copy: weight wgu with its rows interleaved .*, 96.0 MiB' compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
 # every kernel not fused into a neighbour says why (the gathers of a partial rotary)
 expect 0 "k2 +rope \(line 27\): a rope is not elementwise.*attention-rope takes a rope only when attention reads its result directly" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
 expect 0 "k3 +concat 'q2' \(line 27\): .*read by k6, attention 'a' \(line 30\), which takes in only a rope" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
