@@ -22,26 +22,21 @@
  * Values are float locals, memoized per (node, index) within the block that
  * declared them, so a value used twice is computed once. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cg_impl.h"
+#include "util/vec.h"
 
 /* ---- strings -------------------------------------------------------------- */
 
 void cg_str_append(cg_str *b, const char *s, size_t n)
 {
     if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns) {
-            b->oom = true;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
+    if (n > SIZE_MAX - b->len - 1 || !vec_reserve((void **)&b->s, &b->cap, b->len + n + 1, 1, NULL)) {
+        b->oom = true;
+        return;
     }
     memcpy(b->s + b->len, s, n);
     b->len += n;
@@ -326,15 +321,9 @@ static bool binding_of(cg_gen *gen, const ir_node *n, cg_arg_kind *kind, int *in
 
 static cg_arg *new_arg(cg_gen *gen)
 {
-    if (gen->nargs == gen->capargs) {
-        int cap = gen->capargs ? 2 * gen->capargs : 16;
-        cg_arg *na = realloc(gen->args, (size_t)cap * sizeof *na);
-        if (!na) {
-            cg_fail(gen, "out of memory");
-            return NULL;
-        }
-        gen->args = na;
-        gen->capargs = cap;
+    if (!VEC_GROW(gen->args, gen->nargs, gen->capargs, NULL)) {
+        cg_fail(gen, "out of memory");
+        return NULL;
     }
     cg_arg *a = &gen->args[gen->nargs++];
     memset(a, 0, sizeof *a);
@@ -614,15 +603,9 @@ static const char *memo_find(cg_gen *gen, const ir_node *n, const char *key)
 
 static void memo_add(cg_gen *gen, const ir_node *n, const char *key, const char *var)
 {
-    if (gen->nmemo == gen->capmemo) {
-        int cap = gen->capmemo ? 2 * gen->capmemo : 64;
-        cg_memo *nm = realloc(gen->memo, (size_t)cap * sizeof *nm);
-        if (!nm) {
-            cg_fail(gen, "out of memory");
-            return;
-        }
-        gen->memo = nm;
-        gen->capmemo = cap;
+    if (!VEC_GROW(gen->memo, gen->nmemo, gen->capmemo, NULL)) {
+        cg_fail(gen, "out of memory");
+        return;
     }
     gen->memo[gen->nmemo++] = (cg_memo){n->id, key, var, gen->depth};
 }

@@ -8,6 +8,7 @@
 
 #include "codegen/cg.h"
 #include "passes/pass.h"
+#include "util/vec.h"
 
 int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, char *err, size_t errlen)
 {
@@ -51,9 +52,12 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
     int n = 0;
     if (cg_emit_all_ex(g, opts, &ks, &n, err, errlen) != 0) return -1;
     /* one copy per (node, layout), as the runtime keys its products */
-    int cap = 16, count = 0, rc = 0;
-    int *seen_node = malloc((size_t)cap * sizeof *seen_node);
-    int64_t *seen_half = malloc((size_t)cap * sizeof *seen_half);
+    typedef struct copy {
+        int node;
+        int64_t half;
+    } copy;
+    copy *seen = NULL;
+    int cap = 0, count = 0, rc = 0;
     arena a;
     arena_init(&a);
     for (int k = 0; k < n && rc == 0; k++)
@@ -63,27 +67,14 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
             int64_t half = interleave_half(&ks[k], x->node);
             if (!(x->kind == CG_ARG_PACKED || (x->kind == CG_ARG_PARAM && half > 0))) continue;
             bool dup = false;
-            for (int j = 0; j < count && !dup; j++) dup = seen_node[j] == x->node && seen_half[j] == half;
+            for (int j = 0; j < count && !dup; j++) dup = seen[j].node == x->node && seen[j].half == half;
             if (dup) continue;
-            if (count == cap) {
-                cap *= 2;
-                int *nn = realloc(seen_node, (size_t)cap * sizeof *nn);
-                if (nn) seen_node = nn;
-                int64_t *nh = realloc(seen_half, (size_t)cap * sizeof *nh);
-                if (nh) seen_half = nh;
-                if (!nn || !nh) {
-                    snprintf(err, errlen, "out of memory");
-                    rc = -1;
-                    break;
-                }
-            }
-            if (!seen_node || !seen_half) {
+            if (!VEC_GROW(seen, count, cap, &a)) {
                 snprintf(err, errlen, "out of memory");
                 rc = -1;
                 break;
             }
-            seen_node[count] = x->node;
-            seen_half[count++] = half;
+            seen[count++] = (copy){x->node, half};
             const ir_node *v = g->nodes[x->node];
             ir_dim b = pass_bytes(&v->type);
             int64_t vb = 0;
@@ -102,8 +93,6 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
             }
         }
     arena_free(&a);
-    free(seen_node);
-    free(seen_half);
     cg_kernels_free(ks, n);
     return rc < 0 ? -1 : count;
 }

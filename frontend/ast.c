@@ -13,6 +13,7 @@
  * Numbers print as written in the source; each statement ends with its
  * line:column. */
 #include "frontend/ast.h"
+#include "util/vec.h"
 
 #include <string.h>
 
@@ -26,17 +27,10 @@ fe_expr *fe_expr_new(arena *a, fe_expr_kind kind, src_loc loc)
     return e;
 }
 
-/* Grow an arena-backed vector: the old storage stays in the arena. */
+/* Append to an arena-backed vector: the old storage stays in the arena. */
 static bool vec_push(arena *a, void **v, int *n, int *cap, size_t elem, const void *item)
 {
-    if (*n == *cap) {
-        int nc = *cap ? *cap * 2 : 4;
-        void *nv = arena_alloc(a, (size_t)nc * elem);
-        if (!nv) return false;
-        if (*n) memcpy(nv, *v, (size_t)*n * elem);
-        *v = nv;
-        *cap = nc;
-    }
+    if (!vec_grow(v, cap, *n, elem, a)) return false;
     memcpy((char *)*v + (size_t)*n * elem, item, elem);
     (*n)++;
     return true;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "frontend/lower.h"
+#include "util/vec.h"
 
 /* ---- symbols ---------------------------------------------------------------- */
 
@@ -32,16 +33,9 @@ fe_sym *fe_lookup(fe_lower *l, const char *name)
 
 static fe_sym *add_sym(fe_lower *l, const char *name, fe_sym_kind kind, src_loc loc)
 {
-    if (l->nsyms == l->cap) {
-        int nc = l->cap ? l->cap * 2 : 32;
-        fe_sym *n = arena_alloc(l->a, (size_t)nc * sizeof *n);
-        if (!n) {
-            diag_error(l->d, loc, "out of memory");
-            return NULL;
-        }
-        if (l->nsyms) memcpy(n, l->syms, (size_t)l->nsyms * sizeof *n);
-        l->syms = n;
-        l->cap = nc;
+    if (!VEC_GROW(l->syms, l->nsyms, l->cap, l->a)) {
+        diag_error(l->d, loc, "out of memory");
+        return NULL;
     }
     fe_sym *s = &l->syms[l->nsyms++];
     memset(s, 0, sizeof *s);
@@ -622,14 +616,7 @@ static void note_state_write(fe_lower *l, int var, const ir_node *v)
 {
     const ir_node *st = v && v->op == IR_OP_CACHE_WRITE ? written_state(v) : NULL;
     if (!st) return;
-    if (l->nwrites == l->capwrites) {
-        int nc = l->capwrites ? l->capwrites * 2 : 8;
-        fe_state_write *n = arena_alloc(l->a, (size_t)nc * sizeof *n);
-        if (!n) return; /* a missed warning, not a wrong graph */
-        if (l->nwrites) memcpy(n, l->writes, (size_t)l->nwrites * sizeof *n);
-        l->writes = n;
-        l->capwrites = nc;
-    }
+    if (!VEC_GROW(l->writes, l->nwrites, l->capwrites, l->a)) return; /* a missed warning, not a wrong graph */
     l->writes[l->nwrites++] = (fe_state_write){var, v, st};
 }
 

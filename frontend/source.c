@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "util/vec.h"
 
 static char *dup_str(const char *s)
 {
@@ -33,10 +34,7 @@ int fe_source_read(fe_source *src, const char *path, diag_list *d)
                 fclose(f);
                 return -1;
             }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) goto oom;
-            buf = nb;
-            cap *= 2;
+            if (!vec_reserve((void **)&buf, &cap, cap * 2, 1, NULL)) goto oom;
         }
         size_t n = fread(buf + len, 1, cap - len - 1, f);
         len += n;

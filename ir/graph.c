@@ -4,6 +4,7 @@
 
 #include "ir/ir.h"
 #include "ir/ir_internal.h"
+#include "util/vec.h"
 
 ir_graph *ir_graph_new(const char *name)
 {
@@ -57,26 +58,13 @@ int ir_graph_add_sym(ir_graph *g, const char *name)
     return g->nsyms++;
 }
 
-/* Grow an arena-backed array of `elem` bytes to hold one more item. */
-static bool grow(ir_graph *g, void **items, int count, int *cap, size_t elem)
-{
-    if (count < *cap) return true;
-    int ncap = *cap ? *cap * 2 : 16;
-    void *n = arena_alloc(&g->arena, (size_t)ncap * elem);
-    if (!n) return false;
-    if (count) memcpy(n, *items, (size_t)count * elem);
-    *items = n;
-    *cap = ncap;
-    return true;
-}
-
 bool ir_graph_append_node_(ir_graph *g, ir_node *n)
 {
-    if (!grow(g, (void **)&g->nodes, g->nnodes, &g->cap_nodes, sizeof *g->nodes)) return false;
+    if (!VEC_GROW(g->nodes, g->nnodes, g->cap_nodes, &g->arena)) return false;
     n->id = g->nnodes;
     g->nodes[g->nnodes++] = n;
     if (n->op == IR_OP_INPUT || n->op == IR_OP_WEIGHT || n->op == IR_OP_STATE) {
-        if (!grow(g, (void **)&g->params, g->nparams, &g->cap_params, sizeof *g->params)) {
+        if (!VEC_GROW(g->params, g->nparams, g->cap_params, &g->arena)) {
             g->nnodes--;
             return false;
         }
@@ -91,7 +79,7 @@ bool ir_graph_append_node_(ir_graph *g, ir_node *n)
 int ir_graph_add_output(ir_graph *g, const char *name, ir_node *value, src_loc loc)
 {
     if (!value) return -1;
-    if (!grow(g, (void **)&g->outputs, g->noutputs, &g->cap_outputs, sizeof *g->outputs)) return -1;
+    if (!VEC_GROW(g->outputs, g->noutputs, g->cap_outputs, &g->arena)) return -1;
     g->outputs[g->noutputs] = (ir_output){arena_strdup(&g->arena, name), value, ir_graph_loc(g, loc)};
     return g->noutputs++;
 }
@@ -105,14 +93,14 @@ int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
             g->states[i].loc = ir_graph_loc(g, loc);
             return i;
         }
-    if (!grow(g, (void **)&g->states, g->nstates, &g->cap_states, sizeof *g->states)) return -1;
+    if (!VEC_GROW(g->states, g->nstates, g->cap_states, &g->arena)) return -1;
     g->states[g->nstates] = (ir_state_update){state, value, ir_graph_loc(g, loc)};
     return g->nstates++;
 }
 
 int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind)
 {
-    if (!grow(g, (void **)&g->groups, g->ngroups, &g->cap_groups, sizeof *g->groups)) return -1;
+    if (!VEC_GROW(g->groups, g->ngroups, g->cap_groups, &g->arena)) return -1;
     g->groups[g->ngroups] = (ir_group){anchor, kind};
     anchor->group = g->ngroups;
     return g->ngroups++;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "util/vec.h"
 
 void pass_report_init(pass_report *r)
 {
@@ -26,13 +27,7 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, i
 {
     pass_report *r = ctx->report;
     if (!r) return;
-    if (r->count == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 32;
-        pass_decision *n = realloc(r->items, (size_t)cap * sizeof *n);
-        if (!n) return;
-        r->items = n;
-        r->cap = cap;
-    }
+    if (!VEC_GROW(r->items, r->count, r->cap, NULL)) return;
     pass_decision *d = &r->items[r->count++];
     memset(d, 0, sizeof *d);
     d->pass = ctx->pass;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "util/vec.h"
 
 /* Kernel k reads v only element for element: every reader in k is an
  * elementwise op or a row op (norm, softmax) over v's own shape, reading v
@@ -80,6 +81,7 @@ int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, c
     int *last = malloc(((size_t)n + 1) * sizeof *last);
     bool *external = calloc((size_t)n + 1, sizeof *external);
     bool *bind = pass_bind_time(g);
+    int capbufs = 0;
     if (!last || !external || !bind) goto oom;
     for (int i = 0; i < n; i++) last[i] = -1;
     for (int i = 0; i < g->noutputs; i++) external[base_of(g->outputs[i].value)->id] = true;
@@ -103,9 +105,7 @@ int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, c
         if (v->group < 0 || last[i] < 0 || external[i]) continue;
         ir_dim b = pass_bytes(&v->type);
         if (!ir_dim_value(&b, dims, &bytes)) goto unbound;
-        pass_buffer *nb = realloc(mp->bufs, ((size_t)mp->nbufs + 1) * sizeof *nb);
-        if (!nb) goto oom;
-        mp->bufs = nb;
+        if (!VEC_GROW(mp->bufs, mp->nbufs, capbufs, NULL)) goto oom;
         bytes = (bytes + 255) & ~(int64_t)255; /* 256-byte aligned for vector loads */
         mp->bufs[mp->nbufs++] = (pass_buffer){v, v->group, last[i], bytes, 0};
         mp->total += bytes;

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "util/vec.h"
 
 #define MAXN 96
 
@@ -1050,13 +1051,7 @@ typedef struct made {
 
 static bool remember(made *mk, ir_node *n)
 {
-    if (mk->n == mk->cap) {
-        int cap = mk->cap ? 2 * mk->cap : 16;
-        ir_node **v = realloc(mk->v, (size_t)cap * sizeof *v);
-        if (!v) return false;
-        mk->v = v;
-        mk->cap = cap;
-    }
+    if (!VEC_GROW(mk->v, mk->n, mk->cap, NULL)) return false;
     mk->v[mk->n++] = n;
     return true;
 }

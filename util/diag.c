@@ -1,5 +1,6 @@
 /* util/diag.c — collecting and rendering located diagnostics. */
 #include "util/diag.h"
+#include "util/vec.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -34,13 +35,7 @@ static void add_v(diag_list *d, diag_severity sev, src_loc loc, int warning, con
         if (d->errors > max) return;
     }
     if (sev == DIAG_WARNING) d->warnings++;
-    if (d->count == d->cap) {
-        int cap = d->cap ? d->cap * 2 : 8;
-        diag *n = realloc(d->items, (size_t)cap * sizeof *n);
-        if (!n) return; /* out of memory: the error count still says it failed */
-        d->items = n;
-        d->cap = cap;
-    }
+    if (!VEC_GROW(d->items, d->count, d->cap, NULL)) return; /* out of memory: the error count still says it failed */
     va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
