@@ -874,10 +874,11 @@ static void warn_unused(fe_lower *l)
                       "'%s' is computed but never used: it reaches no output or state update (to "
                       "return it, write 'output %s = ...')",
                       s->name, s->name);
-        else if (s->kind == FE_SYM_PARAM && s->param_kind == IR_OP_STATE)
-            diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "state '%s' is declared but never read or updated",
-                      s->name);
-        else if (s->kind == FE_SYM_PARAM)
+        else if (s->kind == FE_SYM_PARAM && s->param_kind == IR_OP_STATE) {
+            if (!s->rebound) /* a state only written is updated, not unused */
+                diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "state '%s' is declared but never read or updated",
+                          s->name);
+        } else if (s->kind == FE_SYM_PARAM)
             diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "%s '%s' is declared but never read",
                       kind_name(s), s->name);
     }

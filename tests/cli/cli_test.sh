@@ -70,7 +70,7 @@ expect 0 'verify: ok: 1 outputs' compile samples/gpt2_block.kiln -D D=96 -D B=1 
 expect 0 'checks the passes on the CPU interpreter .*not the generated kernels: `kiln run samples/gpt2_block.kiln --check`' compile samples/gpt2_block.kiln -D D=96 -D B=1 -D S=4 --verify -o /dev/null
 expect 0 'verify: ok: 3 outputs and states' compile samples/llama3_1b_layer.kiln -D D=256 -D F=512 --verify -o /dev/null
 "$kiln" compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --report="$tmp/r.json" -o /dev/null
-if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert len(r['kernels'])==7 and r['memory']['peak_bytes']>0 and any(d['rule']=='epilogue-swiglu' and d['taken'] for d in r['decisions'])" "$tmp/r.json"; then
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert len(r['kernels'])==7 and r['memory']['peak_bytes']>0 and any(d['rule']=='epilogue-swiglu' and d['taken'] for d in r['decisions']); assert r['memory']['packed_weight_bytes']==272*2**20; assert 'reduction over rows' in r['kernels'][0]['why_not_fused'] and 'why_not_fused' not in r['kernels'][1]" "$tmp/r.json"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --report JSON"; fi
 expect 73 'cannot write the report' compile samples/llama3_1b_layer.kiln --report="$tmp/no/dir/r.json" -o /dev/null
 

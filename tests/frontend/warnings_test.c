@@ -124,9 +124,31 @@ static void test_silent(void)
     CHECK(s.graph && s.warnings == 0);
 }
 
+/* A state given a value without being read is updated, not unused. */
+static void test_write_only_state(void)
+{
+    arena a;
+    arena_init(&a);
+    diag_list d;
+    diag_list_init(&d, &a);
+    fe_source src;
+    const char *text = "model t {\n  dims B\n  input x : f32[B, 4]\n  state s : f32[B, 4]\n"
+                       "  s = x * 2.0\n  output y = x + 1.0\n}\n";
+    if (fe_source_from_string(&src, "t.kiln", text) == 0) {
+        ir_graph *g = fe_compile(&src, NULL, &d);
+        CHECK_MSG(g && d.count == 0, "%d diagnostics", d.count);
+        if (d.count) diag_print(&d, stderr, src.text);
+        ir_graph_free(g);
+        fe_source_free(&src);
+    }
+    diag_list_free(&d);
+    arena_free(&a);
+}
+
 int main(void)
 {
     test_flags();
+    test_write_only_state();
     test_each_kind();
     test_silent();
     return CHECK_DONE();
