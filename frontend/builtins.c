@@ -26,7 +26,7 @@ typedef enum {
     P_TENSORS, /* a list of tensors */
     P_DIM,     /* one dimension */
     P_SIZES,   /* a list of dimensions or a number of equal parts */
-    P_NAME,    /* a bare name from a fixed set (rope's scaling=llama3) */
+    P_NAME,    /* a name from a fixed set, bare or quoted (rope's scaling=llama3 or "llama3") */
 } pkind;
 
 typedef struct pspec {
@@ -609,10 +609,12 @@ static fe_vals h_rope(fe_lower *l, const builtin *b, const fe_expr *call, const 
     if (!arg_num(l, argv[2], 10000.0, &theta)) ok = false;
     ir_rope_attrs r = {0};
     const fe_expr *se = argv[R_SCALING];
-    if (se && !(se->kind == FE_E_NAME && ir_rope_scaling_parse(se->text, &r.scaling))) {
+    /* a bare name or a string, as a config's rope_type: scaling=llama3, scaling="llama3" */
+    bool named = se && (se->kind == FE_E_NAME || se->kind == FE_E_STRING);
+    if (se && !(named && ir_rope_scaling_parse(se->text, &r.scaling))) {
         const char *best = NULL;
         int best_d = 1000;
-        if (se->kind == FE_E_NAME) {
+        if (named) {
             for (int k = 0; k < 4; k++)
                 if (fe_suggest_consider(se->text, ir_rope_scaling_name((ir_rope_scaling)k), &best_d))
                     best = ir_rope_scaling_name((ir_rope_scaling)k);

@@ -188,6 +188,9 @@ bool fe_eval_num(fe_lower *l, const fe_expr *e, fe_num *out)
     case FE_E_LIST:
         diag_error(l->d, e->loc, "expected a number, got a list");
         return false;
+    case FE_E_STRING:
+        diag_error(l->d, e->loc, "expected a number, got the string \"%s\"", e->text);
+        return false;
     case FE_E_CALL:
         diag_error(l->d, e->loc, "'%s(...)' is not a compile-time number; only + - * / over numbers and consts are",
                    e->text);
@@ -359,6 +362,7 @@ bool fe_eval_dim(fe_lower *l, const fe_expr *e, ir_dim *out)
     }
     case FE_E_BOOL:
     case FE_E_LIST:
+    case FE_E_STRING:
     case FE_E_CALL:
         diag_error(l->d, e->loc, "expected a dimension; %s", dim_hint);
         return false;
@@ -490,6 +494,9 @@ ir_node *fe_eval_tensor(fe_lower *l, const fe_expr *e)
         return NULL;
     case FE_E_LIST:
         diag_error(l->d, e->loc, "a list is not a tensor (lists are arguments such as shapes and axes)");
+        return NULL;
+    case FE_E_STRING:
+        diag_error(l->d, e->loc, "a string is not a tensor (strings are options such as scaling=\"llama3\")");
         return NULL;
     case FE_E_NEG: {
         ir_node *x = fe_eval_tensor(l, e->lhs);

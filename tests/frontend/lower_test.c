@@ -237,6 +237,8 @@ static void test_attention(void)
                  y->attrs.rope.original_max_pos == 8192 && ir_rope_mscale(&y->attrs.rope) == 1.0));
     EXPECT("rope(q4, pos, scaling=llama3, factor=32, original_max_pos=8192)", IR_OP_ROPE, "f32[B, S, 4, 16]",
            CHECK(y->attrs.rope.low_freq_factor == 1 && y->attrs.rope.high_freq_factor == 4));
+    EXPECT("rope(q4, pos, scaling=\"llama3\", factor=8, original_max_pos=8192)", IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.scaling == IR_ROPE_LLAMA3 && y->attrs.rope.factor == 8)); /* as in config.json */
     EXPECT("rope(q4, pos, scaling=linear, factor=2)", IR_OP_ROPE, "f32[B, S, 4, 16]",
            CHECK(y->attrs.rope.scaling == IR_ROPE_LINEAR && y->attrs.rope.factor == 2));
     EXPECT("rope(q4, pos, scaling=none)", IR_OP_ROPE, "f32[B, S, 4, 16]",
