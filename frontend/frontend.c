@@ -21,21 +21,24 @@ static void relocate(ir_graph *g, const char *file)
         if (g->states[i].loc.file) g->states[i].loc.file = file;
 }
 
-/* Does a define bind one of the model's dims? */
-static bool binds_dims(const fe_model *m, const fe_options *opts)
+/* Is `name` one of the model's dims? */
+static bool is_dim(const fe_model *m, const char *name)
 {
-    for (int i = 0; opts && i < m->nstmts; i++) {
-        const fe_stmt *s = m->stmts[i];
-        if (s->kind != FE_S_DIMS) continue;
-        for (int j = 0; j < s->names.n; j++)
-            for (int k = 0; k < opts->ndefines; k++)
-                if (opts->defines[k].name && strcmp(opts->defines[k].name, s->names.v[j].name) == 0)
-                    return true;
-    }
+    for (int i = 0; name && i < m->nstmts; i++)
+        for (int j = 0; m->stmts[i]->kind == FE_S_DIMS && j < m->stmts[i]->names.n; j++)
+            if (strcmp(m->stmts[i]->names.v[j].name, name) == 0) return true;
     return false;
 }
 
-/* Only errors that are not -Werror warnings, since `errors0` items. */
+/* Does a define bind one of the model's dims? */
+static bool binds_dims(const fe_model *m, const fe_options *opts)
+{
+    for (int k = 0; opts && k < opts->ndefines; k++)
+        if (is_dim(m, opts->defines[k].name)) return true;
+    return false;
+}
+
+/* Errors that are not -Werror warnings among the items from count0 on. */
 static bool real_errors(const diag_list *d, int count0)
 {
     for (int i = count0; i < d->count; i++)
@@ -54,13 +57,8 @@ static void layout_warnings_unbound(const fe_model *m, const fe_options *opts, d
     arena_init(&scratch);
     fe_define *defs = arena_alloc(&scratch, (size_t)(opts->ndefines + 1) * sizeof *defs);
     int nd = 0;
-    for (int k = 0; defs && k < opts->ndefines; k++) {
-        bool dim = false;
-        for (int i = 0; i < m->nstmts && !dim; i++)
-            for (int j = 0; m->stmts[i]->kind == FE_S_DIMS && j < m->stmts[i]->names.n; j++)
-                dim |= opts->defines[k].name && strcmp(opts->defines[k].name, m->stmts[i]->names.v[j].name) == 0;
-        if (!dim) defs[nd++] = opts->defines[k];
-    }
+    for (int k = 0; defs && k < opts->ndefines; k++)
+        if (!is_dim(m, opts->defines[k].name)) defs[nd++] = opts->defines[k];
     diag_list d2;
     diag_list_init(&d2, &a);
     d2.opts.disabled = ~(1u << DIAG_W_ATTENTION_LAYOUT);
