@@ -163,6 +163,9 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     else if (g->groups[k].kind == IR_GROUP_ATTENTION) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
     else if (g->groups[k].kind == IR_GROUP_ROW) ok = cg_gen_row(&gen, &plan, &hooks);
     else ok = cg_gen_elementwise(&gen, &plan, &hooks);
+    if (gen.dim_overflow)
+        ok = cg_fail(&gen, "a size in the kernel of %s (line %d) does not fit in 64 bits", ir_op_name(gen.anchor->op),
+                     gen.anchor->loc.line);
     ok = ok && !gen.failed && !hooks.oom && !plan.defines.oom;
 
     if (ok) {

@@ -129,33 +129,6 @@ bool cg_dim_one(const ir_dim *d)
     return ir_dim_is_const(d, &v) && v == 1;
 }
 
-ir_dim cg_dim_mul(cg_gen *gen, ir_dim a, ir_dim b)
-{
-    ir_dim r;
-    if (!ir_dim_mul(a, b, &r)) {
-        cg_fail(gen, "dimension expression too large");
-        return ir_dim_const(0);
-    }
-    return r;
-}
-
-ir_dim cg_dim_add(cg_gen *gen, ir_dim a, ir_dim b)
-{
-    ir_dim r;
-    if (!ir_dim_add(a, b, &r)) {
-        cg_fail(gen, "dimension expression too large");
-        return ir_dim_const(0);
-    }
-    return r;
-}
-
-ir_dim cg_numel(cg_gen *gen, const ir_type *t, int from, int to)
-{
-    ir_dim r = ir_dim_const(1);
-    for (int i = from; i < to; i++) r = cg_dim_mul(gen, r, t->dims[i]);
-    return r;
-}
-
 const char *cg_dim(cg_gen *gen, const ir_dim *d)
 {
     int64_t v;
@@ -533,7 +506,7 @@ const char *cg_idx_coord(cg_gen *gen, const cg_idx *x, int axis)
     if (x->c[axis]) return x->c[axis];
     const ir_type *t = x->t;
     if (cg_dim_one(&t->dims[axis])) return "0";
-    ir_dim stride = cg_numel(gen, t, axis + 1, t->rank);
+    ir_dim stride = ir_type_numel(t, axis + 1, t->rank, &gen->dim_overflow);
     bool unit = cg_dim_one(&stride);
     if (axis == 0) {
         if (unit) return x->flat;
@@ -687,41 +660,22 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
     return cg_printf(gen, "kiln_ld(p.%s + %s)", f, cg_idx_flatten(gen, x));
 }
 
-static const char *binary(cg_gen *gen, ir_op op, const char *a, const char *b)
+/* An elementwise op over operand expressions v: the op table's CUDA
+ * expression, or the two whose form depends on attributes and dtypes. */
+static const char *elementwise(cg_gen *gen, const ir_node *n, const char *const *v)
 {
-    switch (op) {
-    case IR_OP_ADD: return cg_printf(gen, "(%s + %s)", a, b);
-    case IR_OP_SUB: return cg_printf(gen, "(%s - %s)", a, b);
-    case IR_OP_MUL: return cg_printf(gen, "(%s * %s)", a, b);
-    case IR_OP_DIV: return cg_printf(gen, "(%s / %s)", a, b);
-    case IR_OP_MAX: return cg_printf(gen, "fmaxf(%s, %s)", a, b);
-    case IR_OP_MIN: return cg_printf(gen, "fminf(%s, %s)", a, b);
-    case IR_OP_POW: return cg_printf(gen, "powf(%s, %s)", a, b);
-    default: cg_fail(gen, "internal error: %s is not binary", ir_op_name(op)); return "0.0f";
-    }
-}
-
-static const char *unary(cg_gen *gen, const ir_node *n, const char *a)
-{
+    const char *fmt = ir_op_cuda(n->op);
+    if (fmt) return n->ninputs == 2 ? cg_printf(gen, fmt, v[0], v[1]) : cg_printf(gen, fmt, v[0]);
     switch (n->op) {
-    case IR_OP_NEG: return cg_printf(gen, "(-%s)", a);
-    case IR_OP_EXP: return cg_printf(gen, "expf(%s)", a);
-    case IR_OP_LOG: return cg_printf(gen, "logf(%s)", a);
-    case IR_OP_SQRT: return cg_printf(gen, "sqrtf(%s)", a);
-    case IR_OP_RSQRT: return cg_printf(gen, "rsqrtf(%s)", a);
-    case IR_OP_TANH: return cg_printf(gen, "tanhf(%s)", a);
-    case IR_OP_SIGMOID: return cg_printf(gen, "kiln_sigmoid(%s)", a);
-    case IR_OP_SILU: return cg_printf(gen, "kiln_silu(%s)", a);
-    case IR_OP_GELU: return cg_printf(gen, "%s(%s)", n->attrs.gelu_tanh ? "kiln_gelu_tanh" : "kiln_gelu", a);
-    case IR_OP_RELU: return cg_printf(gen, "kiln_relu(%s)", a);
+    case IR_OP_GELU: return cg_printf(gen, "%s(%s)", n->attrs.gelu_tanh ? "kiln_gelu_tanh" : "kiln_gelu", v[0]);
     case IR_OP_CAST:
         switch (n->type.dtype) {
-        case IR_BF16: return cg_printf(gen, "kiln_round_bf16(%s)", a);
-        case IR_F16: return cg_printf(gen, "kiln_round_f16(%s)", a);
-        case IR_I32: return cg_printf(gen, "truncf(%s)", a);
-        default: return a;
+        case IR_BF16: return cg_printf(gen, "kiln_round_bf16(%s)", v[0]);
+        case IR_F16: return cg_printf(gen, "kiln_round_f16(%s)", v[0]);
+        case IR_I32: return cg_printf(gen, "truncf(%s)", v[0]);
+        default: return v[0];
         }
-    default: cg_fail(gen, "internal error: %s is not unary", ir_op_name(n->op)); return "0.0f";
+    default: cg_fail(gen, "internal error: %s has no CUDA expression", ir_op_name(n->op)); return "0.0f";
     }
 }
 
@@ -742,7 +696,7 @@ static const char *compute_reduce(cg_gen *gen, const ir_node *n, const cg_idx *x
     if (n->op == IR_OP_MEAN) {
         ir_dim count = ir_dim_const(1);
         for (int j = 0; j < it->rank; j++)
-            if (n->attrs.axes & (1u << j)) count = cg_dim_mul(gen, count, it->dims[j]);
+            if (n->attrs.axes & (1u << j)) count = ir_dim_times(count, it->dims[j], &gen->dim_overflow);
         return cg_printf(gen, "(%s / (float)%s)", acc, cg_dim(gen, &count));
     }
     return acc;
@@ -853,7 +807,7 @@ static const char *compute_concat(cg_gen *gen, const ir_node *n, const cg_idx *x
     ir_dim off = ir_dim_const(0);
     for (int i = 0; i < n->ninputs; i++) {
         const ir_node *in = n->inputs[i];
-        ir_dim end = cg_dim_add(gen, off, in->type.dims[axis]);
+        ir_dim end = ir_dim_plus(off, in->type.dims[axis], &gen->dim_overflow);
         if (i + 1 < n->ninputs) cg_open(gen, "%sif (%s < %s)", i ? "else " : "", c, cg_dim(gen, &end));
         else if (i > 0) cg_open(gen, "else");
         else cg_open(gen, "%s", "");
@@ -1041,8 +995,7 @@ static const char *compute(cg_gen *gen, const ir_node *n, const cg_idx *x)
             cg_idx ix = cg_idx_broadcast(gen, x, &n->inputs[i]->type);
             v[i] = cg_value(gen, n->inputs[i], &ix);
         }
-        if (n->ninputs == 2) return binary(gen, n->op, v[0], v[1]);
-        return unary(gen, n, v[0]);
+        return elementwise(gen, n, v);
     }
     switch (n->op) {
     case IR_OP_SUM:

@@ -107,8 +107,8 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     for (int j = 0; j < plan->nouts; j++) {
         const ir_node *o = plan->outs[j];
         const ir_type *t = in_place_cache_write(gen, o) ? &o->inputs[1]->type : &o->type;
-        space[j] = cg_numel(gen, t, 0, t->rank);
-        total = cg_dim_add(gen, total, space[j]);
+        space[j] = ir_type_numel(t, 0, t->rank, &gen->dim_overflow);
+        total = ir_dim_plus(total, space[j], &gen->dim_overflow);
     }
     cg_scalar(gen, "n", total);
     cg_str body = {0};
@@ -119,7 +119,7 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
         /* several outputs: the index space is their concatenation */
         ir_dim off = ir_dim_const(0);
         for (int j = 0; j < plan->nouts; j++) {
-            ir_dim end = cg_dim_add(gen, off, space[j]);
+            ir_dim end = ir_dim_plus(off, space[j], &gen->dim_overflow);
             if (j + 1 < plan->nouts) cg_open(gen, "%sif (i < %s)", j ? "else " : "", cg_dim(gen, &end));
             else cg_open(gen, "else");
             cg_line(gen, "const long long e = i - %s;", cg_dim(gen, &off));
@@ -207,7 +207,7 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     }
     if (npost + nrowout == 0) return cg_fail(gen, "the row kernel's result is not used");
 
-    ir_dim d = xt->dims[r - 1], rows = cg_numel(gen, xt, 0, r - 1);
+    ir_dim d = xt->dims[r - 1], rows = ir_type_numel(xt, 0, r - 1, &gen->dim_overflow);
     cg_scalar(gen, "rows", rows);
     cg_scalar(gen, "d", d);
     const char *D = cg_dim(gen, &d);
@@ -338,7 +338,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (!ir_dim_eq(&as.stride[ra - 1], &one)) return cg_fail(gen, "the left operand's K axis is not contiguous");
     K = a->type.dims[ra - 1];
     if (A->op == IR_OP_LINEAR) {
-        M = cg_numel(gen, &a->type, 0, ra - 1);
+        M = ir_type_numel(&a->type, 0, ra - 1, &gen->dim_overflow);
         N = w->type.dims[0];
         for (int j = 0; j + 2 < ra; j++) {
             ir_dim want;
@@ -356,7 +356,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (ir_dim_eq(&ws.stride[rw - 1], &one)) b_nk = 0, ldw = ws.stride[rw - 2];
         else if (ir_dim_eq(&ws.stride[rw - 2], &one)) b_nk = 1, ldw = ws.stride[rw - 1];
         else return cg_fail(gen, "the right operand has no contiguous axis");
-        batch = cg_numel(gen, ot, 0, ro - 2);
+        batch = ir_type_numel(ot, 0, ro - 2, &gen->dim_overflow);
         if (!batch_stride(ot, ro - 2, &a->type, &as, &sa) || !batch_stride(ot, ro - 2, &w->type, &ws, &sw))
             return cg_fail(gen, "the batch axes of an operand do not flatten to one stride");
     }
@@ -427,8 +427,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
     if (h.gemv) {
-        ir_dim wsb = cg_dim_mul(gen, cg_dim_mul(gen, cg_dim_mul(gen, M, N), batch), ir_dim_const(4 * h.splitk));
-        ir_dim semb = cg_dim_mul(gen, cg_dim_mul(gen, N, batch), ir_dim_const(4));
+        bool *ovf = &gen->dim_overflow;
+        ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf), ir_dim_const(4 * h.splitk), ovf);
+        ir_dim semb = ir_dim_times(ir_dim_times(N, batch, ovf), ir_dim_const(4), ovf);
         if (h.splitk > 1) {
             cg_workspace(gen, "ws", "float *", wsb, false);
             cg_workspace(gen, "sem", "int *", semb, true);
@@ -658,9 +659,10 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_scalar(gen, "KV", ct->dims[1]);
     int splits = decode ? heur_att_splits(&qt->dims[0], &ct->dims[1], dims) : 0;
     if (decode) {
-        ir_dim bsh = cg_dim_mul(gen, cg_dim_mul(gen, qt->dims[0], qt->dims[1]), qt->dims[2]);
-        cg_workspace(gen, "ws", "float *", cg_dim_mul(gen, bsh, ir_dim_const(4 * splits * (hd + 2))), false);
-        cg_workspace(gen, "sem", "int *", cg_dim_mul(gen, bsh, ir_dim_const(4)), true);
+        bool *ovf = &gen->dim_overflow;
+        ir_dim bsh = ir_dim_times(ir_dim_times(qt->dims[0], qt->dims[1], ovf), qt->dims[2], ovf);
+        cg_workspace(gen, "ws", "float *", ir_dim_times(bsh, ir_dim_const(4 * splits * (hd + 2)), ovf), false);
+        cg_workspace(gen, "sem", "int *", ir_dim_times(bsh, ir_dim_const(4), ovf), true);
     }
     cg_str_printf(hooks, "/* attention: no hooks; the template reads the constants and KilnArgs above */\n\n");
     if (rope_q && rope_q->attrs.rope.scaling != IR_ROPE_NONE) { /* the host's frequencies (cg_rope.c) */

@@ -68,6 +68,7 @@ typedef struct cg_gen {
     char *err;
     size_t errlen;
     bool failed;
+    bool dim_overflow; /* a size did not fit (ir_dim_times): the kernel fails */
 } cg_gen;
 
 bool cg_fail(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -76,9 +77,6 @@ const char *cg_printf(cg_gen *gen, const char *fmt, ...) __attribute__((format(p
 /* A node's dims as a C long long expression over p.dim_<sym> fields. */
 const char *cg_dim(cg_gen *gen, const ir_dim *d);
 bool cg_dim_one(const ir_dim *d);                 /* the constant 1 */
-ir_dim cg_dim_mul(cg_gen *gen, ir_dim a, ir_dim b);
-ir_dim cg_dim_add(cg_gen *gen, ir_dim a, ir_dim b);
-ir_dim cg_numel(cg_gen *gen, const ir_type *t, int from, int to); /* product of dims [from, to) */
 
 /* ---- storage and arguments -------------------------------------------------- */
 /* Does the kernel compute n itself (a member of the group, not the anchor

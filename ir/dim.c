@@ -207,3 +207,23 @@ int ir_dim_print(const ir_dim *a, const char *const *syms, char *buf, size_t n)
 #undef PUT
     return (int)off;
 }
+
+ir_dim ir_dim_times(ir_dim a, ir_dim b, bool *overflow)
+{
+    ir_dim r;
+    if (*overflow || !ir_dim_mul(a, b, &r)) {
+        *overflow = true;
+        return ir_dim_const(0);
+    }
+    return r;
+}
+
+ir_dim ir_dim_plus(ir_dim a, ir_dim b, bool *overflow)
+{
+    ir_dim r;
+    if (*overflow || !ir_dim_add(a, b, &r)) {
+        *overflow = true;
+        return ir_dim_const(0);
+    }
+    return r;
+}

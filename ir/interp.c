@@ -973,27 +973,12 @@ static int run_source(interp *c, const ir_node *n, ir_tensor *out)
 static int eval_node(interp *c, const ir_node *n, const ir_tensor *const *in, ir_tensor *out)
 {
     int ni = n->ninputs;
+    /* elementwise ops, by arity (the op table); their math is eval_f's */
+    if (ir_op_class(n->op) == IR_CLASS_ELEMENTWISE)
+        return ir_op_max_inputs(n->op) == 2 ? run_binary(c, n, in[0], in[1], out) : run_unary(c, n, in[0], out);
     switch (n->op) {
     case IR_OP_CONST:
     case IR_OP_CAUSAL_MASK: return run_source(c, n, out);
-    case IR_OP_ADD:
-    case IR_OP_SUB:
-    case IR_OP_MUL:
-    case IR_OP_DIV:
-    case IR_OP_MAX:
-    case IR_OP_MIN:
-    case IR_OP_POW: return run_binary(c, n, in[0], in[1], out);
-    case IR_OP_NEG:
-    case IR_OP_EXP:
-    case IR_OP_LOG:
-    case IR_OP_SQRT:
-    case IR_OP_RSQRT:
-    case IR_OP_TANH:
-    case IR_OP_SIGMOID:
-    case IR_OP_SILU:
-    case IR_OP_GELU:
-    case IR_OP_RELU:
-    case IR_OP_CAST: return run_unary(c, n, in[0], out);
     case IR_OP_SUM:
     case IR_OP_MEAN:
     case IR_OP_REDUCE_MAX: return run_reduce(c, n, in[0], out);
@@ -1011,10 +996,7 @@ static int eval_node(interp *c, const ir_node *n, const ir_tensor *const *in, ir
     case IR_OP_ATTENTION:
         return run_attention(c, n, in[0], in[1], in[2], ni > 3 ? in[3] : NULL, out);
     case IR_OP_CACHE_WRITE: return run_cache_write(c, n, in[0], in[1], ni > 2 ? in[2] : NULL, out);
-    case IR_OP_INPUT:
-    case IR_OP_WEIGHT:
-    case IR_OP_STATE:
-    case IR_OP_COUNT: break;
+    default: break; /* parameters are bound, never evaluated */
     }
     return fail(c, n, "the interpreter does not handle this op");
 }

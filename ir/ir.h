@@ -74,7 +74,7 @@
 /* ---- op table ---------------------------------------------------------- */
 
 typedef enum {
-#define IR_OP(e, name, lo, hi, cls, kind) IR_OP_##e,
+#define IR_OP(e, name, lo, hi, cls, kind, cuda) IR_OP_##e,
 #include "ir/ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -113,6 +113,9 @@ ir_fusion_class ir_op_class(ir_op op);
 const char *ir_class_name(ir_fusion_class c);
 /* The kind of kernel op anchors when it is a kernel of its own. */
 ir_group_kind ir_op_kernel_kind(ir_op op);
+/* The CUDA expression of an elementwise op (a format, one %s per operand),
+ * or NULL (see ir/ops.def). */
+const char *ir_op_cuda(ir_op op);
 
 /* ---- dtypes ------------------------------------------------------------ */
 
@@ -166,6 +169,13 @@ bool ir_dim_eval(const ir_dim *a, const int64_t *syms, int64_t *v);
 /* The constant, or the value for these symbol values (syms may be NULL: then
  * only a constant has a value); false on overflow. */
 bool ir_dim_value(const ir_dim *a, const int64_t *syms, int64_t *v);
+/* Size arithmetic with one overflow rule: the first product or sum that
+ * does not fit (ir_dim_mul/ir_dim_add fail) sets *overflow, and every later
+ * one with *overflow set returns the constant 0 without computing. A caller
+ * runs a whole computation and tests *overflow once, where it can say which
+ * value of the model it was sizing (a located error, never a size of 0). */
+ir_dim ir_dim_times(ir_dim a, ir_dim b, bool *overflow);
+ir_dim ir_dim_plus(ir_dim a, ir_dim b, bool *overflow);
 /* "B", "4096", "B*S", "S + T", "2*B*S". Returns chars written (snprintf). */
 int ir_dim_print(const ir_dim *a, const char *const *syms, char *buf, size_t n);
 
@@ -189,6 +199,10 @@ bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int
  * IR_SHAPE_OVERFLOW (the element count; shape is complete). bad may be NULL. */
 typedef enum { IR_SHAPE_OK, IR_SHAPE_UNBOUND, IR_SHAPE_NEGATIVE, IR_SHAPE_OVERFLOW } ir_shape_status;
 ir_shape_status ir_type_eval_shape(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel, int *bad);
+/* Elements of dims [from, to) and bytes (numel * dtype size) of t, by the
+ * rule of ir_dim_times. */
+ir_dim ir_type_numel(const ir_type *t, int from, int to, bool *overflow);
+ir_dim ir_type_bytes(const ir_type *t, bool *overflow);
 /* "bf16[B, S, 4096]" */
 int ir_type_print(const ir_type *t, const char *const *syms, char *buf, size_t n);
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n);

@@ -10,8 +10,9 @@ static const struct {
     int lo, hi;
     ir_fusion_class cls;
     ir_group_kind kind;
+    const char *cuda;
 } op_table[IR_OP_COUNT] = {
-#define IR_OP(e, name, lo, hi, cls, kind) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind},
+#define IR_OP(e, name, lo, hi, cls, kind, cuda) {name, lo, hi, IR_CLASS_##cls, IR_GROUP_##kind, cuda},
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -21,6 +22,7 @@ int ir_op_min_inputs(ir_op op) { return op_table[op].lo; }
 int ir_op_max_inputs(ir_op op) { return op_table[op].hi; }
 ir_fusion_class ir_op_class(ir_op op) { return op_table[op].cls; }
 ir_group_kind ir_op_kernel_kind(ir_op op) { return op_table[op].kind; }
+const char *ir_op_cuda(ir_op op) { return (unsigned)op < IR_OP_COUNT ? op_table[op].cuda : NULL; }
 
 const char *ir_group_kind_name(ir_group_kind k)
 {
@@ -167,6 +169,18 @@ ir_shape_status ir_type_eval_shape(const ir_type *t, const int64_t *dims, int64_
 bool ir_type_shape_at(const ir_type *t, const int64_t *dims, int64_t *shape, int64_t *numel)
 {
     return ir_type_eval_shape(t, dims, shape, numel, NULL) == IR_SHAPE_OK;
+}
+
+ir_dim ir_type_numel(const ir_type *t, int from, int to, bool *overflow)
+{
+    ir_dim r = ir_dim_const(1);
+    for (int i = from; i < to; i++) r = ir_dim_times(r, t->dims[i], overflow);
+    return r;
+}
+
+ir_dim ir_type_bytes(const ir_type *t, bool *overflow)
+{
+    return ir_dim_times(ir_dim_const(ir_dtype_size(t->dtype)), ir_type_numel(t, 0, t->rank, overflow), overflow);
 }
 
 int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t n)

@@ -30,12 +30,6 @@ static int consumers(const pass_users *u, const ir_node *n)
     return u->count[n->id] + (u->is_output[n->id] ? 1 : 0);
 }
 
-static ir_dim times(int64_t k, ir_dim d)
-{
-    ir_dim r;
-    return ir_dim_mul(ir_dim_const(k), d, &r) ? r : ir_dim_const(0);
-}
-
 typedef struct att {
     ir_graph *g;
     pass_ctx *ctx;
@@ -88,7 +82,7 @@ static void fuse_q(att *t, ir_node *attn, int k)
     ir_node *blocker;
     ir_node *r = behind_views(t, attn->inputs[0], &blocker);
     if (r->op != IR_OP_ROPE || r->group >= 0) return;
-    ir_dim bytes = times(2, pass_bytes(&r->type));
+    ir_dim bytes = pass_size(t->ctx, r, 2);
     if (!allowed(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn)) return;
     if (blocker) {
         refuse(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn,
@@ -126,7 +120,7 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
     if (cw->op != IR_OP_CACHE_WRITE || cw->group >= 0) return;
     ir_node *cache = cw->inputs[0], *rows = cw->inputs[1];
     ir_node *cpos = cw->ninputs > 2 ? cw->inputs[2] : NULL, *apos = attn->ninputs > 3 ? attn->inputs[3] : NULL;
-    ir_dim bytes = pass_bytes(&rows->type);
+    ir_dim bytes = pass_size(t->ctx, rows, 1);
     const char *kv = input == 1 ? "K" : "V";
     if (!allowed(t, PASS_RULE_ATTENTION_CACHE_WRITE, bytes, cw, attn)) return;
     const char *why = NULL;
@@ -159,7 +153,7 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
     ir_node *blocker;
     ir_node *r = behind_views(t, rows, &blocker);
     if (r->op != IR_OP_ROPE || r->group >= 0) return;
-    ir_dim rbytes = times(2, pass_bytes(&r->type));
+    ir_dim rbytes = pass_size(t->ctx, r, 2);
     if (!allowed(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn)) return;
     if (blocker) {
         refuse(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn,

@@ -66,7 +66,7 @@ static void refuse_once(ew *e, pass_rule rule, ir_node *n, ir_node *into, const 
     if (e->refused[n->id]) return;
     e->refused[n->id] = true;
     ir_node *nodes[2] = {n, into};
-    pass_decide(e->ctx, e->g, rule, false, pass_dim_times(2, pass_bytes(&n->type)), nodes, 2, NZ(what), "not fused: %s", NZ(why));
+    pass_decide(e->ctx, e->g, rule, false, pass_size(e->ctx, n, 2), nodes, 2, NZ(what), "not fused: %s", NZ(why));
 }
 
 static const char *disabled(ew *e, pass_rule rule)
@@ -112,7 +112,7 @@ static bool prologue(ew *e, ir_node *r)
             ir_node *nodes[2] = {p, r};
             char tb[256];
             ir_type_print(&p->type, g->syms, tb, sizeof tb);
-            pass_decide(e->ctx, g, rule, true, pass_dim_times(2, pass_bytes(&p->type)), nodes, 2, NZ(what),
+            pass_decide(e->ctx, g, rule, true, pass_size(e->ctx, p, 2), nodes, 2, NZ(what),
                         "computed as the row is loaded; the intermediate %s is not written and read back", tb);
             e->stack[sp++] = p;
         }
@@ -181,7 +181,7 @@ static bool epilogue(ew *e, ir_node *r)
         ir_node *nodes[2] = {c, r};
         char tb[256];
         ir_type_print(&tail->type, g->syms, tb, sizeof tb);
-        pass_decide(e->ctx, g, rule, true, pass_dim_times(2, pass_bytes(&tail->type)), nodes, 2, NZ(what),
+        pass_decide(e->ctx, g, rule, true, pass_size(e->ctx, tail, 2), nodes, 2, NZ(what),
                     "applied to the result before it is stored; the intermediate %s is not written and read back", tb);
         tail = c;
     }
@@ -231,7 +231,7 @@ static bool chain(ew *e, ir_node *n)
         w = snprintf(what + off, sizeof what - off, "%s%s", i == 0 ? "" : i == nm - 1 ? " and " : ", ",
                      NZ(pass_describe(&e->a, members[i])));
         if (w > 0 && (size_t)w < sizeof what - off) off += (size_t)w;
-        if (members[i] != n) bytes = pass_dim_plus(bytes, pass_dim_times(2, pass_bytes(&members[i]->type)));
+        if (members[i] != n) bytes = pass_size_sum(e->ctx, members[i], bytes, pass_size(e->ctx, members[i], 2));
     }
     snprintf(what + off, sizeof what - off, " into one elementwise kernel");
     if (!pass_rule_enabled(e->ctx, rule)) {

@@ -199,7 +199,7 @@ static ir_node *try_swiglu(epi *e, ir_node *anchor, int k)
     }
     if (!mul) return NULL;
     ir_node *nodes[5] = {anchor, gate, up, act, mul};
-    ir_dim bytes = pass_dim_plus(pass_dim_times(2, pass_bytes(&anchor->type)), pass_dim_times(2, pass_bytes(&act->type)));
+    ir_dim bytes = pass_size_sum(e->ctx, act, pass_size(e->ctx, anchor, 2), pass_size(e->ctx, act, 2));
     const char *what = arena_printf(&e->a, "fuse the %s gate %s(%s) * %s into the epilogue of %s",
                                     act->op == IR_OP_SILU ? "SwiGLU" : "GeGLU", ir_op_name(act->op),
                                     gate->name ? gate->name : "gate", up->name ? up->name : "up",
@@ -248,7 +248,7 @@ static bool fuse_from(epi *e, ir_node *anchor)
         if (ir_op_class(c->op) != IR_CLASS_ELEMENTWISE || c->group >= 0 || e->bt[c->id]) return true;
         const char *why;
         epi_kind kind = classify(&e->a, g, c, tail, &why);
-        ir_dim bytes = pass_dim_times(2, pass_bytes(&tail->type));
+        ir_dim bytes = pass_size(e->ctx, tail, 2);
         pass_rule rule = rule_of(kind);
         if (why) {
             refuse(e, rule, bytes, c, anchor, why);
@@ -286,7 +286,7 @@ ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx)
         if (p->c->group >= 0) continue;
         const char *why;
         epi_kind kind = classify(&e.a, g, p->c, p->tail, &why);
-        refuse(&e, rule_of(kind), pass_dim_times(2, pass_bytes(&p->tail->type)), p->c, p->anchor,
+        refuse(&e, rule_of(kind), pass_size(ctx, p->tail, 2), p->c, p->anchor,
                pass_describe_consumers(&e.a, g, e.u, p->tail));
     }
     free(e.pend);

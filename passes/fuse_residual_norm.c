@@ -77,7 +77,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
             const char *what = arena_printf(&a, "fuse the residual %s into the row kernel of %s",
                                             NZ(pass_describe(&a, add)), NZ(pass_describe(&a, norm)));
             int others = u->count[add->id] + (u->is_output[add->id] ? 1 : 0) - 1;
-            ir_dim bytes = pass_bytes(&add->type);
+            ir_dim bytes = pass_size(ctx, add, 1);
             bool cycle = false;
             for (int j = 1; j < norm->ninputs; j++) cycle = cycle || depends_on(&w, norm->inputs[j], add);
             if (add->group >= 0) {

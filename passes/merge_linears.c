@@ -145,8 +145,7 @@ static void report_merge(pass_ctx *ctx, const ir_graph *g, arena *a, const ir_no
         if (w > 0 && (size_t)w < sizeof ws - woff) woff += (size_t)w;
     }
     const char *full = arena_printf(a, "merge %s into one linear over packed weights [%s]", what, ws);
-    ir_dim bytes = ir_dim_const(0);
-    if (!ir_dim_mul(ir_dim_const(n - 1), pass_bytes(&x->type), &bytes)) bytes = ir_dim_const(0);
+    ir_dim bytes = pass_size(ctx, x, n - 1);
     const char *who = x->name && x->param < 0 ? arena_printf(a, "'%s'", x->name)
                       : x->param >= 0         ? arena_printf(a, "input '%s'", x->name)
                                               : "the input";
@@ -159,7 +158,7 @@ static void report_refusal(pass_ctx *ctx, const ir_graph *g, arena *a, const ir_
                            const char *why)
 {
     ir_node *nodes[2] = {(ir_node *)l, (ir_node *)other};
-    ir_dim bytes = pass_bytes(&l->inputs[0]->type);
+    ir_dim bytes = pass_size(ctx, l->inputs[0], 1);
     const char *what = arena_printf(a, "merge %s with %s", NZ(pass_describe(a, l)), NZ(pass_describe(a, other)));
     pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what), "not merged: %s", NZ(why));
 }

@@ -103,6 +103,7 @@ typedef struct pass_ctx {
     diag_list *diags;
     const char *pass;            /* the pass now running (set by the pipeline) */
     pass_analyses analyses;      /* owned by the pass manager (pass_run_one) */
+    bool size_overflow;          /* a size did not fit (pass_size): reported; the pass fails */
 } pass_ctx;
 
 /* What a pass asks of the pass manager: the users and bind-time flags of g,
@@ -156,11 +157,16 @@ void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, i
  * reporting "out of memory" and freeing g. */
 ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok);
 
-/* Bytes of a tensor of type t: numel * dtype size, symbolic. */
+/* k times the bytes of n's result (numel * dtype size), symbolic. A size
+ * that does not fit in 64 bits is a located error: reported once at n's line
+ * into ctx->diags, and the pass manager fails the pass (the size is 0 until
+ * then, never used). */
+ir_dim pass_size(pass_ctx *ctx, const ir_node *n, int64_t k);
+/* a + b, two sizes about n, by the same rule. */
+ir_dim pass_size_sum(pass_ctx *ctx, const ir_node *n, ir_dim a, ir_dim b);
+/* Bytes of a tensor of type t; the constant 0 when it does not fit. Kept for
+ * runtime/rt_model.c until it moves to ir_type_bytes; passes use pass_size. */
 ir_dim pass_bytes(const ir_type *t);
-/* k * d and a + b; the constant 0 when the product/sum does not fit. */
-ir_dim pass_dim_times(int64_t k, ir_dim d);
-ir_dim pass_dim_plus(ir_dim a, ir_dim b);
 /* a and b have equal attributes (every field of ir_attrs; perm up to a's rank). */
 bool pass_attrs_eq(const ir_node *a, const ir_node *b);
 
@@ -228,7 +234,8 @@ typedef struct pass_memplan {
 } pass_memplan;
 
 /* dims: a value per graph symbol (may be NULL when every dim is a number).
- * Returns 0, or -1 with a message naming the unbound dims. */
+ * Returns 0, or -1 with a message naming the unbound dims, or — when a size
+ * does not fit in 64 bits — one located at the model line of the value. */
 int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, char *err, size_t errlen);
 void pass_memplan_free(pass_memplan *mp);
 void pass_memplan_print(const ir_graph *g, const pass_memplan *mp, FILE *out);

@@ -66,22 +66,37 @@ ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok)
 
 ir_dim pass_bytes(const ir_type *t)
 {
-    ir_dim b = ir_dim_const(ir_dtype_size(t->dtype));
-    for (int i = 0; i < t->rank; i++)
-        if (!ir_dim_mul(b, t->dims[i], &b)) return ir_dim_const(0);
-    return b;
+    bool overflow = false;
+    ir_dim b = ir_type_bytes(t, &overflow);
+    return overflow ? ir_dim_const(0) : b;
 }
 
-ir_dim pass_dim_times(int64_t k, ir_dim d)
+/* The first size that does not fit, reported at n. */
+static ir_dim size_check(pass_ctx *ctx, const ir_node *n, ir_dim r, bool overflow)
 {
-    ir_dim r;
-    return ir_dim_mul(ir_dim_const(k), d, &r) ? r : ir_dim_const(0);
+    if (!overflow) return r;
+    if (!ctx->size_overflow) {
+        arena a;
+        arena_init(&a);
+        diag_error(ctx->diags, n->loc, "the size in bytes of %s does not fit in 64 bits", pass_describe(&a, n));
+        arena_free(&a);
+    }
+    ctx->size_overflow = true;
+    return ir_dim_const(0);
 }
 
-ir_dim pass_dim_plus(ir_dim a, ir_dim b)
+ir_dim pass_size(pass_ctx *ctx, const ir_node *n, int64_t k)
 {
-    ir_dim r;
-    return ir_dim_add(a, b, &r) ? r : ir_dim_const(0);
+    bool overflow = false;
+    ir_dim r = ir_dim_times(ir_dim_const(k), ir_type_bytes(&n->type, &overflow), &overflow);
+    return size_check(ctx, n, r, overflow);
+}
+
+ir_dim pass_size_sum(pass_ctx *ctx, const ir_node *n, ir_dim a, ir_dim b)
+{
+    bool overflow = false;
+    ir_dim r = ir_dim_plus(a, b, &overflow);
+    return size_check(ctx, n, r, overflow);
 }
 
 bool pass_attrs_eq(const ir_node *a, const ir_node *b)

@@ -124,6 +124,12 @@ ir_graph *pass_run_one(const pass_info *p, ir_graph *g, pass_ctx *ctx)
     g = p->run(g, ctx);
     /* a rebuilt graph (or none) invalidates what was computed on the old one */
     if (g != before) pass_analyses_clear(&ctx->analyses);
+    if (ctx->size_overflow) { /* reported where the size was computed */
+        ctx->size_overflow = false;
+        ir_graph_free(g);
+        pass_analyses_clear(&ctx->analyses);
+        return NULL;
+    }
     if (g && ir_verify(g, ctx->diags) != 0) {
         diag_error(ctx->diags, g->loc, "internal error: the IR verifier failed after pass '%s'", p->name);
         ir_graph_free(g);

@@ -94,21 +94,28 @@ int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, c
             if (p->group >= 0 && p->group != c->group && c->group > last[p->id]) last[p->id] = c->group;
         }
     }
+    const ir_node *v = NULL;
     for (int i = 0; i < n; i++) {
-        const ir_node *v = g->nodes[i];
+        v = g->nodes[i];
+        bool packed = bind[i] && v->op != IR_OP_WEIGHT && v->param < 0;
+        bool buffer = v->group >= 0 && last[i] >= 0 && !external[i];
+        if (!packed && !buffer) continue;
+        bool overflow = false;
+        ir_dim b = ir_type_bytes(&v->type, &overflow);
         int64_t bytes = 0;
-        if (bind[i] && v->op != IR_OP_WEIGHT && v->param < 0) {
-            ir_dim b = pass_bytes(&v->type);
-            if (!ir_dim_value(&b, dims, &bytes)) goto unbound;
-            mp->packed += bytes;
+        if (overflow) goto too_large;
+        if (!ir_dim_value(&b, dims, &bytes)) {
+            if (!dims) goto unbound;
+            goto too_large; /* every dim has a value: the size overflowed */
         }
-        if (v->group < 0 || last[i] < 0 || external[i]) continue;
-        ir_dim b = pass_bytes(&v->type);
-        if (!ir_dim_value(&b, dims, &bytes)) goto unbound;
+        if (packed && __builtin_add_overflow(mp->packed, bytes, &mp->packed)) goto too_large;
+        if (!buffer) continue;
         if (!VEC_GROW(mp->bufs, mp->nbufs, capbufs, NULL)) goto oom;
-        bytes = (bytes + 255) & ~(int64_t)255; /* 256-byte aligned for vector loads */
+        /* 256-byte aligned for vector loads */
+        if (__builtin_add_overflow(bytes, 255, &bytes)) goto too_large;
+        bytes &= ~(int64_t)255;
+        if (__builtin_add_overflow(mp->total, bytes, &mp->total)) goto too_large;
         mp->bufs[mp->nbufs++] = (pass_buffer){v, v->group, last[i], bytes, 0};
-        mp->total += bytes;
     }
     pass_buffer **order = malloc(((size_t)mp->nbufs + 1) * sizeof *order);
     if (!order) goto oom;
@@ -139,6 +146,19 @@ unbound:
         snprintf(err + len, errlen > len ? errlen - len : 0, "%s-D %s=N", i ? " " : "", g->syms[i]);
     }
     goto fail;
+too_large: {
+    /* located at the model line that computes the value */
+    arena a;
+    arena_init(&a);
+    const char *what = pass_describe(&a, v);
+    if (v->loc.line > 0)
+        snprintf(err, errlen, "%s:%d: the size in bytes of %s does not fit in 64 bits at these dims",
+                 v->loc.file ? v->loc.file : g->name, v->loc.line, what ? what : "a value");
+    else
+        snprintf(err, errlen, "the size in bytes of %s does not fit in 64 bits at these dims", what ? what : "a value");
+    arena_free(&a);
+    goto fail;
+}
 oom:
     snprintf(err, errlen, "out of memory");
 fail:

@@ -874,13 +874,13 @@ static bool fits(raiser *r, const match *m)
     return ir_type_eq(&t, &m->root->type);
 }
 
-static ir_dim saved_bytes(const match *m)
+static ir_dim saved_bytes(raiser *r, const match *m)
 {
-    ir_dim total = ir_dim_const(0), two = ir_dim_const(2), b;
+    ir_dim total = ir_dim_const(0);
     for (int i = 0; i < m->n; i++) {
         const ir_node *t = m->nodes[i];
         if (t == m->root || t->op == IR_OP_CONST) continue;
-        if (ir_dim_mul(pass_bytes(&t->type), two, &b)) ir_dim_add(total, b, &total);
+        total = pass_size_sum(r->ctx, t, total, pass_size(r->ctx, t, 2));
     }
     return total;
 }
@@ -949,11 +949,9 @@ static void decide(raiser *r, match *m, bool taken)
 {
     const char *what = arena_printf(&r->a, "raise %s%s to %s", formula(r, m), lines_str(r, m), fused_name[m->k]);
     pass_rule rule = rule_of[m->k];
-    ir_dim bytes = saved_bytes(m);
-    if (m->k == K_LINEAR && m->wt && r->u->count[m->wt->id] == 1 && !r->u->is_output[m->wt->id]) {
-        ir_dim b2;
-        if (ir_dim_mul(pass_bytes(&m->wt->type), ir_dim_const(2), &b2)) ir_dim_add(bytes, b2, &bytes);
-    }
+    ir_dim bytes = saved_bytes(r, m);
+    if (m->k == K_LINEAR && m->wt && r->u->count[m->wt->id] == 1 && !r->u->is_output[m->wt->id])
+        bytes = pass_size_sum(r->ctx, m->wt, bytes, pass_size(r->ctx, m->wt, 2));
     if (!taken) {
         pass_decide(r->ctx, r->g, rule, false, bytes, m->nodes, m->n, what, "%s", m->why ? m->why : "");
         return;

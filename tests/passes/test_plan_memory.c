@@ -1,14 +1,17 @@
 /* tests/passes/test_plan_memory.c — the memory plan: buffers whose lifetimes
  * overlap never share memory; a row or elementwise kernel may write over the
  * input it reads element for element, but not over one it reads through a
- * view that remaps indices. */
+ * view that remaps indices. A size that does not fit in 64 bits is an
+ * error at the model line of the value, in the passes (symbolic sizes) and
+ * in the plan (sizes at the bound dims), never a buffer of 0 bytes. */
 #include <string.h>
 
 #include "check.h"
 #include "frontend/frontend.h"
 #include "passes/pass.h"
 
-static ir_graph *compile(const char *text)
+/* The pipeline over text; the first error's line and message into line/msg. */
+static ir_graph *compile_diag(const char *text, int *line, char *msg, size_t msglen)
 {
     arena a;
     arena_init(&a);
@@ -20,12 +23,21 @@ static ir_graph *compile(const char *text)
     pass_options o = {0};
     pass_ctx ctx = {.opts = &o, .diags = &d};
     if (g) g = pass_run_pipeline(g, &ctx);
-    diag_print(&d, stderr, src.text);
+    if (line) *line = 0;
+    if (msg) msg[0] = 0;
+    for (int i = 0; i < d.count; i++)
+        if (d.items[i].severity == DIAG_ERROR && line && !*line) {
+            *line = d.items[i].loc.line;
+            snprintf(msg, msglen, "%s", d.items[i].msg);
+        }
+    if (!line) diag_print(&d, stderr, src.text);
     fe_source_free(&src);
     diag_list_free(&d);
     arena_free(&a);
     return g;
 }
+
+static ir_graph *compile(const char *text) { return compile_diag(text, NULL, NULL, 0); }
 
 /* Locations survive the pipeline: passes rebuild graphs and free the old
  * ones, so a file name pointing into an old arena would dangle (ASan). */
@@ -107,5 +119,29 @@ int main(void)
         CHECK_MSG(strstr(err, "-D B=N -D S=N") != NULL, "err: %s", err);
         ir_graph_free(g);
     }
+
+    /* a size that overflows at the bound dims: an error at the value's line */
+    g = compile("model m { dims B\n input x : f32[B, 4096]\n weight w : f32[4096, 4096]\n"
+                " h = linear(x, w)\n output y = exp(h) + h }\n");
+    CHECK(g != NULL);
+    if (g) {
+        int64_t huge[1] = {(int64_t)1 << 52}; /* 2^52 * 4096 * 4 bytes */
+        CHECK(pass_plan_memory(g, huge, &mp, err, sizeof err) == -1);
+        CHECK_MSG(strstr(err, "m.kiln:4: the size in bytes of linear 'h' (line 4) does not fit in 64 bits"), "err: %s", err);
+        CHECK(mp.nbufs == 0 && mp.bufs == NULL);
+        CHECK(pass_plan_memory(g, dims, &mp, err, sizeof err) == 0 && mp.nbufs == 1 && mp.bufs[0].bytes == 2 * 4096 * 4);
+        pass_memplan_free(&mp);
+        ir_graph_free(g);
+    }
+
+    /* a symbolic size that overflows: the passes stop at the value's line */
+    int line;
+    char msg[256];
+    g = compile_diag("model m {\n input x : f32[2147483648, 2147483648]\n h = exp(x)\n output y = h * h + h }\n",
+                     &line, msg, sizeof msg);
+    CHECK(g == NULL);
+    CHECK_MSG(line == 3 && strstr(msg, "the size in bytes of exp 'h' (line 3) does not fit in 64 bits"), "line %d: %s",
+              line, msg);
+    ir_graph_free(g);
     return CHECK_DONE();
 }
