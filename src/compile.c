@@ -24,6 +24,8 @@ struct kc_unit {
     ir_graph *written, *fused;
     pass_report report;
     pass_memplan mp;
+    const int64_t *max_dims; /* what the memory plan was made at (NULL: constant dims) */
+    const cg_target *target; /* the kernels' target for the plan text (NULL: the default) */
     bool have_plan;
 };
 
@@ -62,6 +64,7 @@ rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err,
     u->diag_out = diag_out;
     arena_init(&u->da);
     diag_list_init(&u->d, &u->da);
+    u->d.opts = o->warnings;
     pass_report_init(&u->report);
     rt_status st = RT_OK;
     if (o->text ? fe_source_from_string(&u->src, o->name, o->text) != 0 : fe_source_read(&u->src, o->name, &u->d) != 0) {
@@ -168,18 +171,40 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
     if (!u->fused) return rt_fail(RT_ERR_INTERNAL, err, n, "compile: no fused graph to plan");
     pass_memplan_free(&u->mp);
     memset(&u->mp, 0, sizeof u->mp);
+    u->max_dims = max_dims;
     u->have_plan = pass_plan_memory(u->fused, max_dims, &u->mp, err, n) == 0;
-    return u->have_plan ? RT_OK : RT_ERR_INTERNAL;
+    if (!u->have_plan) return RT_ERR_INTERNAL;
+    int64_t copies = 0; /* the weight copies as the runtime makes them (codegen's kernels say which) */
+    char copy_err[512];
+    if (cg_bind_copies(u->fused, NULL, max_dims, &copies, NULL, copy_err, sizeof copy_err) >= 0) u->mp.packed = copies;
+    return RT_OK;
+}
+
+/* The kernels on the generic template, each with the template's reason. */
+static void print_fallbacks(const kc_unit *u, FILE *out)
+{
+    char err[512];
+    cg_options co = {.target = u->target};
+    if (cg_fallbacks_print(u->fused, &co, out, err, sizeof err) < 0) fprintf(u->diag_out ? u->diag_out : stderr, "kiln: %s\n", err);
 }
 
 void kc_print_plan(const kc_unit *u, FILE *out)
 {
     pass_kernels_print(u->fused, out);
+    print_fallbacks(u, out);
     fputc('\n', out);
     pass_memplan_print(u->fused, &u->mp, out);
+    int64_t copies;
+    char err[512];
+    cg_options co = {.target = u->target};
+    cg_bind_copies(u->fused, &co, u->max_dims, &copies, out, err, sizeof err);
 }
 
-void kc_print_report(const kc_unit *u, FILE *out) { pass_report_print(&u->report, u->fused, out); }
+void kc_print_report(const kc_unit *u, FILE *out)
+{
+    pass_report_print(&u->report, u->fused, out);
+    print_fallbacks(u, out);
+}
 
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
 {
@@ -392,6 +417,7 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
         if (f) fclose(f);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
+    u->target = target;
     kc_print_plan(u, f);
     fclose(f);
     planner->target = *target;

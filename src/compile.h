@@ -31,6 +31,7 @@
 #include "ir/ir.h"
 #include "runtime/rt_emit.h"
 #include "runtime/rt_model.h"
+#include "util/diag.h"
 
 typedef struct kc_define {
     const char *name;  /* a `dims` symbol to bind, or a `const` to override */
@@ -49,6 +50,7 @@ typedef struct kc_options {
     FILE *dump;                  /* NULL: stderr */
     bool report;                 /* collect the fusion report (--explain, --report) */
     bool keep_written;           /* keep the graph as written next to the fused one (--verify) */
+    diag_options warnings;       /* -Werror, -Wno-NAME (zero: every warning on, none an error) */
 } kc_options;
 
 /* One model going through the driver. */
@@ -67,7 +69,9 @@ rt_status kc_parse(kc_unit *u, char *err, size_t n);
 /* Runs the pass pipeline (RT_ERR_INVALID for bad --disable names,
  * RT_ERR_INTERNAL when a pass fails). */
 rt_status kc_fuse(kc_unit *u, char *err, size_t n);
-/* Plans memory at max_dims (NULL: every dim must be a number). */
+/* Plans memory at max_dims (NULL: every dim must be a number); the plan's
+ * packed bytes are the weight copies the runtime makes at bind time
+ * (cg_bind_copies). max_dims must outlive the unit. */
 rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n);
 
 /* The graph as written (after kc_parse; after kc_fuse only with
@@ -75,10 +79,12 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
 const ir_graph *kc_written(const kc_unit *u);
 const ir_graph *kc_fused(const kc_unit *u);
 
-/* The kernels and the memory plan (after kc_plan_memory). */
+/* The kernels, a warning for each on the generic template (with the
+ * template's reason), the memory plan and each bind-time weight copy
+ * (after kc_plan_memory). */
 void kc_print_plan(const kc_unit *u, FILE *out);
-/* The fusion report (kc_options.report): for people, and as JSON (with the
- * memory plan when there is one). */
+/* The fusion report (kc_options.report): for people (with the generic-
+ * template warnings), and as JSON (with the memory plan when there is one). */
 void kc_print_report(const kc_unit *u, FILE *out);
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n);
 
