@@ -87,6 +87,7 @@ static void run_fusion(fx *f, build_fn build)
         f->ctx.pass = names[i];
         f->g->diags = &f->d;
         f->g = passes[i](f->g, &f->ctx);
+        pass_analyses_clear(&f->ctx.analyses); /* as the pass manager does: nothing cached outlives a pass here */
         CHECK_MSG(f->g != NULL, "pass %s failed", names[i]);
         if (f->g) CHECK_MSG(ir_verify(f->g, &f->d) == 0, "verifier after %s", names[i]);
     }

@@ -76,8 +76,7 @@ int main(int argc, char **argv)
         pass_ctx ctx = {.opts = &o, .diags = &d};
         for (int i = 0; i < npasses && g; i++) {
             ctx.pass = p[i].name;
-            g->diags = &d;
-            g = p[i].run(g, &ctx);
+            g = pass_run_one(&p[i], g, &ctx); /* the pass manager's step: it drops analyses of a rebuilt graph */
             CHECK_MSG(g != NULL, "pass %s failed", p[i].name);
             if (!g) break;
             CHECK_MSG(ir_verify(g, &d) == 0, "verifier after %s", p[i].name);
@@ -85,6 +84,7 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "%s after %s", argv[1], p[i].name);
             validate(before, g, dims, what);
         }
+        pass_analyses_clear(&ctx.analyses); /* the caller of pass_run_one owns what is cached */
         if (g) {
             printf("%s: %d kernels\n", argv[1], g->ngroups);
             if (max_kernels > 0)
