@@ -27,28 +27,57 @@ struct kc_unit {
     const int64_t *max_dims; /* what the memory plan was made at (NULL: constant dims) */
     const cg_target *target; /* the kernels' target for the plan text (NULL: the default) */
     bool have_plan;
+    char *warnings; /* without diag_out: the rendered warnings of the steps that succeeded */
 };
 
+/* The diagnostics so far as text (with source lines and carets when text is
+ * given); malloc'd, NULL when out of memory. */
+static char *render_diags(const kc_unit *u, const char *text)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    diag_print(&u->d, f, text);
+    fclose(f);
+    while (len && buf[len - 1] == '\n') buf[--len] = 0;
+    return buf;
+}
+
+/* Appends the warnings of a step that succeeded (a unit without diag_out
+ * keeps them for kc_compile_model's caller). */
+static void keep_warnings(kc_unit *u, const char *text)
+{
+    char *w = render_diags(u, text);
+    if (!w || !*w) {
+        free(w);
+        return;
+    }
+    size_t old = u->warnings ? strlen(u->warnings) : 0, add = strlen(w);
+    char *all = realloc(u->warnings, old + add + 2);
+    if (all) {
+        if (old) all[old++] = '\n';
+        memcpy(all + old, w, add + 1);
+        u->warnings = all;
+    }
+    free(w);
+}
+
 /* Diagnostics so far: printed, or (when failed and there is no diag_out)
- * rendered into err with their source lines and carets; then cleared. */
+ * rendered into err with their source lines and carets, or (when it did not
+ * fail and there is no diag_out) kept as the unit's warnings; then cleared. */
 static void flush_diags(kc_unit *u, bool with_source, bool failed, char *err, size_t n)
 {
     const char *text = with_source ? u->src.text : NULL;
     if (u->diag_out) {
         diag_print(&u->d, u->diag_out, text);
     } else if (failed && err && n) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f) {
-            snprintf(err, n, "%s", u->d.count ? u->d.items[0].msg : "error");
-        } else {
-            diag_print(&u->d, f, text);
-            fclose(f);
-            while (len && buf[len - 1] == '\n') buf[--len] = 0;
-            snprintf(err, n, "%s", buf ? buf : "");
-        }
+        char *buf = render_diags(u, text);
+        if (!buf) snprintf(err, n, "%s", u->d.count ? u->d.items[0].msg : "error");
+        else snprintf(err, n, "%s", buf);
         free(buf);
+    } else if (!failed && u->d.count) {
+        keep_warnings(u, text);
     }
     diag_list_clear(&u->d);
 }
@@ -97,6 +126,7 @@ void kc_free(kc_unit *u)
     if (!u) return;
     pass_memplan_free(&u->mp);
     pass_report_free(&u->report);
+    free(u->warnings);
     ir_graph_free(u->written);
     ir_graph_free(u->fused);
     free(u->defs);
@@ -440,9 +470,11 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     return RT_OK;
 }
 
-rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n)
+rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char **warnings, char *err,
+                           size_t n)
 {
     *out = NULL;
+    if (warnings) *warnings = NULL;
     if (!ctx || !o) return rt_fail(RT_ERR_INVALID, err, n, "compile: NULL argument");
     kc_options co = o->compile;
     co.report = co.keep_written = false;
@@ -466,6 +498,10 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     rt_ctx_target(ctx, &target);
     if ((st = make_plan(u, &target, maxd, &plan, err, n)) != RT_OK) goto out;
     st = rt_model_create(ctx, &plan, &o->run, out, err, n); /* takes the plan */
+    if (st == RT_OK && warnings) {
+        *warnings = u->warnings;
+        u->warnings = NULL;
+    }
 out:
     rt_plan_free(&plan);
     kc_free(u);

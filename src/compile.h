@@ -18,7 +18,8 @@
  * Status codes are the runtime's rt_status (runtime/rt_err.h: the public
  * kiln_status values). Diagnostics (errors and warnings with their source lines) are
  * printed to the unit's diag_out when it has one; without, a failing step
- * renders them into its err buffer. Units share nothing: threads may
+ * renders them into its err buffer and the warnings of steps that succeed
+ * are kept (kc_compile_model hands them out). Units share nothing: threads may
  * compile at once. */
 #ifndef KILN_SRC_COMPILE_H
 #define KILN_SRC_COMPILE_H
@@ -127,7 +128,12 @@ typedef struct kc_model_options {
 
 /* Parses, fuses, plans memory at the max dims, plans the large-shape
  * variant with the context's target, and makes the runtime model, handing
- * it the planner for decode-shaped variants. */
-rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n);
+ * it the planner for decode-shaped variants. On success *warnings (when
+ * warnings is not NULL) is the text of the compile's warnings, as
+ * `kiln check` prints them, malloc'd, or NULL when there were none;
+ * compile.warnings chooses which (-Werror makes them errors: the compile
+ * fails with them in err). */
+rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char **warnings, char *err,
+                           size_t n);
 
 #endif

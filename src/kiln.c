@@ -45,6 +45,7 @@ struct kiln_model {
     kiln_context *ctx;
     rt_model *rt;
     char *describe;
+    char *warnings; /* the compile's warnings (NULL: none) */
     char error[ERRLEN];
 };
 
@@ -217,7 +218,7 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                    .max_graphs = opts->max_graphs,
                                    .lazy = opts->lazy != 0,
                                    .decode_max_rows = opts->decode_max_rows}};
-    rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, err, ERRLEN);
+    rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, &m->warnings, err, ERRLEN);
     free(defines);
     free(max_dims);
     kiln_status ks = (kiln_status)st;
@@ -253,10 +254,12 @@ void kiln_model_free(kiln_model *m)
     if (!m) return;
     rt_model_free(m->rt);
     free(m->describe);
+    free(m->warnings);
     free(m);
 }
 
 const char *kiln_model_last_error(const kiln_model *m) { return m ? m->error : ""; }
+const char *kiln_model_warnings(const kiln_model *m) { return m && m->warnings ? m->warnings : ""; }
 const char *kiln_model_name(const kiln_model *m) { return m ? rt_model_graph(m->rt)->name : NULL; }
 
 #define NEED_MODEL(m, fn)                                                                  \
