@@ -49,6 +49,16 @@ const char *cg_family_template(cg_family f); /* "elementwise.cuh", ... */
  *   common.cuh | generated part | cg_family_templates(f)[0] | [1] ... */
 const char *const *cg_family_templates(cg_family f);
 
+/* RoPE with frequency scaling (codegen/cg_rope.c). The table of
+ * ir_rope_inv_freq as "DECL double NAME[HD/2] = {...};" with %.17g values
+ * (the device reads the host's doubles exactly); snprintf-style: returns the
+ * length (buf may be NULL), -1 when out of memory. */
+int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
+                  int64_t hd);
+/* What the attention templates read for a scaled rope on load: KILN_ROPE_TABLE,
+ * KILN_ROPE_MSCALE (YaRN's attention factor) and the table kiln_rope_inv. */
+int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);
+
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {
     CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */
@@ -205,6 +215,18 @@ int cg_emit_all(const ir_graph *g, cg_kernel **out, int *n, char *err, size_t er
 int cg_emit_all_ex(const ir_graph *g, const cg_options *opts, cg_kernel **out, int *n, char *err,
                    size_t errlen);
 void cg_kernels_free(cg_kernel *ks, int n);
+/* One "warning: kernel kN (...) runs the generic ... template ...: REASON" line
+ * per kernel of g that falls back to the generic template (codegen/cg_report.c),
+ * for the reports. Returns how many, or -1 (codegen failed; err says why). */
+int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, char *err, size_t errlen);
+/* The copies of weights the runtime makes when they are bound, for g's
+ * kernels: each packed value a kernel reads (merged Q/K/V, transposes) and
+ * each weight read with its rows interleaved, once per (value, layout), as
+ * the runtime keys them. Sets *bytes (at dims, NULL when all constant) and
+ * prints one "  bind-time copy: ..." line each to out (may be NULL).
+ * Returns how many, or -1 (err says why). */
+int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dims, int64_t *bytes, FILE *out,
+                   char *err, size_t errlen);
 
 /* The launch shape for concrete dims (g->nsyms values). False (with a
  * message) when a dim does not evaluate or a grid dimension exceeds CUDA's

@@ -839,8 +839,8 @@ static const char *compute_embedding(cg_gen *gen, const ir_node *n, const cg_idx
     return cg_value(gen, t, &ti);
 }
 
-static const char *rope_angle(cg_gen *gen, const ir_node *pos, const cg_idx *x, const char *pair, ir_dim hd,
-                              double theta, const char **cs, const char **sn)
+static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos, const cg_idx *x, const char *pair,
+                              ir_dim hd, const char **cs, const char **sn)
 {
     const char *pexpr;
     const char *s = cg_idx_coord(gen, x, 1);
@@ -852,11 +852,35 @@ static const char *rope_angle(cg_gen *gen, const ir_node *pos, const cg_idx *x, 
         pexpr = s;
     }
     const char *ang = new_var(gen, "ang");
-    cg_line(gen, "const double %s = (double)%s * pow(%.17g, -2.0 * (double)%s / (double)%s);", ang, pexpr, theta,
-            pair, cg_dim(gen, &hd));
+    const ir_rope_attrs *r = &n->attrs.rope;
+    if (r->scaling == IR_ROPE_NONE) {
+        cg_line(gen, "const double %s = (double)%s * pow(%.17g, -2.0 * (double)%s / (double)%s);", ang, pexpr,
+                n->attrs.theta, pair, cg_dim(gen, &hd));
+    } else {
+        /* the host's frequencies (codegen/cg_rope.c), a table in the function */
+        int64_t hdv;
+        if (!ir_dim_is_const(&hd, &hdv) || hdv <= 0) {
+            cg_fail(gen, "rope: scaling=%s needs a constant head dimension", ir_rope_scaling_name(r->scaling));
+            return ang;
+        }
+        const char *tab = new_var(gen, "rope_inv");
+        int len = cg_rope_table(NULL, 0, "static const", tab, n->attrs.theta, r, hdv);
+        char *text = len >= 0 ? arena_alloc(gen->a, (size_t)len + 1) : NULL;
+        if (!text || cg_rope_table(text, (size_t)len + 1, "static const", tab, n->attrs.theta, r, hdv) < 0) {
+            cg_fail(gen, "out of memory");
+            return ang;
+        }
+        cg_line(gen, "%s", text);
+        cg_line(gen, "const double %s = (double)%s * %s[%s];", ang, pexpr, tab, pair);
+    }
     *cs = new_var(gen, "c");
     *sn = new_var(gen, "s");
-    cg_line(gen, "const float %s = (float)cos(%s), %s = (float)sin(%s);", *cs, ang, *sn, ang);
+    double m = ir_rope_mscale(r);
+    if (m == 1.0)
+        cg_line(gen, "const float %s = (float)cos(%s), %s = (float)sin(%s);", *cs, ang, *sn, ang);
+    else /* YaRN: cos and sin times the attention factor */
+        cg_line(gen, "const float %s = (float)(cos(%s) * %.17g), %s = (float)(sin(%s) * %.17g);", *cs, ang, m, *sn,
+                ang, m);
     return ang;
 }
 
@@ -871,8 +895,8 @@ static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)
     const char *i = cg_idx_coord(gen, x, 3), *h = cg_dim(gen, &half);
     const char *pair = new_var(gen, "j");
     cg_line(gen, "const long long %s = %s < %s ? %s : %s - %s;", pair, i, h, i, i, h);
-    const char *cs, *sn;
-    rope_angle(gen, pos, x, pair, hd, n->attrs.theta, &cs, &sn);
+    const char *cs = "0.0f", *sn = "0.0f";
+    rope_angle(gen, n, pos, x, pair, hd, &cs, &sn);
     cg_idx a = cg_idx_flat(&in->type, NULL), b = a;
     for (int j = 0; j < 3; j++) a.c[j] = b.c[j] = cg_idx_coord(gen, x, j);
     a.c[3] = pair;

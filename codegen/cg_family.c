@@ -666,8 +666,9 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     }
     if ((rope_q != NULL) != (rope_k != NULL) && append)
         return cg_fail(gen, "attention: RoPE is fused on only one of q and the new k rows");
-    if (rope_q && rope_k && rope_q->attrs.theta != rope_k->attrs.theta)
-        return cg_fail(gen, "attention: q and k are rotated with different theta");
+    if (rope_q && rope_k &&
+        (rope_q->attrs.theta != rope_k->attrs.theta || !ir_rope_attrs_eq(&rope_q->attrs.rope, &rope_k->attrs.rope)))
+        return cg_fail(gen, "attention: q and k are rotated with different theta or scaling");
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || gen->bind[i] || pass_is_view(n)) continue;
@@ -725,6 +726,13 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         cg_workspace(gen, "sem", "int *", ir_dim_times(bsh, ir_dim_const(4), ovf), true);
     }
     cg_str_printf(hooks, "/* attention: no hooks; the template reads the constants and KilnArgs above */\n\n");
+    if (rope_q && rope_q->attrs.rope.scaling != IR_ROPE_NONE) { /* the host's frequencies (cg_rope.c) */
+        int len = cg_attention_rope_source(NULL, 0, rope_q->attrs.theta, &rope_q->attrs.rope, hd);
+        char *text = len >= 0 ? arena_alloc(gen->a, (size_t)len + 1) : NULL;
+        if (!text || cg_attention_rope_source(text, (size_t)len + 1, rope_q->attrs.theta, &rope_q->attrs.rope, hd) < 0)
+            return cg_fail(gen, "out of memory");
+        cg_str_printf(hooks, "%s\n", text);
+    }
 
     define(plan, "KILN_HD", "%lld", (long long)hd);
     define(plan, "KILN_SCALE", "%s", cg_float_lit(gen, A->attrs.scale));

@@ -72,6 +72,7 @@ void fe_expr_print(const fe_expr *e, FILE *out)
     switch (e->kind) {
     case FE_E_NUM: fputs(e->text, out); break;
     case FE_E_NAME: fputs(e->text, out); break;
+    case FE_E_STRING: fprintf(out, "\"%s\"", e->text); break;
     case FE_E_BOOL: fputs(e->bval ? "true" : "false", out); break;
     case FE_E_LIST:
         fputc('[', out);

@@ -17,6 +17,7 @@
 typedef enum {
     FE_E_NUM,   /* 4096, 1e-5 */
     FE_E_NAME,  /* x, EPS, bf16 */
+    FE_E_STRING, /* "llama3" (text without the quotes) */
     FE_E_BOOL,  /* true, false */
     FE_E_LIST,  /* [a, b] */
     FE_E_CALL,  /* f(a, b, eps=1e-5) */

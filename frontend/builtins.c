@@ -12,7 +12,7 @@
 
 #include "frontend/lower.h"
 
-#define MAXP 6
+#define MAXP 14
 
 typedef enum {
     P_TENSOR,  /* a tensor expression (numbers become scalar constants) */
@@ -26,6 +26,7 @@ typedef enum {
     P_TENSORS, /* a list of tensors */
     P_DIM,     /* one dimension */
     P_SIZES,   /* a list of dimensions or a number of equal parts */
+    P_NAME,    /* a name from a fixed set, bare or quoted (rope's scaling=llama3 or "llama3") */
 } pkind;
 
 typedef struct pspec {
@@ -581,13 +582,122 @@ static fe_vals h_embedding(fe_lower *l, const builtin *b, const fe_expr *call, c
     return one(l, ir_embedding(l->g, t[0], t[1], call->loc));
 }
 
+/* rope's options after theta, in the table's order (argv[3 + i]). */
+enum {
+    R_SCALING = 3, R_FACTOR, R_LOW, R_HIGH, R_ORIG, R_BETA_FAST, R_BETA_SLOW, R_TRUNCATE,
+    R_ATTN_FACTOR, R_MSCALE, R_MSCALE_ALL,
+};
+
+/* The scalings each option of rope applies to (bit = ir_rope_scaling). */
+static unsigned rope_option_kinds(int i)
+{
+    const unsigned lin = 1u << IR_ROPE_LINEAR, l3 = 1u << IR_ROPE_LLAMA3, y = 1u << IR_ROPE_YARN;
+    switch (i) {
+    case R_FACTOR: return lin | l3 | y;
+    case R_LOW:
+    case R_HIGH: return l3;
+    case R_ORIG: return l3 | y;
+    default: return y; /* beta_fast .. mscale_all_dim */
+    }
+}
+
 static fe_vals h_rope(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
 {
     ir_node *t[MAXP];
-    double theta;
+    double theta = 0;
     bool ok = tensors(l, b, argv, t);
-    if (!arg_num(l, argv[2], 10000.0, &theta) || !ok) return one(l, NULL);
-    return one(l, ir_rope(l->g, t[0], t[1], theta, call->loc));
+    if (!arg_num(l, argv[2], 10000.0, &theta)) ok = false;
+    ir_rope_attrs r = {0};
+    const fe_expr *se = argv[R_SCALING];
+    /* a bare name or a string, as a config's rope_type: scaling=llama3, scaling="llama3" */
+    bool named = se && (se->kind == FE_E_NAME || se->kind == FE_E_STRING);
+    if (se && !(named && ir_rope_scaling_parse(se->text, &r.scaling))) {
+        const char *best = NULL;
+        int best_d = 1000;
+        if (named) {
+            for (int k = 0; k < 4; k++)
+                if (fe_suggest_consider(se->text, ir_rope_scaling_name((ir_rope_scaling)k), &best_d))
+                    best = ir_rope_scaling_name((ir_rope_scaling)k);
+            if (best)
+                diag_error(l->d, se->loc, "rope: unknown scaling '%s'; did you mean '%s'? (none, linear, llama3, yarn)",
+                           se->text, best);
+            else
+                diag_error(l->d, se->loc, "rope: unknown scaling '%s' (none, linear, llama3, yarn)", se->text);
+            return one(l, NULL);
+        } else {
+            diag_error(l->d, se->loc, "rope: 'scaling' must be one of none, linear, llama3, yarn");
+            return one(l, NULL);
+        }
+    }
+    for (int i = R_FACTOR; i <= R_MSCALE_ALL; i++)
+        if (argv[i] && !(rope_option_kinds(i) & (1u << r.scaling))) {
+            diag_error(l->d, argv[i]->loc, "rope: '%s' does not apply to scaling=%s", b->p[i].name,
+                       ir_rope_scaling_name(r.scaling));
+            return one(l, NULL);
+        }
+    double mscale = 0, mscale_all = 0, attn = 0;
+    bool truncate = true;
+    if (!arg_num(l, argv[R_FACTOR], 0, &r.factor) || !arg_num(l, argv[R_LOW], 1, &r.low_freq_factor) ||
+        !arg_num(l, argv[R_HIGH], 4, &r.high_freq_factor) || !arg_num(l, argv[R_ORIG], 0, &r.original_max_pos) ||
+        !arg_num(l, argv[R_BETA_FAST], 32, &r.beta_fast) || !arg_num(l, argv[R_BETA_SLOW], 1, &r.beta_slow) ||
+        !arg_bool(l, b, R_TRUNCATE, argv[R_TRUNCATE], true, &truncate) ||
+        !arg_num(l, argv[R_ATTN_FACTOR], 0, &attn) || !arg_num(l, argv[R_MSCALE], 0, &mscale) ||
+        !arg_num(l, argv[R_MSCALE_ALL], 0, &mscale_all) || !ok)
+        return one(l, NULL);
+    r.no_truncate = !truncate;
+    if (r.scaling != IR_ROPE_NONE && !argv[R_FACTOR]) {
+        diag_error(l->d, call->loc, "rope: scaling=%s needs factor=", ir_rope_scaling_name(r.scaling));
+        return one(l, NULL);
+    }
+    if ((r.scaling == IR_ROPE_LLAMA3 || r.scaling == IR_ROPE_YARN) && !argv[R_ORIG]) {
+        diag_error(l->d, call->loc, "rope: scaling=%s needs original_max_pos= (the context the model was trained at)",
+                   ir_rope_scaling_name(r.scaling));
+        return one(l, NULL);
+    }
+    if (r.scaling == IR_ROPE_YARN) {
+        /* as Hugging Face resolves it: attention_factor, else the ratio of
+         * the two mscales, else 0.1 ln(factor) + 1 */
+        if (argv[R_ATTN_FACTOR] && (argv[R_MSCALE] || argv[R_MSCALE_ALL])) {
+            diag_error(l->d, argv[R_ATTN_FACTOR]->loc,
+                       "rope: give attention_factor or mscale and mscale_all_dim, not both");
+            return one(l, NULL);
+        }
+        if ((argv[R_MSCALE] != NULL) != (argv[R_MSCALE_ALL] != NULL)) {
+            diag_error(l->d, (argv[R_MSCALE] ? argv[R_MSCALE] : argv[R_MSCALE_ALL])->loc,
+                       "rope: mscale and mscale_all_dim go together");
+            return one(l, NULL);
+        }
+        if (argv[R_ATTN_FACTOR]) r.mscale = attn;
+        else if (argv[R_MSCALE] && mscale != 0 && mscale_all != 0)
+            r.mscale = ir_rope_yarn_mscale(r.factor, mscale) / ir_rope_yarn_mscale(r.factor, mscale_all);
+        else r.mscale = ir_rope_yarn_mscale(r.factor, 1.0);
+    }
+    return one(l, ir_rope_scaled(l->g, t[0], t[1], theta, &r, call->loc));
+}
+
+/* Head counts are model constants; a run-time size on a head axis means a
+ * tensor in another layout that the shape rules could not tell apart (q as
+ * [B, H, S, HD] when S is a dim passes them: H % KV cannot be checked). */
+static void warn_attention_layout(fe_lower *l, const fe_expr **argv, ir_node *const *t)
+{
+    static const char *const names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        int axis = i == 0 ? 2 : 1;
+        const ir_dim *hd = &t[i]->type.dims[axis];
+        if (ir_dim_is_const(hd, NULL)) continue;
+        if (i == 0)
+            diag_warn(l->d, DIAG_W_ATTENTION_LAYOUT, argv[i]->loc,
+                      "attention: the head axis of q (axis 2) is '%s', a run-time size: q is read as "
+                      "[B, S, H, HD]; is %s in another layout? (a [B, H, S, HD] q needs "
+                      "permute(q, [0, 2, 1, 3]))",
+                      fe_dim_str(l, hd), fe_type_str(l, &t[i]->type));
+        else
+            diag_warn(l->d, DIAG_W_ATTENTION_LAYOUT, argv[i]->loc,
+                      "attention: the head axis of %s (axis 1) is '%s', a run-time size: %s is read in the "
+                      "cache layout [B, KV, T, HD]; is %s in another layout? (a [B, T, KV, HD] %s needs "
+                      "permute(%s, [0, 2, 1, 3]))",
+                      names[i], fe_dim_str(l, hd), names[i], fe_type_str(l, &t[i]->type), names[i], names[i]);
+    }
 }
 
 static fe_vals h_attention(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
@@ -603,7 +713,9 @@ static fe_vals h_attention(fe_lower *l, const builtin *b, const fe_expr *call, c
         diag_error(l->d, argv[5]->loc, "attention: scale must be positive");
         return one(l, NULL);
     }
-    return one(l, ir_attention(l->g, t[0], t[1], t[2], t[3], scale, causal, call->loc));
+    ir_node *n = ir_attention(l->g, t[0], t[1], t[2], t[3], scale, causal, call->loc);
+    if (n) warn_attention_layout(l, argv, t);
+    return one(l, n);
 }
 
 static fe_vals h_cache_write(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
@@ -682,8 +794,16 @@ static const builtin builtins[] = {
     {"split", "split(x, [sizes] or parts, axis=-1)", h_split, IR_OP_SLICE, 3,
      {T("x"), {"sizes", P_SIZES, true}, {"axis", P_AXIS, false}}},
     {"embedding", "embedding(table, ids)", h_embedding, IR_OP_EMBEDDING, 2, {T("table"), T("ids")}},
-    {"rope", "rope(x, pos, theta=10000.0)", h_rope, IR_OP_ROPE, 3,
-     {T("x"), OT("pos"), {"theta", P_NUM, false}}},
+    {"rope",
+     "rope(x, pos, theta=10000.0, scaling=none|linear|llama3|yarn, factor, low_freq_factor=1, "
+     "high_freq_factor=4, original_max_pos, beta_fast=32, beta_slow=1, truncate=true, attention_factor, "
+     "mscale, mscale_all_dim)",
+     h_rope, IR_OP_ROPE, 14,
+     {T("x"), OT("pos"), {"theta", P_NUM, false}, {"scaling", P_NAME, false}, {"factor", P_NUM, false},
+      {"low_freq_factor", P_NUM, false}, {"high_freq_factor", P_NUM, false},
+      {"original_max_pos", P_NUM, false}, {"beta_fast", P_NUM, false}, {"beta_slow", P_NUM, false},
+      {"truncate", P_BOOL, false}, {"attention_factor", P_NUM, false}, {"mscale", P_NUM, false},
+      {"mscale_all_dim", P_NUM, false}}},
     {"attention", "attention(q, k, v, pos, causal=false, scale=1/sqrt(head_dim))", h_attention,
      IR_OP_ATTENTION, 6,
      {T("q"), T("k"), T("v"), OT("pos"), {"causal", P_BOOL, false}, {"scale", P_NUM, false}}},

@@ -188,6 +188,9 @@ bool fe_eval_num(fe_lower *l, const fe_expr *e, fe_num *out)
     case FE_E_LIST:
         diag_error(l->d, e->loc, "expected a number, got a list");
         return false;
+    case FE_E_STRING:
+        diag_error(l->d, e->loc, "expected a number, got the string \"%s\"", e->text);
+        return false;
     case FE_E_CALL:
         diag_error(l->d, e->loc, "'%s(...)' is not a compile-time number; only + - * / over numbers and consts are",
                    e->text);
@@ -359,6 +362,7 @@ bool fe_eval_dim(fe_lower *l, const fe_expr *e, ir_dim *out)
     }
     case FE_E_BOOL:
     case FE_E_LIST:
+    case FE_E_STRING:
     case FE_E_CALL:
         diag_error(l->d, e->loc, "expected a dimension; %s", dim_hint);
         return false;
@@ -459,6 +463,7 @@ static ir_node *name_tensor(fe_lower *l, const fe_expr *e)
         return NULL;
     }
     if (s->poison) return NULL;
+    s->uses++;
     switch (s->kind) {
     case FE_SYM_DIM:
         diag_error(l->d, e->loc, "'%s' is a dim (a size), not a tensor", e->text);
@@ -489,6 +494,9 @@ ir_node *fe_eval_tensor(fe_lower *l, const fe_expr *e)
         return NULL;
     case FE_E_LIST:
         diag_error(l->d, e->loc, "a list is not a tensor (lists are arguments such as shapes and axes)");
+        return NULL;
+    case FE_E_STRING:
+        diag_error(l->d, e->loc, "a string is not a tensor (strings are options such as scaling=\"llama3\")");
         return NULL;
     case FE_E_NEG: {
         ir_node *x = fe_eval_tensor(l, e->lhs);
@@ -602,6 +610,23 @@ static void lower_param(fe_lower *l, const fe_stmt *s)
     sym->value = sym->param;
 }
 
+/* The STATE parameter that a chain of cache writes starting at n updates
+ * (NULL when n is not such a chain). */
+static const ir_node *written_state(const ir_node *n)
+{
+    while (n && n->op == IR_OP_CACHE_WRITE) n = n->inputs[0];
+    return n && n->op == IR_OP_STATE ? n : NULL;
+}
+
+/* Remember a variable bound to a cache write of a state (see fe_state_write). */
+static void note_state_write(fe_lower *l, int var, const ir_node *v)
+{
+    const ir_node *st = v && v->op == IR_OP_CACHE_WRITE ? written_state(v) : NULL;
+    if (!st) return;
+    if (!VEC_GROW(l->writes, l->nwrites, l->capwrites, l->a)) return; /* a missed warning, not a wrong graph */
+    l->writes[l->nwrites++] = (fe_state_write){var, v, st};
+}
+
 /* Bind the value of `name` (a target of an assignment or an output). */
 static void bind(fe_lower *l, const fe_name *n, ir_node *v)
 {
@@ -616,6 +641,7 @@ static void bind(fe_lower *l, const fe_name *n, ir_node *v)
         s->poison = is_dtype_name(n->name); /* defined anyway so that its uses stay quiet */
         s->value = v;
         name_node(l, v, n->name);
+        note_state_write(l, (int)(s - l->syms), v);
         return;
     }
     switch (s->kind) {
@@ -821,6 +847,50 @@ static void finish(fe_lower *l, int errors0)
     }
 }
 
+/* ---- warnings ---------------------------------------------------------------------- */
+
+/* The mistakes a model can make without an error, checked once it lowered
+ * cleanly (after an error, a statement that failed early leaves names looking
+ * unread). A name that starts with '_' is never reported as unused. */
+static void warn_unused(fe_lower *l)
+{
+    /* a state's new value bound to another name and never to the state */
+    for (int i = 0; i < l->nwrites; i++) {
+        const fe_state_write *w = &l->writes[i];
+        fe_sym *st = fe_lookup(l, w->state->name);
+        if (!st || st->kind != FE_SYM_PARAM || st->param != w->state) continue;
+        const ir_node *fin = st->rebound && st->value ? st->value : st->param;
+        bool reaches = false;
+        for (const ir_node *n = fin; n && n->op == IR_OP_CACHE_WRITE; n = n->inputs[0])
+            reaches |= n == w->node;
+        if (reaches) continue;
+        fe_sym *var = &l->syms[w->var];
+        var->warned = true;
+        if (diag_warn(l->d, DIAG_W_STALE_STATE, var->loc,
+                      "'%s' is the new value of state '%s', but '%s' is never given it: the cache write is "
+                      "lost when the call returns and the next call reads the old '%s' (assign the result "
+                      "to '%s' itself)",
+                      var->name, st->name, st->name, st->name, st->name))
+            diag_note(l->d, st->loc, "state '%s' is declared here", st->name);
+    }
+    for (int i = 0; i < l->nsyms; i++) {
+        fe_sym *s = &l->syms[i];
+        if (s->uses || s->poison || s->warned || s->name[0] == '_') continue;
+        if (s->kind == FE_SYM_VAR && s->value)
+            diag_warn(l->d, DIAG_W_UNUSED_VALUE, s->loc,
+                      "'%s' is computed but never used: it reaches no output or state update (to "
+                      "return it, write 'output %s = ...')",
+                      s->name, s->name);
+        else if (s->kind == FE_SYM_PARAM && s->param_kind == IR_OP_STATE) {
+            if (!s->rebound) /* a state only written is updated, not unused */
+                diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "state '%s' is declared but never read or updated",
+                          s->name);
+        } else if (s->kind == FE_SYM_PARAM)
+            diag_warn(l->d, DIAG_W_UNUSED_PARAM, s->loc, "%s '%s' is declared but never read",
+                      kind_name(s), s->name);
+    }
+}
+
 /* Lowers m into a new graph. Returns 0, or -1 when errors were reported
  * (then *out is NULL). */
 int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, diag_list *d,
@@ -869,6 +939,7 @@ int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, di
         diag_error(d, m->name.loc, "model '%s' has no outputs", g->name);
     if (d->errors == errors0 && ir_verify(g, d) != 0)
         diag_error(d, m->loc, "internal error: the lowered graph does not verify");
+    if (d->errors == errors0) warn_unused(&l);
     g->diags = NULL;
     if (d->errors != errors0) {
         ir_graph_free(g);

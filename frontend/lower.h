@@ -48,7 +48,18 @@ typedef struct fe_sym {
     ir_type type;
     bool assigned;
     src_loc assign_loc;
+    /* warnings: times the name was read as a tensor; a warning was given */
+    int uses;
+    bool warned;
 } fe_sym;
+
+/* A variable bound to a cache write of a state (`kc2 = cache_write(kc, ...)`):
+ * checked at the end for a state that never receives the new value. */
+typedef struct fe_state_write {
+    int var;             /* index of the variable in syms */
+    const ir_node *node; /* the CACHE_WRITE */
+    const ir_node *state; /* the STATE parameter it writes */
+} fe_state_write;
 
 typedef struct fe_lower {
     ir_graph *g;
@@ -62,6 +73,8 @@ typedef struct fe_lower {
     bool *define_bad; /* the value failed to parse */
     fe_num *define_num;
     bool too_many_dims; /* reported once */
+    fe_state_write *writes;
+    int nwrites, capwrites;
 } fe_lower;
 
 /* The values of an expression: one for most, several for split and the

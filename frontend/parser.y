@@ -9,7 +9,7 @@
  *             | ';'
  *   type      : IDENT ('[' (expr (',' expr)*)? ']')?
  *   expr      : expr ('+' | '-') expr | expr ('*' | '/' | '@') expr | '-' expr | primary
- *   primary   : NUMBER | IDENT | 'true' | 'false' | '(' expr ')'
+ *   primary   : NUMBER | IDENT | STRING | 'true' | 'false' | '(' expr ')'
  *             | '[' (expr (',' expr)*)? ']'
  *             | IDENT '(' (arg (',' arg)*)? ')'
  *   arg       : expr | IDENT '=' expr
@@ -143,6 +143,7 @@ static fe_expr *mk_binop(struct fe_parser *p, char op, fe_expr *a, fe_expr *b, F
 %token INPUT "'input'" STATE "'state'" WEIGHT "'weight'" OUTPUT "'output'"
 %token TRUE "'true'" FALSE "'false'"
 %token <name> IDENT "identifier"
+%token <name> STRING "string"
 %token <num> NUMBER "number"
 
 %type <stmt> stmt
@@ -313,6 +314,8 @@ primary
         }
     | IDENT
         { $$ = mk_expr(p, FE_E_NAME, @1); if ($$) $$->text = $1; }
+    | STRING
+        { $$ = mk_expr(p, FE_E_STRING, @1); if ($$) $$->text = $1; }
     | TRUE
         { $$ = mk_expr(p, FE_E_BOOL, @1); if ($$) $$->bval = true; }
     | FALSE
@@ -384,7 +387,7 @@ int fe_parser_line_end(const fe_parser *p, int line)
 /* Tokens after which an identifier cannot continue the statement. */
 static bool ends_expr(int tok)
 {
-    return tok == IDENT || tok == NUMBER || tok == ')' || tok == ']' || tok == TRUE ||
+    return tok == IDENT || tok == NUMBER || tok == STRING || tok == ')' || tok == ']' || tok == TRUE ||
            tok == FALSE;
 }
 

@@ -161,6 +161,13 @@ kiln_status kiln_model_compile_string(kiln_context *ctx, const char *name, const
                                       const kiln_model_options *opts, kiln_model **out);
 void kiln_model_free(kiln_model *m); /* NULL-safe; waits for the model's work to finish */
 const char *kiln_model_last_error(const kiln_model *m);
+/* The warnings of the model's compile (a value computed and never used, a
+ * parameter never read, a state update bound to another name, an accidental
+ * attention layout), one `file:line:col: warning: message [-WNAME]` each
+ * with its source line and caret, as `kiln check` prints them; "" when
+ * there were none. Valid until kiln_model_free. A compile that fails has no
+ * model: its warnings are in the error message with the errors. */
+const char *kiln_model_warnings(const kiln_model *m);
 const char *kiln_model_name(const kiln_model *m);
 
 /* Compile (if needed) and load the kernels that a run with these dims will

@@ -652,11 +652,25 @@ ir_node *ir_embedding(ir_graph *g, ir_node *table, ir_node *ids, src_loc loc)
 
 ir_node *ir_rope(ir_graph *g, ir_node *x, ir_node *pos, double theta, src_loc loc)
 {
+    return ir_rope_scaled(g, x, pos, theta, NULL, loc);
+}
+
+ir_node *ir_rope_scaled(ir_graph *g, ir_node *x, ir_node *pos, double theta, const ir_rope_attrs *r,
+                        src_loc loc)
+{
     if (!(theta > 0) || !isfinite(theta)) {
         err(g->diags, loc, "rope: theta must be positive, got %g", theta);
         return NULL;
     }
+    const char *bad = r ? ir_rope_check(r) : NULL;
+    if (bad) {
+        err(g->diags, loc, "rope: %s", bad);
+        return NULL;
+    }
     ir_attrs a = {.theta = theta};
+    if (r) a.rope = *r;
+    if (a.rope.scaling == IR_ROPE_NONE) memset(&a.rope, 0, sizeof a.rope);
+    if (a.rope.scaling != IR_ROPE_YARN) a.rope.mscale = 0; /* ir_rope_mscale: 1 */
     ir_node *in[2] = {x, pos};
     return make(g, IR_OP_ROPE, pos ? 2 : 1, in, &a, NULL, loc);
 }

@@ -819,17 +819,19 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
     if (HD % 2) return fail(c, n, "head dimension %lld is odd", (long long)HD);
     if (check_pos(c, n, pos, B)) return -1;
     int64_t half = HD / 2;
-    /* cos/sin of p * f_i for one position, shared by all heads */
-    double *cs = malloc((size_t)(half > 0 ? 2 * half : 1) * sizeof(double));
+    /* cos/sin of p * f_i for one position, shared by all heads; f_i from
+     * the table every kernel uses too, cos and sin times YaRN's mscale */
+    double *cs = malloc((size_t)(half > 0 ? 3 * half : 1) * sizeof(double));
     if (!cs) return fail(c, n, "out of memory");
-    double *sn = cs + half;
+    double *sn = cs + half, *inv = cs + 2 * half;
+    ir_rope_inv_freq(n->attrs.theta, &n->attrs.rope, HD, inv);
+    double m = ir_rope_mscale(&n->attrs.rope);
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
             double p = (double)((pos ? (int64_t)pos->i[b] : 0) + s);
             for (int64_t i = 0; i < half; i++) {
-                double f = pow(n->attrs.theta, -2.0 * (double)i / (double)HD);
-                cs[i] = cos(p * f);
-                sn[i] = sin(p * f);
+                cs[i] = cos(p * inv[i]) * m;
+                sn[i] = sin(p * inv[i]) * m;
             }
             for (int64_t h = 0; h < NH; h++) {
                 int64_t base = ((b * S + s) * NH + h) * HD;

@@ -44,6 +44,9 @@
  *                       f = theta^(-2i/HD), c = cos(p f), s = sin(p f),
  *                       out[i] = x[i] c - x[i+HD/2] s,
  *                       out[i+HD/2] = x[i+HD/2] c + x[i] s.
+ *                       attrs.rope scales the frequencies (ir_rope_inv_freq:
+ *                       linear, llama3, YaRN) and, for YaRN, multiplies both
+ *                       outputs by attrs.rope.mscale.
  *   ATTENTION(q, k, v[, pos])  q [B, S, H, HD]; k, v [B, KV, T, HD] (cache
  *                       layout); H % KV == 0 and query head h reads KV head
  *                       h / (H / KV). Query s of batch b sits at position
@@ -208,10 +211,29 @@ int ir_shape_print(const ir_type *t, const char *const *syms, char *buf, size_t 
 
 /* ---- nodes and graphs ---------------------------------------------------- */
 
+/* RoPE frequency scaling, as the `rope_scaling` of a Hugging Face config. */
+typedef enum {
+    IR_ROPE_NONE = 0, /* f_i = theta^(-2i/HD) */
+    IR_ROPE_LINEAR,   /* f_i / factor (position interpolation) */
+    IR_ROPE_LLAMA3,   /* Llama-3.1/3.2: low frequencies / factor, high kept, a smooth band between */
+    IR_ROPE_YARN,     /* YaRN: a ramp between f_i / factor and f_i, outputs times mscale */
+} ir_rope_scaling;
+
+typedef struct ir_rope_attrs {
+    ir_rope_scaling scaling;
+    double factor;                            /* LINEAR, LLAMA3, YARN */
+    double low_freq_factor, high_freq_factor; /* LLAMA3 */
+    double original_max_pos;                  /* LLAMA3, YARN: the context the model was trained at */
+    double beta_fast, beta_slow;              /* YARN: the ramp's ends, in rotations */
+    bool no_truncate;                         /* YARN: keep the ramp's ends unrounded */
+    double mscale;                            /* YARN: attention factor, resolved (1 otherwise) */
+} ir_rope_attrs;
+
 typedef struct ir_attrs {
     double value;     /* CONST */
     double eps;       /* RMSNORM, LAYERNORM */
     double theta;     /* ROPE */
+    ir_rope_attrs rope; /* ROPE */
     double scale;     /* ATTENTION (always resolved, never 0) */
     bool causal;      /* ATTENTION */
     bool keepdim;     /* SUM, MEAN, REDUCE_MAX */
@@ -319,6 +341,26 @@ ir_node *ir_slice(ir_graph *g, ir_node *x, int axis, ir_dim start, ir_dim end, s
 ir_node *ir_concat(ir_graph *g, int n, ir_node *const *xs, int axis, src_loc loc);
 ir_node *ir_embedding(ir_graph *g, ir_node *table, ir_node *ids, src_loc loc);
 ir_node *ir_rope(ir_graph *g, ir_node *x, ir_node *pos, double theta, src_loc loc);
+/* With frequency scaling (r may be NULL: none); r is checked (ir_rope_check). */
+ir_node *ir_rope_scaled(ir_graph *g, ir_node *x, ir_node *pos, double theta, const ir_rope_attrs *r,
+                        src_loc loc);
+
+/* ---- RoPE frequencies (ir/rope.c) --------------------------------------------- */
+
+/* "none", "linear", "llama3", "yarn"; NULL out of range. */
+const char *ir_rope_scaling_name(ir_rope_scaling s);
+bool ir_rope_scaling_parse(const char *name, ir_rope_scaling *out);
+/* NULL when r is valid for its kind, else what is wrong (a static string). */
+const char *ir_rope_check(const ir_rope_attrs *r);
+bool ir_rope_attrs_eq(const ir_rope_attrs *a, const ir_rope_attrs *b);
+/* The inverse frequency of every pair i < hd/2, in double: the one table
+ * the interpreter and every kernel that applies RoPE use. */
+void ir_rope_inv_freq(double theta, const ir_rope_attrs *r, int64_t hd, double *inv);
+/* The factor cos and sin are multiplied by (YaRN's attention factor; 1 otherwise). */
+double ir_rope_mscale(const ir_rope_attrs *r);
+/* YaRN's default attention factor for a scale factor and mscale:
+ * 0.1 * mscale * ln(factor) + 1 (1 when factor <= 1). */
+double ir_rope_yarn_mscale(double factor, double mscale);
 /* scale <= 0 selects the default 1/sqrt(HD). */
 ir_node *ir_attention(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos,
                       double scale, bool causal, src_loc loc);

@@ -42,7 +42,20 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
         break;
     case IR_OP_RMSNORM:
     case IR_OP_LAYERNORM: fprintf(out, " {eps=%.9g}", a->eps); break;
-    case IR_OP_ROPE: fprintf(out, " {theta=%.9g}", a->theta); break;
+    case IR_OP_ROPE: {
+        const ir_rope_attrs *r = &a->rope;
+        fprintf(out, " {theta=%.9g", a->theta);
+        if (r->scaling != IR_ROPE_NONE) fprintf(out, ", scaling=%s, factor=%.9g", ir_rope_scaling_name(r->scaling), r->factor);
+        if (r->scaling == IR_ROPE_LLAMA3)
+            fprintf(out, ", low_freq_factor=%.9g, high_freq_factor=%.9g", r->low_freq_factor, r->high_freq_factor);
+        if (r->scaling == IR_ROPE_LLAMA3 || r->scaling == IR_ROPE_YARN)
+            fprintf(out, ", original_max_pos=%.9g", r->original_max_pos);
+        if (r->scaling == IR_ROPE_YARN)
+            fprintf(out, ", beta_fast=%.9g, beta_slow=%.9g%s, mscale=%.9g", r->beta_fast, r->beta_slow,
+                    r->no_truncate ? ", truncate=false" : "", r->mscale);
+        fputc('}', out);
+        break;
+    }
     case IR_OP_ATTENTION: fprintf(out, " {scale=%.9g%s}", a->scale, a->causal ? ", causal" : ""); break;
     default: break;
     }

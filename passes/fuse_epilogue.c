@@ -17,11 +17,14 @@
  *   - otherwise, while the tail has exactly one consumer c and c is an
  *     ungrouped elementwise op, c joins when its other operands are
  *       a scalar (rule epilogue-scale),
- *       a vector along the result's last axis, or another operand that
- *       broadcasts to the result, such as a mask (epilogue-bias),
- *       a tensor of the result's full shape (epilogue-residual),
+ *       a vector along the result's last axis added or subtracted (epilogue-bias),
+ *       another operand that broadcasts to the result: a mask, a vector
+ *       multiplied (epilogue-broadcast),
+ *       a tensor of the result's full shape added or subtracted
+ *       (epilogue-residual), or multiplied, divided... (epilogue-gate),
  *     or c is unary (epilogue-activation); c's result must have the tail's
  *     shape (a broadcast to a larger tensor would not fit the output tile).
+ *     The rule names what c does, so a gating mul is never called a bias.
  *
  * Every op joined is a decision; so is every op refused (disabled rule,
  * shape mismatch). When the tail has several consumers, the refusal is
@@ -69,15 +72,16 @@ static ir_node *only_user(const ir_graph *g, const pass_users *u, const ir_node 
     return consumers(u, n) == 1 && u->count[n->id] == 1 ? g->nodes[u->users[n->id][0]] : NULL;
 }
 
-typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL, K_BROADCAST } epi_kind;
+typedef enum { K_BIAS, K_SCALE, K_ACTIVATION, K_RESIDUAL, K_BROADCAST, K_GATE } epi_kind;
 
 static pass_rule rule_of(epi_kind k)
 {
     switch (k) {
-    case K_BIAS:
-    case K_BROADCAST: return PASS_RULE_EPILOGUE_BIAS;
+    case K_BIAS: return PASS_RULE_EPILOGUE_BIAS;
+    case K_BROADCAST: return PASS_RULE_EPILOGUE_BROADCAST;
     case K_SCALE: return PASS_RULE_EPILOGUE_SCALE;
     case K_ACTIVATION: return PASS_RULE_EPILOGUE_ACTIVATION;
+    case K_GATE: return PASS_RULE_EPILOGUE_GATE;
     case K_RESIDUAL: break;
     }
     return PASS_RULE_EPILOGUE_RESIDUAL;
@@ -90,10 +94,13 @@ static const char *phrase_of(epi_kind k)
     case K_BROADCAST: return "the broadcast operand is read with broadcast indexing and applied to the accumulator in registers";
     case K_SCALE: return "the scale is applied to the accumulator in registers";
     case K_ACTIVATION: return "the activation is applied to the accumulator in registers";
+    case K_GATE: return "the other operand is read and applied to the accumulator in registers";
     case K_RESIDUAL: break;
     }
     return "the residual is read and added to the accumulator in registers";
 }
+
+static bool is_add(ir_op op) { return op == IR_OP_ADD || op == IR_OP_SUB; }
 
 /* How c (an elementwise op reading tail) joins the epilogue: by what its
  * other operand is. *why is set when it cannot join. */
@@ -112,10 +119,12 @@ static epi_kind classify(arena *a, const ir_graph *g, const ir_node *c, const ir
         bool vector = ot->rank >= 1 && tt->rank >= 1 && ot->rank <= tt->rank &&
                       ir_dim_eq(&ot->dims[ot->rank - 1], &tt->dims[tt->rank - 1]);
         for (int j = 0; vector && j < ot->rank - 1; j++) vector = is_one(&ot->dims[j]);
+        bool add = is_add(c->op);
         if (scalar) kind = K_SCALE;
-        else if (ir_type_same_shape(ot, tt)) kind = K_RESIDUAL;
-        else if (vector) kind = K_BIAS;
-        else kind = ot->rank <= tt->rank ? K_BROADCAST : K_RESIDUAL;
+        else if (ir_type_same_shape(ot, tt)) kind = add ? K_RESIDUAL : K_GATE;
+        else if (vector && add) kind = K_BIAS;
+        else if (ot->rank <= tt->rank) kind = K_BROADCAST;
+        else kind = add ? K_RESIDUAL : K_GATE;
     }
     if (!ir_type_same_shape(&c->type, tt))
         *why = arena_printf(a, "the %s%s reads %s but the matmul produces %s", kind == K_RESIDUAL ? "residual " : "",

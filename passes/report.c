@@ -1,6 +1,7 @@
 /* passes/report.c — the fusion report for people (--explain) and for tools
  * (--report=FILE.json). */
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/pass.h"
@@ -47,6 +48,108 @@ static const char *kernel_str(arena *a, const ir_graph *g, int k)
     return arena_printf(a, "%s%s%s", pass_describe(a, anchor), off ? " + " : "", buf);
 }
 
+/* ---- why a kernel stands alone ----------------------------------------------- */
+
+/* The kernel that computes n's data (through ungrouped views); -1 for a
+ * parameter or a value no kernel computes. */
+static int kernel_of(const ir_node *n)
+{
+    while (n->group < 0 && pass_is_view(n) && n->ninputs > 0) n = n->inputs[0];
+    return n->group;
+}
+
+/* What keeps a kernel of kind `kind` from taking in a neighbour. */
+static const char *kind_rule(ir_group_kind kind)
+{
+    switch (kind) {
+    case IR_GROUP_MATMUL: return "reads its operands from memory (matmuls take epilogues, no prologues)";
+    case IR_GROUP_ATTENTION: return "takes in only a rope or a cache write whose result it reads directly";
+    case IR_GROUP_ROW: return "takes in elementwise work only (reduction-prologue, residual-norm)";
+    case IR_GROUP_ELEMENTWISE: return "joins elementwise ops only (elementwise-chain)";
+    default: return "runs alone (only elementwise ops fuse)";
+    }
+}
+
+/* Why kernel k is not fused into a neighbour, or NULL for matmul and
+ * attention kernels (what joins them, or is refused, is in the decisions). */
+static const char *standalone_why(arena *a, const ir_graph *g, int k)
+{
+    ir_group_kind kind = g->groups[k].kind;
+    const ir_node *A = g->groups[k].anchor;
+    if (kind == IR_GROUP_MATMUL || kind == IR_GROUP_ATTENTION) return NULL;
+    /* the kernels it reads from and the kernels that read it */
+    bool *reads = calloc((size_t)g->ngroups + 1, sizeof *reads), *read_by = calloc((size_t)g->ngroups + 1, sizeof *read_by);
+    if (!reads || !read_by) {
+        free(reads);
+        free(read_by);
+        return NULL;
+    }
+    int nread_by = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group < 0 && !pass_is_view(n)) continue;
+        int kn = n->group >= 0 ? n->group : -1;
+        for (int j = 0; j < n->ninputs; j++) {
+            int kp = kernel_of(n->inputs[j]);
+            if (kn == k && kp >= 0 && kp != k) reads[kp] = true;
+            if (kn >= 0 && kn != k && kp == k && !read_by[kn]) {
+                read_by[kn] = true;
+                nread_by++;
+            }
+        }
+    }
+    char buf[1024];
+    size_t off = 0;
+#define ADD(...)                                                                          \
+    do {                                                                                  \
+        int w_ = snprintf(buf + off, sizeof buf - off, __VA_ARGS__);                      \
+        if (w_ > 0) off = (size_t)w_ < sizeof buf - off ? off + (size_t)w_ : sizeof buf - 1; \
+    } while (0)
+    ir_fusion_class cls = ir_op_class(A->op);
+    if (cls == IR_CLASS_INJECTIVE)
+        ADD("a %s is not elementwise (an element reads other places of its input), so no fusion rule joins it",
+            ir_op_name(A->op));
+    else if (kind == IR_GROUP_ROW)
+        ADD("a %s is a reduction over rows", ir_op_name(A->op));
+    else if (kind == IR_GROUP_CACHE_WRITE)
+        ADD("attention-cache-write fuses a cache write only into the attention that reads the cache it writes");
+    else
+        ADD("%s", nread_by > 1 ? "its result is read by several kernels, and a value joins a consumer only when it "
+                                 "has no other"
+                               : "no neighbour took it in");
+    if (A->op == IR_OP_ROPE)
+        ADD("; attention-rope takes a rope only when attention reads its result directly (through views)");
+    int listed = 0;
+    for (int j = 0; j < g->ngroups; j++)
+        if (read_by[j] && listed < 4) {
+            ADD("; read by k%d, %s, which %s", j, pass_describe(a, g->groups[j].anchor), kind_rule(g->groups[j].kind));
+            listed++;
+        }
+    listed = 0;
+    for (int j = 0; j < g->ngroups; j++)
+        if (reads[j] && listed < 2 && (g->groups[j].kind == IR_GROUP_MATMUL || g->groups[j].kind == IR_GROUP_ATTENTION)) {
+            ADD("; reads k%d, %s, whose epilogue takes elementwise ops only", j, pass_describe(a, g->groups[j].anchor));
+            listed++;
+        }
+    if (!nread_by) ADD("; its result is a model output or state");
+#undef ADD
+    free(reads);
+    free(read_by);
+    return arena_strdup(a, buf);
+}
+
+static void standalone_print(arena *a, const ir_graph *g, FILE *out)
+{
+    bool any = false;
+    for (int k = 0; k < g->ngroups; k++) {
+        const char *why = standalone_why(a, g, k);
+        if (!why) continue;
+        if (!any) fprintf(out, "\nkernels not fused into a neighbour, and why:\n");
+        any = true;
+        fprintf(out, "  k%-3d %s: %s\n", k, kernel_str(a, g, k), why);
+    }
+}
+
 void pass_kernels_print(const ir_graph *g, FILE *out)
 {
     arena a;
@@ -65,6 +168,7 @@ void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out)
     for (int i = 0; i < r->count; i++) taken += r->items[i].taken;
     fprintf(out, "fusion report for model %s\n\n", g->name);
     pass_kernels_print(g, out);
+    standalone_print(&a, g, out);
     fprintf(out, "\ndecisions (%d taken, %d refused):\n", taken, r->count - taken);
     for (int i = 0; i < r->count; i++) {
         const pass_decision *d = &r->items[i];
@@ -112,6 +216,11 @@ int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_m
         for (int i = 0; i < g->nnodes; i++)
             if (g->nodes[i]->group == k) json_array_append_new(ops, node_json(g->nodes[i]));
         json_object_set_new(o, "ops", ops);
+        arena a;
+        arena_init(&a);
+        const char *why = standalone_why(&a, g, k);
+        if (why) json_object_set_new(o, "why_not_fused", json_string(why));
+        arena_free(&a);
         json_array_append_new(kernels, o);
     }
     json_object_set_new(root, "kernels", kernels);

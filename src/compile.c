@@ -24,29 +24,60 @@ struct kc_unit {
     ir_graph *written, *fused;
     pass_report report;
     pass_memplan mp;
+    const int64_t *max_dims; /* what the memory plan was made at (NULL: constant dims) */
+    const cg_target *target; /* the kernels' target for the plan text (NULL: the default) */
     bool have_plan;
+    char *warnings; /* without diag_out: the rendered warnings of the steps that succeeded */
 };
 
+/* The diagnostics so far as text (with source lines and carets when text is
+ * given); malloc'd, NULL when out of memory. */
+static char *render_diags(const kc_unit *u, const char *text)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    diag_print(&u->d, f, text);
+    fclose(f);
+    while (len && buf[len - 1] == '\n') buf[--len] = 0;
+    return buf;
+}
+
+/* Appends the warnings of a step that succeeded (a unit without diag_out
+ * keeps them for kc_compile_model's caller). */
+static void keep_warnings(kc_unit *u, const char *text)
+{
+    char *w = render_diags(u, text);
+    if (!w || !*w) {
+        free(w);
+        return;
+    }
+    size_t old = u->warnings ? strlen(u->warnings) : 0, add = strlen(w);
+    char *all = realloc(u->warnings, old + add + 2);
+    if (all) {
+        if (old) all[old++] = '\n';
+        memcpy(all + old, w, add + 1);
+        u->warnings = all;
+    }
+    free(w);
+}
+
 /* Diagnostics so far: printed, or (when failed and there is no diag_out)
- * rendered into err with their source lines and carets; then cleared. */
+ * rendered into err with their source lines and carets, or (when it did not
+ * fail and there is no diag_out) kept as the unit's warnings; then cleared. */
 static void flush_diags(kc_unit *u, bool with_source, bool failed, char *err, size_t n)
 {
     const char *text = with_source ? u->src.text : NULL;
     if (u->diag_out) {
         diag_print(&u->d, u->diag_out, text);
     } else if (failed && err && n) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f) {
-            snprintf(err, n, "%s", u->d.count ? u->d.items[0].msg : "error");
-        } else {
-            diag_print(&u->d, f, text);
-            fclose(f);
-            while (len && buf[len - 1] == '\n') buf[--len] = 0;
-            snprintf(err, n, "%s", buf ? buf : "");
-        }
+        char *buf = render_diags(u, text);
+        if (!buf) snprintf(err, n, "%s", u->d.count ? u->d.items[0].msg : "error");
+        else snprintf(err, n, "%s", buf);
         free(buf);
+    } else if (!failed && u->d.count) {
+        keep_warnings(u, text);
     }
     diag_list_clear(&u->d);
 }
@@ -62,6 +93,7 @@ rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err,
     u->diag_out = diag_out;
     arena_init(&u->da);
     diag_list_init(&u->d, &u->da);
+    u->d.opts = o->warnings;
     pass_report_init(&u->report);
     rt_status st = RT_OK;
     if (o->text ? fe_source_from_string(&u->src, o->name, o->text) != 0 : fe_source_read(&u->src, o->name, &u->d) != 0) {
@@ -94,6 +126,7 @@ void kc_free(kc_unit *u)
     if (!u) return;
     pass_memplan_free(&u->mp);
     pass_report_free(&u->report);
+    free(u->warnings);
     ir_graph_free(u->written);
     ir_graph_free(u->fused);
     free(u->defs);
@@ -168,8 +201,21 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
     if (!u->fused) return rt_fail(RT_ERR_INTERNAL, err, n, "compile: no fused graph to plan");
     pass_memplan_free(&u->mp);
     memset(&u->mp, 0, sizeof u->mp);
+    u->max_dims = max_dims;
     u->have_plan = pass_plan_memory(u->fused, max_dims, &u->mp, err, n) == 0;
-    return u->have_plan ? RT_OK : RT_ERR_INTERNAL;
+    if (!u->have_plan) return RT_ERR_INTERNAL;
+    int64_t copies = 0; /* the weight copies as the runtime makes them (codegen's kernels say which) */
+    char copy_err[512];
+    if (cg_bind_copies(u->fused, NULL, max_dims, &copies, NULL, copy_err, sizeof copy_err) >= 0) u->mp.packed = copies;
+    return RT_OK;
+}
+
+/* The kernels on the generic template, each with the template's reason. */
+static void print_fallbacks(const kc_unit *u, FILE *out)
+{
+    char err[512];
+    cg_options co = {.target = u->target};
+    if (cg_fallbacks_print(u->fused, &co, out, err, sizeof err) < 0) fprintf(u->diag_out ? u->diag_out : stderr, "kiln: %s\n", err);
 }
 
 /* The template section for kernels ks (one per group, in order). */
@@ -205,13 +251,22 @@ void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out)
 void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out)
 {
     pass_kernels_print(u->fused, out);
+    print_fallbacks(u, out);
     fputc('\n', out);
     kc_print_templates(u, target, out);
     fputc('\n', out);
     pass_memplan_print(u->fused, &u->mp, out);
+    int64_t copies;
+    char err[512];
+    cg_options co = {.target = u->target};
+    cg_bind_copies(u->fused, &co, u->max_dims, &copies, out, err, sizeof err);
 }
 
-void kc_print_report(const kc_unit *u, FILE *out) { pass_report_print(&u->report, u->fused, out); }
+void kc_print_report(const kc_unit *u, FILE *out)
+{
+    pass_report_print(&u->report, u->fused, out);
+    print_fallbacks(u, out);
+}
 
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
 {
@@ -424,6 +479,7 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
         if (f) fclose(f);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
+    u->target = target;
     kc_print_plan(u, target, f);
     fclose(f);
     planner->target = *target;
@@ -446,9 +502,11 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     return RT_OK;
 }
 
-rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n)
+rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char **warnings, char *err,
+                           size_t n)
 {
     *out = NULL;
+    if (warnings) *warnings = NULL;
     if (!ctx || !o) return rt_fail(RT_ERR_INVALID, err, n, "compile: NULL argument");
     kc_options co = o->compile;
     co.report = co.keep_written = false;
@@ -472,6 +530,10 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     rt_ctx_target(ctx, &target);
     if ((st = make_plan(u, &target, maxd, &plan, err, n)) != RT_OK) goto out;
     st = rt_model_create(ctx, &plan, &o->run, out, err, n); /* takes the plan */
+    if (st == RT_OK && warnings) {
+        *warnings = u->warnings;
+        u->warnings = NULL;
+    }
 out:
     rt_plan_free(&plan);
     kc_free(u);

@@ -18,7 +18,8 @@
  * Status codes are the runtime's rt_status (runtime/rt_err.h: the public
  * kiln_status values). Diagnostics (errors and warnings with their source lines) are
  * printed to the unit's diag_out when it has one; without, a failing step
- * renders them into its err buffer. Units share nothing: threads may
+ * renders them into its err buffer and the warnings of steps that succeed
+ * are kept (kc_compile_model hands them out). Units share nothing: threads may
  * compile at once. */
 #ifndef KILN_SRC_COMPILE_H
 #define KILN_SRC_COMPILE_H
@@ -31,6 +32,7 @@
 #include "ir/ir.h"
 #include "runtime/rt_emit.h"
 #include "runtime/rt_model.h"
+#include "util/diag.h"
 
 typedef struct kc_define {
     const char *name;  /* a `dims` symbol to bind, or a `const` to override */
@@ -49,6 +51,7 @@ typedef struct kc_options {
     FILE *dump;                  /* NULL: stderr */
     bool report;                 /* collect the fusion report (--explain, --report) */
     bool keep_written;           /* keep the graph as written next to the fused one (--verify) */
+    diag_options warnings;       /* -Werror, -Wno-NAME (zero: every warning on, none an error) */
 } kc_options;
 
 /* One model going through the driver. */
@@ -67,7 +70,9 @@ rt_status kc_parse(kc_unit *u, char *err, size_t n);
 /* Runs the pass pipeline (RT_ERR_INVALID for bad --disable names,
  * RT_ERR_INTERNAL when a pass fails). */
 rt_status kc_fuse(kc_unit *u, char *err, size_t n);
-/* Plans memory at max_dims (NULL: every dim must be a number). */
+/* Plans memory at max_dims (NULL: every dim must be a number); the plan's
+ * packed bytes are the weight copies the runtime makes at bind time
+ * (cg_bind_copies). max_dims must outlive the unit. */
 rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n);
 
 /* The graph as written (after kc_parse; after kc_fuse only with
@@ -75,15 +80,17 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
 const ir_graph *kc_written(const kc_unit *u);
 const ir_graph *kc_fused(const kc_unit *u);
 
-/* The kernels, the template each one instantiates for target (NULL:
- * cg_target_default(NULL)) and the memory plan (after kc_plan_memory). */
+/* The kernels, a warning for each on the generic template (with the
+ * template's reason), the template each kernel instantiates for target (NULL:
+ * cg_target_default(NULL)), the memory plan and each bind-time weight copy
+ * (after kc_plan_memory). */
 void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out);
 /* The template section alone: per kernel group its family and
  * configuration, e.g. "k1   matmul (wgmma 128x256 s4), mma.sync fallback"
  * (the large-shape variant, or the dims' constants when the model has none). */
 void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out);
-/* The fusion report (kc_options.report): for people, and as JSON (with the
- * memory plan when there is one). */
+/* The fusion report (kc_options.report): for people (with the generic-
+ * template warnings), and as JSON (with the memory plan when there is one). */
 void kc_print_report(const kc_unit *u, FILE *out);
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n);
 
@@ -126,7 +133,12 @@ typedef struct kc_model_options {
 
 /* Parses, fuses, plans memory at the max dims, plans the large-shape
  * variant with the context's target, and makes the runtime model, handing
- * it the planner for decode-shaped variants. */
-rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char *err, size_t n);
+ * it the planner for decode-shaped variants. On success *warnings (when
+ * warnings is not NULL) is the text of the compile's warnings, as
+ * `kiln check` prints them, malloc'd, or NULL when there were none;
+ * compile.warnings chooses which (-Werror makes them errors: the compile
+ * fails with them in err). */
+rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char **warnings, char *err,
+                           size_t n);
 
 #endif

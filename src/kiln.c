@@ -49,6 +49,7 @@ struct kiln_model {
     rt_profile prof;            /* the last profile (kiln_model_profile) */
     kiln_kernel_profile *prof_rows;
     char *prof_text;
+    char *warnings; /* the compile's warnings (NULL: none) */
     char error[ERRLEN];
 };
 
@@ -221,7 +222,7 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                    .max_graphs = opts->max_graphs,
                                    .lazy = opts->lazy != 0,
                                    .decode_max_rows = opts->decode_max_rows}};
-    rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, err, ERRLEN);
+    rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, &m->warnings, err, ERRLEN);
     free(defines);
     free(max_dims);
     kiln_status ks = (kiln_status)st;
@@ -260,10 +261,12 @@ void kiln_model_free(kiln_model *m)
     rt_profile_free(&m->prof);
     free(m->prof_rows);
     free(m->prof_text);
+    free(m->warnings);
     free(m);
 }
 
 const char *kiln_model_last_error(const kiln_model *m) { return m ? m->error : ""; }
+const char *kiln_model_warnings(const kiln_model *m) { return m && m->warnings ? m->warnings : ""; }
 const char *kiln_model_name(const kiln_model *m) { return m ? rt_model_graph(m->rt)->name : NULL; }
 
 #define NEED_MODEL(m, fn)                                                                  \

@@ -64,6 +64,9 @@ static const char usage_text[] =
     "  --timings                print per-kernel compile times and cache hits\n"
     "  -o OUT                   write to OUT instead of standard output\n"
     "  -D NAME=VALUE            bind a `dims` size or override a `const` (repeatable)\n"
+    "  -Werror                  make warnings errors (check and compile then exit 1)\n"
+    "  -Wno-NAME, -WNAME        turn the warning NAME off or on (NAME: unused-value,\n"
+    "                           unused-param, stale-state, attention-layout, all)\n"
     "  --explain                print the fusion report: every kernel, every decision\n"
     "                           taken or refused, its rule, lines and bytes saved\n"
     "  --report=FILE.json       write the fusion report as JSON\n"
@@ -71,9 +74,11 @@ static const char usage_text[] =
     "  --print-ir-before=PASS   dump the IR before PASS (to stderr)\n"
     "  --print-ir-after=PASS    dump the IR after PASS\n"
     "  --print-ir-after-all     dump the IR after every pass\n"
-    "  --verify                 run the interpreter before and after the pipeline on\n"
-    "                           random inputs and report the largest relative error\n"
-    "                           (dims not bound with -D take the value 4)\n"
+    "  --verify                 check the passes: run the CPU interpreter on the IR as\n"
+    "                           written and on the fused IR, on random inputs, and report\n"
+    "                           the largest relative error (dims not bound with -D take\n"
+    "                           the value 4); the generated kernels are checked by\n"
+    "                           `kiln run FILE --check` on a GPU\n"
     "  -h, --help               show this help\n"
     "  --version                show the versions of Kiln and its CUDA components\n"
     "\n"
@@ -96,6 +101,7 @@ typedef struct cli {
     const char *arch;
     bool no_cache, timings;
     bool json, remeasure; /* ceilings */
+    diag_options warnings; /* -Werror, -Wno-NAME */
     run_opts run;
 } cli;
 
@@ -238,6 +244,8 @@ static int parse_args(int argc, char **argv, cli *c)
             if (add_define(c, argv[i]) != EX_OK) return EX_USAGE;
         } else if (!strncmp(a, "-D", 2)) {
             if (add_define(c, a + 2) != EX_OK) return EX_USAGE;
+        } else if (!strncmp(a, "-W", 2)) {
+            if (!diag_warning_flag(&c->warnings, a)) return usage_error("unknown warning option '%s'", a);
         } else if (a[0] == '-' && a[1]) {
             return usage_error("unknown option '%s'", a);
         } else if (!c->cmd) {
@@ -489,6 +497,9 @@ static int compile(const cli *c, kc_unit *u)
             bool ok = v.max_rel_err <= v.tolerance;
             fprintf(stderr, "verify: %s: %d outputs and states compared on random inputs; largest relative error %.3g (%s), tolerance %.0e\n",
                     ok ? "ok" : "FAILED", v.compared, v.max_rel_err, v.worst ? v.worst : "-", v.tolerance);
+            fprintf(stderr, "verify: this checks the passes on the CPU interpreter (the IR as written against the "
+                            "fused IR), not the generated kernels: `kiln run %s --check` runs those on a GPU "
+                            "against the interpreter\n", c->file);
             if (!ok) status = EX_SOFTWARE;
         }
     }
@@ -507,7 +518,8 @@ static int run(const cli *c)
                     .print_after_all = c->print_all,
                     .dump = stderr,
                     .report = true,
-                    .keep_written = c->verify};
+                    .keep_written = c->verify,
+                    .warnings = c->warnings};
     kc_unit *u;
     char err[1024];
     rt_status st = kc_open(&o, stderr, &u, err, sizeof err);

@@ -23,25 +23,86 @@ void diag_list_clear(diag_list *d)
 {
     d->count = 0;
     d->errors = 0;
+    d->warnings = 0;
 }
 
-void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...)
+/* Records one diagnostic; warning: its diag_warning + 1, or 0. */
+static void add_v(diag_list *d, diag_severity sev, src_loc loc, int warning, const char *fmt, va_list ap)
 {
     int max = d->max_errors > 0 ? d->max_errors : 50;
     if (sev == DIAG_ERROR) {
         d->errors++;
         if (d->errors > max) return;
     }
+    if (sev == DIAG_WARNING) d->warnings++;
     if (!VEC_GROW(d->items, d->count, d->cap, NULL)) return; /* out of memory: the error count still says it failed */
-    va_list ap, ap2;
-    va_start(ap, fmt);
+    va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
     char *msg = n >= 0 ? arena_alloc(d->arena, (size_t)n + 1) : NULL;
     if (msg) vsnprintf(msg, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
-    d->items[d->count++] = (diag){sev, loc, msg ? msg : "(out of memory)"};
+    d->items[d->count++] = (diag){sev, loc, msg ? msg : "(out of memory)", warning};
+}
+
+void diag_add(diag_list *d, diag_severity sev, src_loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_v(d, sev, loc, 0, fmt, ap);
+    va_end(ap);
+}
+
+static const char *const warning_names[] = {
+#define X(e, name, summary) name,
+    DIAG_WARNINGS(X)
+#undef X
+};
+
+static const char *const warning_summaries[] = {
+#define X(e, name, summary) summary,
+    DIAG_WARNINGS(X)
+#undef X
+};
+
+const char *diag_warning_name(diag_warning w)
+{
+    return (int)w >= 0 && w < DIAG_W_COUNT ? warning_names[w] : NULL;
+}
+
+const char *diag_warning_summary(diag_warning w)
+{
+    return (int)w >= 0 && w < DIAG_W_COUNT ? warning_summaries[w] : NULL;
+}
+
+bool diag_warn(diag_list *d, diag_warning w, src_loc loc, const char *fmt, ...)
+{
+    if ((int)w < 0 || w >= DIAG_W_COUNT || (d->opts.disabled & (1u << w))) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    add_v(d, d->opts.werror ? DIAG_ERROR : DIAG_WARNING, loc, (int)w + 1, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
+bool diag_warning_flag(diag_options *o, const char *flag)
+{
+    if (strncmp(flag, "-W", 2) != 0) return false;
+    const char *name = flag + 2;
+    bool off = strncmp(name, "no-", 3) == 0;
+    if (off) name += 3;
+    if (strcmp(name, "error") == 0) {
+        o->werror = !off;
+        return true;
+    }
+    unsigned bits = 0;
+    if (strcmp(name, "all") == 0) bits = (1u << DIAG_W_COUNT) - 1;
+    for (int k = 0; k < DIAG_W_COUNT; k++)
+        if (strcmp(name, warning_names[k]) == 0) bits = 1u << k;
+    if (!bits) return false;
+    if (off) o->disabled |= bits;
+    else o->disabled &= ~bits;
+    return true;
 }
 
 static const char *sev_name(diag_severity s)
@@ -75,7 +136,10 @@ void diag_print_one(const diag *g, FILE *out, const char *source)
         fprintf(out, "%s:%d:%d: ", l->file, l->line, l->col > 0 ? l->col : 1);
     else if (l->file)
         fprintf(out, "%s: ", l->file);
-    fprintf(out, "%s: %s\n", sev_name(g->severity), g->msg);
+    fprintf(out, "%s: %s", sev_name(g->severity), g->msg);
+    if (g->warning > 0 && g->warning <= DIAG_W_COUNT)
+        fprintf(out, " [-W%s%s]", g->severity == DIAG_ERROR ? "error=" : "", warning_names[g->warning - 1]);
+    fputc('\n', out);
     if (!source || l->line <= 0 || l->col <= 0) return;
     size_t len;
     const char *text = find_line(source, l->line, &len);

@@ -7,7 +7,10 @@
  * A translation unit of the attention family is common.cuh, the generated
  * part, this file, then the template (codegen/kernels/CONTRACT.md;
  * cg_family_templates in codegen/cg.h lists the files). It reads KILN_T,
- * KILN_HD, KILN_SCALE and KILN_THETA, so it follows the generated part. */
+ * KILN_HD, KILN_SCALE and KILN_THETA, so it follows the generated part.
+ * A rope with frequency scaling comes with KILN_ROPE_TABLE 1, the host's
+ * frequencies in `kiln_rope_inv[HD/2]` and KILN_ROPE_MSCALE (YaRN's factor
+ * on cos and sin; codegen/cg_rope.c writes them). */
 #ifndef KILN_ATT_HELPERS
 #define KILN_ATT_HELPERS
 
@@ -28,6 +31,12 @@
 #endif
 #ifndef KILN_THETA
 #define KILN_THETA 10000.0
+#endif
+#ifndef KILN_ROPE_TABLE
+#define KILN_ROPE_TABLE 0
+#endif
+#ifndef KILN_ROPE_MSCALE
+#define KILN_ROPE_MSCALE 1.0f
 #endif
 
 namespace katt {
@@ -130,11 +139,16 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsig
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* theta^(-2i/HD) for i < HD/2, in double (the interpreter's formula). */
+/* theta^(-2i/HD) for i < HD/2, in double (the interpreter's formula); with
+ * KILN_ROPE_TABLE the scaled frequencies the host computed. */
 __device__ __forceinline__ void rope_table(double *inv, int tid, int nthreads)
 {
     for (int i = tid; i < HD / 2; i += nthreads)
+#if KILN_ROPE_TABLE
+        inv[i] = kiln_rope_inv[i];
+#else
         inv[i] = pow((double)(KILN_THETA), -2.0 * (double)i / (double)HD);
+#endif
 }
 /* Rotate-half RoPE of the pairs (c*8 + e, c*8 + e + HD/2) at position pos. */
 __device__ __forceinline__ void rope8(float (&lo)[8], float (&hi)[8], int pos, int c,
@@ -147,6 +161,10 @@ __device__ __forceinline__ void rope8(float (&lo)[8], float (&hi)[8], int pos, i
         float r = (float)fma(-k, 6.2831853071795864769, a);
         float sn, cs;
         __sincosf(r, &sn, &cs);
+#if KILN_ROPE_TABLE
+        sn *= KILN_ROPE_MSCALE;
+        cs *= KILN_ROPE_MSCALE;
+#endif
         float x1 = lo[e], x2 = hi[e];
         lo[e] = x1 * cs - x2 * sn;
         hi[e] = x2 * cs + x1 * sn;

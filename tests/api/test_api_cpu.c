@@ -2,7 +2,8 @@
  *
  * Checks: misuse (NULL arguments, unknown names, bad dims) comes back as a
  * status plus a message, never a crash; model errors carry the
- * file:line:col diagnostics; introspection of the samples; weight binding
+ * file:line:col diagnostics; a successful compile keeps its warnings
+ * (kiln_model_warnings); introspection of the samples; weight binding
  * errors (unknown name, not a weight, wrong dtype, wrong shape); safetensors
  * validation on crafted files (truncated, header too long, bad JSON, wrong
  * dtype, wrong shape, offsets out of range or inconsistent, overlapping,
@@ -125,7 +126,27 @@ static void test_compile_errors(void)
     CHECK(kiln_model_compile_string(ctx, "ok.kiln", ok, &o5, &m) == KILN_ERR_MODEL);
     CHECK_MSG(api_contains(kiln_last_error(), "NOPE"), "%s", kiln_last_error());
     CHECK(kiln_model_compile_string(ctx, "ok.kiln", ok, &o, &m) == KILN_OK);
+    CHECK_MSG(!strcmp(kiln_model_warnings(m), ""), "warnings of a clean model: %s", kiln_model_warnings(m));
     kiln_model_free(m);
+}
+
+/* ---- warnings: kept with the model, not dropped with a successful compile ------------ */
+
+static void test_warnings(void)
+{
+    const char *text = "model m {\n  dims B\n  input x : f32[B, 4]\n  weight w : f32[4]\n"
+                       "  t = x + 1.0\n  output y = x * 2.0\n}\n";
+    kiln_dim md[] = {{"B", 4}};
+    kiln_model_options o = {.max_dims = md, .nmax_dims = 1, .lazy = 1};
+    kiln_model *m = NULL;
+    CHECK_MSG(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK, "%s", kiln_last_error());
+    if (!m) return;
+    const char *w = kiln_model_warnings(m);
+    CHECK_MSG(api_contains(w, "warn.kiln:4:10: warning: weight 'w' is declared but never read [-Wunused-param]"), "%s", w);
+    CHECK_MSG(api_contains(w, "warn.kiln:5:3: warning:") && api_contains(w, "[-Wunused-value]"), "%s", w);
+    CHECK_MSG(api_contains(w, "^"), "caret line: %s", w);
+    kiln_model_free(m);
+    CHECK(!strcmp(kiln_model_warnings(NULL), ""));
 }
 
 /* ---- introspection, binding and run errors (llama 1B shrunk) --------------------------- */
@@ -665,6 +686,7 @@ int main(void)
     test_null_args();
     test_context();
     test_compile_errors();
+    test_warnings();
     test_llama_api();
     test_variants();
     test_safetensors();

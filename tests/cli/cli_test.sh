@@ -26,7 +26,32 @@ expect 0 'model' compile samples/gpt2_block.kiln --emit=ast
 expect 1 'error' check samples/llama3_8b_layer.kiln -D NOPE=3
 expect 73 'cannot write' compile samples/llama3_1b_layer.kiln -o "$tmp/no/dir/out.ir"
 
+# warnings: printed without failing; -Werror fails check and compile; -Wno-NAME silences one
+expect 0 "warning: 'y' is computed but never used.*\[-Wunused-value\]" check tests/diag/091_warn_forgotten_output.kiln
+expect 1 "error: 'y' is computed but never used.*\[-Werror=unused-value\]" check tests/diag/091_warn_forgotten_output.kiln -Werror
+expect 1 "\[-Werror=unused-param\]" compile tests/diag/093_warn_unused_params.kiln -Werror -o /dev/null
+expect 1 "\[-Werror=stale-state\]" compile tests/diag/095_warn_stale_state.kiln -Werror -o /dev/null
+expect 1 "\[-Werror=attention-layout\]" compile tests/diag/097_warn_attention_layout_q.kiln -Werror -D B=1 -D S=8 -D T=64 --emit=plan
+expect 0 "\[-Wattention-layout\]" compile tests/diag/097_warn_attention_layout_q.kiln -o /dev/null
+expect 0 '^$' check tests/diag/091_warn_forgotten_output.kiln -Wno-unused-value
+expect 0 '^$' check tests/diag/093_warn_unused_params.kiln -Werror -Wno-unused-param
+expect 0 '^$' check tests/diag/095_warn_stale_state.kiln -Wno-all
+expect 64 "unknown warning option '-Wno-bogus'" check tests/diag/091_warn_forgotten_output.kiln -Wno-bogus
+for s in samples/*.kiln; do
+  expect 0 '^$' check "$s" -Werror
+done
+
 # passes, fusion report, plan, verification
+# a kernel on the generic template is a warning in the plan and in --explain, with the reason
+expect 0 "warning: kernel k0 \(attention, attention 'a' \(line 10\)\) runs the generic elementwise template, not the attention one: attention: the templates take head dimension 64 or 128" compile tests/cli/attention_hd16.kiln --emit=plan -D B=1 -D S=2 -D T=8
+expect 0 "warning: kernel k0 \(attention.*generic elementwise template" compile tests/cli/attention_hd16.kiln --explain -o /dev/null
+# the plan counts every weight copy made at bind time (an interleaved gate_up weight too)
+expect 0 'packed weights 96.0 MiB' compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
+expect 0 'bind-time copy: weight wgu with its rows interleaved .*, 96.0 MiB' compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
+# every kernel not fused into a neighbour says why (the gathers of a partial rotary)
+expect 0 "k2 +rope \(line 27\): a rope is not elementwise.*attention-rope takes a rope only when attention reads its result directly" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
+expect 0 "k3 +concat 'q2' \(line 27\): .*read by k6, attention 'a' \(line 30\), which takes in only a rope" compile tests/cli/pythia_partial_rotary.kiln --explain -o /dev/null
+expect 0 "k0 +rmsnorm 'h' \(line 31\): a rmsnorm is a reduction over rows; read by k1, linear \(line 32\), which reads its operands from memory" compile samples/llama3_8b_layer.kiln --explain -o /dev/null
 expect 0 'fuse-epilogue' passes
 expect 0 'rule epilogue-swiglu' passes
 expect 0 'kernels \(7\)' compile samples/llama3_8b_layer.kiln --explain -o /dev/null
@@ -48,9 +73,10 @@ expect 0 'IR before fuse-epilogue' compile samples/gpt2_block.kiln --print-ir-be
 expect 0 'IR after plan-kernels' compile samples/gpt2_block.kiln --print-ir-after-all -o /dev/null
 expect 0 'kernels \(8\)' compile samples/llama3_1b_layer.kiln --disable=epilogue-swiglu --explain -o /dev/null
 expect 0 'verify: ok: 1 outputs' compile samples/gpt2_block.kiln -D D=96 -D B=1 -D S=4 --verify -o /dev/null
+expect 0 'checks the passes on the CPU interpreter .*not the generated kernels: `kiln run samples/gpt2_block.kiln --check`' compile samples/gpt2_block.kiln -D D=96 -D B=1 -D S=4 --verify -o /dev/null
 expect 0 'verify: ok: 3 outputs and states' compile samples/llama3_1b_layer.kiln -D D=256 -D F=512 --verify -o /dev/null
 "$kiln" compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --report="$tmp/r.json" -o /dev/null
-if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert len(r['kernels'])==7 and r['memory']['peak_bytes']>0 and any(d['rule']=='epilogue-swiglu' and d['taken'] for d in r['decisions'])" "$tmp/r.json"; then
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert len(r['kernels'])==7 and r['memory']['peak_bytes']>0 and any(d['rule']=='epilogue-swiglu' and d['taken'] for d in r['decisions']); assert r['memory']['packed_weight_bytes']==272*2**20; assert 'reduction over rows' in r['kernels'][0]['why_not_fused'] and 'why_not_fused' not in r['kernels'][1]" "$tmp/r.json"; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --report JSON"; fi
 expect 73 'cannot write the report' compile samples/llama3_1b_layer.kiln --report="$tmp/no/dir/r.json" -o /dev/null
 

@@ -1,7 +1,8 @@
 /* tests/codegen/test_attention_nvrtc.c — the attention templates compile with
  * NVRTC for sm_90a, with a hand-written generated part, with an empty log:
  * prefill and decode, bf16 and f16, HD 64 and 128, every combination of
- * KILN_CAUSAL, KILN_ROPE, KILN_APPEND (64 units). The all-on variants are
+ * KILN_CAUSAL, KILN_ROPE, KILN_APPEND (64 units), and RoPE with the llama3
+ * and YaRN frequency tables (codegen/cg_rope.c). The all-on variants are
  * compiled again with ptxas -v to check for local memory: no stack frame,
  * no spills. Needs no GPU and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
@@ -21,8 +22,8 @@ static int num_before(const char *line, const char *what)
 
 int main(void)
 {
-    enum { NPLAIN = 64, NV = 8 };
-    att_job jobs[NPLAIN + NV];
+    enum { NPLAIN = 64, NV = 8, NSCALED = 8 };
+    att_job jobs[NPLAIN + NV + NSCALED];
     memset(jobs, 0, sizeof jobs);
     int n = 0;
     for (int i = 0; i < NPLAIN; i++) {
@@ -36,6 +37,18 @@ int main(void)
                      .rope = 1, .append = 1, .splits = 16, .theta = 500000.0};
         jobs[n].cfg = c;
         jobs[n++].verbose_ptxas = 1;
+    }
+    for (int i = 0; i < NSCALED; i++) {
+        att_cfg c = {.decode = i & 1, .bf16 = !(i & 2), .hd = (i & 4) ? 128 : 64, .causal = 1,
+                     .rope = 1, .append = 1, .splits = 16, .theta = 500000.0};
+        if (i & 4)
+            c.scaling = (ir_rope_attrs){.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1,
+                                        .high_freq_factor = 4, .original_max_pos = 8192};
+        else
+            c.scaling = (ir_rope_attrs){.scaling = IR_ROPE_YARN, .factor = 4, .original_max_pos = 4096,
+                                        .beta_fast = 32, .beta_slow = 1, .mscale = ir_rope_yarn_mscale(4, 1)};
+        if (i >= 4) c.hd = (i & 1) ? 64 : 128;
+        jobs[n++].cfg = c;
     }
     att_compile_all(jobs, n, 0);
 

@@ -302,7 +302,8 @@ static void test_matmul(void)
     ir_graph_free(g);
 }
 
-static void test_attention(void)
+/* r: a frequency scaling (NULL: none), whose table goes into the source */
+static void attention_case(const ir_rope_attrs *r)
 {
     /* the Llama block: q, k, v slices of one QKV buffer, RoPE on q and k, cache writes fused */
     ir_graph *g = new_graph();
@@ -315,8 +316,8 @@ static void test_attention(void)
     ir_node *sv = ir_slice(g, qkv, 2, ir_dim_const(384), ir_dim_const(512), L0);
     ir_dim qd[4] = {ir_dim_sym(0), ir_dim_sym(1), ir_dim_const(4), ir_dim_const(64)};
     ir_dim kd[4] = {ir_dim_sym(0), ir_dim_sym(1), ir_dim_const(2), ir_dim_const(64)};
-    ir_node *q = ir_rope(g, ir_reshape(g, sq, 4, qd, L0), pos, 10000.0, L0);
-    ir_node *k = ir_rope(g, ir_reshape(g, sk, 4, kd, L0), pos, 10000.0, L0);
+    ir_node *q = ir_rope_scaled(g, ir_reshape(g, sq, 4, qd, L0), pos, 10000.0, r, L0);
+    ir_node *k = ir_rope_scaled(g, ir_reshape(g, sk, 4, kd, L0), pos, 10000.0, r, L0);
     ir_node *v = ir_reshape(g, sv, 4, kd, L0);
     ir_node *kc2 = ir_cache_write(g, kc, k, pos, L0), *vc2 = ir_cache_write(g, vc, v, pos, L0);
     ir_node *a = ir_attention(g, q, kc2, vc2, pos, 0, true, L0);
@@ -333,6 +334,15 @@ static void test_attention(void)
     HAS(t, "#define KILN_HD 64");
     HAS(t, "#define KILN_SCALE 0.125f");
     HAS(t, "#define KILN_THETA 10000.0f");
+    if (r) {
+        HAS(t, "#define KILN_ROPE_TABLE 1");
+        /* f_0 = 1 always; llama3 with factor 8 scales the lowest frequency */
+        HAS(t, "__device__ const double kiln_rope_inv[32] = {1, ");
+        HAS(t, r->scaling == IR_ROPE_YARN ? "#define KILN_ROPE_MSCALE ((float)1.2079441541679836)"
+                                          : "#define KILN_ROPE_MSCALE ((float)1)");
+    } else {
+        CHECK(!strstr(t, "KILN_ROPE_TABLE"));
+    }
     if (kk) {
         CHECK(kk->family == CG_FAMILY_ATTENTION_PREFILL);
         for (int i = 0; i < kk->nargs; i++) {
@@ -347,6 +357,17 @@ static void test_attention(void)
         }
     }
     ir_graph_free(g);
+}
+
+static void test_attention(void)
+{
+    attention_case(NULL);
+    ir_rope_attrs l3 = {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                        .original_max_pos = 8192};
+    attention_case(&l3);
+    ir_rope_attrs y = {.scaling = IR_ROPE_YARN, .factor = 8, .original_max_pos = 4096, .beta_fast = 32,
+                       .beta_slow = 1, .mscale = ir_rope_yarn_mscale(8, 1)};
+    attention_case(&y);
 }
 
 static void test_gathers(void)
@@ -375,6 +396,27 @@ static void test_gathers(void)
     HAS(t, "if ((i % 8LL) < 3LL) {");
     HAS(t, "((i % 8LL) - 3LL)");
     HAS(emit(g, 2, "rope", NULL), "pow(500000, -2.0 * (double)j");
+    /* scaled: the host's table in the function, YaRN's factor on cos and sin */
+    ir_rope_attrs l3 = {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                        .original_max_pos = 64};
+    ir_rope_attrs y = {.scaling = IR_ROPE_YARN, .factor = 4, .original_max_pos = 64, .beta_fast = 32,
+                       .beta_slow = 1, .mscale = 1.25};
+    ir_node *r3 = ir_rope_scaled(g, x, pos, 500000.0, &l3, L0), *ry = ir_rope_scaled(g, x, pos, 10000.0, &y, L0);
+    ir_graph_add_output(g, "r3", r3, L0);
+    ir_graph_add_output(g, "ry", ry, L0);
+    int k3 = ir_graph_add_group(g, r3, IR_GROUP_GATHER), ky = ir_graph_add_group(g, ry, IR_GROUP_GATHER);
+    double inv[4];
+    ir_rope_inv_freq(500000.0, &l3, 8, inv);
+    char want[256];
+    snprintf(want, sizeof want, "static const double rope_inv");
+    t = emit(g, k3, "rope llama3", NULL);
+    HAS(t, want);
+    snprintf(want, sizeof want, "[4] = {1, %.17g, %.17g, %.17g};", inv[1], inv[2], inv[3]);
+    HAS(t, want);
+    CHECK(!strstr(t, "pow("));
+    t = emit(g, ky, "rope yarn", NULL);
+    HAS(t, "(float)(cos(ang");
+    HAS(t, " * 1.25)");
     t = emit(g, 3, "cache write", NULL);
     HAS(t, "const long long t = (long long)p.t");
     HAS(t, "if (t >= 0 && t < p.dim_T)");

@@ -3,8 +3,10 @@
  * For each model file given (or every tests/diag/NNN_name.kiln when none is), runs
  * fe_compile, renders the diagnostics with diag_print and compares them with
  * the file next to it with the extension .expected. A corpus file must fail
- * to compile. A line `# defines: NAME=VALUE ...` in the file passes -D
- * options. With KILN_UPDATE_GOLDEN=1 the .expected files are rewritten.
+ * to compile, or compile with at least one warning. A line
+ * `# defines: NAME=VALUE ...` in the file passes -D options; a line
+ * `# options: -Werror -Wno-NAME ...` sets the warning flags (as `kiln check`
+ * takes them). With KILN_UPDATE_GOLDEN=1 the .expected files are rewritten.
  * Run from the source root so that the paths in the messages are relative. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -35,6 +37,25 @@ static char *slurp(const char *path)
     fclose(f);
     if (buf) buf[len] = '\0';
     return buf;
+}
+
+/* "# options: -Werror -Wno-unused-value" -> o; false on an unknown flag */
+static bool parse_options(const char *text, diag_options *o)
+{
+    const char *at = strstr(text, "# options:");
+    if (!at) return true;
+    at += strlen("# options:");
+    char line[256];
+    size_t n = strcspn(at, "\n");
+    if (n >= sizeof line) n = sizeof line - 1;
+    memcpy(line, at, n);
+    line[n] = '\0';
+    for (char *tok = strtok(line, " \t"); tok; tok = strtok(NULL, " \t"))
+        if (!diag_warning_flag(o, tok)) {
+            fprintf(stderr, "unknown option '%s'\n", tok);
+            return false;
+        }
+    return true;
 }
 
 /* "# defines: A=1 B=x" -> defines (pointing into a copy of the line) */
@@ -84,13 +105,21 @@ static int run_one(const char *path, int update)
     fe_define defs[16];
     int nd = parse_defines(src.text, store, sizeof store, defs, 16);
     fe_options opts = {defs, nd};
+    if (!parse_options(src.text, &d.opts)) rc = 1;
     ir_graph *g = fe_compile(&src, &opts, &d);
     diag_print(&d, mem, src.text);
     fclose(mem);
     if (g) {
-        fprintf(stderr, "%s: compiled without errors; a corpus file must fail\n", path);
+        if (d.warnings == 0) {
+            fprintf(stderr, "%s: compiled without errors or warnings; a corpus file must fail or warn\n",
+                    path);
+            rc = 1;
+        }
+        if (d.errors) {
+            fprintf(stderr, "%s: a graph came back with %d errors\n", path, d.errors);
+            rc = 1;
+        }
         ir_graph_free(g);
-        rc = 1;
     } else if (d.errors == 0) {
         fprintf(stderr, "%s: fe_compile returned NULL without reporting an error\n", path);
         rc = 1;

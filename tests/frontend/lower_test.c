@@ -227,7 +227,35 @@ static void test_attention(void)
     EXPECT("rope(q4, pos, theta=500000.0)", IR_OP_ROPE, "f32[B, S, 4, 16]",
            CHECK(y->ninputs == 2 && y->attrs.theta == 500000.0));
     EXPECT("rope(q4)", IR_OP_ROPE, "f32[B, S, 4, 16]",
-           CHECK(y->ninputs == 1 && y->attrs.theta == 10000.0));
+           CHECK(y->ninputs == 1 && y->attrs.theta == 10000.0 && y->attrs.rope.scaling == IR_ROPE_NONE));
+    /* frequency scaling, as a Hugging Face config's rope_scaling */
+    EXPECT("rope(q4, pos, theta=500000.0, scaling=llama3, factor=8, low_freq_factor=1, high_freq_factor=4, "
+           "original_max_pos=8192)",
+           IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.scaling == IR_ROPE_LLAMA3 && y->attrs.rope.factor == 8 &&
+                 y->attrs.rope.low_freq_factor == 1 && y->attrs.rope.high_freq_factor == 4 &&
+                 y->attrs.rope.original_max_pos == 8192 && ir_rope_mscale(&y->attrs.rope) == 1.0));
+    EXPECT("rope(q4, pos, scaling=llama3, factor=32, original_max_pos=8192)", IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.low_freq_factor == 1 && y->attrs.rope.high_freq_factor == 4));
+    EXPECT("rope(q4, pos, scaling=\"llama3\", factor=8, original_max_pos=8192)", IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.scaling == IR_ROPE_LLAMA3 && y->attrs.rope.factor == 8)); /* as in config.json */
+    EXPECT("rope(q4, pos, scaling=linear, factor=2)", IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.scaling == IR_ROPE_LINEAR && y->attrs.rope.factor == 2));
+    EXPECT("rope(q4, pos, scaling=none)", IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.scaling == IR_ROPE_NONE));
+    /* YaRN's attention factor: 0.1 ln(factor) + 1 by default (0.1 ln 4 + 1) */
+    EXPECT("rope(q4, pos, scaling=yarn, factor=4, original_max_pos=4096)", IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.scaling == IR_ROPE_YARN && y->attrs.rope.beta_fast == 32 &&
+                 y->attrs.rope.beta_slow == 1 && !y->attrs.rope.no_truncate &&
+                 fabs(y->attrs.rope.mscale - 1.1386294361119891) < 1e-15));
+    /* given directly, or the ratio of the two mscales: (0.1 ln 40 + 1) / (0.1 * 0.5 ln 40 + 1) */
+    EXPECT("rope(q4, pos, scaling=yarn, factor=4, original_max_pos=4096, attention_factor=1.5, beta_fast=16, "
+           "truncate=false)",
+           IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(y->attrs.rope.mscale == 1.5 && y->attrs.rope.beta_fast == 16 && y->attrs.rope.no_truncate));
+    EXPECT("rope(q4, pos, scaling=yarn, factor=40, original_max_pos=4096, mscale=1, mscale_all_dim=0.5)",
+           IR_OP_ROPE, "f32[B, S, 4, 16]",
+           CHECK(fabs(y->attrs.rope.mscale - 1.3688879454113936 / 1.1844439727056968) < 1e-15));
     EXPECT("attention(q4, kc, vc, pos, causal=true)", IR_OP_ATTENTION, "f32[B, S, 4, 16]",
            CHECK(y->ninputs == 4 && y->attrs.causal && fabs(y->attrs.scale - 0.25) < 1e-12));
     EXPECT("attention(q4, kc, vc, scale=0.5)", IR_OP_ATTENTION, "f32[B, S, 4, 16]",

@@ -14,6 +14,7 @@ typedef struct expect {
 static const expect samples[] = {
     {"samples/llama3_8b_layer.kiln", 13, 1, 2, "bf16[B, S, 4096]"},
     {"samples/llama3_1b_layer.kiln", 13, 1, 2, "bf16[B, S, 2048]"},
+    {"samples/llama3_1_8b_layer.kiln", 13, 1, 2, "bf16[B, S, 4096]"},
     {"samples/gpt2_block.kiln", 13, 1, 0, "f32[B, S, 768]"},
 };
 
@@ -59,6 +60,19 @@ int main(void)
                 CHECK(counts[IR_OP_LINEAR] == 7 && counts[IR_OP_RMSNORM] == 2);
                 CHECK(counts[IR_OP_ROPE] == 2 && counts[IR_OP_ATTENTION] == 1);
                 CHECK(counts[IR_OP_CACHE_WRITE] == 2 && counts[IR_OP_SILU] == 1);
+                /* which checkpoint: Llama-3.1/3.2 scale their RoPE (config rope_scaling), Llama-3 does not */
+                double factor = strstr(e->path, "llama3_1b") ? 32 : strstr(e->path, "llama3_1_8b") ? 8 : 0;
+                for (int k = 0; k < g->nnodes; k++) {
+                    const ir_node *n = g->nodes[k];
+                    if (n->op != IR_OP_ROPE) continue;
+                    const ir_rope_attrs *r = &n->attrs.rope;
+                    CHECK_MSG(n->attrs.theta == 500000.0, "%s: theta %g", e->path, n->attrs.theta);
+                    if (factor == 0) CHECK_MSG(r->scaling == IR_ROPE_NONE, "%s: rope scaled", e->path);
+                    else
+                        CHECK_MSG(r->scaling == IR_ROPE_LLAMA3 && r->factor == factor && r->low_freq_factor == 1 &&
+                                      r->high_freq_factor == 4 && r->original_max_pos == 8192,
+                                  "%s: rope scaling", e->path);
+                }
             }
             ir_graph_free(g);
         }

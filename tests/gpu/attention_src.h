@@ -50,19 +50,25 @@ typedef struct att_cfg {
     int causal, rope, append;
     int splits;   /* decode: KILN_SPLITS */
     double theta; /* KILN_THETA when rope */
+    ir_rope_attrs scaling; /* when rope: frequency scaling (its table as codegen writes it) */
 } att_cfg;
 
 static inline int att_cfg_eq(const att_cfg *a, const att_cfg *b)
 {
     return a->decode == b->decode && a->bf16 == b->bf16 && a->hd == b->hd &&
            a->causal == b->causal && a->rope == b->rope && a->append == b->append &&
-           (!a->decode || a->splits == b->splits) && (!a->rope || a->theta == b->theta);
+           (!a->decode || a->splits == b->splits) &&
+           (!a->rope || (a->theta == b->theta && ir_rope_attrs_eq(&a->scaling, &b->scaling)));
 }
 
 static inline void att_cfg_name(const att_cfg *c, char *buf, size_t n)
 {
     snprintf(buf, n, "%s_%s_hd%d%s%s%s", c->decode ? "decode" : "prefill", c->bf16 ? "bf16" : "f16",
              c->hd, c->causal ? "_causal" : "", c->rope ? "_rope" : "", c->append ? "_append" : "");
+    if (c->rope && c->scaling.scaling != IR_ROPE_NONE) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "_%s", ir_rope_scaling_name(c->scaling.scaling));
+    }
     if (c->decode) {
         size_t l = strlen(buf);
         snprintf(buf + l, n - l, "_s%d", c->splits);
@@ -96,6 +102,13 @@ static inline char *att_source(const att_cfg *c)
     nu_printf(&b, "#define KILN_CAUSAL %d\n#define KILN_ROPE %d\n#define KILN_APPEND %d\n", c->causal,
               c->rope, c->append);
     if (c->rope) nu_printf(&b, "#define KILN_THETA %.17g\n", c->theta);
+    if (c->rope && c->scaling.scaling != IR_ROPE_NONE) { /* as cg_gen_attention writes it */
+        int len = cg_attention_rope_source(NULL, 0, c->theta, &c->scaling, c->hd);
+        char *t = len >= 0 ? malloc((size_t)len + 1) : NULL;
+        if (t && cg_attention_rope_source(t, (size_t)len + 1, c->theta, &c->scaling, c->hd) >= 0)
+            nu_printf(&b, "%s", t);
+        free(t);
+    }
     if (c->decode) nu_printf(&b, "#define KILN_SPLITS %d\n", c->splits);
     nu_printf(&b, "%s\n", att_struct_text);
     for (int i = 0; i < nt; i++) nu_printf(&b, "%s%s", i ? "\n" : "", tmpl[i]);

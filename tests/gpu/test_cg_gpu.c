@@ -10,7 +10,8 @@
  * ir_interp_run: ||out - ref|| / ||ref|| <= 1e-5 (f32) or 1e-2 (bf16).
  * Shapes include row lengths and element counts that are not multiples of
  * the vector width or the thread count, and rows too long for the register
- * cache. Exits 77 without a CUDA device. */
+ * cache; RoPE with each frequency scaling past its original context. Exits
+ * 77 without a CUDA device. */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdarg.h>
@@ -419,6 +420,34 @@ static void case_gathers(ir_dtype dt, int64_t B, int64_t S, int64_t T)
     ir_graph_free(g);
 }
 
+/* rope with each frequency scaling (the host's table in the generated code)
+ * at positions past the original context (pos < T - S + 1, T up to 3000;
+ * original context 64) */
+static void case_rope_scaled(ir_dtype dt, int64_t B, int64_t S, int64_t T)
+{
+    ir_graph *g = new_graph("rope_scaled");
+    ir_node *x = in(g, "x", ty(dt, 4, -1, -2, 3, 64));
+    ir_node *pos = in(g, "pos", ty(IR_I32, 1, -1));
+    const ir_rope_attrs sc[3] = {
+        {.scaling = IR_ROPE_LINEAR, .factor = 4},
+        {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4, .original_max_pos = 64},
+        {.scaling = IR_ROPE_YARN, .factor = 16, .original_max_pos = 64, .beta_fast = 32, .beta_slow = 1,
+         .mscale = ir_rope_yarn_mscale(16, 1)},
+    };
+    static const char *const names[3] = {"linear", "llama3", "yarn"};
+    for (int i = 0; i < 3; i++) {
+        ir_node *r = ir_rope_scaled(g, x, pos, 500000.0, &sc[i], L0);
+        ir_graph_add_output(g, names[i], r, L0);
+        ir_graph_add_group(g, r, IR_GROUP_GATHER);
+    }
+    char name[128];
+    snprintf(name, sizeof name, "rope scaled %s B=%lld S=%lld T=%lld", ir_dtype_name(dt), (long long)B,
+             (long long)S, (long long)T);
+    int64_t dims[3] = {B, S, T};
+    run_case(name, g, dims, tol_of(dt));
+    ir_graph_free(g);
+}
+
 int main(void)
 {
     char why[256];
@@ -457,5 +486,7 @@ int main(void)
     case_gathers(IR_F32, 2, 3, 8);
     case_gathers(IR_F32, 1, 1, 5);
     case_gathers(IR_BF16, 3, 5, 9);
+    case_rope_scaled(IR_F32, 3, 5, 3000);
+    case_rope_scaled(IR_BF16, 2, 17, 2000);
     return CHECK_DONE();
 }

@@ -14,6 +14,9 @@
  *   - KILN_APPEND: cache rows o .. o+S-1 (poisoned before) hold the new rows
  *     (v bit-exact, k bit-exact without RoPE, within rounding with it), and
  *     every other cache row is bit-identical to what it was;
+ *   - RoPE with llama3 and YaRN frequency scaling (the table codegen writes,
+ *     reference frequencies from ir_rope_inv_freq) at positions past the
+ *     scaling's original context;
  *   - decode: the launch is run twice (a graph replay's situation) and both
  *     results are checked; the split counters are back to zero after each.
  * Prints one line per case and "N passed, N failed"; exits 77 without a
@@ -74,13 +77,26 @@ static uint16_t enc(float f) { return g_bf16 ? ir_f32_to_bf16_bits(f) : ir_f32_t
 static float dec(uint16_t h) { return g_bf16 ? ir_bf16_bits_to_f32(h) : ir_f16_bits_to_f32(h); }
 static float rnd(double v) { return dec(enc((float)v)); }
 
-/* rotate-half RoPE of one HD row at position p, in double, rounded */
+/* The frequency scalings of the cases (tcase.scaling): none, llama3, YaRN,
+ * both with an original context of 256 so that the positions pass it. */
+static const ir_rope_attrs scalings[3] = {
+    {0},
+    {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4, .original_max_pos = 256},
+    {.scaling = IR_ROPE_YARN, .factor = 4, .original_max_pos = 256, .beta_fast = 32, .beta_slow = 1,
+     .mscale = 1.1386294361119891},
+};
+static const ir_rope_attrs *g_scaling = &scalings[0]; /* of the case being built */
+
+/* rotate-half RoPE of one HD row at position p, in double, rounded (ir ROPE:
+ * the frequencies of ir_rope_inv_freq, cos and sin times its mscale) */
 static void rope_row(float *x, int hd, long long p)
 {
     int half = hd / 2;
+    double inv[128], m = ir_rope_mscale(g_scaling);
+    ir_rope_inv_freq(THETA, g_scaling, hd, inv);
     for (int i = 0; i < half; i++) {
-        double f = pow(THETA, -2.0 * (double)i / (double)hd);
-        double c = cos((double)p * f), s = sin((double)p * f);
+        double f = inv[i];
+        double c = cos((double)p * f) * m, s = sin((double)p * f) * m;
         double x1 = x[i], x2 = x[i + half];
         x[i] = rnd(x1 * c - x2 * s);
         x[i + half] = rnd(x2 * c + x1 * s);
@@ -93,34 +109,41 @@ typedef struct tcase {
     int decode, bf16, B, S, H, KV, HD, T, causal, rope, append, splits;
     int use_pos;
     int pos[8];
+    int scaling; /* index into scalings[] */
 } tcase;
 
 static const tcase cases[] = {
     /* prefill: B=2, H=8 */
-    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}},
-    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}},
-    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}},
-    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}},
-    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}},
-    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}},
-    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}},
-    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}},
-    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}},
-    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}},
-    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}},
-    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}},
-    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}}, /* RoPE at s, offset T - S */
+    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}, 0},
+    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}, 0},
+    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}, 0},
+    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}, 0},
+    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}, 0},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}, 0},
+    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}, 0},
+    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}, 0},
+    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}, 0},
+    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}, 0},
+    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}, 0},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}, 0},
+    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}, 0}, /* RoPE at s, offset T - S */
     /* decode */
-    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}},
-    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}},
-    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}},
-    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}},
-    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}},
-    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}},
-    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}},
-    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}},
-    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}},
-    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}},
+    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}, 0},
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}, 0},
+    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}, 0},
+    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}, 0},
+    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}, 0},
+    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}, 0},
+    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}, 0},
+    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}, 0},
+    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}, 0},
+    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}, 0},
+    /* RoPE with frequency scaling, positions past the original context (256) */
+    {0, 1, 2, 17, 8, 2, 128, 1000, 1, 1, 1, 0, 1, {300, 900}, 1},
+    {0, 0, 2, 128, 8, 2, 64, 1000, 1, 1, 1, 0, 1, {250, 700}, 2},
+    {0, 1, 2, 64, 8, 2, 128, 700, 1, 1, 0, 0, 0, {0}, 2}, /* at s, offset T - S */
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {257, 1000, 3000, 4095}, 1},
+    {1, 1, 2, 4, 8, 8, 64, 2048, 1, 1, 1, 8, 1, {600, 2000}, 2},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -128,7 +151,7 @@ static att_cfg case_cfg(const tcase *c)
 {
     att_cfg g = {.decode = c->decode, .bf16 = c->bf16, .hd = c->HD, .causal = c->causal,
                  .rope = c->rope, .append = c->append, .splits = c->decode ? c->splits : 16,
-                 .theta = THETA};
+                 .theta = THETA, .scaling = scalings[c->scaling]};
     return g;
 }
 
@@ -250,6 +273,7 @@ static double rel_err(const float *x, const double *ref, size_t n, size_t *nans)
 static void run_case(int idx, const tcase *c)
 {
     g_bf16 = c->bf16;
+    g_scaling = &scalings[c->scaling];
     const int B = c->B, S = c->S, H = c->H, KV = c->KV, HD = c->HD, T = c->T, G = H / KV;
     const long long W = (long long)(H + 2 * KV) * HD;
     const size_t nqkv = (size_t)B * S * W, ncache = (size_t)B * KV * T * HD, nout = (size_t)B * S * H * HD;
@@ -546,18 +570,18 @@ static void bench_one(const tcase *c)
 
 /* decode at context 1024 (pos 1023, S 1), prefill S 2048 from position 0 */
 static const tcase benches[] = {
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 16, 1, {1023}},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 2, 1, {1023}},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 0, 0, 1, {0}},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 1, 0, 1, {0}},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}, 0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 16, 1, {1023}, 0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 2, 1, {1023}, 0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}, 0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 0, 0, 1, {0}, 0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 1, 0, 1, {0}, 0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}, 0},
 };
 #define NBENCH ((int)(sizeof benches / sizeof benches[0]))
 

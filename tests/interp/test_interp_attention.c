@@ -1,7 +1,8 @@
 /* tests/interp/test_interp_attention.c — rope, attention and cache_write,
  * worked out by hand: exact rotation angles, 2- and 3-key softmaxes, GQA head
  * mapping, causal masks with position offsets, the default offset T - S,
- * and the run-time position errors. */
+ * the run-time position errors, and the RoPE frequency scalings (linear,
+ * llama3, YaRN) against values computed from the published formulas. */
 #include "interp_test.h"
 
 /* HD = 2: out = [x0 cos p - x1 sin p, x1 cos p + x0 sin p] (f = theta^0 = 1). */
@@ -334,8 +335,86 @@ static void test_attention_matches_primitives(void)
     tg_free(&t);
 }
 
+
+/* One rope at position p of x[1, 1, 2, 8]: head 0 = [1 1 1 1 0 0 0 0] turns
+ * into [m cos(p f_i), m sin(p f_i)], head 1 = [0 0 0 0 1 1 1 1] into
+ * [-m sin, m cos]. theta = 10000, HD = 8: unscaled f = 1, 0.1, 0.01, 0.001. */
+static void check_scaled_rope(const char *what, const ir_rope_attrs *r, int p, const double *inv_want,
+                              const double *cs, const double *sn)
+{
+    double inv[4];
+    ir_rope_inv_freq(10000.0, r, 8, inv);
+    for (int i = 0; i < 4; i++) CHECK_MSG(fabs(inv[i] - inv_want[i]) <= 1e-15 * inv_want[i], "%s: f_%d = %.17g", what, i, inv[i]);
+    tgraph t;
+    tg_init(&t, "rope_scaled");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "x", ty(IR_F32, 4, 1, 1, 2, 8));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 1));
+    ir_graph_add_output(g, "y", ir_rope_scaled(g, x, pos, 10000.0, r, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    ir_tensor in[2] = {tf(IR_F32, 4, SHAPE(1, 1, 2, 8), FLOATS(1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1)),
+                       ti(1, SHAPE(1), INTS(p))};
+    ir_tensor o[1];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, in, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s: %s", what, err);
+    if (rc == 0) {
+        float want[16];
+        for (int i = 0; i < 4; i++) {
+            want[i] = (float)cs[i];
+            want[4 + i] = (float)sn[i];
+            want[8 + i] = (float)-sn[i];
+            want[12 + i] = (float)cs[i];
+        }
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 1, 2, 8), want, 1e-6, 1e-6);
+        free_tensors(o, 1);
+    }
+    free_tensors(in, 2);
+    tg_free(&t);
+}
+
+static void test_rope_scalings(void)
+{
+    /* linear, factor 4, p = 5: f_i / 4 */
+    ir_rope_attrs lin = {.scaling = IR_ROPE_LINEAR, .factor = 4};
+    check_scaled_rope("linear", &lin, 5, (const double[]){0.25, 0.025, 0.0025, 0.00025},
+                      (const double[]){0.3153223624, 0.9921976672, 0.9999218760, 0.9999992188},
+                      (const double[]){0.9489846194, 0.1246747334, 0.0124996745, 0.0012499997});
+    /* llama3, factor 8, low 1, high 4, L = 1024, at p = 2000 > L. Wavelengths
+     * 2 pi / f: 6.28 and 62.8 < L/4 = 256 (kept), 628 in [256, 1024] (smoothed:
+     * s = (1024/628.3 - 1) / 3 = 0.2099, f = (1 - s) 0.01/8 + s 0.01), 6283 > 1024
+     * (0.001 / 8). */
+    ir_rope_attrs l3 = {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                        .original_max_pos = 1024};
+    check_scaled_rope("llama3", &l3, 2000, (const double[]){1.0, 0.1, 0.003086760967011274, 0.000125},
+                      (const double[]){-0.3674595491, 0.4871876750, 0.9939929960, 0.9689124217},
+                      (const double[]){0.9300395044, -0.8732972972, -0.1094437023, 0.2474039593});
+    /* YaRN, factor 4, L = 1024, beta 32 / 1: d(32) = 8 ln(1024/(64 pi)) / (2 ln 10000)
+     * = 0.71 -> 0, d(1) = 2.21 -> 3, ramp i/3: f = f_i/4 * i/3 + f_i (1 - i/3);
+     * mscale = 0.1 ln 4 + 1 = 1.1386294361; p = 3000. */
+    ir_rope_attrs y = {.scaling = IR_ROPE_YARN, .factor = 4, .original_max_pos = 1024, .beta_fast = 32,
+                       .beta_slow = 1, .mscale = 1.138629436111989};
+    CHECK_NEAR(ir_rope_yarn_mscale(4, 1), 1.138629436111989, 1e-15, 0);
+    CHECK(ir_rope_yarn_mscale(1, 1) == 1.0);
+    check_scaled_rope("yarn", &y, 3000, (const double[]){1.0, 0.075, 0.005, 0.00025},
+                      (const double[]){-1.1109404731, 0.4182406446, -0.8650030198, 0.8331224842},
+                      (const double[]){0.2495761568, -1.0590334065, 0.7404368767, 0.7761339570});
+    /* no scaling: the plain frequencies */
+    ir_rope_attrs none = {0};
+    double inv[4];
+    ir_rope_inv_freq(10000.0, &none, 8, inv);
+    CHECK(inv[0] == 1.0 && fabs(inv[1] - 0.1) < 1e-17 && fabs(inv[3] - 0.001) < 1e-18);
+    /* invalid attributes are refused by the builder */
+    ir_rope_attrs bad = {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 4, .high_freq_factor = 1,
+                         .original_max_pos = 8192};
+    CHECK(ir_rope_check(&bad) != NULL);
+    bad.scaling = IR_ROPE_YARN;
+    CHECK(ir_rope_check(&bad) != NULL); /* no betas, no mscale */
+}
+
 int main(void)
 {
+    test_rope_scalings();
     test_attention_matches_primitives();
     test_attention_value_dim();
     test_rope_hd2();

@@ -76,8 +76,7 @@ int main(int argc, char **argv)
         pass_ctx ctx = {.opts = &o, .diags = &d};
         for (int i = 0; i < npasses && g; i++) {
             ctx.pass = p[i].name;
-            g->diags = &d;
-            g = p[i].run(g, &ctx);
+            g = pass_run_one(&p[i], g, &ctx); /* the pass manager's step: it drops analyses of a rebuilt graph */
             CHECK_MSG(g != NULL, "pass %s failed", p[i].name);
             if (!g) break;
             CHECK_MSG(ir_verify(g, &d) == 0, "verifier after %s", p[i].name);
