@@ -267,8 +267,9 @@ typedef struct pass_validation {
  * Returns 0, or -1 with a message (interpreter error, interface mismatch). */
 /* Exclusive upper bound for the values of i32 parameter p at these dims:
  * a position p needs p + S <= T where attention or cache_write reads it, an
- * id must be below the embedding table's rows; 16 when nothing limits it. */
-int64_t pass_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims);
+ * id must be below the embedding table's rows; `unlimited` when nothing
+ * limits it. */
+int64_t pass_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims, int64_t unlimited);
 
 /* The error to accept between a model and its compiled form: 1e-4 for f32
  * graphs; 3e-2 when bf16/f16 values are stored (a fused op rounds once where

@@ -24,9 +24,9 @@ static uint64_t next_u64(uint64_t *s) /* splitmix64 */
 
 static bool eval(const ir_dim *d, const int64_t *dims, int64_t *v) { return ir_dim_eval(d, dims, v); }
 
-int64_t pass_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims)
+int64_t pass_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims, int64_t unlimited)
 {
-    int64_t hi = 16, t, s;
+    int64_t hi = unlimited, t, s;
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         for (int j = 0; j < n->ninputs; j++) {
@@ -95,7 +95,7 @@ int pass_validate(const ir_graph *a, const ir_graph *b, const int64_t *dims, uin
         }
         int64_t n = ir_tensor_numel(&pa[i]);
         if (p->type.dtype == IR_I32) {
-            int64_t hi = pass_i32_bound(a, p, dims);
+            int64_t hi = pass_i32_bound(a, p, dims, 16);
             if (hi <= 0) {
                 snprintf(err, errlen, "no valid value for i32 input '%s' at these dims", p->name);
                 goto out;

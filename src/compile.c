@@ -298,7 +298,10 @@ void kc_print_passes(FILE *out)
     }
 }
 
-int64_t kc_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims) { return pass_i32_bound(g, p, dims); }
+int64_t kc_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims, int64_t unlimited)
+{
+    return pass_i32_bound(g, p, dims, unlimited);
+}
 double kc_tolerance(const ir_graph *g) { return pass_validate_tolerance(g); }
 
 /* ---- kernels ------------------------------------------------------------------------ */

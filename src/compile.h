@@ -118,8 +118,9 @@ int kc_write_compiled(const kc_unit *u, const char *dir, const cg_target *target
 /* `kiln passes`: the pipeline, its passes and rules, in order. */
 void kc_print_passes(FILE *out);
 /* For `kiln run`: the exclusive bound of valid values of i32 parameter p
- * of g at dims, and the error a compiled model may have against g. */
-int64_t kc_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims);
+ * of g at dims (`unlimited` where nothing bounds it), and the error a
+ * compiled model may have against g. */
+int64_t kc_i32_bound(const ir_graph *g, const ir_node *p, const int64_t *dims, int64_t unlimited);
 double kc_tolerance(const ir_graph *g);
 
 /* ---- the whole way, for the C API ---- */

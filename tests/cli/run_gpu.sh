@@ -18,6 +18,9 @@ expect 0 'check step 0: state +vc' run samples/llama3_1b_layer.kiln -D D=256 -D 
 expect 0 'check step 0: output y' run samples/llama3_8b_layer.kiln -D D=256 -D F=512 --dims B=2,S=3,T=8 --random --check
 expect 0 'check step 0: output y' run samples/gpt2_block.kiln -D D=96 --dims B=2,S=7 --random --check
 expect 0 'check step 5: output y' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=2,S=1,T=8 --random --steps 6 --check
+# --pos: any position the cache can hold (past the 16 that random positions stay under), and not one more
+expect 0 'check step 0: output y' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=64 --random --pos=63 --check
+expect 64 "--pos=64: 'pos' must stay below 64 at these dims" run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=64 --random --pos=64
 # scaled RoPE (llama3) in the attention template, past the original context
 # (ROPE_ORIG=4 while positions run to T - 1; D stays 2048 / 4096 so HD is 64 / 128)
 expect 0 'check step 0: output y' run samples/llama3_1b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=5,T=16 --random --check
