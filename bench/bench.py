@@ -466,6 +466,7 @@ COUNTER_FIELDS = [
     "eager_runs",
     "eager_fallbacks",
     "weight_packs",
+    "tma_fallbacks",
 ]
 
 
