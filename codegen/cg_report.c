@@ -76,10 +76,12 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
             }
             seen[count++] = (copy){x->node, half};
             const ir_node *v = g->nodes[x->node];
-            ir_dim b = pass_bytes(&v->type);
+            bool overflow = false;
+            ir_dim b = ir_type_bytes(&v->type, &overflow);
             int64_t vb = 0;
-            if (!ir_dim_value(&b, dims, &vb)) {
-                snprintf(err, errlen, "the size of %s needs every dim bound", pass_describe(&a, v));
+            if (overflow || !ir_dim_value(&b, dims, &vb)) {
+                snprintf(err, errlen, overflow ? "the size of %s does not fit in 64 bits" : "the size of %s needs every dim bound",
+                         pass_describe(&a, v));
                 rc = -1;
                 break;
             }

@@ -164,9 +164,6 @@ ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok);
 ir_dim pass_size(pass_ctx *ctx, const ir_node *n, int64_t k);
 /* a + b, two sizes about n, by the same rule. */
 ir_dim pass_size_sum(pass_ctx *ctx, const ir_node *n, ir_dim a, ir_dim b);
-/* Bytes of a tensor of type t; the constant 0 when it does not fit. Kept for
- * src/compile.c (reserve_unplanned) until it moves to ir_type_bytes; passes use pass_size. */
-ir_dim pass_bytes(const ir_type *t);
 /* a and b have equal attributes (every field of ir_attrs; perm up to a's rank). */
 bool pass_attrs_eq(const ir_node *a, const ir_node *b);
 

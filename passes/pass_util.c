@@ -64,13 +64,6 @@ ir_graph *pass_done(ir_graph *g, pass_ctx *ctx, bool ok)
     return g;
 }
 
-ir_dim pass_bytes(const ir_type *t)
-{
-    bool overflow = false;
-    ir_dim b = ir_type_bytes(t, &overflow);
-    return overflow ? ir_dim_const(0) : b;
-}
-
 /* The first size that does not fit, reported at n. */
 static ir_dim size_check(pass_ctx *ctx, const ir_node *n, ir_dim r, bool overflow)
 {

@@ -377,11 +377,14 @@ static rt_status reserve_unplanned(const kc_planner *planner, const ir_graph *g,
             const cg_arg *a = &v->kernels[k].args[i];
             if (a->kind != CG_ARG_INTERMEDIATE || a->node < 0 || a->node >= g->nnodes) continue;
             if (v->node_offset[a->node] >= 0) continue;
-            ir_dim b = pass_bytes(&g->nodes[a->node]->type);
+            const ir_node *node = g->nodes[a->node];
+            bool overflow = false;
+            ir_dim b = ir_type_bytes(&node->type, &overflow);
             int64_t bytes;
-            if (!ir_dim_value(&b, planner->max_dims, &bytes))
-                return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: the size of %%%d does not evaluate", v->kernels[k].name,
-                               a->node);
+            if (overflow || !ir_dim_value(&b, planner->max_dims, &bytes))
+                return rt_fail(RT_ERR_MODEL, err, n,
+                               "kernel %s: the size of %%%d (line %d) does not fit in 64 bits at the maximum dims",
+                               v->kernels[k].name, a->node, node->loc.line);
             v->node_offset[a->node] = (int64_t)v->arena_bytes;
             v->arena_bytes += RT_ALIGN_UP(bytes);
         }
