@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "runtime/rt_err.h"
+#include "util/vec.h"
 
 struct rt_module {
     cudaLibrary_t lib;
@@ -84,13 +85,7 @@ static const char *keep_name(rt_module *m, const char *name)
 {
     for (int i = 0; i < m->nnames; i++)
         if (strcmp(m->names[i], name) == 0) return m->names[i];
-    if (m->nnames == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 4;
-        char **nn = realloc(m->names, (size_t)cap * sizeof *nn);
-        if (!nn) return NULL;
-        m->names = nn;
-        m->cap = cap;
-    }
+    if (!VEC_GROW(m->names, m->nnames, m->cap, NULL)) return NULL;
     size_t l = strlen(name) + 1;
     char *c = malloc(l);
     if (!c) return NULL;

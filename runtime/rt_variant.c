@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "runtime/rt_model_internal.h"
+#include "util/vec.h"
 
 void rt_variant_plan_free(rt_variant_plan *v)
 {
@@ -75,13 +76,7 @@ static int packed_slot(rt_model *m, rt_packed_value pv)
 {
     for (int i = 0; i < m->npacked; i++)
         if (m->packed[i].value.node == pv.node && m->packed[i].value.half == pv.half) return i;
-    if (m->npacked == m->cappacked) {
-        int cap = m->cappacked ? 2 * m->cappacked : 8;
-        rt_packed_buffer *np = realloc(m->packed, (size_t)cap * sizeof *np);
-        if (!np) return -1;
-        m->packed = np;
-        m->cappacked = cap;
-    }
+    if (!VEC_GROW(m->packed, m->npacked, m->cappacked, NULL)) return -1;
     rt_packed_buffer *p = &m->packed[m->npacked];
     memset(p, 0, sizeof *p);
     p->value = pv;
