@@ -77,7 +77,7 @@ ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx)
         renum[ord[i].group] = i;
         groups[i] = g->groups[ord[i].group];
     }
-    memcpy(g->groups, groups, (size_t)k * sizeof *groups);
+    if (k) memcpy(g->groups, groups, (size_t)k * sizeof *groups); /* a model with no kernels: g->groups is NULL */
     for (int i = 0; i < g->nnodes; i++)
         if (g->nodes[i]->group >= 0) g->nodes[i]->group = renum[g->nodes[i]->group];
     free(ord);

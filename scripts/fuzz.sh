@@ -9,7 +9,7 @@
 # --dir    the clang build (default build-fuzz/), configured with KILN_FUZZ=ON
 #
 # Each harness starts from its committed corpus plus DIR/corpus/NAME (kept
-# between runs), with its dictionary, one job (-jobs=1 -workers=1). Crashes,
+# between runs), with its dictionary, in one process. Crashes,
 # leaks and timeouts land in DIR/artifacts/NAME/ and make the script exit 1;
 # the last status line of each run (executions, coverage, corpus) is printed
 # and kept in DIR/fuzz-NAME.log. Needs clang with libFuzzer (scripts/deps.sh).
@@ -47,7 +47,7 @@ for h in "${harnesses[@]}"; do
   rc=0
   ASAN_OPTIONS=detect_leaks=1 "$dir/tests/fuzz/fuzz_$h" "$work" "tests/fuzz/corpus/$h" \
     -dict="tests/fuzz/$h.dict" -max_total_time="$time" -timeout=25 -rss_limit_mb=2048 -max_len=65536 \
-    -jobs=1 -workers=1 -print_final_stats=1 -artifact_prefix="$art" >"$log" 2>&1 || rc=$?
+    -print_final_stats=1 -artifact_prefix="$art" >"$log" 2>&1 || rc=$?
   grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$log" | tail -1 || true
   grep -E '^stat::(number_of_executed_units|peak_rss_mb|new_units_added)' "$log" || true
   if [ "$rc" -ne 0 ] || ls "$art" | grep -q .; then
