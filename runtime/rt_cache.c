@@ -10,12 +10,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/rt_cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime/rt_cache_internal.h"
 #include "runtime/rt_util.h"
@@ -28,7 +30,8 @@ rt_status rt_cache_resolve_dir(rt_getenv_fn getenv_fn, void *user, char **out)
     *out = NULL;
     const char *v;
     if ((v = rt_env_get(getenv_fn, user, "KILN_CACHE_DIR"))) *out = rt_strf("%s", v);
-    else if ((v = rt_env_get(getenv_fn, user, "XDG_CACHE_HOME"))) *out = rt_strf("%s/kiln", v);
+    /* the XDG spec: a relative XDG_CACHE_HOME is invalid and is ignored */
+    else if ((v = rt_env_get(getenv_fn, user, "XDG_CACHE_HOME")) && v[0] == '/') *out = rt_strf("%s/kiln", v);
     else if ((v = rt_env_get(getenv_fn, user, "HOME"))) *out = rt_strf("%s/.cache/kiln", v);
     else return RT_ERR_IO;
     return *out ? RT_OK : RT_ERR_NOMEM;
@@ -55,6 +58,48 @@ void rt_cache_warn_locked(rt_cache *c, const char *fmt, ...)
     p[old + strlen(msg)] = '\n';
     p[old + strlen(msg) + 1] = '\0';
     c->pending = p;
+}
+
+/* The root (followed if a link) and v1 and every directory in it (never
+ * followed): the user's, and writable by nobody else. */
+static bool trusted_tree(const char *root, const char *v1, char *why, size_t n)
+{
+    if (!rt_cache_dir_trusted(root, true, why, n) || !rt_cache_dir_trusted(v1, false, why, n)) return false;
+    DIR *d = opendir(v1);
+    if (!d) {
+        snprintf(why, n, "cannot read %s: %s", v1, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    struct dirent *a;
+    while (ok && (a = readdir(d))) {
+        if (a->d_name[0] == '.') continue;
+        char *sub = rt_strf("%s/%s", v1, a->d_name);
+        struct stat st;
+        if (!sub) ok = false, snprintf(why, n, "out of memory");
+        else if (lstat(sub, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
+            ok = rt_cache_dir_trusted(sub, false, why, n);
+        free(sub);
+    }
+    closedir(d);
+    return ok;
+}
+
+/* KILN_CACHE_MAX_MB (0: no cap), else the default. */
+static uint64_t max_bytes(rt_cache *c, const rt_cache_config *cfg)
+{
+    const char *v = rt_env_get(cfg->getenv, cfg->getenv_user, "KILN_CACHE_MAX_MB");
+    uint64_t mb = RT_CACHE_DEFAULT_MAX_MB;
+    if (v) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || end == v || *end || v[0] == '-' || x > (UINT64_MAX >> 20))
+            rt_cache_warn_locked(c, "kiln cache: KILN_CACHE_MAX_MB=%s is not a number of MiB; using %d", v,
+                                 RT_CACHE_DEFAULT_MAX_MB);
+        else mb = x;
+    }
+    return mb << 20;
 }
 
 rt_status rt_cache_open(rt_cache **out, const rt_cache_config *cfg)
@@ -91,14 +136,23 @@ rt_status rt_cache_open(rt_cache **out, const rt_cache_config *cfg)
                 return RT_ERR_NOMEM;
             }
             int err = rt_cache_mkdirs(v1);
+            char why[700] = "";
+            if (err) snprintf(why, sizeof why, "cannot create %s (%s)", v1, strerror(err));
+            else if (!trusted_tree(root, v1, why, sizeof why)) err = EPERM;
+            else if ((err = rt_cache_secret_load(v1, c->secret, why, sizeof why)) == ENOMEM) {
+                free(root);
+                free(v1);
+                rt_cache_close(c);
+                return RT_ERR_NOMEM;
+            }
             if (err) {
-                rt_cache_warn_locked(c, "kiln cache: cannot create %s (%s); caching in memory only", v1,
-                            strerror(err));
+                rt_cache_warn_locked(c, "kiln cache: %s; caching in memory only", why);
                 free(root);
                 free(v1);
             } else {
                 c->root = root;
                 c->v1 = v1;
+                c->max_bytes = max_bytes(c, cfg);
             }
         }
     }
@@ -162,9 +216,18 @@ rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt
 
     if (c->root) {
         char *path = rt_cache_file_path(c, key, arch);
-        if (!path) return RT_CACHE_ERROR;
+        char *dir = rt_strf("%s/%s", c->v1, arch);
+        if (!path || !dir) {
+            free(path);
+            free(dir);
+            return RT_CACHE_ERROR;
+        }
+        bool usable = rt_cache_arch_dir_ok(c, dir);
+        free(dir);
         rt_cache_file e;
-        rt_cache_file_read(path, key, true, &e);
+        memset(&e, 0, sizeof e);
+        e.state = RT_CACHE_FILE_MISSING;
+        if (usable) rt_cache_file_read(path, key, c->secret, RT_CACHE_READ_PAYLOAD | RT_CACHE_READ_TOUCH, &e);
         if (e.state == RT_CACHE_FILE_NOMEM) {
             free(path);
             return RT_CACHE_ERROR;
@@ -197,6 +260,11 @@ rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt
 
 rt_status rt_cache_put(rt_cache *c, rt_cache_key key, const char *arch, const rt_blob *blob)
 {
+    return rt_cache_put_ex(c, key, arch, blob, NULL);
+}
+
+rt_status rt_cache_put_ex(rt_cache *c, rt_cache_key key, const char *arch, const rt_blob *blob, const char *manifest)
+{
     if (!c || !blob || !blob->data || blob->size == 0 || !rt_nvrtc_arch_valid(arch))
         return RT_ERR_INVALID;
     unsigned char *copy = rt_cache_bytes_dup(blob->data, blob->size);
@@ -214,7 +282,9 @@ rt_status rt_cache_put(rt_cache *c, rt_cache_key key, const char *arch, const rt
 
     char *dir = rt_strf("%s/%s", c->v1, arch);
     int err = dir ? rt_cache_mkdirs(dir) : ENOMEM;
-    if (!err) err = rt_cache_file_write(dir, key, blob, c->fsync);
+    uint64_t bytes = 0;
+    if (!err && !rt_cache_arch_dir_ok(c, dir)) err = EPERM;
+    if (!err) err = rt_cache_file_write(dir, key, c->secret, manifest, blob, c->fsync, &bytes);
     pthread_mutex_lock(&c->mu);
     if (err) {
         c->st.write_failures++;
@@ -227,6 +297,11 @@ rt_status rt_cache_put(rt_cache *c, rt_cache_key key, const char *arch, const rt
         c->st.writes++;
     }
     pthread_mutex_unlock(&c->mu);
+    if (!err) {
+        char *path = rt_cache_file_path(c, key, arch);
+        rt_cache_enforce_cap(c, bytes, path);
+        free(path);
+    }
     free(dir);
     return RT_OK;
 }
@@ -274,6 +349,15 @@ static bool lookup_unit(rt_cache *c, const char *name, const char *source,
     return true;
 }
 
+/* A compile's result, stored with its manifest (what made its key). */
+static void put_compiled(rt_cache *c, rt_cache_key key, const char *name, const char *source, const rt_compile_opts *opts,
+                         const rt_blob *code)
+{
+    char *manifest = rt_cache_manifest_make(name, source, opts);
+    rt_cache_put_ex(c, key, opts && opts->arch ? opts->arch : RT_DEFAULT_ARCH, code, manifest);
+    free(manifest);
+}
+
 rt_status rt_cache_compile(rt_cache *c, const char *name, const char *source,
                            const rt_compile_opts *opts, unsigned flags,
                            rt_compile_result *out, rt_cache_lookup *how)
@@ -291,7 +375,7 @@ rt_status rt_cache_compile(rt_cache *c, const char *name, const char *source,
     if (lookup_unit(c, name, source, opts, out, how, &key)) return out->status;
     rt_status st = rt_nvrtc_compile(name, source, opts, RT_TARGET_CUBIN, out);
     count_compiles(c, 1);
-    if (st == RT_OK) rt_cache_put(c, key, opts && opts->arch ? opts->arch : RT_DEFAULT_ARCH, &out->code);
+    if (st == RT_OK) put_compiled(c, key, name, source, opts, &out->code);
     return st;
 }
 
@@ -342,10 +426,10 @@ rt_status rt_cache_compile_many(rt_cache *c, int n, const char *const names[],
     rt_nvrtc_compile_many(nmiss, miss_names, miss_sources, opts, RT_TARGET_CUBIN, miss_out, nthreads,
                           progress ? progress_remap : NULL, &remap);
     count_compiles(c, nmiss);
-    const char *arch = opts && opts->arch ? opts->arch : RT_DEFAULT_ARCH;
     for (int j = 0; j < nmiss; j++) {
         out[miss_unit[j]] = miss_out[j];
-        if (!bypass && miss_out[j].status == RT_OK) rt_cache_put(c, miss_keys[j], arch, &miss_out[j].code);
+        if (!bypass && miss_out[j].status == RT_OK)
+            put_compiled(c, miss_keys[j], miss_names[j], miss_sources[j], opts, &miss_out[j].code);
     }
     for (int i = 0; i < n; i++)
         if (out[i].status != RT_OK) {

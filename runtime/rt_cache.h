@@ -6,24 +6,35 @@
  *
  * An rt_cache is an in-memory map (key -> cubin) in front of a disk cache at
  *   <root>/v1/<arch>/<32 hex digits of the key>.cubin
- * where root is cfg->dir, else $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,
- * else $HOME/.cache/kiln. Each file is a 48-byte header followed by the
- * payload (the cubin):
+ * where root is cfg->dir, else $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln
+ * (when absolute, as the XDG spec says), else $HOME/.cache/kiln. Each file
+ * is a 48-byte header, the entry's manifest (JSON: what made its key,
+ * rt_cache_manifest.c) and the payload (the cubin):
  *   0  "KILNCUBN"                    8 bytes, the magic
- *   8  format version (1)            u32 little-endian
- *   12 reserved (0)                  u32
+ *   8  format version (2)            u32 little-endian
+ *   12 manifest length               u32 little-endian
  *   16 payload length                u64 little-endian
- *   24 XXH3-64 of the payload        u64 little-endian
+ *   24 checksum                      u64 little-endian: XXH3-64 keyed by the cache's
+ *                                    secret over bytes 8-23, the key, manifest, payload
  *   32 the key                       16 bytes, XXH128 canonical (big-endian)
  * Files are written to a unique temp file in the same directory (mkstemp,
  * name starting with '.') and renamed into place, so readers never see a
  * partial entry and several processes may fill one cache at once.
  *
+ * Trust (rt_cache_trust.c): the disk cache is used only when the root and
+ * every directory under it are the user's and writable by nobody else (else
+ * one warning and memory only); directories are created 0700, files 0600;
+ * the checksum's secret is <v1>/.secret, so files not written by this cache
+ * are never loaded. Entries are opened without following links or blocking,
+ * must be regular files of the user's of at most RT_CACHE_MAX_ENTRY bytes.
+ *
  * A file with a bad magic or version, a wrong length, another key or a
  * checksum mismatch is corrupt: it is deleted, counted, and reported as a
  * miss, so the caller rebuilds and stores it again; its bytes are never
  * returned. A cache directory that cannot be created gives one warning and
- * the cache then works in memory only.
+ * the cache then works in memory only. A hit sets the entry's mtime; when
+ * the entries exceed KILN_CACHE_MAX_MB (default RT_CACHE_DEFAULT_MAX_MB; 0:
+ * no cap) a put deletes the least recently used ones.
  *
  * One rt_cache may be shared by threads: a mutex inside the object guards
  * the map and the counters; disk reads and writes run outside it. */
@@ -35,8 +46,12 @@
 
 #include "runtime/rt_nvrtc.h"
 
-#define RT_CACHE_FORMAT_VERSION 1u
+#define RT_CACHE_FORMAT_VERSION 2u
 #define RT_CACHE_HEADER_SIZE 48
+#define RT_CACHE_SECRET_SIZE 192                 /* bytes of <v1>/.secret */
+#define RT_CACHE_MAX_ENTRY (512ull << 20)        /* a larger file is not an entry */
+#define RT_CACHE_MAX_MANIFEST (64u << 10)
+#define RT_CACHE_DEFAULT_MAX_MB 2048             /* KILN_CACHE_MAX_MB unset */
 
 typedef struct rt_cache rt_cache;
 
@@ -116,6 +131,9 @@ rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt
  * first one warned about) but not an error: RT_OK unless the arguments are
  * bad or memory runs out. */
 rt_status rt_cache_put(rt_cache *c, rt_cache_key key, const char *arch, const rt_blob *blob);
+/* The same with the entry's manifest (JSON text; NULL: "{}"), as
+ * rt_cache_compile* store it. */
+rt_status rt_cache_put_ex(rt_cache *c, rt_cache_key key, const char *arch, const rt_blob *blob, const char *manifest);
 
 typedef struct rt_cache_stats {
     uint64_t mem_hits, disk_hits, misses;
@@ -154,33 +172,66 @@ rt_status rt_cache_compile_many(rt_cache *c, int n, const char *const names[],
 /* ---- maintenance: `kiln cache ls|verify|clear` ----------------------------- */
 
 typedef struct rt_cache_entry {
-    const char *path;  /* full path of the file */
-    const char *arch;  /* its <arch> directory */
-    const char *hex;   /* the key from the file name */
-    uint64_t size;     /* bytes on disk, header included */
-    time_t mtime;
+    const char *path;     /* full path of the file */
+    const char *arch;     /* its <arch> directory */
+    const char *hex;      /* the key from the file name */
+    uint64_t size;        /* bytes on disk, header included */
+    time_t mtime;         /* its last use (hits touch it) */
+    const char *manifest; /* what made its key (JSON, rt_cache_manifest.c), NULL when the entry does not check */
+    const char *problem;  /* why it does not check, or NULL */
 } rt_cache_entry;
+
+/* An entry's manifest in words, for `kiln cache ls`: "KERNEL  Kiln V, NVRTC
+ * V, options ...\n   group ...". False when it does not parse. */
+bool rt_cache_manifest_describe(const char *manifest, char *out, size_t n);
 
 /* Return false to stop. */
 typedef bool (*rt_cache_entry_fn)(void *user, const rt_cache_entry *e);
 
-/* Every entry file under <root>/v1 (temp files skipped), in directory order.
- * RT_ERR_IO when the root cannot be read; a missing v1 tree is no entries. */
+/* Receives what ls, verify and clear find and do not (or cannot) handle:
+ * an untrusted arch directory, an entry that cannot be checked or deleted,
+ * a file that is not Kiln's; what says which, in words. */
+typedef void (*rt_cache_problem_fn)(void *user, const char *path, const char *what);
+void rt_cache_set_problem_fn(rt_cache *c, rt_cache_problem_fn fn, void *user);
+
+/* Every entry file under <root>/v1 (temp files skipped), in directory order,
+ * with its manifest. RT_ERR_IO when the root cannot be read; a missing v1
+ * tree is no entries. Untrusted arch directories are reported, not read. */
 rt_status rt_cache_list(rt_cache *c, rt_cache_entry_fn fn, void *user);
 
 typedef struct rt_cache_verify_stats {
     uint64_t ok, corrupt_removed, stale_temps_removed, other_files;
     uint64_t bytes_ok;
+    uint64_t unchecked;   /* entries (or arch directories) that could not be checked: reported */
+    uint64_t undeletable; /* corrupt entries or stale temp files that could not be deleted: reported */
 } rt_cache_verify_stats;
 
 /* Check every entry (header, length, key vs. file name, checksum), delete
  * the corrupt ones and temp files older than an hour (left by a writer that
- * died); files not named like entries are counted, not touched. */
+ * died); files not named like entries are counted, not touched. Everything
+ * it cannot check or delete is counted and reported (the problem fn). */
 rt_status rt_cache_verify(rt_cache *c, rt_cache_verify_stats *st);
 
-/* Delete <root>/v1 and everything in it, and empty the memory map.
- * *removed (may be NULL) counts the files deleted. */
+/* Delete Kiln's files under <root>/v1 — entries and temp files — and the
+ * arch directories they leave empty, and empty the memory map; anything
+ * else is left and reported. *removed (may be NULL) counts the files
+ * deleted. */
 rt_status rt_cache_clear(rt_cache *c, uint64_t *removed);
+
+/* `kiln cache why`: for a kernel (name, source, opts as compiled), whether
+ * its entry is on disk, and otherwise the entry of the same kernel name that
+ * differs in the fewest key inputs (the newest of equals) and how. */
+typedef struct rt_cache_explanation {
+    char key[33];        /* the key this compile has */
+    bool hit;            /* its entry is on disk and checks */
+    int same_kernel;     /* entries of the same kernel name with another key */
+    int ndiff;           /* key inputs in which the nearest differs; -1: none found */
+    char nearest[64];    /* "<arch>/<hex>" */
+    time_t nearest_mtime;
+    char diff[1024];     /* rt_cache_manifest_diff's words */
+} rt_cache_explanation;
+rt_status rt_cache_explain(rt_cache *c, const char *name, const char *source, const rt_compile_opts *opts,
+                           rt_cache_explanation *x);
 
 /* Why the last maintenance call failed, or "" (owned by c). Not updated
  * by get/put/compile; for use from one thread. */

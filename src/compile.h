@@ -30,6 +30,7 @@
 
 #include "codegen/cg.h"
 #include "ir/ir.h"
+#include "runtime/rt_cache.h"
 #include "runtime/rt_emit.h"
 #include "runtime/rt_model.h"
 #include "util/diag.h"
@@ -114,6 +115,13 @@ int kc_write_sources(const kc_unit *u, const char *dir, const cg_target *target,
  * written (runtime/rt_emit.h). Returns the number of kernels, or -1. */
 int kc_write_compiled(const kc_unit *u, const char *dir, const cg_target *target, const rt_emit_options *o,
                       rt_emit_result *res, char *err, size_t n);
+
+/* `kiln cache why`: for each kernel of the large-shape variant (and each
+ * fallback) compiled with copts, "hit" or the key input that changed
+ * against the nearest cache entry of the same kernel, one line each to out;
+ * *misses counts the kernels not in the cache. */
+rt_status kc_cache_why(const kc_unit *u, const cg_target *target, rt_cache *cache, const rt_compile_opts *copts,
+                       FILE *out, int *misses, char *err, size_t n);
 
 /* `kiln passes`: the pipeline, its passes and rules, in order. */
 void kc_print_passes(FILE *out);

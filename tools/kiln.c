@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ir/ir.h"
+
 #include "runtime/rt_cache.h"
 #include "runtime/rt_emit.h"
 #include "runtime/rt_info.h"
@@ -49,9 +50,11 @@ static const char usage_text[] =
     "                           the device's read bandwidth and tensor rates, measured\n"
     "                           once and kept in the cache directory\n"
     "  passes                   list the passes and fusion rules, in pipeline order\n"
-    "  cache ls|verify|clear    list, check (deleting corrupt entries) or empty the\n"
-    "                           kernel cache ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n"
-    "                           else ~/.cache/kiln)\n"
+    "  cache ls|verify|clear    list (with what made each key), check (deleting corrupt\n"
+    "                           entries) or empty the kernel cache ($KILN_CACHE_DIR, else\n"
+    "                           $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; KILN_CACHE_MAX_MB caps it)\n"
+    "  cache why FILE           for each kernel of FILE: in the cache, or what changed\n"
+    "                           against the nearest entry\n"
     "\n"
     "options:\n"
     "  --emit=KIND              what `compile` writes: ast, ir (as written), fused-ir\n"
@@ -100,6 +103,7 @@ typedef struct cli {
     bool print_all, explain, verify;
     const char *arch;
     bool no_cache, timings;
+    const char *why_model; /* cache why FILE */
     bool json, remeasure; /* ceilings */
     diag_options warnings; /* -Werror, -Wno-NAME */
     run_opts run;
@@ -252,6 +256,8 @@ static int parse_args(int argc, char **argv, cli *c)
             c->cmd = a;
         } else if (!c->file) {
             c->file = a;
+        } else if (!strcmp(c->cmd, "cache") && !strcmp(c->file, "why") && !c->why_model) {
+            c->why_model = a;
         } else {
             return usage_error("unexpected argument '%s'", a);
         }
@@ -263,8 +269,10 @@ static int parse_args(int argc, char **argv, cli *c)
     if (!strcmp(c->cmd, "passes") || !strcmp(c->cmd, "ceilings"))
         return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
     if (!strcmp(c->cmd, "cache")) {
-        if (!c->file || (strcmp(c->file, "ls") && strcmp(c->file, "verify") && strcmp(c->file, "clear")))
-            return usage_error("'cache' needs ls, verify or clear%s", "");
+        if (!c->file || (strcmp(c->file, "ls") && strcmp(c->file, "verify") && strcmp(c->file, "clear") &&
+                         strcmp(c->file, "why")))
+            return usage_error("'cache' needs ls, verify, clear or why FILE%s", "");
+        if (!strcmp(c->file, "why") && !c->why_model) return usage_error("'cache why' needs a model file%s", "");
         return EX_OK;
     }
     if (!strcmp(c->cmd, "run")) {
@@ -376,15 +384,51 @@ static int emit_kernels(const cli *c, const kc_unit *u)
     return EX_OK;
 }
 
+/* One line per entry: arch, key, size, last use, then what made the key. */
 static bool print_entry(void *user, const rt_cache_entry *e)
 {
     char when[64];
     struct tm tm;
     localtime_r(&e->mtime, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    printf("%-10s %s %10llu  %s\n", e->arch, e->hex, (unsigned long long)e->size, when);
+    printf("%-10s %s %10llu  %s", e->arch, e->hex, (unsigned long long)e->size, when);
+    char what[2048];
+    if (e->manifest && rt_cache_manifest_describe(e->manifest, what, sizeof what)) printf("  %s", what);
+    else printf("  (%s)", e->problem ? e->problem : "no manifest");
+    putchar('\n');
     (*(int *)user)++;
     return true;
+}
+
+static void print_problem(void *user, const char *path, const char *what)
+{
+    fprintf(stderr, "kiln cache: %s: %s\n", path, what);
+    (*(int *)user)++;
+}
+
+/* kiln cache why FILE */
+static int cache_why(const cli *c, rt_cache *cache)
+{
+    kc_options o = {.name = c->why_model, .defines = c->defines, .ndefines = c->ndefines, .disabled = c->disabled,
+                    .ndisabled = c->ndisabled, .warnings = c->warnings};
+    kc_unit *u;
+    char err[1024];
+    rt_status st = kc_open(&o, stderr, &u, err, sizeof err);
+    if (st != RT_OK) return st == RT_ERR_IO ? EX_NOINPUT : EX_SOFTWARE;
+    int status = EX_OK, misses = 0;
+    if ((st = kc_parse(u, err, sizeof err)) != RT_OK) status = st == RT_ERR_MODEL ? EX_MODEL : EX_SOFTWARE;
+    else if ((st = kc_fuse(u, err, sizeof err)) != RT_OK) status = st == RT_ERR_INVALID ? EX_USAGE : EX_SOFTWARE;
+    else {
+        cg_target target;
+        kc_tool_target(c->arch, &target);
+        rt_compile_opts copts = {.arch = c->arch};
+        if (kc_cache_why(u, &target, cache, &copts, stdout, &misses, err, sizeof err) != RT_OK) {
+            fprintf(stderr, "kiln: %s\n", err);
+            status = EX_SOFTWARE;
+        }
+    }
+    kc_free(u);
+    return status;
 }
 
 /* kiln cache ls|verify|clear */
@@ -398,8 +442,11 @@ static int cache_cmd(const cli *c)
         rt_cache_close(cache);
         return EX_CANTCREAT;
     }
-    int status = EX_OK;
-    if (!strcmp(c->file, "ls")) {
+    int status = EX_OK, problems = 0;
+    rt_cache_set_problem_fn(cache, print_problem, &problems);
+    if (!strcmp(c->file, "why")) {
+        status = cache_why(c, cache);
+    } else if (!strcmp(c->file, "ls")) {
         int n = 0;
         if (rt_cache_list(cache, print_entry, &n) != RT_OK) {
             fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
@@ -413,10 +460,12 @@ static int cache_cmd(const cli *c)
             fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
             status = EX_NOINPUT;
         } else {
-            printf("%llu entries ok (%llu bytes), %llu corrupt removed, %llu stale temp files removed, %llu other files left alone\n",
+            printf("%llu entries ok (%llu bytes), %llu corrupt removed, %llu stale temp files removed, %llu other files left alone"
+                   ", %llu not checked, %llu not deletable\n",
                    (unsigned long long)st.ok, (unsigned long long)st.bytes_ok, (unsigned long long)st.corrupt_removed,
-                   (unsigned long long)st.stale_temps_removed, (unsigned long long)st.other_files);
-            if (st.corrupt_removed) status = EX_MODEL;
+                   (unsigned long long)st.stale_temps_removed, (unsigned long long)st.other_files,
+                   (unsigned long long)st.unchecked, (unsigned long long)st.undeletable);
+            if (st.corrupt_removed || st.unchecked || st.undeletable) status = EX_MODEL;
         }
     } else {
         uint64_t removed = 0;
@@ -424,7 +473,8 @@ static int cache_cmd(const cli *c)
             fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
             status = EX_CANTCREAT;
         } else {
-            printf("removed %llu files from %s\n", (unsigned long long)removed, rt_cache_dir(cache));
+            printf("removed %llu files from %s%s\n", (unsigned long long)removed, rt_cache_dir(cache),
+                   problems ? " (files that are not Kiln's were left: listed above)" : "");
         }
     }
     rt_cache_close(cache);

@@ -84,7 +84,7 @@ expect 73 'cannot write the report' compile samples/llama3_1b_layer.kiln --repor
 export KILN_CACHE_DIR="$tmp/cache"
 expect 64 'give a directory with -o DIR' compile samples/llama3_1b_layer.kiln --emit=cubin
 expect 64 "--arch must look like sm_90a, not 'volta'" compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --arch=volta
-expect 64 "'cache' needs ls, verify or clear" cache frob
+expect 64 "'cache' needs ls, verify, clear or why FILE" cache frob
 expect 0 '' compile samples/llama3_1b_layer.kiln --emit=cuda -o "$tmp/cu"
 # 7 kernels, and the mma.sync fallback of each wgmma matmul (k1, k3, k5, k6 on sm_90a)
 if [ "$(ls "$tmp/cu"/*.cu | grep -vc '_mma\.cu$')" -eq 7 ] && [ "$(ls "$tmp/cu"/*_mma.cu | wc -l)" -eq 4 ] &&

@@ -168,7 +168,7 @@ static void test_hits(void)
     rt_cache_key k;
     CHECK(rt_cache_key_for(src, NULL, &k) == RT_OK);
     char *path = entry_file(dir, k, "sm_90a");
-    CHECK_MSG(file_size(path) == (long)(RT_CACHE_HEADER_SIZE + r1.code.size), "%s", path);
+    CHECK_MSG(file_size(path) > (long)(RT_CACHE_HEADER_SIZE + r1.code.size), "%s", path); /* + its manifest */
     rt_cache_close(c);
 
     /* a new cache object on the same directory: a disk hit, the same bytes */
@@ -715,10 +715,9 @@ static void test_maintenance(void)
 
     uint64_t removed = 0;
     CHECK(rt_cache_clear(c, &removed) == RT_OK);
-    CHECK_MSG(removed == 6, "removed %llu", (unsigned long long)removed); /* 4 entries + temp + stray */
-    char v1[600];
-    snprintf(v1, sizeof v1, "%s/v1", dir);
-    CHECK(!file_exists(v1) && file_exists(dir));
+    /* Kiln's files only: 4 entries + the temp file; the stray file stays, and so its directory */
+    CHECK_MSG(removed == 5, "removed %llu", (unsigned long long)removed);
+    CHECK(file_exists(stray) && !file_exists(fresh));
     rt_blob b = {0};
     CHECK(rt_cache_get(c, fake_key(0), "sm_90a", &b) == RT_CACHE_MISS); /* memory emptied too */
     rt_cache_stats s;
