@@ -191,6 +191,31 @@ rt_status rt_st_parse(const void *buf, size_t size, const char *name, rt_st_file
         }
         if (far < 0 || t->end > f->t[far].end) far = i;
     }
+    /* as the reference implementation: the data is the tensors, back to
+     * back from offset 0 (no holes, nothing after the last), and each
+     * starts at a multiple of its element size */
+    uint64_t at = 0;
+    for (int i = 0; i < f->n; i++) {
+        const rt_st_tensor *t = &f->t[i];
+        if (t->begin % (uint64_t)t->elem_size) {
+            st = rt_fail(RT_ERR_WEIGHTS, err, errlen, "%s: tensor '%s' starts at data offset %llu, not a multiple of its "
+                         "element size (%s, %d bytes)", nm, t->name, (unsigned long long)t->begin, t->dtype_str, t->elem_size);
+            goto out;
+        }
+        if (t->begin != at) {
+            st = rt_fail(RT_ERR_WEIGHTS, err, errlen, "%s: %llu bytes of the data before tensor '%s' [%llu, %llu] belong to no "
+                         "tensor (a hole)", nm, (unsigned long long)(t->begin - at), t->name,
+                         (unsigned long long)t->begin, (unsigned long long)t->end);
+            goto out;
+        }
+        at = t->end;
+    }
+    if (at != f->data_len) {
+        st = rt_fail(RT_ERR_WEIGHTS, err, errlen, "%s: %llu bytes after the last tensor's data belong to no tensor "
+                     "(trailing bytes; the data is %llu bytes)", nm, (unsigned long long)(f->data_len - at),
+                     (unsigned long long)f->data_len);
+        goto out;
+    }
 out:
     json_decref(root);
     if (st != RT_OK) free_tensors(f);
@@ -201,7 +226,8 @@ rt_status rt_st_open(const char *path, rt_st_file *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     if (!path) return rt_fail(RT_ERR_INVALID, err, errlen, "safetensors: NULL path");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* a FIFO opens without waiting for a writer, then is refused as not a regular file */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return rt_fail(RT_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -211,7 +237,8 @@ rt_status rt_st_open(const char *path, rt_st_file *f, char *err, size_t errlen)
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return rt_fail(RT_ERR_IO, err, errlen, "%s: not a regular file", path);
+        return rt_fail(RT_ERR_IO, err, errlen, "%s: not a regular file (%s)", path,
+                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
     }
     size_t size = (size_t)st.st_size;
     void *map = NULL;

@@ -14,7 +14,10 @@
  *     an object with a known dtype string, a shape of non-negative integers
  *     (rank <= 8) and two integer data_offsets;
  *   - begin <= end <= data length, end - begin = numel * dtype size (no
- *     overflow), and no two tensors' byte ranges overlap.
+ *     overflow), and no two tensors' byte ranges overlap;
+ *   - as the reference implementation requires, the tensors fill the data
+ *     back to back from offset 0: no holes, no trailing bytes, and each
+ *     begins at a multiple of its element size.
  * The model-specific checks (names, dtypes, shapes vs declarations) are done
  * by rt_model (rt_model_load_safetensors). */
 #ifndef KILN_RT_WEIGHTS_H
