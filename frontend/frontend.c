@@ -64,7 +64,7 @@ static void layout_warnings_unbound(const fe_model *m, const fe_options *opts, d
     d2.opts.disabled = ~(1u << DIAG_W_ATTENTION_LAYOUT);
     fe_options o2 = {defs, nd};
     ir_graph *g = NULL;
-    if (defs) fe_lower_model(m, &o2, &scratch, &d2, &g);
+    if (defs) fe_lower_model(m, &o2, &scratch, &d2, &g, NULL);
     for (int i = 0; i < d2.count; i++)
         if (d2.items[i].warning == DIAG_W_ATTENTION_LAYOUT + 1)
             diag_warn(d, DIAG_W_ATTENTION_LAYOUT, d2.items[i].loc, "%s", d2.items[i].msg);
@@ -75,6 +75,11 @@ static void layout_warnings_unbound(const fe_model *m, const fe_options *opts, d
 }
 
 ir_graph *fe_compile(const fe_source *src, const fe_options *opts, diag_list *d)
+{
+    return fe_compile_counted(src, opts, d, NULL);
+}
+
+ir_graph *fe_compile_counted(const fe_source *src, const fe_options *opts, diag_list *d, uint64_t *work)
 {
     const char *path = src->path ? src->path : "<input>";
     const char *file = arena_strdup(d->arena, path);
@@ -92,7 +97,7 @@ ir_graph *fe_compile(const fe_source *src, const fe_options *opts, diag_list *d)
         bool twice = !(disabled & layout) && binds_dims(m, opts);
         int count0 = d->count;
         if (twice) d->opts.disabled |= layout;
-        fe_lower_model(m, opts, &scratch, d, &g);
+        fe_lower_model(m, opts, &scratch, d, &g, work);
         d->opts.disabled = disabled;
         if (twice && !real_errors(d, count0)) layout_warnings_unbound(m, opts, d);
     }

@@ -41,6 +41,10 @@ void fe_source_free(fe_source *src);
  * number of threads may compile at once. The language and its diagnostics
  * are described in docs/LANGUAGE.md. */
 ir_graph *fe_compile(const fe_source *src, const fe_options *opts, diag_list *d);
+/* The same, adding the lowering's name-lookup work (name comparisons and
+ * suggestion candidates) to *work: tests check that it grows linearly with
+ * the model. */
+ir_graph *fe_compile_counted(const fe_source *src, const fe_options *opts, diag_list *d, uint64_t *work);
 
 /* Parses only and prints the AST (a stable, indented S-expression form, one
  * statement per line ending with its @line:col; see docs/LANGUAGE.md).

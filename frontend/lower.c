@@ -16,6 +16,7 @@
  * its uses stay quiet), so one mistake never produces a cascade. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,11 +25,94 @@
 
 /* ---- symbols ---------------------------------------------------------------- */
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of name in a table of cap (a power of two) slots whose keys are
+ * key(i): the one holding it, or the empty one where it would go. */
+#define PROBE(l, cap, name, occupied, key, out)                                     \
+    do {                                                                          \
+        size_t mask_ = (size_t)(cap) - 1, i_ = (size_t)name_hash(name) & mask_;   \
+        for (;; i_ = (i_ + 1) & mask_) {                                          \
+            (l)->work++;                                                          \
+            if (!(occupied) || strcmp((key), (name)) == 0) break;                 \
+        }                                                                         \
+        (out) = i_;                                                               \
+    } while (0)
+
+static const void *map_get(fe_lower *l, const fe_name_map *m, const char *name, bool *found)
+{
+    *found = false;
+    if (!m->cap) return NULL;
+    size_t i;
+    PROBE(l, m->cap, name, m->keys[i_], m->keys[i_], i);
+    if (!m->keys[i]) return NULL;
+    *found = true;
+    return m->vals[i];
+}
+
+/* Sets name -> val unless name is there already (first wins). */
+static bool map_put(fe_lower *l, fe_name_map *m, const char *name, const void *val)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        int ncap = m->cap ? 2 * m->cap : 64;
+        fe_name_map g = {arena_alloc(l->a, (size_t)ncap * sizeof *g.keys), arena_alloc(l->a, (size_t)ncap * sizeof *g.vals),
+                         ncap, 0};
+        if (!g.keys || !g.vals) return false;
+        for (int k = 0; k < m->cap; k++)
+            if (m->keys[k]) {
+                size_t i;
+                PROBE(l, g.cap, m->keys[k], g.keys[i_], g.keys[i_], i);
+                g.keys[i] = m->keys[k];
+                g.vals[i] = m->vals[k];
+                g.n++;
+            }
+        *m = g;
+    }
+    size_t i;
+    PROBE(l, m->cap, name, m->keys[i_], m->keys[i_], i);
+    if (!m->keys[i]) {
+        m->keys[i] = name;
+        m->vals[i] = val;
+        m->n++;
+    }
+    return true;
+}
+
 fe_sym *fe_lookup(fe_lower *l, const char *name)
 {
-    for (int i = l->nsyms - 1; i >= 0; i--)
-        if (strcmp(l->syms[i].name, name) == 0) return &l->syms[i];
-    return NULL;
+    if (!l->sym_cap) return NULL;
+    size_t i;
+    PROBE(l, l->sym_cap, name, l->sym_index[i_], l->syms[l->sym_index[i_] - 1].name, i);
+    return l->sym_index[i] ? &l->syms[l->sym_index[i] - 1] : NULL;
+}
+
+/* Points name's slot at sym idx (the latest definition of a name wins, as
+ * a backwards scan would find it), growing the table at half load. */
+static bool index_sym(fe_lower *l, int idx)
+{
+    if (2 * l->nsyms > l->sym_cap) {
+        int ncap = l->sym_cap ? 2 * l->sym_cap : 64;
+        int *t = arena_alloc(l->a, (size_t)ncap * sizeof *t);
+        if (!t) return false;
+        int *old = l->sym_index, ocap = l->sym_cap;
+        l->sym_index = t;
+        l->sym_cap = ncap;
+        for (int k = 0; k < ocap; k++)
+            if (old[k]) {
+                size_t i;
+                PROBE(l, l->sym_cap, l->syms[old[k] - 1].name, l->sym_index[i_], l->syms[l->sym_index[i_] - 1].name, i);
+                l->sym_index[i] = old[k];
+            }
+    }
+    size_t i;
+    PROBE(l, l->sym_cap, l->syms[idx].name, l->sym_index[i_], l->syms[l->sym_index[i_] - 1].name, i);
+    l->sym_index[i] = idx + 1;
+    return true;
 }
 
 static fe_sym *add_sym(fe_lower *l, const char *name, fe_sym_kind kind, src_loc loc)
@@ -43,6 +127,11 @@ static fe_sym *add_sym(fe_lower *l, const char *name, fe_sym_kind kind, src_loc 
     s->kind = kind;
     s->loc = loc;
     s->sym = -1;
+    if (!index_sym(l, l->nsyms - 1)) {
+        l->nsyms--;
+        diag_error(l->d, loc, "out of memory");
+        return NULL;
+    }
     return s;
 }
 
@@ -88,23 +177,43 @@ static bool check_new_name(fe_lower *l, const char *name, src_loc loc)
     return true;
 }
 
-/* Is `name` defined by a later statement? Returns its location. */
+/* Is `name` defined by a later statement? Returns its location. The
+ * statements' names are indexed once, on the first unknown name. */
 static bool defined_later(fe_lower *l, const char *name, src_loc *where)
 {
-    for (int i = 0; i < l->m->nstmts; i++) {
-        const fe_stmt *s = l->m->stmts[i];
-        for (int j = 0; j < s->names.n; j++)
-            if (strcmp(s->names.v[j].name, name) == 0) {
-                *where = s->names.v[j].loc;
-                return true;
-            }
-        for (int j = 0; j < s->consts.n; j++)
-            if (strcmp(s->consts.v[j].name.name, name) == 0) {
-                *where = s->consts.v[j].name.loc;
-                return true;
-            }
+    if (!l->later.cap) {
+        for (int i = 0; i < l->m->nstmts; i++) {
+            const fe_stmt *s = l->m->stmts[i];
+            for (int j = 0; j < s->names.n; j++)
+                if (!map_put(l, &l->later, s->names.v[j].name, &s->names.v[j].loc)) return false;
+            for (int j = 0; j < s->consts.n; j++)
+                if (!map_put(l, &l->later, s->consts.v[j].name.name, &s->consts.v[j].name.loc)) return false;
+        }
+        if (!l->later.cap && !map_put(l, &l->later, "", NULL)) return false; /* built: no names at all */
     }
-    return false;
+    bool found;
+    const src_loc *loc = map_get(l, &l->later, name, &found);
+    if (!found || !loc) return false;
+    *where = *loc;
+    return true;
+}
+
+/* "did you mean": the nearest symbol, searched once per distinct unknown
+ * name and for at most FE_SUGGEST_MAX names. */
+static const char *suggestion(fe_lower *l, const char *name)
+{
+    bool found;
+    const char *best = map_get(l, &l->suggested, name, &found);
+    if (found) return best;
+    if (l->nsuggest >= FE_SUGGEST_MAX) return NULL;
+    l->nsuggest++;
+    int best_d = 1000;
+    for (int i = 0; i < l->nsyms; i++) {
+        l->work++;
+        if (fe_suggest_consider(name, l->syms[i].name, &best_d)) best = l->syms[i].name;
+    }
+    (void)map_put(l, &l->suggested, name, best);
+    return best;
 }
 
 void fe_unknown_name(fe_lower *l, const char *name, src_loc loc)
@@ -119,10 +228,7 @@ void fe_unknown_name(fe_lower *l, const char *name, src_loc loc)
         diag_error(l->d, loc, "'%s' is a function; call it as %s(...)", name, name);
         return;
     }
-    const char *best = NULL;
-    int best_d = 1000;
-    for (int i = 0; i < l->nsyms; i++)
-        if (fe_suggest_consider(name, l->syms[i].name, &best_d)) best = l->syms[i].name;
+    const char *best = suggestion(l, name);
     if (best)
         diag_error(l->d, loc, "unknown name '%s'; did you mean '%s'?", name, best);
     else
@@ -894,7 +1000,7 @@ static void warn_unused(fe_lower *l)
 /* Lowers m into a new graph. Returns 0, or -1 when errors were reported
  * (then *out is NULL). */
 int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, diag_list *d,
-                   ir_graph **out)
+                   ir_graph **out, uint64_t *work)
 {
     *out = NULL;
     int errors0 = d->errors;
@@ -935,6 +1041,7 @@ int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, di
     }
     finish(&l, errors0);
     check_unused_defines(&l);
+    if (work) *work += l.work;
     if (d->errors == errors0 && g->noutputs == 0 && g->nstates == 0)
         diag_error(d, m->name.loc, "model '%s' has no outputs", g->name);
     if (d->errors == errors0 && ir_verify(g, d) != 0)

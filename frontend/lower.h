@@ -61,6 +61,18 @@ typedef struct fe_state_write {
     const ir_node *state; /* the STATE parameter it writes */
 } fe_state_write;
 
+/* A string-keyed map in the scratch arena (open addressing, grown at half
+ * load) for the lowering's name lookups. */
+typedef struct fe_name_map {
+    const char **keys;
+    const void **vals;
+    int cap, n;
+} fe_name_map;
+
+/* Distinct unknown names that get a "did you mean" search; later ones are
+ * reported without one, so 20k mistakes cost 20k lookups, not 20k scans. */
+#define FE_SUGGEST_MAX 64
+
 typedef struct fe_lower {
     ir_graph *g;
     diag_list *d;
@@ -75,6 +87,14 @@ typedef struct fe_lower {
     bool too_many_dims; /* reported once */
     fe_state_write *writes;
     int nwrites, capwrites;
+    /* name -> index in syms (the latest of that name), open addressing */
+    int *sym_index; /* index + 1; 0 = empty */
+    int sym_cap;
+    /* name -> the first statement that defines it, built on the first
+     * unknown name; and each unknown name's suggestion, computed once */
+    fe_name_map later, suggested;
+    int nsuggest;   /* suggestion searches so far (capped: FE_SUGGEST_MAX) */
+    uint64_t work;  /* name comparisons and suggestion candidates (fe_options.work) */
 } fe_lower;
 
 /* The values of an expression: one for most, several for split and the
@@ -100,7 +120,7 @@ const char *fe_dim_str(fe_lower *l, const ir_dim *d);
 /* Lowers m into a new graph (verified). Returns 0, or -1 when errors were
  * reported into d (then *out is NULL). */
 int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, diag_list *d,
-                   ir_graph **out);
+                   ir_graph **out, uint64_t *work);
 const char *fe_num_str(fe_lower *l, const fe_num *n);
 
 /* builtins.c */
