@@ -3,7 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "runtime/rt_ceilings.h"
 
-#include <cublas_v2.h>
+#include <cublas_api.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <jansson.h>
@@ -17,6 +17,7 @@
 
 #include "runtime/rt_cache.h"
 #include "runtime/rt_cache_internal.h"
+#include "runtime/rt_cublas.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_nvrtc.h"
 #include "runtime/rt_profile.h"
@@ -249,6 +250,7 @@ typedef struct meas {
     cudaEvent_t e0, e1;
     int sms;
     void *buf, *out;
+    const rt_cublas_api *cb; /* loaded for the GEMMs */
     cublasHandle_t blas;
     void *a, *b, *c;
 } meas;
@@ -292,7 +294,7 @@ static rt_status gemm(meas *m, cudaDataType_t type, int count, char *err, size_t
 {
     const float one = 1, zero = 0;
     for (int i = 0; i < count; i++)
-        RT_CUBLAS_TRY(cublasGemmEx(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one, m->a, type, GEMM_N,
+        RT_CUBLAS_TRY(m->cb->gemm_ex(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one, m->a, type, GEMM_N,
                                    m->b, type, GEMM_N, &zero, m->c, type, GEMM_N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                       err, n);
     return RT_OK;
@@ -333,7 +335,7 @@ static rt_status measure_gemm(meas *m, cudaDataType_t type, int mode, double *ra
 static void meas_free(meas *m)
 {
     if (m->s) (void)cudaStreamSynchronize(m->s);
-    if (m->blas) (void)cublasDestroy(m->blas);
+    if (m->blas) (void)m->cb->destroy(m->blas);
     if (m->buf) (void)cudaFree(m->buf);
     if (m->out) (void)cudaFree(m->out);
     if (m->a) (void)cudaFree(m->a);
@@ -370,8 +372,9 @@ static rt_status measure(meas *m, int device, const char *arch, rt_ceilings *out
     RT_CUDA_TRY(cudaMalloc(&m->a, bytes), err, n);
     RT_CUDA_TRY(cudaMalloc(&m->b, bytes), err, n);
     RT_CUDA_TRY(cudaMalloc(&m->c, bytes), err, n);
-    RT_CUBLAS_TRY(cublasCreate(&m->blas), err, n);
-    RT_CUBLAS_TRY(cublasSetStream(m->blas, m->s), err, n);
+    if (!(m->cb = rt_cublas(err, n))) return RT_ERR_NOT_FOUND;
+    RT_CUBLAS_TRY(m->cb->create(&m->blas), err, n);
+    RT_CUBLAS_TRY(m->cb->set_stream(m->blas, m->s), err, n);
     RT_TRY(measure_gemm(m, CUDA_R_16BF, 1, &out->bf16_rate, out, err, n));
     RT_TRY(measure_gemm(m, CUDA_R_16F, 2, &out->f16_rate, out, err, n));
     return RT_OK;

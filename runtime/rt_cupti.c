@@ -10,7 +10,6 @@
 #include "runtime/rt_cupti.h"
 
 #include <cupti_activity.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,30 +69,8 @@ struct rt_cupti {
 
 int rt_cupti_candidates(rt_getenv_fn getenv_fn, void *user, char (*out)[512], int max)
 {
-    int k = 0;
-#define ADD(...)                                   \
-    do {                                           \
-        if (k < max) snprintf(out[k++], 512, __VA_ARGS__); \
-    } while (0)
-    const char *lib = rt_env_get(getenv_fn, user, "KILN_CUPTI_LIB");
-    if (lib) ADD("%s", lib);
-    ADD("libcupti.so.13");
-    ADD("libcupti.so");
-    const char *roots[] = {rt_env_get(getenv_fn, user, "CUDA_HOME"), rt_env_get(getenv_fn, user, "CUDA_PATH"), KILN_CUDA_ROOT,
-                           "/usr/local/cuda"};
-    const char *subs[] = {"lib64", "extras/CUPTI/lib64", "lib", "targets/x86_64-linux/lib"};
-    for (int r = 0; r < 4; r++) {
-        if (!roots[r]) continue;
-        bool seen = false;
-        for (int q = 0; q < r; q++) seen = seen || (roots[q] && !strcmp(roots[q], roots[r]));
-        if (seen) continue;
-        for (int s = 0; s < 4; s++) {
-            ADD("%s/%s/libcupti.so.13", roots[r], subs[s]);
-            ADD("%s/%s/libcupti.so", roots[r], subs[s]);
-        }
-    }
-#undef ADD
-    return k;
+    static const char *const subs[] = {"lib64", "extras/CUPTI/lib64", "lib", "targets/x86_64-linux/lib"};
+    return rt_lib_candidates("KILN_CUPTI_LIB", "libcupti.so", 13, subs, 4, getenv_fn, user, out, max);
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -157,27 +134,7 @@ static void load_once(void)
 {
     char cand[40][512];
     int nc = rt_cupti_candidates(NULL, NULL, cand, 40);
-    void *h = NULL;
-    size_t used = 0;
-    for (int i = 0; i < nc && !h; i++) {
-        h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
-        if (h) {
-            snprintf(lib_path, sizeof lib_path, "%.500s", cand[i]);
-        } else if (used + 1 < sizeof lib_why && i < 3) {
-            const char *e = dlerror();
-            used += (size_t)snprintf(lib_why + used, sizeof lib_why - used, "%s%s", used ? "; " : "",
-                                     e ? e : cand[i]);
-        }
-    }
-    if (!h) {
-        if (used + 1 < sizeof lib_why)
-            snprintf(lib_why + used, sizeof lib_why - used, "; not under any toolkit root either (set KILN_CUPTI_LIB)");
-        return;
-    }
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
+    const rt_lib_sym syms[] = {
         {"cuptiActivityEnable", (void **)&api.enable},
         {"cuptiActivityDisable", (void **)&api.disable},
         {"cuptiActivityGetNextRecord", (void **)&api.next},
@@ -186,14 +143,11 @@ static void load_once(void)
         {"cuptiActivityGetNumDroppedRecords", (void **)&api.dropped},
         {"cuptiGetResultString", (void **)&api.result_string},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].name);
-        if (!*syms[i].slot) {
-            snprintf(lib_why, sizeof lib_why, "%s has no %s", lib_path, syms[i].name);
-            lib_path[0] = 0;
-            memset(&api, 0, sizeof api);
-            return; /* the handle stays open: unloading a half-used CUPTI is not safe */
-        }
+    if (!rt_lib_load(cand, nc, syms, (int)(sizeof syms / sizeof syms[0]), lib_path, sizeof lib_path, lib_why,
+                     sizeof lib_why)) {
+        size_t used = strlen(lib_why);
+        if (!strstr(lib_why, " has no ") && used + 1 < sizeof lib_why)
+            snprintf(lib_why + used, sizeof lib_why - used, "; not under any toolkit root either (set KILN_CUPTI_LIB)");
     }
 }
 

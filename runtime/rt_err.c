@@ -4,6 +4,9 @@
 #include "runtime/rt_err.h"
 
 #include <cublas_api.h>
+#include <stdio.h>
+
+#include "runtime/rt_cublas.h"
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 #include <stdarg.h>
@@ -87,6 +90,10 @@ rt_status rt_cublas_check(int code, const char *call, const char *who, char *err
 {
     cublasStatus_t s = (cublasStatus_t)code;
     if (s == CUBLAS_STATUS_SUCCESS) return RT_OK;
-    return call_fail(s == CUBLAS_STATUS_ALLOC_FAILED ? RT_ERR_NOMEM : RT_ERR_CUDA, call, who, cublasGetStatusString(s),
-                     cublasGetStatusName(s), err, n);
+    /* the names come from the library (loaded by whoever made the call) */
+    const rt_cublas_api *b = rt_cublas(NULL, 0);
+    char num[48];
+    snprintf(num, sizeof num, "cuBLAS status %d", code);
+    return call_fail(s == CUBLAS_STATUS_ALLOC_FAILED ? RT_ERR_NOMEM : RT_ERR_CUDA, call, who,
+                     b ? b->status_string(s) : num, b ? b->status_name(s) : NULL, err, n);
 }

@@ -6,6 +6,7 @@
 #include <nvrtc.h>
 #include <stdio.h>
 
+#include "runtime/rt_cublas.h"
 #include "runtime/rt_err.h"
 
 void rt_versions(char *buf, size_t n)
@@ -18,9 +19,10 @@ void rt_versions(char *buf, size_t n)
     if (RT_CUDA_CHECK(cudaRuntimeGetVersion(&v), NULL, why, sizeof why) == RT_OK)
         snprintf(rt, sizeof rt, "CUDA runtime %d.%d", v / 1000, (v % 1000) / 10);
     else snprintf(rt, sizeof rt, "CUDA runtime unavailable (%s)", why);
-    if (RT_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &maj), NULL, NULL, 0) == RT_OK &&
-        RT_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &min), NULL, NULL, 0) == RT_OK &&
-        RT_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &pat), NULL, NULL, 0) == RT_OK)
+    const rt_cublas_api *b = rt_cublas(NULL, 0); /* loaded here, for the version alone */
+    if (b && RT_CUBLAS_CHECK(b->get_property(MAJOR_VERSION, &maj), NULL, NULL, 0) == RT_OK &&
+        RT_CUBLAS_CHECK(b->get_property(MINOR_VERSION, &min), NULL, NULL, 0) == RT_OK &&
+        RT_CUBLAS_CHECK(b->get_property(PATCH_LEVEL, &pat), NULL, NULL, 0) == RT_OK)
         snprintf(bl, sizeof bl, "cuBLAS %d.%d.%d", maj, min, pat);
     else snprintf(bl, sizeof bl, "cuBLAS unavailable");
     snprintf(buf, n, "%s, %s, %s", nv, rt, bl);
