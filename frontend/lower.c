@@ -512,6 +512,14 @@ static bool eval_type(fe_lower *l, const fe_type *t, ir_type *out)
             ok = false;
         }
     }
+    if (ok) { /* its byte size must fit: every later size of the model is computed from it */
+        bool overflow = false;
+        (void)ir_type_bytes(out, &overflow);
+        if (overflow) {
+            diag_error(l->d, t->loc, "%s: the tensor's size in bytes does not fit in 64 bits", fe_type_str(l, out));
+            ok = false;
+        }
+    }
     return ok;
 }
 

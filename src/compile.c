@@ -469,6 +469,29 @@ static rt_status resolve_max_dims(const kc_model_options *o, const ir_graph *g, 
     return RT_OK;
 }
 
+/* Every parameter's and output's size at the max dims fits in 64 bits (the
+ * runtime computes them at any dims up to the max; the memory plan checks
+ * the intermediates). */
+static bool fits_at(const ir_type *t, const int64_t *maxd)
+{
+    int64_t numel;
+    return ir_type_shape_at(t, maxd, NULL, &numel) && numel <= INT64_MAX / ir_dtype_size(t->dtype);
+}
+
+static rt_status check_sizes(const ir_graph *g, const int64_t *maxd, char *err, size_t n)
+{
+    for (int i = 0; i < g->nparams + g->noutputs; i++) {
+        const ir_node *v = i < g->nparams ? g->params[i] : g->outputs[i - g->nparams].value;
+        const char *name = i < g->nparams ? v->name : g->outputs[i - g->nparams].name;
+        src_loc loc = i < g->nparams ? v->loc : g->outputs[i - g->nparams].loc;
+        if (!fits_at(&v->type, maxd))
+            return rt_fail(RT_ERR_INVALID, err, n, "%s:%d:%d: %s '%s' (line %d): its size at the max dims does not fit in 64 "
+                           "bits: lower the max dims", loc.file ? loc.file : g->name, loc.line, loc.col,
+                           i < g->nparams ? "parameter" : "output", name ? name : "?", loc.line);
+    }
+    return RT_OK;
+}
+
 /* The plan of a fused, memory-planned unit (its fused graph moves into it). */
 static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *maxd, rt_plan *plan, char *err, size_t n)
 {
@@ -526,6 +549,7 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     memset(&plan, 0, sizeof plan);
     if ((st = kc_parse(u, err, n)) != RT_OK) goto out;
     if ((st = resolve_max_dims(o, u->written, maxd, err, n)) != RT_OK) goto out;
+    if ((st = check_sizes(u->written, maxd, err, n)) != RT_OK) goto out;
     if ((st = kc_fuse(u, err, n)) != RT_OK) goto out;
     char plan_err[512];
     if (kc_plan_memory(u, maxd, plan_err, sizeof plan_err) != RT_OK) {
