@@ -506,7 +506,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
         for (int j = 0; j < nouts; j++) cg_store(gen, outs[j], &oi, cg_value(gen, outs[j], &oi));
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
-        if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
+        if (!gen->kern->xforms) {
+            cg_str_free(&body);
+            return cg_fail(gen, "out of memory");
+        }
         gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half};
         if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half};
     } else {

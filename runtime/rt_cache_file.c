@@ -144,7 +144,13 @@ void rt_cache_file_read(const char *path, rt_cache_key k, const unsigned char *s
     }
     if ((uint64_t)st.st_size < RT_CACHE_HEADER_SIZE) { e->why = "shorter than its header"; goto out; }
     if ((uint64_t)st.st_size > RT_CACHE_MAX_ENTRY) { e->why = "larger than any entry"; goto out; }
-    if (!read_full(fd, h, sizeof h)) { e->why = "header unreadable"; goto out; }
+    errno = 0;
+    if (!read_full(fd, h, sizeof h)) {
+        /* an I/O error is not corruption: the entry may be fine, and stays */
+        if (errno) e->state = RT_CACHE_FILE_UNREADABLE;
+        e->why = "header unreadable";
+        goto out;
+    }
     if (memcmp(h, MAGIC, 8) != 0) { e->why = "bad magic"; goto out; }
     if (get_le32(h + 8) != RT_CACHE_FORMAT_VERSION) { e->why = "unknown format version"; goto out; }
     uint64_t mlen = get_le32(h + 12), len = get_le64(h + 16);
@@ -161,7 +167,9 @@ void rt_cache_file_read(const char *path, rt_cache_key k, const unsigned char *s
         goto out;
     }
     unsigned char *man = buf, *pay = buf + mlen + 1;
+    errno = 0;
     if (!read_full(fd, man, (size_t)mlen) || !read_full(fd, pay, (size_t)len)) {
+        if (errno) e->state = RT_CACHE_FILE_UNREADABLE;
         e->why = "payload unreadable";
         goto out;
     }

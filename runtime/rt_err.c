@@ -4,13 +4,13 @@
 #include "runtime/rt_err.h"
 
 #include <cublas_api.h>
-#include <stdio.h>
-
-#include "runtime/rt_cublas.h"
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt_cublas.h"
 
 const char *rt_status_str(rt_status s)
 {
@@ -71,12 +71,26 @@ static rt_status call_fail(rt_status st, const char *call, const char *who, cons
                    name ? name : "", name ? ")" : "");
 }
 
+bool rt_cuda_sticky(int cuda_error)
+{
+    cudaError_t e = (cudaError_t)cuda_error;
+    return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorHardwareStackError ||
+           e == cudaErrorIllegalInstruction || e == cudaErrorMisalignedAddress || e == cudaErrorInvalidAddressSpace ||
+           e == cudaErrorInvalidPc || e == cudaErrorECCUncorrectable || e == cudaErrorAssert ||
+           e == cudaErrorLaunchTimeout || e == cudaErrorContextIsDestroyed || e == cudaErrorTensorMemoryLeak;
+}
+
 rt_status rt_cuda_check(int code, const char *call, const char *who, char *err, size_t n)
 {
     cudaError_t e = (cudaError_t)code;
     if (e == cudaSuccess) return RT_OK;
     (void)cudaGetLastError(); /* the failure is reported here; leave no record for the next check */
-    return call_fail(rt_cuda_status(code), call, who, cudaGetErrorString(e), cudaGetErrorName(e), err, n);
+    rt_status st = call_fail(rt_cuda_status(code), call, who, cudaGetErrorString(e), cudaGetErrorName(e), err, n);
+    size_t len = err && n ? strlen(err) : 0;
+    if (rt_cuda_sticky(code) && len + 1 < n)
+        snprintf(err + len, n - len, "; this error is sticky: the CUDA context cannot be used again (free the Kiln "
+                 "context and create a new one, or restart the process)");
+    return st;
 }
 
 rt_status rt_nvrtc_check(int code, const char *call, const char *who, char *err, size_t n)

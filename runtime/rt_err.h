@@ -28,6 +28,7 @@
  * to RT_ERR_NOMEM). Nothing here prints, exits or aborts. */
 #ifndef KILN_RT_ERR_H
 #define KILN_RT_ERR_H
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum rt_status {
@@ -64,6 +65,10 @@ rt_status rt_status_of(int result);
 /* The status a CUDA runtime error (a cudaError_t) maps to (see above);
  * RT_OK for cudaSuccess. */
 rt_status rt_cuda_status(int cuda_error);
+/* Errors after which the CUDA context is unusable (an illegal address in a
+ * kernel, ...): rt_cuda_check's message then says the context must be
+ * recreated. */
+bool rt_cuda_sticky(int cuda_error);
 
 /* The checkers behind the macros. code is the call's cudaError_t,
  * nvrtcResult or cublasStatus_t; call its text; who (may be NULL) what the

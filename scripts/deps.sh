@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages Kiln needs to build, if any are missing.
 # The CUDA toolkit is expected at /usr/local/cuda (or $CUDAToolkit_ROOT).
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build flex bison libxxhash-dev libjansson-dev python3)
+# clang + libclang-rt-14-dev: the libFuzzer harnesses (tests/fuzz/, scripts/fuzz.sh)
+pkgs=(build-essential cmake ninja-build flex bison libxxhash-dev libjansson-dev python3 clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -215,7 +215,8 @@ static void print_fallbacks(const kc_unit *u, FILE *out)
 {
     char err[512];
     cg_options co = {.target = u->target};
-    if (cg_fallbacks_print(u->fused, &co, out, err, sizeof err) < 0) fprintf(u->diag_out ? u->diag_out : stderr, "kiln: %s\n", err);
+    /* into the plan itself: the library never prints (include/kiln.h) */
+    if (cg_fallbacks_print(u->fused, &co, out, err, sizeof err) < 0) fprintf(out, "warning: the generic-template report failed: %s\n", err);
 }
 
 /* The template section for kernels ks (one per group, in order). */
