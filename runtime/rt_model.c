@@ -111,10 +111,11 @@ void rt_model_free(rt_model *m)
     }
     rt_graph_cache_free(m->graphs);
     for (int i = 0; i < m->nvars; i++) rt_variant_free(m->vars[i]);
-    if (m->g && m->weight_ptr)
+    /* any of these arrays may be missing when rt_model_create ran out of memory */
+    if (m->g)
         for (int i = 0; i < m->g->nparams; i++) {
-            if (m->weight_owned[i] && m->weight_ptr[i]) (void)cudaFree(m->weight_ptr[i]);
-            if (m->state_ptr[i]) (void)cudaFree(m->state_ptr[i]);
+            if (m->weight_ptr && m->weight_owned && m->weight_owned[i] && m->weight_ptr[i]) (void)cudaFree(m->weight_ptr[i]);
+            if (m->state_ptr && m->state_ptr[i]) (void)cudaFree(m->state_ptr[i]);
         }
     for (int i = 0; i < m->npacked; i++)
         if (m->packed[i].dev) (void)cudaFree(m->packed[i].dev);

@@ -103,7 +103,19 @@ victim=$(ls "$KILN_CACHE_DIR"/v1/sm_90a/*.cubin | head -1)
 head -c 100 "$victim" >"$victim.tmp" && mv "$victim.tmp" "$victim"
 expect 1 '6 entries ok .* 1 corrupt removed' cache verify
 expect 0 '7 kernels in .* \(6 from the cache\)' compile samples/llama3_1b_layer.kiln --emit=cubin -o "$tmp/k" --timings
-expect 0 'removed 7 files' cache clear
+# each entry's manifest, and why a kernel misses
+expect 0 'kiln_llama3_1b_layer_k5_matmul  Kiln .*, NVRTC .*, options ' cache ls
+expect 0 'k5 +kiln_llama3_1b_layer_k5_matmul: hit' cache why samples/llama3_1b_layer.kiln
+expect 0 "k0 +kiln_llama3_1b_layer_k0_row: miss: the nearest entry sm_90a/[0-9a-f]{32} .* differs in the source: the code generated from the model changed" cache why samples/llama3_1b_layer.kiln -D EPS=1e-6
+expect 64 "'cache why' needs a model file" cache why
+# the cache trusts only directories nobody else can write
+chmod 0770 "$KILN_CACHE_DIR"
+expect 0 'writable by its group .*caching in memory only' compile samples/gpt2_block.kiln --emit=cubin -o "$tmp/k3"
+chmod 0700 "$KILN_CACHE_DIR"
+# clear deletes Kiln's files only
+echo mine >"$KILN_CACHE_DIR/v1/sm_90a/notes.txt"
+expect 0 "removed 7 files .*not Kiln's" cache clear
+if [ -f "$KILN_CACHE_DIR/v1/sm_90a/notes.txt" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: cache clear deleted a file that is not Kiln's"; fi
 expect 0 '^0 entries in' cache ls
 # an unusable cache directory: one warning, and the compiler still works
 KILN_CACHE_DIR="$tmp/a_file/cache"; : >"$tmp/a_file"
