@@ -160,7 +160,7 @@ static void write_weights(const sample *s)
     kiln_context_free(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     json_set_alloc_funcs(__wrap_malloc, __wrap_free); /* jansson's allocations are the library's too */
     const char *sv = getenv("KILN_FAULT_STRIDE");
@@ -174,13 +174,17 @@ int main(void)
     char wp[600];
     snprintf(wp, sizeof wp, "%s/weights.safetensors", cache_dir);
     weights_path = wp;
+    /* argv[1]: the sample to sweep (0..NSAMPLES-1), or NSAMPLES for the
+     * safetensors load; none: all of them (ctest runs one test per sample) */
+    int which = argc > 1 ? atoi(argv[1]) : -1;
     /* the prepared cache: one compile of each sample with NVRTC */
     for (int i = 0; i < NSAMPLES; i++) {
+        if (which >= 0 && i != which && !(which == NSAMPLES && i == NSAMPLES - 1)) continue;
         scenario sc = {SAMPLES[i].path, &SAMPLES[i], false};
         kiln_status st = run(&sc);
         CHECK_MSG(st == KILN_OK, "preparing %s: %s", SAMPLES[i].path, kiln_last_error());
     }
-    write_weights(&SAMPLES[NSAMPLES - 1]);
+    if (which < 0 || which == NSAMPLES) write_weights(&SAMPLES[NSAMPLES - 1]);
     int oi, oc;
     unsigned long long on;
     if (only && sscanf(only, "%d %d %llu", &oi, &oc, &on) == 3 && oi >= 0 && oi < NSAMPLES) {
@@ -199,7 +203,7 @@ int main(void)
     for (int i = 0; i < NSAMPLES; i++) {
         char idx[8];
         snprintf(idx, sizeof idx, "%d", i);
-        if (pick && !strstr(pick, idx)) continue;
+        if ((pick && !strstr(pick, idx)) || (which >= 0 && which != i)) continue;
         scenario sc = {SAMPLES[i].path, &SAMPLES[i], false};
         sweep(&sc, FAULT_ALLOC);
         sweep(&sc, FAULT_FILE);
@@ -207,7 +211,7 @@ int main(void)
     char name[700];
     snprintf(name, sizeof name, "%s + load", SAMPLES[NSAMPLES - 1].path);
     scenario load = {name, &SAMPLES[NSAMPLES - 1], true};
-    if (!pick || strstr(pick, "load")) {
+    if ((!pick || strstr(pick, "load")) && (which < 0 || which == NSAMPLES)) {
         sweep(&load, FAULT_ALLOC);
         sweep(&load, FAULT_FILE);
     }
