@@ -147,6 +147,70 @@ static void test_warnings(void)
     CHECK_MSG(api_contains(w, "^"), "caret line: %s", w);
     kiln_model_free(m);
     CHECK(!strcmp(kiln_model_warnings(NULL), ""));
+
+    /* chosen as on the command line: one kind off, all off, -Werror fails, later flags win */
+    const char *no_param[] = {"-Wno-unused-param"};
+    o.warning_flags = no_param;
+    o.nwarning_flags = 1;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK);
+    if (m) {
+        w = kiln_model_warnings(m);
+        CHECK_MSG(!api_contains(w, "unused-param") && api_contains(w, "[-Wunused-value]"), "%s", w);
+        kiln_model_free(m);
+    }
+    const char *none[] = {"-Wno-all"};
+    o.warning_flags = none;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK);
+    if (m) {
+        CHECK(!strcmp(kiln_model_warnings(m), ""));
+        kiln_model_free(m);
+    }
+    const char *werror[] = {"-Werror"};
+    o.warning_flags = werror;
+    m = (kiln_model *)1;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_ERR_MODEL && m == NULL);
+    CHECK_MSG(api_contains(kiln_last_error(), "warn.kiln:4:10: error: weight 'w' is declared but never read "
+                                              "[-Werror=unused-param]"), "%s", kiln_last_error());
+    const char *werror_off[] = {"-Werror", "-Wno-unused-value", "-Wno-unused-param"};
+    o.warning_flags = werror_off;
+    o.nwarning_flags = 3;
+    CHECK_MSG(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK, "%s", kiln_last_error());
+    if (m) kiln_model_free(m);
+    const char *bad[] = {"-Wno-such-thing"};
+    o.warning_flags = bad;
+    o.nwarning_flags = 1;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(api_contains(kiln_last_error(), "-Wno-such-thing"), "%s", kiln_last_error());
+    o.warning_flags = NULL;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_ERR_INVALID_ARGUMENT);
+}
+
+/* ---- the generic-template warnings of the variant a run uses ----------------------------- */
+
+static void test_fallbacks(void)
+{
+    kiln_dim md[] = {{"B", 2}, {"S", 8}, {"T", 16}};
+    kiln_model_options o = {.max_dims = md, .nmax_dims = 3, .lazy = 1};
+    kiln_model *m = NULL;
+    CHECK_MSG(kiln_model_compile_file(ctx, "tests/cli/attention_hd16.kiln", &o, &m) == KILN_OK, "%s", kiln_last_error());
+    if (!m) return;
+    const char *t = NULL;
+    kiln_dim decode[] = {{"B", 1}, {"S", 1}};
+    for (int i = 0; i < 2; i++) { /* the large-shape variant (max dims), then a decode-shaped one */
+        CHECK(kiln_model_fallbacks(m, i ? decode : NULL, i ? 2 : 0, &t) == KILN_OK);
+        CHECK_MSG(api_contains(t, "warning: kernel k0 (attention, attention 'a' (line 10)) runs the generic elementwise "
+                                  "template, not the attention one: attention: the templates take head dimension 64 or 128"),
+                  "%s", t);
+    }
+    kiln_dim bad[] = {{"B", 3}};
+    CHECK(kiln_model_fallbacks(m, bad, 1, &t) == KILN_ERR_INVALID_ARGUMENT && !strcmp(t, ""));
+    kiln_model_free(m);
+    m = compile_sample(&API_SAMPLES[0], 1); /* bf16, head dimension 64: every kernel on its template */
+    if (m) {
+        CHECK(kiln_model_fallbacks(m, NULL, 0, &t) == KILN_OK && !strcmp(t, ""));
+        CHECK(kiln_model_fallbacks(m, decode, 2, &t) == KILN_OK && !strcmp(t, ""));
+        kiln_model_free(m);
+    }
 }
 
 /* ---- introspection, binding and run errors (llama 1B shrunk) --------------------------- */
@@ -687,6 +751,7 @@ int main(void)
     test_context();
     test_compile_errors();
     test_warnings();
+    test_fallbacks();
     test_llama_api();
     test_variants();
     test_safetensors();

@@ -24,6 +24,9 @@ expect 64 "--pos=64: 'pos' must stay below 64 at these dims" run samples/llama3_
 # scaled RoPE (llama3) in the attention template, past the original context
 # (ROPE_ORIG=4 while positions run to T - 1; D stays 2048 / 4096 so HD is 64 / 128)
 expect 0 'check step 0: output y' run samples/llama3_1b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=5,T=16 --random --check
+# a kernel of the run's variant on the generic template is a warning, with the reason (the large-shape variant at 40 rows, a decode-shaped one at 1)
+expect 0 "warning: kernel k0 \\(attention, attention 'a' \\(line 10\\)\\) runs the generic elementwise template.*head dimension 64 or 128" run tests/cli/attention_hd16.kiln --dims B=1,S=40,T=64 --random --check
+expect 0 "warning: kernel k0 \\(attention.*generic elementwise template" run tests/cli/attention_hd16.kiln --dims B=1,S=1,T=8 --random --check
 expect 0 'check step 5: output y' run samples/llama3_1b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=1,T=16 --random --steps 6 --check
 expect 0 'check step 0: output y' run samples/llama3_1_8b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=3,T=16 --random --check
 expect 0 'replays [1-9]' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=16 --random --steps 8 --stats
