@@ -662,6 +662,66 @@ static void test_packing(void)
     diag_list_free(&d);
     arena_free(&a);
 
+    /* Gemma's `1 + w`, folded at bind time in the precision the model states:
+     * bf16 as written with a bf16 weight, f32 after cast(w, f32) (as Hugging
+     * Face's GemmaRMSNorm computes it), through the whole pipeline */
+    const char *gemma = "model m {\n dims B\n input x : bf16[B, 8]\n weight w : bf16[8]\n"
+                        " output y = rmsnorm(x, 1.0 + w, eps=1e-6)\n"
+                        " output z = cast(rmsnorm(cast(x, f32), 1.0 + cast(w, f32), eps=1e-6), bf16)\n}\n";
+    arena_init(&a);
+    diag_list_init(&d, &a);
+    fe_source_from_string(&src, "gemma.kiln", gemma);
+    g = fe_compile(&src, NULL, &d);
+    pass_options po = {0};
+    pass_ctx pc = {.opts = &po, .diags = &d};
+    if (g) g = pass_run_pipeline(g, &pc);
+    CHECK(g != NULL);
+    if (g) {
+        float wf[8];
+        uint16_t wb[8];
+        for (int i = 0; i < 8; i++) wf[i] = ir_round_bf16(0.0107f * (float)(i + 1)); /* 1 + w is not a bf16 */
+        rt_from_f32(IR_BF16, wf, wb, 8);
+        void *data[4] = {NULL, NULL, NULL, NULL};
+        for (int i = 0; i < g->nparams; i++)
+            if (g->params[i]->op == IR_OP_WEIGHT) data[i] = wb;
+        host_w hw = {g, data};
+        bool *bind = pass_bind_time(g);
+        int nbf16 = 0, nf32 = 0;
+        for (int i = 0; i < g->nnodes; i++) {
+            const ir_node *nd = g->nodes[i];
+            if (!bind[i] || nd->op != IR_OP_ADD) continue;
+            void *out = NULL;
+            size_t b = 0;
+            char e[256];
+            int64_t dims[1] = {2};
+            CHECK_MSG(rt_pack_eval(g, dims, i, get_w, &hw, false, &out, &b, e, sizeof e) == 0, "%s", e);
+            if (!out) continue;
+            int exact = 1, rounded_differs = 0;
+            for (int j = 0; j < 8; j++) {
+                float want = nd->type.dtype == IR_F32 ? 1.0f + wf[j] : ir_round_bf16(1.0f + wf[j]);
+                float got = nd->type.dtype == IR_F32 ? ((const float *)out)[j] : ir_bf16_bits_to_f32(((const uint16_t *)out)[j]);
+                exact &= got == want;
+                rounded_differs |= got != ir_round_bf16(1.0f + wf[j]);
+            }
+            if (nd->type.dtype == IR_F32) {
+                nf32++;
+                CHECK_MSG(b == 32 && exact && rounded_differs, "f32 1 + w: %zu bytes, exact %d, differs from bf16 %d", b,
+                          exact, rounded_differs);
+            } else if (nd->type.dtype == IR_BF16) {
+                nbf16++;
+                CHECK_MSG(b == 16 && exact, "bf16 1 + w: %zu bytes, exact %d", b, exact);
+            }
+            free(out);
+        }
+        CHECK_MSG(nbf16 == 1 && nf32 == 1, "bind-time 1 + w: %d in bf16, %d in f32", nbf16, nf32);
+        free(bind);
+        ir_graph_free(g);
+    } else
+        diag_print(&d, stderr, gemma);
+    fe_source_free(&src);
+    diag_list_free(&d);
+    arena_free(&a);
+
     /* the SwiGLU interleave: row 2j = j, row 2j+1 = half + j */
     int32_t rows[6 * 3], dst[6 * 3];
     for (int i = 0; i < 18; i++) rows[i] = i;
