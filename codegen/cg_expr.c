@@ -887,14 +887,17 @@ static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos,
 static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)
 {
     const ir_node *in = n->inputs[0], *pos = n->ninputs > 1 ? n->inputs[1] : NULL;
-    ir_dim hd = n->type.dims[3], half;
+    /* partial rotary: the first R dims rotate as a head of R, the rest pass through */
+    int64_t R = n->attrs.rope.rotary_dims;
+    ir_dim hd = R ? ir_dim_const(R) : n->type.dims[3], half;
     if (!ir_dim_div(hd, ir_dim_const(2), &half)) {
         cg_fail(gen, "rope: head dimension is not known to be even");
         return "0.0f";
     }
     const char *i = cg_idx_coord(gen, x, 3), *h = cg_dim(gen, &half);
     const char *pair = new_var(gen, "j");
-    cg_line(gen, "const long long %s = %s < %s ? %s : %s - %s;", pair, i, h, i, i, h);
+    if (R) cg_line(gen, "const long long %s = %s < %s ? %s : %s < %lldLL ? %s - %s : 0;", pair, i, h, i, i, (long long)R, i, h);
+    else cg_line(gen, "const long long %s = %s < %s ? %s : %s - %s;", pair, i, h, i, i, h);
     const char *cs = "0.0f", *sn = "0.0f";
     rope_angle(gen, n, pos, x, pair, hd, &cs, &sn);
     cg_idx a = cg_idx_flat(&in->type, NULL), b = a;
@@ -902,7 +905,10 @@ static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)
     a.c[3] = pair;
     b.c[3] = cg_printf(gen, "(%s + %s)", pair, h);
     const char *x1 = cg_value(gen, in, &a), *x2 = cg_value(gen, in, &b);
-    return cg_printf(gen, "(%s < %s ? %s * %s - %s * %s : %s * %s + %s * %s)", i, h, x1, cs, x2, sn, x2, cs, x1, sn);
+    const char *rot =
+        cg_printf(gen, "(%s < %s ? %s * %s - %s * %s : %s * %s + %s * %s)", i, h, x1, cs, x2, sn, x2, cs, x1, sn);
+    if (!R) return rot;
+    return cg_printf(gen, "(%s < %lldLL ? %s : %s)", i, (long long)R, rot, cg_value(gen, in, x));
 }
 
 /* cache_write(c, x[, pos]) as a value: new rows from x, the rest from c. */

@@ -12,7 +12,7 @@
 
 #include "frontend/lower.h"
 
-#define MAXP 14
+#define MAXP 16
 
 typedef enum {
     P_TENSOR,  /* a tensor expression (numbers become scalar constants) */
@@ -585,7 +585,7 @@ static fe_vals h_embedding(fe_lower *l, const builtin *b, const fe_expr *call, c
 /* rope's options after theta, in the table's order (argv[3 + i]). */
 enum {
     R_SCALING = 3, R_FACTOR, R_LOW, R_HIGH, R_ORIG, R_BETA_FAST, R_BETA_SLOW, R_TRUNCATE,
-    R_ATTN_FACTOR, R_MSCALE, R_MSCALE_ALL,
+    R_ATTN_FACTOR, R_MSCALE, R_MSCALE_ALL, R_DIMS,
 };
 
 /* The scalings each option of rope applies to (bit = ir_rope_scaling). */
@@ -645,6 +645,16 @@ static fe_vals h_rope(fe_lower *l, const builtin *b, const fe_expr *call, const 
         !arg_num(l, argv[R_MSCALE_ALL], 0, &mscale_all) || !ok)
         return one(l, NULL);
     r.no_truncate = !truncate;
+    if (argv[R_DIMS]) { /* partial rotary: the first R dims of each head */
+        int64_t R;
+        if (!arg_int(l, b, R_DIMS, argv[R_DIMS], &R)) return one(l, NULL);
+        if (R <= 0 || R % 2) {
+            diag_error(l->d, argv[R_DIMS]->loc, "rope: dims=%lld must be a positive even number of rotary dims",
+                       (long long)R);
+            return one(l, NULL);
+        }
+        r.rotary_dims = R;
+    }
     if (r.scaling != IR_ROPE_NONE && !argv[R_FACTOR]) {
         diag_error(l->d, call->loc, "rope: scaling=%s needs factor=", ir_rope_scaling_name(r.scaling));
         return one(l, NULL);
@@ -797,13 +807,13 @@ static const builtin builtins[] = {
     {"rope",
      "rope(x, pos, theta=10000.0, scaling=none|linear|llama3|yarn, factor, low_freq_factor=1, "
      "high_freq_factor=4, original_max_pos, beta_fast=32, beta_slow=1, truncate=true, attention_factor, "
-     "mscale, mscale_all_dim)",
-     h_rope, IR_OP_ROPE, 14,
+     "mscale, mscale_all_dim, dims=head_dim)",
+     h_rope, IR_OP_ROPE, 15,
      {T("x"), OT("pos"), {"theta", P_NUM, false}, {"scaling", P_NAME, false}, {"factor", P_NUM, false},
       {"low_freq_factor", P_NUM, false}, {"high_freq_factor", P_NUM, false},
       {"original_max_pos", P_NUM, false}, {"beta_fast", P_NUM, false}, {"beta_slow", P_NUM, false},
       {"truncate", P_BOOL, false}, {"attention_factor", P_NUM, false}, {"mscale", P_NUM, false},
-      {"mscale_all_dim", P_NUM, false}}},
+      {"mscale_all_dim", P_NUM, false}, {"dims", P_NUM, false}}},
     {"attention", "attention(q, k, v, pos, causal=false, scale=1/sqrt(head_dim))", h_attention,
      IR_OP_ATTENTION, 6,
      {T("q"), T("k"), T("v"), OT("pos"), {"causal", P_BOOL, false}, {"scale", P_NUM, false}}},

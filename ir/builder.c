@@ -388,8 +388,13 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
         int64_t hd;
         if (!need_float(name, x, d, loc) || !need_rank(g, name, "input ([B, S, heads, head_dim])", x, 4, d, loc))
             return false;
-        if (ir_dim_is_const(&x->type.dims[3], &hd) && hd % 2 != 0) {
+        if (ir_dim_is_const(&x->type.dims[3], &hd) && hd % 2 != 0 && !(at && at->rope.rotary_dims)) {
             err(d, loc, "rope: head dim %lld must be even", (long long)hd);
+            return false;
+        }
+        if (at && at->rope.rotary_dims && ir_dim_is_const(&x->type.dims[3], &hd) && at->rope.rotary_dims >= hd) {
+            err(d, loc, "rope: dims=%lld rotary dims must be fewer than the head dim %lld (or omitted)",
+                (long long)at->rope.rotary_dims, (long long)hd);
             return false;
         }
         if (n == 2 && !check_pos(g, name, in[1], &x->type.dims[0], d, loc)) return false;
@@ -669,7 +674,16 @@ ir_node *ir_rope_scaled(ir_graph *g, ir_node *x, ir_node *pos, double theta, con
     }
     ir_attrs a = {.theta = theta};
     if (r) a.rope = *r;
+    int64_t rotary = a.rope.rotary_dims, hd;
     if (a.rope.scaling == IR_ROPE_NONE) memset(&a.rope, 0, sizeof a.rope);
+    if (x && x->type.rank == 4 && ir_dim_is_const(&x->type.dims[3], &hd)) {
+        if (rotary > hd) {
+            err(g->diags, loc, "rope: dims=%lld rotary dims exceed the head dim %lld", (long long)rotary, (long long)hd);
+            return NULL;
+        }
+        if (rotary == hd) rotary = 0; /* every dim: full RoPE */
+    }
+    a.rope.rotary_dims = rotary;
     if (a.rope.scaling != IR_ROPE_YARN) a.rope.mscale = 0; /* ir_rope_mscale: 1 */
     ir_node *in[2] = {x, pos};
     return make(g, IR_OP_ROPE, pos ? 2 : 1, in, &a, NULL, loc);

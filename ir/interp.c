@@ -816,15 +816,16 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
 {
     if (x->rank != 4 || !ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
     int64_t B = x->shape[0], S = x->shape[1], NH = x->shape[2], HD = x->shape[3];
-    if (HD % 2) return fail(c, n, "head dimension %lld is odd", (long long)HD);
+    int64_t R = ir_rope_dims(&n->attrs.rope, HD); /* partial rotary: the first R rotate, the rest pass */
+    if (R % 2 || R > HD) return fail(c, n, "rotary dims %lld of a head of %lld", (long long)R, (long long)HD);
     if (check_pos(c, n, pos, B)) return -1;
-    int64_t half = HD / 2;
+    int64_t half = R / 2;
     /* cos/sin of p * f_i for one position, shared by all heads; f_i from
      * the table every kernel uses too, cos and sin times YaRN's mscale */
     double *cs = malloc((size_t)(half > 0 ? 3 * half : 1) * sizeof(double));
     if (!cs) return fail(c, n, "out of memory");
     double *sn = cs + half, *inv = cs + 2 * half;
-    ir_rope_inv_freq(n->attrs.theta, &n->attrs.rope, HD, inv);
+    ir_rope_inv_freq(n->attrs.theta, &n->attrs.rope, R, inv);
     double m = ir_rope_mscale(&n->attrs.rope);
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
@@ -840,6 +841,7 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
                     put(out, base + i, x1 * cs[i] - x2 * sn[i]);
                     put(out, base + i + half, x2 * cs[i] + x1 * sn[i]);
                 }
+                for (int64_t i = R; i < HD; i++) put(out, base + i, get(x, base + i));
             }
         }
     free(cs);

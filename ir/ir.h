@@ -46,7 +46,9 @@
  *                       out[i+HD/2] = x[i+HD/2] c + x[i] s.
  *                       attrs.rope scales the frequencies (ir_rope_inv_freq:
  *                       linear, llama3, YaRN) and, for YaRN, multiplies both
- *                       outputs by attrs.rope.mscale.
+ *                       outputs by attrs.rope.mscale. Partial rotary
+ *                       (attrs.rope.rotary_dims = R < HD): the above with HD
+ *                       replaced by R on x[..., :R]; x[..., R:] passes through.
  *   ATTENTION(q, k, v[, pos])  q [B, S, H, HD]; k, v [B, KV, T, HD] (cache
  *                       layout); H % KV == 0 and query head h reads KV head
  *                       h / (H / KV). Query s of batch b sits at position
@@ -227,6 +229,9 @@ typedef struct ir_rope_attrs {
     double beta_fast, beta_slow;              /* YARN: the ramp's ends, in rotations */
     bool no_truncate;                         /* YARN: keep the ramp's ends unrounded */
     double mscale;                            /* YARN: attention factor, resolved (1 otherwise) */
+    int64_t rotary_dims;                      /* partial rotary (GPT-NeoX, Pythia, Phi-2): only the first
+                                               * rotary_dims of each head rotate, by the frequencies of a
+                                               * head that size; 0: every dim (the builder stores HD as 0) */
 } ir_rope_attrs;
 
 typedef struct ir_attrs {
@@ -356,6 +361,9 @@ bool ir_rope_attrs_eq(const ir_rope_attrs *a, const ir_rope_attrs *b);
 /* The inverse frequency of every pair i < hd/2, in double: the one table
  * the interpreter and every kernel that applies RoPE use. */
 void ir_rope_inv_freq(double theta, const ir_rope_attrs *r, int64_t hd, double *inv);
+/* The dims of a head of hd that rotate (rotary_dims, or hd when 0); the
+ * frequency table has ir_rope_dims / 2 entries, computed for a head of that size. */
+int64_t ir_rope_dims(const ir_rope_attrs *r, int64_t hd);
 /* The factor cos and sin are multiplied by (YaRN's attention factor; 1 otherwise). */
 double ir_rope_mscale(const ir_rope_attrs *r);
 /* YaRN's default attention factor for a scale factor and mscale:

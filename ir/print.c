@@ -53,6 +53,7 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
         if (r->scaling == IR_ROPE_YARN)
             fprintf(out, ", beta_fast=%.9g, beta_slow=%.9g%s, mscale=%.9g", r->beta_fast, r->beta_slow,
                     r->no_truncate ? ", truncate=false" : "", r->mscale);
+        if (r->rotary_dims) fprintf(out, ", dims=%lld", (long long)r->rotary_dims);
         fputc('}', out);
         break;
     }
