@@ -57,7 +57,13 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
         fputc('}', out);
         break;
     }
-    case IR_OP_ATTENTION: fprintf(out, " {scale=%.9g%s}", a->scale, a->causal ? ", causal" : ""); break;
+    case IR_OP_TOPK: fprintf(out, " {k=%lld%s}", (long long)a->topk, a->indices ? ", indices" : ""); break;
+    case IR_OP_ATTENTION:
+        fprintf(out, " {scale=%.9g%s", a->scale, a->causal ? ", causal" : "");
+        if (a->window) fprintf(out, ", window=%lld", (long long)a->window);
+        if (a->softcap) fprintf(out, ", softcap=%.9g", a->softcap);
+        fputc('}', out);
+        break;
     default: break;
     }
 }
