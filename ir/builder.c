@@ -396,7 +396,7 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
             return false;
         if (idx->type.dtype != IR_I32 || idx->type.rank < 1 || idx->type.rank >= IR_MAX_RANK) {
             err(d, loc, "expert_linear: idx must be i32 [..., k] (the chosen experts), got %s",
-                shape_str(g, &idx->type, b1));
+                type_str(g, &idx->type, b1));
             return false;
         }
         int r = idx->type.rank;
