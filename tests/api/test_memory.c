@@ -22,6 +22,8 @@
 static const char *const FULL_MODELS[] = {
     "samples/llama3_8b_layer.kiln", "samples/llama3_1_8b_layer.kiln", "samples/llama3_1b_layer.kiln",
     "samples/gpt2_block.kiln",      "tests/cli/phi3_gate_up.kiln",    "tests/cli/pythia_partial_rotary.kiln",
+    "samples/pythia_1_4b_layer.kiln", "samples/gemma2_2b_layer.kiln", "samples/qwen3_8b_layer.kiln",
+    "samples/mixtral_8x7b_layer.kiln", "samples/qwen_moe_layer.kiln",
 };
 #define NFULL ((int)(sizeof FULL_MODELS / sizeof FULL_MODELS[0]))
 
