@@ -4,7 +4,8 @@
  * with one row per slot, the two routing conventions (Mixtral: softmax over
  * the chosen logits; Qwen-MoE: softmax over all, then the chosen renormalized)
  * and a whole top-2 MoE FFN against the dense sum over the chosen experts,
- * and the run-time error of an expert index out of range. */
+ * and the run-time error of an expert index out of range; and the per-head
+ * q/k RMSNorm of Qwen3 (rmsnorm over each head). */
 #include "interp_test.h"
 
 /* x = [[3, 1, 4, 1, 5], [2, 7, 1, 8, 2]]: top 3 = [5, 4, 3] at [4, 2, 0] and
@@ -138,8 +139,35 @@ static void test_routing(void)
     tg_free(&t);
 }
 
+/* Qwen3's per-head q/k norm is rmsnorm over each head's last axis with one
+ * [HD] weight: heads [3, 4] and [0, 2] with w = [1, 2], eps 0: rms 5/sqrt(2)
+ * and sqrt(2) -> [3 sqrt2/5, 8 sqrt2/5] and [0, 2 sqrt2]. */
+static void test_per_head_norm(void)
+{
+    tgraph t;
+    tg_init(&t, "qk_norm");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "q", ty(IR_F32, 4, 1, 1, 2, 2));
+    ir_node *w = wt_(&t, "qn", ty(IR_F32, 1, 2));
+    ir_graph_add_output(g, "y", ir_rmsnorm(g, x, w, 0.0, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    ir_tensor p[2] = {tf(IR_F32, 4, SHAPE(1, 1, 2, 2), FLOATS(3, 4, 0, 2)), tf(IR_F32, 1, SHAPE(2), FLOATS(1, 2))};
+    ir_tensor o[1];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        float r2 = (float)sqrt(2.0);
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 1, 2, 2), FLOATS(3 * r2 / 5, 8 * r2 / 5, 0, 2 * r2), 1e-6, 1e-6);
+        free_tensors(o, 1);
+    }
+    free_tensors(p, 2);
+    tg_free(&t);
+}
+
 int main(void)
 {
+    test_per_head_norm();
     test_topk();
     test_expert_linear();
     test_routing();
