@@ -875,12 +875,20 @@ static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos,
     }
     *cs = new_var(gen, "c");
     *sn = new_var(gen, "s");
+    /* as the attention templates rotate (attention_common.cuh, rope8): the
+     * angle reduced to [-pi, pi] in double, then the float sincos intrinsic,
+     * which has no slow path (double cos/sin of a large argument needs a
+     * stack frame for its argument reduction) */
+    const char *turns = new_var(gen, "turns"), *red = new_var(gen, "red");
+    cg_line(gen, "const double %s = rint(%s * 0.15915494309189533577);", turns, ang);
+    cg_line(gen, "const float %s = (float)fma(-%s, 6.2831853071795864769, %s);", red, turns, ang);
+    cg_line(gen, "float %s, %s;", *cs, *sn);
+    cg_line(gen, "__sincosf(%s, &%s, &%s);", red, *sn, *cs);
     double m = ir_rope_mscale(r);
-    if (m == 1.0)
-        cg_line(gen, "const float %s = (float)cos(%s), %s = (float)sin(%s);", *cs, ang, *sn, ang);
-    else /* YaRN: cos and sin times the attention factor */
-        cg_line(gen, "const float %s = (float)(cos(%s) * %.17g), %s = (float)(sin(%s) * %.17g);", *cs, ang, m, *sn,
-                ang, m);
+    if (m != 1.0) { /* YaRN: cos and sin times the attention factor */
+        cg_line(gen, "%s *= (float)%.17g;", *cs, m);
+        cg_line(gen, "%s *= (float)%.17g;", *sn, m);
+    }
     return ang;
 }
 
