@@ -434,6 +434,8 @@ class kiln_model_options(ctypes.Structure):
         ("max_graphs", c_int),
         ("lazy", c_int),
         ("decode_max_rows", c_int),
+        ("warning_flags", POINTER(c_char_p)),
+        ("nwarning_flags", c_int),
     ]
 
 

@@ -219,6 +219,9 @@ void cg_kernels_free(cg_kernel *ks, int n);
  * per kernel of g that falls back to the generic template (codegen/cg_report.c),
  * for the reports. Returns how many, or -1 (codegen failed; err says why). */
 int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, char *err, size_t errlen);
+/* That line for one kernel of g (the runtime prints those of the variant a
+ * run uses); returns 1, or 0 when k is on its family's template. */
+int cg_fallback_print(const ir_graph *g, const cg_kernel *k, FILE *out);
 /* The copies of weights the runtime makes when they are bound, for g's
  * kernels: each packed value a kernel reads (merged Q/K/V, transposes) and
  * each weight read with its rows interleaved, once per (value, layout), as

@@ -875,26 +875,37 @@ static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos,
     }
     *cs = new_var(gen, "c");
     *sn = new_var(gen, "s");
+    /* as the attention templates rotate (attention_common.cuh, rope8): the
+     * angle reduced to [-pi, pi] in double, then the float sincos intrinsic,
+     * which has no slow path (double cos/sin of a large argument needs a
+     * stack frame for its argument reduction) */
+    const char *turns = new_var(gen, "turns"), *red = new_var(gen, "red");
+    cg_line(gen, "const double %s = rint(%s * 0.15915494309189533577);", turns, ang);
+    cg_line(gen, "const float %s = (float)fma(-%s, 6.2831853071795864769, %s);", red, turns, ang);
+    cg_line(gen, "float %s, %s;", *cs, *sn);
+    cg_line(gen, "__sincosf(%s, &%s, &%s);", red, *sn, *cs);
     double m = ir_rope_mscale(r);
-    if (m == 1.0)
-        cg_line(gen, "const float %s = (float)cos(%s), %s = (float)sin(%s);", *cs, ang, *sn, ang);
-    else /* YaRN: cos and sin times the attention factor */
-        cg_line(gen, "const float %s = (float)(cos(%s) * %.17g), %s = (float)(sin(%s) * %.17g);", *cs, ang, m, *sn,
-                ang, m);
+    if (m != 1.0) { /* YaRN: cos and sin times the attention factor */
+        cg_line(gen, "%s *= (float)%.17g;", *cs, m);
+        cg_line(gen, "%s *= (float)%.17g;", *sn, m);
+    }
     return ang;
 }
 
 static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)
 {
     const ir_node *in = n->inputs[0], *pos = n->ninputs > 1 ? n->inputs[1] : NULL;
-    ir_dim hd = n->type.dims[3], half;
+    /* partial rotary: the first R dims rotate as a head of R, the rest pass through */
+    int64_t R = n->attrs.rope.rotary_dims;
+    ir_dim hd = R ? ir_dim_const(R) : n->type.dims[3], half;
     if (!ir_dim_div(hd, ir_dim_const(2), &half)) {
         cg_fail(gen, "rope: head dimension is not known to be even");
         return "0.0f";
     }
     const char *i = cg_idx_coord(gen, x, 3), *h = cg_dim(gen, &half);
     const char *pair = new_var(gen, "j");
-    cg_line(gen, "const long long %s = %s < %s ? %s : %s - %s;", pair, i, h, i, i, h);
+    if (R) cg_line(gen, "const long long %s = %s < %s ? %s : %s < %lldLL ? %s - %s : 0;", pair, i, h, i, i, (long long)R, i, h);
+    else cg_line(gen, "const long long %s = %s < %s ? %s : %s - %s;", pair, i, h, i, i, h);
     const char *cs = "0.0f", *sn = "0.0f";
     rope_angle(gen, n, pos, x, pair, hd, &cs, &sn);
     cg_idx a = cg_idx_flat(&in->type, NULL), b = a;
@@ -902,7 +913,10 @@ static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)
     a.c[3] = pair;
     b.c[3] = cg_printf(gen, "(%s + %s)", pair, h);
     const char *x1 = cg_value(gen, in, &a), *x2 = cg_value(gen, in, &b);
-    return cg_printf(gen, "(%s < %s ? %s * %s - %s * %s : %s * %s + %s * %s)", i, h, x1, cs, x2, sn, x2, cs, x1, sn);
+    const char *rot =
+        cg_printf(gen, "(%s < %s ? %s * %s - %s * %s : %s * %s + %s * %s)", i, h, x1, cs, x2, sn, x2, cs, x1, sn);
+    if (!R) return rot;
+    return cg_printf(gen, "(%s < %lldLL ? %s : %s)", i, (long long)R, rot, cg_value(gen, in, x));
 }
 
 /* cache_write(c, x[, pos]) as a value: new rows from x, the rest from c. */
@@ -955,13 +969,19 @@ static const char *compute_attention(cg_gen *gen, const ir_node *n, const cg_idx
     if (n->attrs.causal) cg_line(gen, "long long %s = %s + %s + 1;", lim, o, s);
     else cg_line(gen, "long long %s = %s + %s;", lim, o, S);
     cg_line(gen, "if (%s > %s) %s = %s;", lim, T, lim, T);
+    const char *j0 = "0LL";
+    if (n->attrs.window > 0) { /* sliding window: keys less than W behind the query */
+        j0 = new_var(gen, "j0");
+        cg_line(gen, "long long %s = %s + %s - %lldLL + 1;", j0, o, s, (long long)n->attrs.window);
+        cg_line(gen, "if (%s < 0) %s = 0;", j0, j0);
+    }
     cg_line(gen, "const long long %s = %s / %s;", kh, h, grp);
     const char *mx = new_var(gen, "mx"), *sum = new_var(gen, "sum"), *acc = new_var(gen, "acc");
     const char *scale = cg_float_lit(gen, n->attrs.scale);
     cg_line(gen, "float %s = -KILN_INF, %s = 0.0f, %s = 0.0f;", mx, sum, acc);
     for (int pass = 0; pass < 2; pass++) {
         const char *j = new_var(gen, "r"), *e = new_var(gen, "r"), *dot = new_var(gen, "dot");
-        cg_open(gen, "for (long long %s = 0; %s < %s; %s++)", j, j, lim, j);
+        cg_open(gen, "for (long long %s = %s; %s < %s; %s++)", j, j0, j, lim, j);
         cg_line(gen, "float %s = 0.0f;", dot);
         cg_open(gen, "for (long long %s = 0; %s < %s; %s++)", e, e, cg_dim(gen, &q->type.dims[3]), e);
         cg_idx qi = cg_idx_flat(&q->type, NULL), ki = cg_idx_flat(&k->type, NULL);
@@ -971,6 +991,10 @@ static const char *compute_attention(cg_gen *gen, const ir_node *n, const cg_idx
         cg_line(gen, "%s += %s * %s;", dot, qv, kv);
         cg_close(gen);
         cg_line(gen, "%s *= %s;", dot, scale);
+        if (n->attrs.softcap > 0) { /* logit soft-capping */
+            const char *cap = cg_float_lit(gen, n->attrs.softcap);
+            cg_line(gen, "%s = %s * tanhf(%s / %s);", dot, cap, dot, cap);
+        }
         if (pass == 0) {
             cg_line(gen, "%s = fmaxf(%s, %s);", mx, mx, dot);
         } else {
@@ -984,6 +1008,54 @@ static const char *compute_attention(cg_gen *gen, const ir_node *n, const cg_idx
         cg_close(gen);
     }
     return cg_printf(gen, "(%s / %s)", acc, sum);
+}
+
+/* topk as loops (generic): element j of a row is the value (or index) whose
+ * rank in the row, larger first and ties by lower index, is j (ir/ir.h). */
+static const char *compute_topk(cg_gen *gen, const ir_node *n, const cg_idx *x)
+{
+    const ir_node *in = n->inputs[0];
+    int r = in->type.rank;
+    const char *slot = cg_idx_coord(gen, x, r - 1), *E = cg_dim(gen, &in->type.dims[r - 1]);
+    const char *res = new_var(gen, "top"), *i = new_var(gen, "r"), *q = new_var(gen, "r"), *rank = new_var(gen, "rank");
+    cg_idx xi = cg_idx_flat(&in->type, NULL), xq = xi;
+    for (int j = 0; j < r - 1; j++) xi.c[j] = xq.c[j] = cg_idx_coord(gen, x, j);
+    xi.c[r - 1] = i;
+    xq.c[r - 1] = q;
+    cg_line(gen, "float %s = 0.0f;", res);
+    cg_open(gen, "for (long long %s = 0; %s < %s; %s++)", i, i, E, i);
+    const char *vi = cg_value(gen, in, &xi);
+    cg_line(gen, "long long %s = 0;", rank);
+    cg_open(gen, "for (long long %s = 0; %s < %s; %s++)", q, q, E, q);
+    const char *vq = cg_value(gen, in, &xq);
+    cg_line(gen, "%s += (%s > %s) || (%s == %s && %s < %s);", rank, vq, vi, vq, vi, q, i);
+    cg_close(gen);
+    cg_line(gen, "if (%s == %s) %s = %s;", rank, slot, res, n->attrs.indices ? cg_printf(gen, "(float)%s", i) : vi);
+    cg_close(gen);
+    return res;
+}
+
+/* expert_linear as loops (generic): out[..., j, o] = sum_k x_j[k] w[idx[..., j], o, k]. */
+static const char *compute_expert_linear(cg_gen *gen, const ir_node *n, const cg_idx *x)
+{
+    const ir_node *in = n->inputs[0], *w = n->inputs[1], *idx = n->inputs[2];
+    int r = idx->type.rank;
+    bool per_slot = in->type.rank == r + 1;
+    cg_idx ii = cg_idx_flat(&idx->type, NULL), xi = cg_idx_flat(&in->type, NULL), wi = cg_idx_flat(&w->type, NULL);
+    for (int j = 0; j < r; j++) ii.c[j] = cg_idx_coord(gen, x, j);
+    const char *e = new_var(gen, "e"), *kk = new_var(gen, "kk"), *acc = new_var(gen, "acc");
+    cg_line(gen, "const long long %s = %s;", e, cg_int_value(gen, idx, &ii));
+    for (int j = 0; j < (per_slot ? r : r - 1); j++) xi.c[j] = cg_idx_coord(gen, x, j);
+    xi.c[in->type.rank - 1] = kk;
+    wi.c[0] = e;
+    wi.c[1] = cg_idx_coord(gen, x, r);
+    wi.c[2] = kk;
+    cg_line(gen, "float %s = 0.0f;", acc);
+    cg_open(gen, "for (long long %s = 0; %s < %s; %s++)", kk, kk, cg_dim(gen, &w->type.dims[2]), kk);
+    const char *xv = cg_value(gen, in, &xi), *wv = cg_value(gen, w, &wi);
+    cg_line(gen, "%s += %s * %s;", acc, xv, wv);
+    cg_close(gen);
+    return acc;
 }
 
 static const char *compute(cg_gen *gen, const ir_node *n, const cg_idx *x)
@@ -1011,6 +1083,8 @@ static const char *compute(cg_gen *gen, const ir_node *n, const cg_idx *x)
     case IR_OP_ROPE: return compute_rope(gen, n, x);
     case IR_OP_CACHE_WRITE: return compute_cache_write(gen, n, x);
     case IR_OP_ATTENTION: return compute_attention(gen, n, x);
+    case IR_OP_TOPK: return compute_topk(gen, n, x);
+    case IR_OP_EXPERT_LINEAR: return compute_expert_linear(gen, n, x);
     default:
         cg_fail(gen, "%s (line %d) cannot be computed inside a generated hook", ir_op_name(n->op), n->loc.line);
         return "0.0f";

@@ -681,6 +681,9 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         if ((n == rope_q || n == rope_k) && cg_used_outside(gen, n))
             return cg_fail(gen, "attention: the rotated %s is also used outside the kernel", n == rope_q ? "q" : "k");
     }
+    if (A->attrs.window > 0 || A->attrs.softcap > 0) /* the generic kernel applies them */
+        return cg_fail(gen, "attention: the templates take no %s yet",
+                       A->attrs.window > 0 ? "sliding window (window=)" : "soft-capping (softcap=)");
     const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
     int64_t hd;
     if (!ir_dim_is_const(&qt->dims[3], &hd) || (hd != 64 && hd != 128))

@@ -16,20 +16,23 @@ int cg_fallbacks_print(const ir_graph *g, const cg_options *opts, FILE *out, cha
     int n = 0;
     if (cg_emit_all_ex(g, opts, &ks, &n, err, errlen) != 0) return -1;
     int count = 0;
-    arena a;
-    arena_init(&a);
-    for (int i = 0; i < n; i++) {
-        if (!ks[i].note) continue;
-        const ir_node *anchor = g->groups[ks[i].group].anchor;
-        const char *why = ks[i].note;
-        if (!strncmp(why, "generic fallback: ", 18)) why += 18;
-        fprintf(out, "warning: kernel k%d (%s, %s) runs the generic %s template, not the %s one: %s\n", ks[i].group,
-                ks[i].kind, pass_describe(&a, anchor), cg_family_name(ks[i].family), ks[i].kind, why);
-        count++;
-    }
-    arena_free(&a);
+    for (int i = 0; i < n; i++) count += cg_fallback_print(g, &ks[i], out);
     cg_kernels_free(ks, n);
     return count;
+}
+
+int cg_fallback_print(const ir_graph *g, const cg_kernel *k, FILE *out)
+{
+    if (!k->note) return 0;
+    arena a;
+    arena_init(&a);
+    const ir_node *anchor = g->groups[k->group].anchor;
+    const char *why = k->note;
+    if (!strncmp(why, "generic fallback: ", 18)) why += 18;
+    fprintf(out, "warning: kernel k%d (%s, %s) runs the generic %s template, not the %s one: %s\n", k->group, k->kind,
+            pass_describe(&a, anchor), cg_family_name(k->family), k->kind, why);
+    arena_free(&a);
+    return 1;
 }
 
 /* The rows-interleave half a kernel applies to node, or 0. */

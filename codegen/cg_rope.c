@@ -26,6 +26,7 @@ static int put(char *buf, size_t n, int off, const char *fmt, ...)
 int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
                   int64_t hd)
 {
+    hd = ir_rope_dims(r, hd); /* partial rotary: a table for a head of the rotary dims */
     int64_t half = hd / 2;
     double *inv = malloc((size_t)(half > 0 ? half : 1) * sizeof *inv);
     if (!inv) return -1;
@@ -42,6 +43,8 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
     int off = put(buf, n, 0, "/* RoPE scaling=%s: the frequencies computed on the host (ir_rope_inv_freq) */\n",
                   ir_rope_scaling_name(r->scaling));
     off = put(buf, n, off, "#define KILN_ROPE_TABLE 1\n#define KILN_ROPE_MSCALE ((float)%.17g)\n", ir_rope_mscale(r));
+    if (r->rotary_dims > 0 && r->rotary_dims < hd) /* partial rotary: the table has KILN_ROPE_DIMS / 2 entries */
+        off = put(buf, n, off, "#define KILN_ROPE_DIMS %lld\n", (long long)r->rotary_dims);
     int t = cg_rope_table(buf && (size_t)off < n ? buf + off : NULL, buf && (size_t)off < n ? n - (size_t)off : 0,
                           "__device__ const", "kiln_rope_inv", theta, r, hd);
     if (t < 0) return -1;

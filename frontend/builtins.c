@@ -12,7 +12,7 @@
 
 #include "frontend/lower.h"
 
-#define MAXP 14
+#define MAXP 16
 
 typedef enum {
     P_TENSOR,  /* a tensor expression (numbers become scalar constants) */
@@ -582,10 +582,36 @@ static fe_vals h_embedding(fe_lower *l, const builtin *b, const fe_expr *call, c
     return one(l, ir_embedding(l->g, t[0], t[1], call->loc));
 }
 
+/* vals, idx = topk(x, k): the k largest along the last axis and their indices */
+static fe_vals h_topk(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
+{
+    ir_node *t[MAXP];
+    int64_t k = 0;
+    bool ok = tensors(l, b, argv, t);
+    if (!arg_int(l, b, 1, argv[1], &k)) return many(l, 2);
+    if (!ok) return many(l, 2);
+    if (k < 1) {
+        diag_error(l->d, argv[1]->loc, "topk: k=%lld must be at least 1", (long long)k);
+        return many(l, 2);
+    }
+    fe_vals r = many(l, 2);
+    if (!r.v) return none;
+    r.v[0] = ir_topk(l->g, t[0], k, false, call->loc);
+    r.v[1] = r.v[0] ? ir_topk(l->g, t[0], k, true, call->loc) : NULL;
+    return r;
+}
+
+static fe_vals h_expert_linear(fe_lower *l, const builtin *b, const fe_expr *call, const fe_expr **argv)
+{
+    ir_node *t[MAXP];
+    if (!tensors(l, b, argv, t)) return one(l, NULL);
+    return one(l, ir_expert_linear(l->g, t[0], t[1], t[2], call->loc));
+}
+
 /* rope's options after theta, in the table's order (argv[3 + i]). */
 enum {
     R_SCALING = 3, R_FACTOR, R_LOW, R_HIGH, R_ORIG, R_BETA_FAST, R_BETA_SLOW, R_TRUNCATE,
-    R_ATTN_FACTOR, R_MSCALE, R_MSCALE_ALL,
+    R_ATTN_FACTOR, R_MSCALE, R_MSCALE_ALL, R_DIMS,
 };
 
 /* The scalings each option of rope applies to (bit = ir_rope_scaling). */
@@ -645,6 +671,16 @@ static fe_vals h_rope(fe_lower *l, const builtin *b, const fe_expr *call, const 
         !arg_num(l, argv[R_MSCALE_ALL], 0, &mscale_all) || !ok)
         return one(l, NULL);
     r.no_truncate = !truncate;
+    if (argv[R_DIMS]) { /* partial rotary: the first R dims of each head */
+        int64_t R;
+        if (!arg_int(l, b, R_DIMS, argv[R_DIMS], &R)) return one(l, NULL);
+        if (R <= 0 || R % 2) {
+            diag_error(l->d, argv[R_DIMS]->loc, "rope: dims=%lld must be a positive even number of rotary dims",
+                       (long long)R);
+            return one(l, NULL);
+        }
+        r.rotary_dims = R;
+    }
     if (r.scaling != IR_ROPE_NONE && !argv[R_FACTOR]) {
         diag_error(l->d, call->loc, "rope: scaling=%s needs factor=", ir_rope_scaling_name(r.scaling));
         return one(l, NULL);
@@ -713,7 +749,20 @@ static fe_vals h_attention(fe_lower *l, const builtin *b, const fe_expr *call, c
         diag_error(l->d, argv[5]->loc, "attention: scale must be positive");
         return one(l, NULL);
     }
-    ir_node *n = ir_attention(l->g, t[0], t[1], t[2], t[3], scale, causal, call->loc);
+    int64_t window = 0;
+    double softcap = 0;
+    if (argv[6] && !arg_int(l, b, 6, argv[6], &window)) return one(l, NULL);
+    if (argv[6] && window <= 0) {
+        diag_error(l->d, argv[6]->loc, "attention: window=%lld must be positive (the keys within that many positions "
+                                       "of the query, itself included)", (long long)window);
+        return one(l, NULL);
+    }
+    if (!arg_num(l, argv[7], 0, &softcap)) return one(l, NULL);
+    if (argv[7] && !(softcap > 0 && isfinite(softcap))) {
+        diag_error(l->d, argv[7]->loc, "attention: softcap must be positive (scores become softcap * tanh(score / softcap))");
+        return one(l, NULL);
+    }
+    ir_node *n = ir_attention_ex(l->g, t[0], t[1], t[2], t[3], scale, causal, window, softcap, call->loc);
     if (n) warn_attention_layout(l, argv, t);
     return one(l, n);
 }
@@ -794,19 +843,23 @@ static const builtin builtins[] = {
     {"split", "split(x, [sizes] or parts, axis=-1)", h_split, IR_OP_SLICE, 3,
      {T("x"), {"sizes", P_SIZES, true}, {"axis", P_AXIS, false}}},
     {"embedding", "embedding(table, ids)", h_embedding, IR_OP_EMBEDDING, 2, {T("table"), T("ids")}},
+    {"topk", "vals, idx = topk(x, k)", h_topk, IR_OP_TOPK, 2, {T("x"), {"k", P_NUM, true}}},
+    {"expert_linear", "expert_linear(x, w, idx)", h_expert_linear, IR_OP_EXPERT_LINEAR, 3,
+     {T("x"), T("w"), T("idx")}},
     {"rope",
      "rope(x, pos, theta=10000.0, scaling=none|linear|llama3|yarn, factor, low_freq_factor=1, "
      "high_freq_factor=4, original_max_pos, beta_fast=32, beta_slow=1, truncate=true, attention_factor, "
-     "mscale, mscale_all_dim)",
-     h_rope, IR_OP_ROPE, 14,
+     "mscale, mscale_all_dim, dims=head_dim)",
+     h_rope, IR_OP_ROPE, 15,
      {T("x"), OT("pos"), {"theta", P_NUM, false}, {"scaling", P_NAME, false}, {"factor", P_NUM, false},
       {"low_freq_factor", P_NUM, false}, {"high_freq_factor", P_NUM, false},
       {"original_max_pos", P_NUM, false}, {"beta_fast", P_NUM, false}, {"beta_slow", P_NUM, false},
       {"truncate", P_BOOL, false}, {"attention_factor", P_NUM, false}, {"mscale", P_NUM, false},
-      {"mscale_all_dim", P_NUM, false}}},
-    {"attention", "attention(q, k, v, pos, causal=false, scale=1/sqrt(head_dim))", h_attention,
-     IR_OP_ATTENTION, 6,
-     {T("q"), T("k"), T("v"), OT("pos"), {"causal", P_BOOL, false}, {"scale", P_NUM, false}}},
+      {"mscale_all_dim", P_NUM, false}, {"dims", P_NUM, false}}},
+    {"attention", "attention(q, k, v, pos, causal=false, scale=1/sqrt(head_dim), window=all, softcap=none)",
+     h_attention, IR_OP_ATTENTION, 8,
+     {T("q"), T("k"), T("v"), OT("pos"), {"causal", P_BOOL, false}, {"scale", P_NUM, false}, {"window", P_NUM, false},
+      {"softcap", P_NUM, false}}},
     /* cache_write: the one-cache form; the two-cache form is chosen in
      * fe_eval_call when there are four or more positional arguments */
     {"cache_write", "cache_write(cache, x, pos) or cache_write(kc, vc, k, v, pos)", h_cache_write,

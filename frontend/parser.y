@@ -12,7 +12,7 @@
  *   primary   : NUMBER | IDENT | STRING | 'true' | 'false' | '(' expr ')'
  *             | '[' (expr (',' expr)*)? ']'
  *             | IDENT '(' (arg (',' arg)*)? ')'
- *   arg       : expr | IDENT '=' expr
+ *   arg       : expr | IDENT '=' expr | 'dims' '=' expr
  *
  * Newlines are insignificant: the grammar needs no separator between
  * statements (an identifier right after a complete expression always starts
@@ -359,6 +359,7 @@ args
 arg
     : expr                   { $$ = (fe_arg){NULL, {0}, $1}; }
     | IDENT '=' expr         { $$ = (fe_arg){$1, L(p, @1), $3}; }
+    | DIMS '=' expr          { $$ = (fe_arg){"dims", L(p, @1), $3}; } /* rope(x, pos, dims=R): the keyword as an option name */
     ;
 
 %%

@@ -148,6 +148,13 @@ typedef struct kiln_model_options {
     int decode_max_rows;         /* rows (product of an input's leading dims) up to which a
                                   * run uses small-shape kernels (GEMV, split-KV decode
                                   * attention) specialized for its dims; 0: 32; -1: never */
+    const char *const *warning_flags; /* as `kiln check` takes them, applied in order: "-Werror",
+                                  * "-Wno-NAME", "-WNAME", "-Wno-all", "-Wall" (NAME: unused-value,
+                                  * unused-param, stale-state, attention-layout); none: every
+                                  * warning on, none an error. An unknown flag is
+                                  * KILN_ERR_INVALID_ARGUMENT; under -Werror a warning fails the
+                                  * compile (KILN_ERR_MODEL, "[-Werror=NAME]" in the message) */
+    int nwarning_flags;
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,
@@ -306,6 +313,36 @@ typedef struct kiln_counters {
                                  * because TMA could not describe an operand (a pointer not 16-byte aligned) */
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
+
+/* ---- device memory (lang) --------------------------------------------------------------- */
+
+/* Device bytes by kind, at the max dims. Weights bound by the caller are the
+ * caller's and not counted; weights loaded from a file add their own bytes. */
+typedef struct kiln_memory_info {
+    size_t intermediates; /* the intermediates arena (kernel outputs that later kernels read) */
+    size_t workspaces;    /* kernel workspaces (split-K partial sums) */
+    size_t packed;        /* bind-time weight copies: merged Q/K/V and gate/up, transposes, interleaves */
+    size_t states;        /* every state (the KV cache) */
+} kiln_memory_info;
+
+typedef enum kiln_memory_kind {
+    KILN_MEMORY_PLANNED = 0,   /* what the plan states (kiln_model_describe's "device memory" line):
+                                * the large-shape variant, from the compiler's memory plan */
+    KILN_MEMORY_REQUIRED = 1,  /* what the runtime allocates for the shape variants it has planned
+                                * so far (no device needed: the sizes its allocators use) */
+    KILN_MEMORY_ALLOCATED = 2, /* what it holds now (0 before weights are bound, states allocated
+                                * and a run made; always 0 on a compile_only context) */
+} kiln_memory_kind;
+kiln_status kiln_model_memory(const kiln_model *m, kiln_memory_kind kind, kiln_memory_info *out);
+
+/* The kernels of the shape variant a run with these dims uses (dims not
+ * listed: their max; planned now when it is new) that run on the generic
+ * template instead of their family's, one line each with the reason, as
+ * `kiln compile --explain` and `kiln run` print them:
+ *   warning: kernel k2 (attention, attention 'a' (line 30)) runs the generic
+ *   elementwise template, not the attention one: the templates take bf16 or f16
+ * *text is "" when there are none; owned by the model, valid until the next call. */
+kiln_status kiln_model_fallbacks(kiln_model *m, const kiln_dim *dims, int ndims, const char **text);
 
 /* ---- profiling -------------------------------------------------------------------------------- */
 

@@ -368,6 +368,57 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
         }
         return true;
     }
+    case IR_OP_TOPK: {
+        int64_t e;
+        if (!need_float(name, x, d, loc)) return false;
+        if (x->type.rank < 1) {
+            err(d, loc, "topk: x must have an axis to choose along");
+            return false;
+        }
+        if (!at || at->topk < 1) {
+            err(d, loc, "topk: k must be at least 1");
+            return false;
+        }
+        if (ir_dim_is_const(&x->type.dims[x->type.rank - 1], &e) && at->topk > e) {
+            err(d, loc, "topk: k=%lld exceeds the %lld values of the last axis of %s", (long long)at->topk,
+                (long long)e, shape_str(g, &x->type, b1));
+            return false;
+        }
+        *out = x->type;
+        out->dims[out->rank - 1] = ir_dim_const(at->topk);
+        if (at->indices) out->dtype = IR_I32;
+        return true;
+    }
+    case IR_OP_EXPERT_LINEAR: {
+        const ir_node *w = in[1], *idx = in[2];
+        if (!need_float(name, x, d, loc) || !same_dtype(g, name, x, w, d, loc) ||
+            !need_rank(g, name, "w ([experts, N, K])", w, 3, d, loc))
+            return false;
+        if (idx->type.dtype != IR_I32 || idx->type.rank < 1 || idx->type.rank >= IR_MAX_RANK) {
+            err(d, loc, "expert_linear: idx must be i32 [..., k] (the chosen experts), got %s",
+                type_str(g, &idx->type, b1));
+            return false;
+        }
+        int r = idx->type.rank;
+        /* x [..., K] shared by the k slots, or [..., k, K] one row per slot */
+        bool shared = x->type.rank == r, per_slot = x->type.rank == r + 1;
+        bool ok = shared || per_slot;
+        for (int i = 0; ok && i < (shared ? r - 1 : r); i++) ok = ir_dim_eq(&x->type.dims[i], &idx->type.dims[i]);
+        if (!ok) {
+            err(d, loc, "expert_linear: x %s fits neither [..., K] nor [..., k, K] for idx %s", shape_str(g, &x->type, b1),
+                shape_str(g, &idx->type, b2));
+            return false;
+        }
+        if (!ir_dim_eq(&x->type.dims[x->type.rank - 1], &w->type.dims[2])) {
+            err(d, loc, "expert_linear: the rows of x %s are not the K of w %s ([experts, N, K])",
+                shape_str(g, &x->type, b1), shape_str(g, &w->type, b2));
+            return false;
+        }
+        *out = idx->type;
+        out->dtype = x->type.dtype;
+        out->dims[out->rank++] = w->type.dims[1];
+        return true;
+    }
     case IR_OP_EMBEDDING: {
         const ir_node *ids = in[1];
         if (!need_float(name, x, d, loc) || !need_rank(g, name, "table", x, 2, d, loc)) return false;
@@ -388,8 +439,13 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
         int64_t hd;
         if (!need_float(name, x, d, loc) || !need_rank(g, name, "input ([B, S, heads, head_dim])", x, 4, d, loc))
             return false;
-        if (ir_dim_is_const(&x->type.dims[3], &hd) && hd % 2 != 0) {
+        if (ir_dim_is_const(&x->type.dims[3], &hd) && hd % 2 != 0 && !(at && at->rope.rotary_dims)) {
             err(d, loc, "rope: head dim %lld must be even", (long long)hd);
+            return false;
+        }
+        if (at && at->rope.rotary_dims && ir_dim_is_const(&x->type.dims[3], &hd) && at->rope.rotary_dims >= hd) {
+            err(d, loc, "rope: dims=%lld rotary dims must be fewer than the head dim %lld (or omitted)",
+                (long long)at->rope.rotary_dims, (long long)hd);
             return false;
         }
         if (n == 2 && !check_pos(g, name, in[1], &x->type.dims[0], d, loc)) return false;
@@ -669,7 +725,16 @@ ir_node *ir_rope_scaled(ir_graph *g, ir_node *x, ir_node *pos, double theta, con
     }
     ir_attrs a = {.theta = theta};
     if (r) a.rope = *r;
+    int64_t rotary = a.rope.rotary_dims, hd;
     if (a.rope.scaling == IR_ROPE_NONE) memset(&a.rope, 0, sizeof a.rope);
+    if (x && x->type.rank == 4 && ir_dim_is_const(&x->type.dims[3], &hd)) {
+        if (rotary > hd) {
+            err(g->diags, loc, "rope: dims=%lld rotary dims exceed the head dim %lld", (long long)rotary, (long long)hd);
+            return NULL;
+        }
+        if (rotary == hd) rotary = 0; /* every dim: full RoPE */
+    }
+    a.rope.rotary_dims = rotary;
     if (a.rope.scaling != IR_ROPE_YARN) a.rope.mscale = 0; /* ir_rope_mscale: 1 */
     ir_node *in[2] = {x, pos};
     return make(g, IR_OP_ROPE, pos ? 2 : 1, in, &a, NULL, loc);
@@ -678,7 +743,22 @@ ir_node *ir_rope_scaled(ir_graph *g, ir_node *x, ir_node *pos, double theta, con
 ir_node *ir_attention(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos, double scale,
                       bool causal, src_loc loc)
 {
+    return ir_attention_ex(g, q, k, v, pos, scale, causal, 0, 0, loc);
+}
+
+ir_node *ir_attention_ex(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos, double scale, bool causal,
+                         int64_t window, double softcap, src_loc loc)
+{
     if (!q || !k || !v) return NULL;
+    if (window < 0) {
+        err(g->diags, loc, "attention: window must be positive (keys within window positions of the query), got %lld",
+            (long long)window);
+        return NULL;
+    }
+    if (softcap < 0 || !isfinite(softcap)) {
+        err(g->diags, loc, "attention: softcap must be positive, got %g", softcap);
+        return NULL;
+    }
     if (scale <= 0) {
         int64_t hd;
         if (q->type.rank != 4 || !ir_dim_is_const(&q->type.dims[3], &hd) || hd <= 0) {
@@ -687,9 +767,21 @@ ir_node *ir_attention(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *
         }
         scale = 1.0 / sqrt((double)hd);
     }
-    ir_attrs a = {.scale = scale, .causal = causal};
+    ir_attrs a = {.scale = scale, .causal = causal, .window = window, .softcap = softcap};
     ir_node *in[4] = {q, k, v, pos};
     return make(g, IR_OP_ATTENTION, pos ? 4 : 3, in, &a, NULL, loc);
+}
+
+ir_node *ir_topk(ir_graph *g, ir_node *x, int64_t k, bool indices, src_loc loc)
+{
+    ir_attrs a = {.topk = k, .indices = indices};
+    return make(g, IR_OP_TOPK, 1, &x, &a, NULL, loc);
+}
+
+ir_node *ir_expert_linear(ir_graph *g, ir_node *x, ir_node *w, ir_node *idx, src_loc loc)
+{
+    ir_node *in[3] = {x, w, idx};
+    return make(g, IR_OP_EXPERT_LINEAR, 3, in, NULL, NULL, loc);
 }
 
 ir_node *ir_cache_write(ir_graph *g, ir_node *cache, ir_node *x, ir_node *pos, src_loc loc)

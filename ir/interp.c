@@ -803,6 +803,59 @@ static int run_embedding(interp *c, const ir_node *n, const ir_tensor *t, const 
     return 0;
 }
 
+/* The k largest of each row along the last axis (ties: lower index first),
+ * by rank counting so the order is exact; values or their indices. */
+static int run_topk(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor *out)
+{
+    if (x->rank < 1 || out->rank != x->rank) return shape_mismatch(c, n, "x", x);
+    int64_t E = x->shape[x->rank - 1], k = n->attrs.topk;
+    if (k < 1 || k > E || out->shape[out->rank - 1] != k) return shape_mismatch(c, n, "x", x);
+    int64_t rows = E ? ir_tensor_numel(x) / E : 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < E; i++) {
+            double xi = get(x, r * E + i);
+            int64_t rank = 0;
+            for (int64_t j = 0; j < E; j++) {
+                double xj = get(x, r * E + j);
+                rank += xj > xi || (xj == xi && j < i);
+            }
+            if (rank >= k) continue;
+            if (n->attrs.indices) out->i[r * k + rank] = (int32_t)i;
+            else put(out, r * k + rank, xi);
+        }
+    return 0;
+}
+
+/* out[..., j, :] = w[idx[..., j]] @ x_j (x_j: the row shared by the slots,
+ * or the slot's own row); f64 accumulation. */
+static int run_expert_linear(interp *c, const ir_node *n, const ir_tensor *x, const ir_tensor *w,
+                             const ir_tensor *idx, ir_tensor *out)
+{
+    if (w->rank != 3) return shape_mismatch(c, n, "w", w);
+    int64_t E = w->shape[0], N = w->shape[1], K = w->shape[2];
+    if (idx->dtype != IR_I32 || idx->rank < 1) return fail(c, n, "idx must be i32");
+    int64_t k = idx->shape[idx->rank - 1], nidx = ir_tensor_numel(idx);
+    bool per_slot = x->rank == idx->rank + 1;
+    if (x->shape[x->rank - 1] != K || (!per_slot && x->rank != idx->rank)) return shape_mismatch(c, n, "x", x);
+    if (out->rank != idx->rank + 1 || out->shape[out->rank - 1] != N) return shape_mismatch(c, n, "idx", idx);
+    for (int64_t t = 0; t < nidx; t++) {
+        int64_t e = idx->i[t];
+        if (e < 0 || e >= E) {
+            char is[160];
+            index_str(is, sizeof is, idx->rank, idx->shape, t);
+            return fail(c, n, "expert %lld at index %s is out of range [0, %lld)", (long long)e, is, (long long)E);
+        }
+        int64_t xb = (per_slot ? t : t / k) * K;
+        for (int64_t o = 0; o < N; o++) {
+            double acc = 0;
+            int64_t wb = (e * N + o) * K;
+            for (int64_t q = 0; q < K; q++) acc += get(x, xb + q) * get(w, wb + q);
+            put(out, t * N + o, acc);
+        }
+    }
+    return 0;
+}
+
 static int check_pos(interp *c, const ir_node *n, const ir_tensor *pos, int64_t B)
 {
     if (!pos) return 0;
@@ -816,15 +869,16 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
 {
     if (x->rank != 4 || !ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
     int64_t B = x->shape[0], S = x->shape[1], NH = x->shape[2], HD = x->shape[3];
-    if (HD % 2) return fail(c, n, "head dimension %lld is odd", (long long)HD);
+    int64_t R = ir_rope_dims(&n->attrs.rope, HD); /* partial rotary: the first R rotate, the rest pass */
+    if (R % 2 || R > HD) return fail(c, n, "rotary dims %lld of a head of %lld", (long long)R, (long long)HD);
     if (check_pos(c, n, pos, B)) return -1;
-    int64_t half = HD / 2;
+    int64_t half = R / 2;
     /* cos/sin of p * f_i for one position, shared by all heads; f_i from
      * the table every kernel uses too, cos and sin times YaRN's mscale */
     double *cs = malloc((size_t)(half > 0 ? 3 * half : 1) * sizeof(double));
     if (!cs) return fail(c, n, "out of memory");
     double *sn = cs + half, *inv = cs + 2 * half;
-    ir_rope_inv_freq(n->attrs.theta, &n->attrs.rope, HD, inv);
+    ir_rope_inv_freq(n->attrs.theta, &n->attrs.rope, R, inv);
     double m = ir_rope_mscale(&n->attrs.rope);
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
@@ -840,6 +894,7 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
                     put(out, base + i, x1 * cs[i] - x2 * sn[i]);
                     put(out, base + i + half, x2 * cs[i] + x1 * sn[i]);
                 }
+                for (int64_t i = R; i < HD; i++) put(out, base + i, get(x, base + i));
             }
         }
     free(cs);
@@ -901,21 +956,24 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
                 int64_t kh = h / group;
                 int64_t qb = ((b * S + s) * H + h) * HD;
                 int64_t nk = n->attrs.causal ? o + s + 1 : o + S;
-                double m = -INFINITY;
-                for (int64_t j = 0; j < nk; j++) {
+                /* a sliding window keeps the keys less than W behind the query */
+                int64_t j0 = n->attrs.window > 0 && o + s - n->attrs.window + 1 > 0 ? o + s - n->attrs.window + 1 : 0;
+                double m = -INFINITY, cap = n->attrs.softcap;
+                for (int64_t j = j0; j < nk; j++) {
                     int64_t kb = ((b * KV + kh) * T + j) * HD;
                     double dot = 0;
                     for (int64_t d = 0; d < HD; d++) dot += get(q, qb + d) * get(k, kb + d);
                     p[j] = dot * scale;
+                    if (cap > 0) p[j] = cap * tanh(p[j] / cap); /* logit soft-capping */
                     if (p[j] > m) m = p[j];
                 }
                 double sum = 0;
-                for (int64_t j = 0; j < nk; j++) {
+                for (int64_t j = j0; j < nk; j++) {
                     p[j] = exp(p[j] - m);
                     sum += p[j];
                 }
                 for (int64_t d = 0; d < VD; d++) acc[d] = 0;
-                for (int64_t j = 0; j < nk; j++) {
+                for (int64_t j = j0; j < nk; j++) {
                     int64_t vb = ((b * KV + kh) * T + j) * VD;
                     for (int64_t d = 0; d < VD; d++) acc[d] += p[j] * get(v, vb + d);
                 }
@@ -996,6 +1054,8 @@ static int eval_node(interp *c, const ir_node *n, const ir_tensor *const *in, ir
     case IR_OP_ATTENTION:
         return run_attention(c, n, in[0], in[1], in[2], ni > 3 ? in[3] : NULL, out);
     case IR_OP_CACHE_WRITE: return run_cache_write(c, n, in[0], in[1], ni > 2 ? in[2] : NULL, out);
+    case IR_OP_TOPK: return run_topk(c, n, in[0], out);
+    case IR_OP_EXPERT_LINEAR: return run_expert_linear(c, n, in[0], in[1], in[2], out);
     default: break; /* parameters are bound, never evaluated */
     }
     return fail(c, n, "the interpreter does not handle this op");

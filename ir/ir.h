@@ -46,7 +46,9 @@
  *                       out[i+HD/2] = x[i+HD/2] c + x[i] s.
  *                       attrs.rope scales the frequencies (ir_rope_inv_freq:
  *                       linear, llama3, YaRN) and, for YaRN, multiplies both
- *                       outputs by attrs.rope.mscale.
+ *                       outputs by attrs.rope.mscale. Partial rotary
+ *                       (attrs.rope.rotary_dims = R < HD): the above with HD
+ *                       replaced by R on x[..., :R]; x[..., R:] passes through.
  *   ATTENTION(q, k, v[, pos])  q [B, S, H, HD]; k, v [B, KV, T, HD] (cache
  *                       layout); H % KV == 0 and query head h reads KV head
  *                       h / (H / KV). Query s of batch b sits at position
@@ -54,9 +56,24 @@
  *                       o + S are valid; with attrs.causal only j <= o + s.
  *                       softmax(q.k * attrs.scale) over valid keys, times v.
  *                       -> [B, S, H, HD]. o + S > T is a run-time error.
+ *                       attrs.window = W > 0 (sliding window: Mistral v0.1,
+ *                       Gemma-2): a key j is valid only when p - j < W, p =
+ *                       o + s the query's position. attrs.softcap = C > 0
+ *                       (Gemma-2's logit soft-capping): each scaled score x
+ *                       becomes C tanh(x / C) before the softmax.
  *   CACHE_WRITE(c, x[, pos])  c [B, KV, T, HD], x [B, S, KV, HD]: the value of
  *                       c with c[b, h, o + s, :] = x[b, s, h, :], o = pos[b]
  *                       (0 without pos). o + S > T is a run-time error.
+ *   TOPK(x)             along the last axis (E), the attrs.topk largest values,
+ *                       largest first, [..., k]; with attrs.indices their
+ *                       indices (i32) instead. Equal values: the lower index
+ *                       first (so the indices are a deterministic function).
+ *   EXPERT_LINEAR(x, w, idx)  w [E, N, K] (one nn.Linear weight per expert),
+ *                       idx i32 [..., k] (the chosen experts): out [..., k, N],
+ *                       out[..., j, :] = w[idx[..., j]] @ x_j, where x_j is
+ *                       x[..., :] when x is [..., K] (every slot reads the
+ *                       same row) or x[..., j, :] when x is [..., k, K]. An
+ *                       index outside [0, E) is a run-time error.
  */
 #ifndef KILN_IR_H
 #define KILN_IR_H
@@ -227,6 +244,9 @@ typedef struct ir_rope_attrs {
     double beta_fast, beta_slow;              /* YARN: the ramp's ends, in rotations */
     bool no_truncate;                         /* YARN: keep the ramp's ends unrounded */
     double mscale;                            /* YARN: attention factor, resolved (1 otherwise) */
+    int64_t rotary_dims;                      /* partial rotary (GPT-NeoX, Pythia, Phi-2): only the first
+                                               * rotary_dims of each head rotate, by the frequencies of a
+                                               * head that size; 0: every dim (the builder stores HD as 0) */
 } ir_rope_attrs;
 
 typedef struct ir_attrs {
@@ -236,6 +256,10 @@ typedef struct ir_attrs {
     ir_rope_attrs rope; /* ROPE */
     double scale;     /* ATTENTION (always resolved, never 0) */
     bool causal;      /* ATTENTION */
+    int64_t topk;     /* TOPK: how many */
+    bool indices;     /* TOPK: the result is the indices (i32), not the values */
+    int64_t window;   /* ATTENTION: sliding window, keys j with p - j < window (0: every key) */
+    double softcap;   /* ATTENTION: scores become softcap * tanh(score / softcap) (0: none) */
     bool keepdim;     /* SUM, MEAN, REDUCE_MAX */
     bool gelu_tanh;   /* GELU */
     uint32_t axes;    /* SUM, MEAN, REDUCE_MAX: bit i = reduce axis i */
@@ -356,6 +380,9 @@ bool ir_rope_attrs_eq(const ir_rope_attrs *a, const ir_rope_attrs *b);
 /* The inverse frequency of every pair i < hd/2, in double: the one table
  * the interpreter and every kernel that applies RoPE use. */
 void ir_rope_inv_freq(double theta, const ir_rope_attrs *r, int64_t hd, double *inv);
+/* The dims of a head of hd that rotate (rotary_dims, or hd when 0); the
+ * frequency table has ir_rope_dims / 2 entries, computed for a head of that size. */
+int64_t ir_rope_dims(const ir_rope_attrs *r, int64_t hd);
 /* The factor cos and sin are multiplied by (YaRN's attention factor; 1 otherwise). */
 double ir_rope_mscale(const ir_rope_attrs *r);
 /* YaRN's default attention factor for a scale factor and mscale:
@@ -364,7 +391,13 @@ double ir_rope_yarn_mscale(double factor, double mscale);
 /* scale <= 0 selects the default 1/sqrt(HD). */
 ir_node *ir_attention(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos,
                       double scale, bool causal, src_loc loc);
+/* With a sliding window (window > 0) and soft-capping (softcap > 0); 0, 0 is ir_attention. */
+ir_node *ir_attention_ex(ir_graph *g, ir_node *q, ir_node *k, ir_node *v, ir_node *pos, double scale, bool causal,
+                         int64_t window, double softcap, src_loc loc);
 ir_node *ir_cache_write(ir_graph *g, ir_node *cache, ir_node *x, ir_node *pos, src_loc loc);
+/* The k largest values of x along its last axis, or their indices. */
+ir_node *ir_topk(ir_graph *g, ir_node *x, int64_t k, bool indices, src_loc loc);
+ir_node *ir_expert_linear(ir_graph *g, ir_node *x, ir_node *w, ir_node *idx, src_loc loc);
 
 /* A copy of n (op, attrs, name, location, and the declared part of its type)
  * over new inputs in g; the type is re-inferred. Passes rebuild graphs with

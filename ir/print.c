@@ -53,10 +53,17 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
         if (r->scaling == IR_ROPE_YARN)
             fprintf(out, ", beta_fast=%.9g, beta_slow=%.9g%s, mscale=%.9g", r->beta_fast, r->beta_slow,
                     r->no_truncate ? ", truncate=false" : "", r->mscale);
+        if (r->rotary_dims) fprintf(out, ", dims=%lld", (long long)r->rotary_dims);
         fputc('}', out);
         break;
     }
-    case IR_OP_ATTENTION: fprintf(out, " {scale=%.9g%s}", a->scale, a->causal ? ", causal" : ""); break;
+    case IR_OP_TOPK: fprintf(out, " {k=%lld%s}", (long long)a->topk, a->indices ? ", indices" : ""); break;
+    case IR_OP_ATTENTION:
+        fprintf(out, " {scale=%.9g%s", a->scale, a->causal ? ", causal" : "");
+        if (a->window) fprintf(out, ", window=%lld", (long long)a->window);
+        if (a->softcap) fprintf(out, ", softcap=%.9g", a->softcap);
+        fputc('}', out);
+        break;
     default: break;
     }
 }

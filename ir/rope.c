@@ -15,7 +15,11 @@
  *   yarn:    with d(r) = HD ln(L / (2 pi r)) / (2 ln theta), lo = max(floor(d(beta_fast)), 0),
  *            hi = min(ceil(d(beta_slow)), HD - 1) (no rounding with no_truncate; hi += 0.001
  *            when lo == hi), ramp_i = clamp((i - lo) / (hi - lo), 0, 1):
- *            f_i / factor * ramp_i + f_i * (1 - ramp_i); cos and sin times mscale. */
+ *            f_i / factor * ramp_i + f_i * (1 - ramp_i); cos and sin times mscale.
+ *
+ * Partial rotary (rotary_dims = R): the pairs are (i, i + R/2) for i < R/2
+ * and HD above is R (callers pass ir_rope_dims as hd); the rest of the head
+ * passes through. */
 #include <math.h>
 #include <string.h>
 
@@ -42,8 +46,11 @@ bool ir_rope_scaling_parse(const char *name, ir_rope_scaling *out)
 
 static bool pos_finite(double v) { return v > 0 && isfinite(v); }
 
+int64_t ir_rope_dims(const ir_rope_attrs *r, int64_t hd) { return r && r->rotary_dims > 0 ? r->rotary_dims : hd; }
+
 const char *ir_rope_check(const ir_rope_attrs *r)
 {
+    if (r->rotary_dims < 0 || r->rotary_dims % 2) return "dims (the rotary dims) must be a positive even number";
     switch (r->scaling) {
     case IR_ROPE_NONE: return NULL;
     case IR_ROPE_LINEAR: return pos_finite(r->factor) ? NULL : "factor must be positive";
@@ -69,7 +76,7 @@ bool ir_rope_attrs_eq(const ir_rope_attrs *a, const ir_rope_attrs *b)
     return a->scaling == b->scaling && a->factor == b->factor && a->low_freq_factor == b->low_freq_factor &&
            a->high_freq_factor == b->high_freq_factor && a->original_max_pos == b->original_max_pos &&
            a->beta_fast == b->beta_fast && a->beta_slow == b->beta_slow && a->no_truncate == b->no_truncate &&
-           a->mscale == b->mscale;
+           a->mscale == b->mscale && a->rotary_dims == b->rotary_dims;
 }
 
 double ir_rope_mscale(const ir_rope_attrs *r)

@@ -77,6 +77,17 @@ static bool allowed(att *t, pass_rule rule, ir_dim bytes, ir_node *n, ir_node *a
     return false;
 }
 
+/* A partial rotary rope stays out of attention (refused, with the reason). */
+static bool partial_rotary(att *t, ir_node *r, ir_node *attn, ir_dim bytes)
+{
+    if (!r->attrs.rope.rotary_dims) return false;
+    refuse(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn,
+           arena_printf(&t->a, "partial rotary (dims=%lld of each head): the attention templates rotate whole heads, "
+                               "so the rope is a kernel of its own",
+                        (long long)r->attrs.rope.rotary_dims));
+    return true;
+}
+
 static void fuse_q(att *t, ir_node *attn, int k)
 {
     ir_node *blocker;
@@ -84,6 +95,7 @@ static void fuse_q(att *t, ir_node *attn, int k)
     if (r->op != IR_OP_ROPE || r->group >= 0) return;
     ir_dim bytes = pass_size(t->ctx, r, 2);
     if (!allowed(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn)) return;
+    if (partial_rotary(t, r, attn, bytes)) return;
     if (blocker) {
         refuse(t, PASS_RULE_ATTENTION_ROPE, bytes, r, attn,
                arena_printf(&t->a, "%s, so the rotated Q must be written to memory",
@@ -155,6 +167,7 @@ static void fuse_cache(att *t, ir_node *attn, int input, int k)
     if (r->op != IR_OP_ROPE || r->group >= 0) return;
     ir_dim rbytes = pass_size(t->ctx, r, 2);
     if (!allowed(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn)) return;
+    if (partial_rotary(t, r, attn, rbytes)) return;
     if (blocker) {
         refuse(t, PASS_RULE_ATTENTION_ROPE, rbytes, r, attn,
                arena_printf(&t->a, "%s, so the rotated %s rows must be written to memory",

@@ -12,7 +12,9 @@
  *  2. For every node x, take the linears that read x as their input, in node
  *     order. A linear whose weight (or bias) is computed at run time cannot be
  *     packed; it is reported and left alone. The others are split into
- *     classes: same weight dtype and K, all with or all without a bias. A
+ *     classes: same weight dtype and K, all with or all without a bias, widths
+ *     (N) within a factor of 64 of the class's first (a router's or a gate's
+ *     few columns stay apart from an FFN's gate/up pair). A
  *     class of two or more is one merge; a linear left in a class of its own
  *     is reported with what set it apart.
  *  3. Rebuild the graph in order. At the first member of a class, emit
@@ -46,6 +48,14 @@ static const char *incompatible(arena *a, const ir_node *x, const ir_node *y)
                             ir_dtype_name(wx->type.dtype), NZ(pass_describe(a, y)), ir_dtype_name(wy->type.dtype));
     if (!ir_dim_eq(&wx->type.dims[1], &wy->type.dims[1]))
         return arena_printf(a, "%s and %s reduce over different K", NZ(pass_describe(a, x)), NZ(pass_describe(a, y)));
+    /* a router or a gate of a few columns next to an FFN's gate/up pair:
+     * merged, the pair would lose its SwiGLU epilogue for one read of x */
+    int64_t nx, ny;
+    if (ir_dim_is_const(&wx->type.dims[0], &nx) && ir_dim_is_const(&wy->type.dims[0], &ny) &&
+        (nx * 64 < ny || ny * 64 < nx))
+        return arena_printf(a, "%s has %lld output columns and %s %lld: a linear under 1/64 of the other's width is "
+                               "kept apart (one more read of the input, and the wider one keeps its epilogue)",
+                            NZ(pass_describe(a, x)), (long long)nx, NZ(pass_describe(a, y)), (long long)ny);
     const ir_node *bx = bias_of(x), *by = bias_of(y);
     if (!bx != !by)
         return arena_printf(a, "%s has a bias and %s has none", NZ(pass_describe(a, bx ? x : y)),

@@ -97,7 +97,8 @@ bool pass_attrs_eq(const ir_node *a, const ir_node *b)
     const ir_attrs *x = &a->attrs, *y = &b->attrs;
     if (x->value != y->value || x->eps != y->eps || x->theta != y->theta || x->scale != y->scale ||
         x->causal != y->causal || x->keepdim != y->keepdim || x->gelu_tanh != y->gelu_tanh ||
-        x->axes != y->axes || x->axis != y->axis || !ir_rope_attrs_eq(&x->rope, &y->rope))
+        x->axes != y->axes || x->axis != y->axis || !ir_rope_attrs_eq(&x->rope, &y->rope) || x->window != y->window ||
+        x->softcap != y->softcap || x->topk != y->topk || x->indices != y->indices)
         return false;
     for (int i = 0; i < a->type.rank; i++)
         if (x->perm[i] != y->perm[i]) return false;

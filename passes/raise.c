@@ -3,7 +3,8 @@
  * Algorithm: two sweeps, each a match phase over the whole graph followed by
  * a rebuild through a pass_rewriter and DCE.
  *
- *   sweep 1: layernorm, rmsnorm, softmax, gelu (tanh form), silu, linear;
+ *   sweep 1: layernorm, rmsnorm, softmax, gelu (tanh form), silu, linear,
+ *            partial rotary;
  *   sweep 2: attention, over the graph sweep 1 produced, so that it sees the
  *            softmax raised in sweep 1 (a softmax still spelled out is
  *            matched too, for when raise-softmax is disabled).
@@ -44,7 +45,13 @@
  *
  * linear: x @ transpose(w) with w a WEIGHT [N, K] becomes linear(x, w);
  * x @ w with w a WEIGHT [K, N] becomes linear(x, permute(w, [1, 0])) — the
- * permute of a weight is bind-time work, done once when weights are bound. */
+ * permute of a weight is bind-time work, done once when weights are bound.
+ *
+ * partial rotary (GPT-NeoX, Pythia, Phi-2): concat([rope(slice(x, 0, R)),
+ * slice(x, R, HD)], axis=-1), x [B, S, N, HD], becomes rope(x, dims=R) with
+ * the rope's theta and scaling: the same values (a rope of the first R dims
+ * uses the frequencies of a head of R) in one op instead of two slices, a
+ * rope and a concat. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -57,11 +64,11 @@
 
 typedef enum { R_NO, R_YES, R_REFUSE } mres;
 
-typedef enum { K_LAYERNORM, K_RMSNORM, K_SOFTMAX, K_GELU, K_SILU, K_LINEAR, K_ATTENTION, K_COUNT } kind;
+typedef enum { K_LAYERNORM, K_RMSNORM, K_SOFTMAX, K_GELU, K_SILU, K_LINEAR, K_ROPE, K_ATTENTION, K_COUNT } kind;
 
 static const pass_rule rule_of[K_COUNT] = {PASS_RULE_RAISE_LAYERNORM, PASS_RULE_RAISE_RMSNORM, PASS_RULE_RAISE_SOFTMAX,
                                            PASS_RULE_RAISE_GELU,      PASS_RULE_RAISE_SILU,    PASS_RULE_RAISE_LINEAR,
-                                           PASS_RULE_RAISE_ATTENTION};
+                                           PASS_RULE_RAISE_PARTIAL_ROTARY, PASS_RULE_RAISE_ATTENTION};
 
 typedef struct match {
     kind k;
@@ -77,6 +84,8 @@ typedef struct match {
     src_loc kloc;    /* where the model transposes k */
     ir_type ktype;
     const char *why; /* refusal reason */
+    double theta;      /* rope: the rope's theta and options, with rotary_dims set */
+    ir_rope_attrs rope;
 } match;
 
 typedef struct raiser {
@@ -644,6 +653,35 @@ static mres gelu_with(raiser *r, match *m, ir_node *n, ir_node *T, ir_node *th)
 
 /* ---- linear --------------------------------------------------------------------------- */
 
+/* concat([rope(slice(x, 3, 0, R)), slice(x, 3, R, HD)], axis=3) */
+static mres match_partial_rope(raiser *r, match *m, ir_node *n)
+{
+    (void)r;
+    if (n->op != IR_OP_CONCAT || n->ninputs != 2 || n->type.rank != 4 || n->attrs.axis != 3) return R_NO;
+    ir_node *ro = n->inputs[0], *rest = n->inputs[1];
+    if (ro->op != IR_OP_ROPE || ro->attrs.rope.rotary_dims || rest->op != IR_OP_SLICE || rest->attrs.axis != 3)
+        return R_NO;
+    ir_node *lo = ro->inputs[0];
+    if (lo->op != IR_OP_SLICE || lo->attrs.axis != 3 || lo->inputs[0] != rest->inputs[0]) return R_NO;
+    ir_node *x = lo->inputs[0];
+    int64_t s0, e0, s1, e1, hd;
+    if (!ir_dim_is_const(&lo->attrs.start, &s0) || !ir_dim_is_const(&lo->attrs.end, &e0) ||
+        !ir_dim_is_const(&rest->attrs.start, &s1) || !ir_dim_is_const(&rest->attrs.end, &e1) ||
+        !ir_dim_is_const(&x->type.dims[3], &hd))
+        return R_NO;
+    if (s0 != 0 || s1 != e0 || e1 != hd || e0 <= 0 || e0 >= hd || e0 % 2) return R_NO;
+    add(m, n);
+    add(m, ro);
+    add(m, lo);
+    add(m, rest);
+    m->x = x;
+    m->w = ro->ninputs > 1 ? ro->inputs[1] : NULL; /* pos */
+    m->theta = ro->attrs.theta;
+    m->rope = ro->attrs.rope;
+    m->rope.rotary_dims = e0;
+    return R_YES;
+}
+
 static bool is_transpose2(const ir_node *t)
 {
     return t->op == IR_OP_PERMUTE && t->type.rank == 2 && t->attrs.perm[0] == 1 && t->attrs.perm[1] == 0;
@@ -842,6 +880,7 @@ static bool fits(raiser *r, const match *m)
     case K_SOFTMAX: op = IR_OP_SOFTMAX, at.axis = m->axis; break;
     case K_SILU: op = IR_OP_SILU; break;
     case K_GELU: op = IR_OP_GELU, at.gelu_tanh = true; break;
+    case K_ROPE: op = IR_OP_ROPE, n = m->w ? 2 : 1, at.theta = m->theta, at.rope = m->rope; break;
     case K_LINEAR:
         op = IR_OP_LINEAR;
         n = m->b ? 3 : 2;
@@ -927,6 +966,9 @@ static const char *formula(raiser *r, const match *m)
         const char *mm = m->w_kn ? arena_printf(a, "%s @ %s", x, w) : arena_printf(a, "%s @ transpose(%s)", x, w);
         return m->b ? arena_printf(a, "%s + %s", mm, b) : mm;
     }
+    case K_ROPE:
+        return arena_printf(a, "concat([rope(slice(%s, 0, %lld)), slice(%s, %lld, %s)])", x, (long long)m->rope.rotary_dims,
+                            x, (long long)m->rope.rotary_dims, dim_str(r, &m->x->type.dims[3]));
     case K_ATTENTION:
         return arena_printf(a, "softmax(%s @ transpose(%s)%s%s) @ %s", nm(m->x, "q"), nm(m->kk, "k"),
                             m->scale == 1 ? "" : m->scale_div ? " / s" : " * s", m->causal ? " + causal_mask" : "",
@@ -936,7 +978,7 @@ static const char *formula(raiser *r, const match *m)
 }
 
 static const char *const fused_name[K_COUNT] = {"layernorm", "rmsnorm", "softmax", "gelu(tanh)", "silu", "linear",
-                                                "attention"};
+                                                "rope(dims=R)", "attention"};
 
 static int count_intermediates(const match *m)
 {
@@ -989,6 +1031,12 @@ static void decide(raiser *r, match *m, bool taken)
                         nm(m->w, "w"), m->b ? "; the bias is added in the matmul's epilogue; " : "",
                         m->b ? saves : "");
         break;
+    case K_ROPE:
+        pass_decide(r->ctx, r->g, rule, true, bytes, m->nodes, m->n, what,
+                    "one rope over whole heads that rotates the first %lld dims by the frequencies of a head of %lld "
+                    "and passes the rest through (dims=%lld); %s",
+                    (long long)m->rope.rotary_dims, (long long)m->rope.rotary_dims, (long long)m->rope.rotary_dims, saves);
+        break;
     case K_ATTENTION:
         pass_decide(r->ctx, r->g, rule, true, bytes, m->nodes, m->n, what,
                     "one attention kernel (scale=%g%s); %s; q is read as [B, S, H, HD] and the result permuted "
@@ -1002,8 +1050,8 @@ static void decide(raiser *r, match *m, bool taken)
 }
 
 typedef mres (*matcher)(raiser *r, match *m, ir_node *n);
-static const matcher matchers[K_COUNT] = {match_layernorm, match_rmsnorm, match_softmax, match_gelu,
-                                          match_silu,      match_linear,  match_attention};
+static const matcher matchers[K_COUNT] = {match_layernorm, match_rmsnorm, match_softmax,      match_gelu,
+                                          match_silu,      match_linear,  match_partial_rope, match_attention};
 
 /* Tries the patterns of this sweep with n as the root. */
 static bool try_root(raiser *r, ir_node *n, kind first, kind last)
@@ -1087,6 +1135,7 @@ static ir_node *build(pass_rewriter *rw, const match *m, made *mk)
     case K_SOFTMAX: out = ir_softmax(d, x, m->axis, loc); break;
     case K_SILU: out = ir_unary(d, IR_OP_SILU, x, loc); break;
     case K_GELU: out = ir_gelu(d, x, true, loc); break;
+    case K_ROPE: out = ir_rope_scaled(d, x, w, m->theta, &m->rope, loc); break;
     case K_LINEAR:
         if (m->w_kn) w = ir_permute(d, w, perm_t2, m->w->loc);
         out = ir_linear(d, x, w, b, loc);
@@ -1174,7 +1223,7 @@ static ir_graph *sweep(ir_graph *g, pass_ctx *ctx, kind first, kind last)
 
 ir_graph *pass_raise(ir_graph *g, pass_ctx *ctx)
 {
-    g = sweep(g, ctx, K_LAYERNORM, K_LINEAR);
+    g = sweep(g, ctx, K_LAYERNORM, K_ROPE);
     if (g) g = sweep(g, ctx, K_ATTENTION, K_ATTENTION);
     return g;
 }

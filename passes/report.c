@@ -117,7 +117,10 @@ static const char *standalone_why(arena *a, const ir_graph *g, int k)
         ADD("%s", nread_by > 1 ? "its result is read by several kernels, and a value joins a consumer only when it "
                                  "has no other"
                                : "no neighbour took it in");
-    if (A->op == IR_OP_ROPE)
+    if (A->op == IR_OP_ROPE && A->attrs.rope.rotary_dims)
+        ADD("; it is a partial rotary rope (dims=%lld), which the attention templates do not apply (attention-rope "
+            "refuses it)", (long long)A->attrs.rope.rotary_dims);
+    else if (A->op == IR_OP_ROPE)
         ADD("; attention-rope takes a rope only when attention reads its result directly (through views)");
     int listed = 0;
     for (int j = 0; j < g->ngroups; j++)

@@ -293,6 +293,10 @@ rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
         void *val = NULL;
         size_t bytes = 0;
         st = pack_value(m, &p->value, &source, &val, &bytes, err, n);
+        size_t accounted = 0; /* the size rt_model_memory states (rt_memory.c) */
+        if (st == RT_OK && (!rt_packed_bytes(m->g, m->maxd, p->value, &accounted) || accounted != bytes))
+            st = rt_fail(RT_ERR_INTERNAL, err, n, "packed value %%%d: %zu bytes evaluated, %zu accounted", p->value.node,
+                         bytes, accounted);
         if (st == RT_OK) st = pack_upload(m, p, val, bytes, err, n);
         free(val);
     }

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "codegen/cg.h"
 #include "ir/ir.h"
@@ -136,5 +137,25 @@ typedef struct rt_model_counters {
     uint64_t tma_fallbacks; /* wgmma launches recorded as their mma.sync fallback (operands TMA cannot describe) */
 } rt_model_counters;
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c);
+
+/* Device memory (runtime/rt_memory.c). need: what the allocators ask for at
+ * the max dims for the variants planned so far (no device needed); held:
+ * what is allocated now. Either may be NULL. */
+rt_status rt_model_memory(const rt_model *m, rt_memory *need, rt_memory *held, char *err, size_t n);
+/* The generic-template warnings of the variant a run at dims uses (planned
+ * now when new: cg_fallback_print's lines), printed to out; *count of them. */
+rt_status rt_model_fallbacks(rt_model *m, const int64_t *dims, FILE *out, int *count, char *err, size_t n);
+/* The figures the plan states (rt_plan.memory). */
+const rt_memory *rt_model_planned_memory(const rt_model *m);
+/* The workspace bytes kernel k needs at dims (its CG_ARG_WORKSPACE
+ * arguments, each aligned), and the most any of ks needs; false when a size
+ * does not evaluate. */
+bool rt_kernel_workspace(const cg_kernel *k, const int64_t *dims, size_t *need);
+bool rt_kernels_workspace(const cg_kernel *ks, int nk, const int64_t *dims, size_t *need);
+/* What the arena and workspace allocations are for a need (never 0 bytes). */
+size_t rt_arena_size(size_t need);
+size_t rt_workspace_size(size_t need);
+/* The bytes of packed value v at the max dims; false when they do not evaluate. */
+bool rt_packed_bytes(const ir_graph *g, const int64_t *maxd, rt_packed_value v, size_t *bytes);
 
 #endif

@@ -60,11 +60,21 @@ void rt_variant_plan_free(rt_variant_plan *v);
 typedef rt_status (*rt_plan_variant_fn)(void *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *out,
                                   char *err, size_t n);
 
+/* Device bytes by kind, at the max dims: the intermediates arena, kernel
+ * workspaces (split-K partial sums), packed (bind-time) weight copies and
+ * states. The plan states them (the driver: from its memory plan and
+ * kernels); the runtime computes them from what it allocates with
+ * (runtime/rt_memory.c, rt_model_memory). */
+typedef struct rt_memory {
+    size_t intermediates, workspaces, packed, states;
+} rt_memory;
+
 typedef struct rt_plan {
     ir_graph *graph;             /* the fused graph */
     char *name;                  /* the model's path, as messages name it */
     int64_t max_dims[IR_MAX_SYMS];
     char *text;                  /* the kernel groups and the memory plan as text */
+    rt_memory memory;            /* the device memory the text states */
     rt_variant_plan *variants;   /* planned up front; [0] is the large-shape variant */
     int nvariants;
     rt_plan_variant_fn plan_variant; /* NULL: only the variants above */

@@ -27,19 +27,6 @@ typedef struct run_ctx {
 } run_ctx;
 
 /* Workspace bytes a kernel needs at dims. */
-static bool kernel_scratch(const cg_kernel *k, const int64_t *dims, size_t *need)
-{
-    size_t s = 0;
-    for (int i = 0; i < k->nargs; i++) {
-        if (k->args[i].kind != CG_ARG_WORKSPACE) continue;
-        int64_t b;
-        if (!cg_arg_eval(&k->args[i], dims, &b) || b < 0) return false;
-        s += RT_ALIGN_UP(b);
-    }
-    *need = s;
-    return true;
-}
-
 /* The device pointer of a packed value a kernel argument reads (packed_index
  * in the variant's plan), or NULL. */
 static void *packed_ptr(const rt_model *m, const rt_variant *v, int packed_index)
@@ -204,19 +191,15 @@ static int record(void *user, void *stream, char *err, size_t n)
 /* The intermediates arena and the workspace scratch, large enough for v at dims. */
 static rt_status ensure_memory(rt_model *m, const rt_variant *v, const int64_t *dims, char *err, size_t n)
 {
-    size_t scratch = 0;
-    for (int k = 0; k < v->plan.nkernels; k++) {
-        size_t s;
-        if (!kernel_scratch(&v->plan.kernels[k], dims, &s))
-            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: a workspace size does not evaluate", v->plan.kernels[k].name);
-        if (s > scratch) scratch = s;
-    }
+    size_t scratch = 0; /* sized as rt_model_memory accounts it (rt_memory.c) */
+    if (!rt_kernels_workspace(v->plan.kernels, v->plan.nkernels, dims, &scratch))
+        return rt_fail(RT_ERR_INTERNAL, err, n, "a workspace size of the variant does not evaluate");
     if (m->arena_need > m->arena_bytes || !m->arena_dev) {
         (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
         if (m->arena_dev) (void)cudaFree(m->arena_dev);
         m->arena_dev = NULL;
         m->arena_bytes = 0;
-        size_t b = m->arena_need ? m->arena_need : RT_ARENA_ALIGN;
+        size_t b = rt_arena_size(m->arena_need);
         char who[96];
         snprintf(who, sizeof who, "the intermediates arena (%zu bytes)", b);
         RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->arena_dev, b), who, err, n));
@@ -228,7 +211,7 @@ static rt_status ensure_memory(rt_model *m, const rt_variant *v, const int64_t *
         if (m->scratch_dev) (void)cudaFree(m->scratch_dev);
         m->scratch_dev = NULL;
         m->scratch_bytes = 0;
-        size_t b = scratch > RT_ARENA_ALIGN ? scratch : RT_ARENA_ALIGN;
+        size_t b = rt_workspace_size(scratch);
         char who[96];
         snprintf(who, sizeof who, "kernel workspaces (%zu bytes)", b);
         RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->scratch_dev, b), who, err, n));

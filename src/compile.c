@@ -249,6 +249,27 @@ void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out)
     cg_kernels_free(ks, nk);
 }
 
+static rt_status plan_memory_figures(const kc_unit *u, const cg_kernel *ks, int nk, rt_memory *mem, char *err, size_t n);
+static void print_memory_figures(const kc_unit *u, const rt_memory *mem, FILE *out);
+
+rt_status kc_memory(const kc_unit *u, const cg_target *target, rt_memory *out, char *err, size_t n)
+{
+    memset(out, 0, sizeof *out);
+    if (!u->have_plan) return rt_fail(RT_ERR_INTERNAL, err, n, "compile: no memory plan");
+    cg_target def;
+    if (!target) {
+        cg_target_default(NULL, &def);
+        target = &def;
+    }
+    cg_options co = {.target = target}; /* the large-shape variant, as make_plan plans it */
+    cg_kernel *ks;
+    int nk;
+    if (cg_emit_all_ex(u->fused, &co, &ks, &nk, err, n) != 0) return RT_ERR_COMPILE;
+    rt_status st = plan_memory_figures(u, ks, nk, out, err, n);
+    cg_kernels_free(ks, nk);
+    return st;
+}
+
 void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out)
 {
     pass_kernels_print(u->fused, out);
@@ -261,6 +282,9 @@ void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out)
     char err[512];
     cg_options co = {.target = u->target};
     cg_bind_copies(u->fused, &co, u->max_dims, &copies, out, err, sizeof err);
+    rt_memory mem;
+    if (kc_memory(u, target, &mem, err, sizeof err) == RT_OK) print_memory_figures(u, &mem, out);
+    else fprintf(out, "device memory: not known at these dims (%s)\n", err);
 }
 
 void kc_print_report(const kc_unit *u, FILE *out)
@@ -369,27 +393,80 @@ static int64_t xform_half(const kc_planner *planner, const cg_kernel *k, int nod
 }
 
 /* Arena space for intermediates the memory plan did not place (values a
- * kernel stores that no later kernel reads). */
-static rt_status reserve_unplanned(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err,
-                                   size_t n)
+ * kernel stores that no later kernel reads): appended to *arena_bytes, their
+ * offsets into node_offset. */
+static rt_status reserve_unplanned(const int64_t *max_dims, const ir_graph *g, const cg_kernel *ks, int nk,
+                                   int64_t *node_offset, size_t *arena_bytes, char *err, size_t n)
 {
-    for (int k = 0; k < v->nkernels; k++)
-        for (int i = 0; i < v->kernels[k].nargs; i++) {
-            const cg_arg *a = &v->kernels[k].args[i];
+    for (int k = 0; k < nk; k++)
+        for (int i = 0; i < ks[k].nargs; i++) {
+            const cg_arg *a = &ks[k].args[i];
             if (a->kind != CG_ARG_INTERMEDIATE || a->node < 0 || a->node >= g->nnodes) continue;
-            if (v->node_offset[a->node] >= 0) continue;
+            if (node_offset[a->node] >= 0) continue;
             const ir_node *node = g->nodes[a->node];
             bool overflow = false;
             ir_dim b = ir_type_bytes(&node->type, &overflow);
             int64_t bytes;
-            if (overflow || !ir_dim_value(&b, planner->max_dims, &bytes))
+            if (overflow || !ir_dim_value(&b, max_dims, &bytes))
                 return rt_fail(RT_ERR_MODEL, err, n,
                                "kernel %s: the size of %%%d (line %d) does not fit in 64 bits at the maximum dims",
-                               v->kernels[k].name, a->node, node->loc.line);
-            v->node_offset[a->node] = (int64_t)v->arena_bytes;
-            v->arena_bytes += RT_ALIGN_UP(bytes);
+                               ks[k].name, a->node, node->loc.line);
+            node_offset[a->node] = (int64_t)*arena_bytes;
+            *arena_bytes += RT_ALIGN_UP(bytes);
         }
     return RT_OK;
+}
+
+/* The memory plan's offsets per node (-1: none) and its arena size. */
+static void planned_offsets(const kc_unit *u, int64_t *node_offset, size_t *arena_bytes)
+{
+    for (int i = 0; i < u->fused->nnodes; i++) node_offset[i] = -1;
+    for (int i = 0; i < u->mp.nbufs; i++) node_offset[u->mp.bufs[i].value->id] = u->mp.bufs[i].offset;
+    *arena_bytes = RT_ALIGN_UP(u->mp.peak);
+}
+
+/* The device memory the plan states for the large-shape variant ks at the
+ * max dims: the memory plan's arena with the values it did not place, the
+ * kernels' workspaces, the weight copies (cg_bind_copies) and the states. */
+static rt_status plan_memory_figures(const kc_unit *u, const cg_kernel *ks, int nk, rt_memory *mem, char *err, size_t n)
+{
+    memset(mem, 0, sizeof *mem);
+    const ir_graph *g = u->fused;
+    int64_t *off = malloc(((size_t)g->nnodes + 1) * sizeof *off);
+    if (!off) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    size_t arena_bytes;
+    planned_offsets(u, off, &arena_bytes);
+    rt_status st = reserve_unplanned(u->max_dims, g, ks, nk, off, &arena_bytes, err, n);
+    free(off);
+    if (st != RT_OK) return st;
+    mem->intermediates = rt_arena_size(arena_bytes);
+    size_t ws;
+    if (!rt_kernels_workspace(ks, nk, u->max_dims, &ws)) return rt_fail(RT_ERR_MODEL, err, n, "a workspace size does not evaluate");
+    mem->workspaces = rt_workspace_size(ws);
+    mem->packed = (size_t)u->mp.packed;
+    for (int i = 0; i < g->nparams; i++) {
+        if (g->params[i]->op != IR_OP_STATE) continue;
+        bool overflow = false;
+        ir_dim b = ir_type_bytes(&g->params[i]->type, &overflow);
+        int64_t bytes;
+        if (overflow || !ir_dim_value(&b, u->max_dims, &bytes))
+            return rt_fail(RT_ERR_MODEL, err, n, "state '%s': the size does not evaluate", g->params[i]->name);
+        mem->states += (size_t)bytes;
+    }
+    return RT_OK;
+}
+
+static void print_memory_figures(const kc_unit *u, const rt_memory *mem, FILE *out)
+{
+    arena a;
+    arena_init(&a);
+    ir_dim d[5] = {ir_dim_const((int64_t)mem->intermediates), ir_dim_const((int64_t)mem->workspaces),
+                   ir_dim_const((int64_t)mem->packed), ir_dim_const((int64_t)mem->states),
+                   ir_dim_const((int64_t)(mem->intermediates + mem->workspaces + mem->packed + mem->states))};
+    fprintf(out, "device memory at the max dims: %s = intermediates arena %s + workspaces %s + packed weights %s + states %s\n",
+            pass_bytes_str(&a, u->fused, &d[4]), pass_bytes_str(&a, u->fused, &d[0]), pass_bytes_str(&a, u->fused, &d[1]),
+            pass_bytes_str(&a, u->fused, &d[2]), pass_bytes_str(&a, u->fused, &d[3]));
+    arena_free(&a);
 }
 
 /* The packed values the kernels read, each once, and per argument which. */
@@ -433,7 +510,7 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, cons
     if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     memcpy(v->node_offset, planner->node_offset, (size_t)planner->nnodes * sizeof *v->node_offset);
     v->arena_bytes = planner->arena_bytes;
-    rt_status st = reserve_unplanned(planner, g, v, err, n);
+    rt_status st = reserve_unplanned(planner->max_dims, g, v->kernels, v->nkernels, v->node_offset, &v->arena_bytes, err, n);
     return st == RT_OK ? list_packed(planner, v, err, n) : st;
 }
 
@@ -518,13 +595,13 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     planner->nnodes = g->nnodes;
     planner->node_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->node_offset);
     if (!planner->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    for (int i = 0; i < g->nnodes; i++) planner->node_offset[i] = -1;
-    for (int i = 0; i < u->mp.nbufs; i++) planner->node_offset[u->mp.bufs[i].value->id] = u->mp.bufs[i].offset;
-    planner->arena_bytes = RT_ALIGN_UP(u->mp.peak);
+    planned_offsets(u, planner->node_offset, &planner->arena_bytes);
     /* the large-shape variant now (codegen errors show at compile); the
      * decode-shaped ones when a run first needs them */
     rt_status st = plan_variant(planner, g, NULL, &plan->variants[0], err, n);
     plan->nvariants = 1;
+    if (st != RT_OK) return st;
+    st = plan_memory_figures(u, plan->variants[0].kernels, plan->variants[0].nkernels, &plan->memory, err, n);
     if (st != RT_OK) return st;
     plan->plan_variant = plan_exact_variant;
     plan->graph = u->fused;

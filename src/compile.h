@@ -86,6 +86,10 @@ const ir_graph *kc_fused(const kc_unit *u);
  * cg_target_default(NULL)), the memory plan and each bind-time weight copy
  * (after kc_plan_memory). */
 void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out);
+/* The device memory the plan states (its "device memory at the max dims"
+ * line): the large-shape variant for target (NULL: the default) at the max
+ * dims; rt_model_memory says the same of a model made from the plan. */
+rt_status kc_memory(const kc_unit *u, const cg_target *target, rt_memory *out, char *err, size_t n);
 /* The template section alone: per kernel group its family and
  * configuration, e.g. "k1   matmul (wgmma 128x256 s4), mma.sync fallback"
  * (the large-shape variant, or the dims' constants when the model has none). */

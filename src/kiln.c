@@ -50,6 +50,7 @@ struct kiln_model {
     kiln_kernel_profile *prof_rows;
     char *prof_text;
     char *warnings; /* the compile's warnings (NULL: none) */
+    char *fallbacks; /* the last kiln_model_fallbacks text */
     char error[ERRLEN];
 };
 
@@ -195,8 +196,16 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
     memset(&def, 0, sizeof def);
     if (!opts) opts = &def;
     if (opts->ndefines < 0 || opts->ndisabled < 0 || opts->nmax_dims < 0 || (opts->ndefines && !opts->defines) ||
-        (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims))
+        (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims) || opts->nwarning_flags < 0 ||
+        (opts->nwarning_flags && !opts->warning_flags))
         return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: a count without its array");
+    diag_options wopts = {0};
+    for (int i = 0; i < opts->nwarning_flags; i++)
+        if (!opts->warning_flags[i] || !diag_warning_flag(&wopts, opts->warning_flags[i]))
+            return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error,
+                          "kiln_model_compile: warning flag %d (%s) is not -Werror, -Wno-error, -W[no-]all or "
+                          "-W[no-]NAME of a warning (unused-value, unused-param, stale-state, attention-layout)",
+                          i, opts->warning_flags[i] ? opts->warning_flags[i] : "NULL");
     kc_define *defines = calloc((size_t)opts->ndefines + 1, sizeof *defines);
     rt_dim_value *max_dims = calloc((size_t)opts->nmax_dims + 1, sizeof *max_dims);
     kiln_model *m = calloc(1, sizeof *m);
@@ -215,7 +224,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                        .defines = defines,
                                        .ndefines = opts->ndefines,
                                        .disabled = opts->disabled,
-                                       .ndisabled = opts->ndisabled},
+                                       .ndisabled = opts->ndisabled,
+                                       .warnings = wopts},
                            .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
                            .run = {.no_graphs = opts->no_graphs != 0,
@@ -262,6 +272,7 @@ void kiln_model_free(kiln_model *m)
     free(m->prof_rows);
     free(m->prof_text);
     free(m->warnings);
+    free(m->fallbacks);
     free(m);
 }
 
@@ -296,6 +307,28 @@ kiln_status kiln_model_prepare(kiln_model *m, const kiln_dim *dims, int ndims)
     if (s != KILN_OK) return s;
     char err[ERRLEN];
     return set_error((kiln_status)rt_model_prepare(m->rt, d, err, sizeof err), m->error, err);
+}
+
+kiln_status kiln_model_fallbacks(kiln_model *m, const kiln_dim *dims, int ndims, const char **text)
+{
+    NEED_MODEL(m, "kiln_model_fallbacks");
+    if (!text) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_fallbacks: NULL text");
+    *text = "";
+    int64_t d[IR_MAX_SYMS];
+    kiln_status s = resolve_dims(m, dims, ndims, true, d);
+    if (s != KILN_OK) return s;
+    free(m->fallbacks);
+    m->fallbacks = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&m->fallbacks, &len);
+    if (!f) return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "kiln_model_fallbacks: out of memory");
+    char err[ERRLEN];
+    int count;
+    rt_status st = rt_model_fallbacks(m->rt, d, f, &count, err, sizeof err);
+    fclose(f);
+    if (st != RT_OK) return set_error((kiln_status)st, m->error, err);
+    *text = m->fallbacks ? m->fallbacks : "";
+    return KILN_OK;
 }
 
 int kiln_model_num_dims(const kiln_model *m) { return m ? rt_model_graph(m->rt)->nsyms : 0; }
@@ -419,6 +452,25 @@ const char *kiln_model_describe(kiln_model *m)
     free(m->describe);
     m->describe = rt_model_describe(m->rt);
     return m->describe ? m->describe : "";
+}
+
+/* ---- device memory ------------------------------------------------------------------ */
+
+kiln_status kiln_model_memory(const kiln_model *m, kiln_memory_kind kind, kiln_memory_info *out)
+{
+    if (!m || !out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_model_memory: NULL argument");
+    memset(out, 0, sizeof *out);
+    rt_memory mem;
+    char err[512];
+    if (kind == KILN_MEMORY_PLANNED) mem = *rt_model_planned_memory(m->rt);
+    else if (kind == KILN_MEMORY_REQUIRED || kind == KILN_MEMORY_ALLOCATED) {
+        rt_status st = kind == KILN_MEMORY_REQUIRED ? rt_model_memory(m->rt, &mem, NULL, err, sizeof err)
+                                                   : rt_model_memory(m->rt, NULL, &mem, err, sizeof err);
+        if (st != RT_OK) return errorf((kiln_status)st, NULL, "kiln_model_memory: %s", err);
+    } else
+        return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_model_memory: kind %d is not a kiln_memory_kind", (int)kind);
+    *out = (kiln_memory_info){mem.intermediates, mem.workspaces, mem.packed, mem.states};
+    return KILN_OK;
 }
 
 /* ---- weights ------------------------------------------------------------------------ */

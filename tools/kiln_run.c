@@ -316,6 +316,13 @@ int kiln_run_command(const run_opts *o)
         rc = fail_api(&r, "compile", EX_MODEL);
         goto done;
     }
+    const char *generic = NULL; /* the compile's warnings, and kernels of this run's variant on the generic template */
+    if (*kiln_model_warnings(r.m)) fprintf(stderr, "%s\n", kiln_model_warnings(r.m));
+    if (kiln_model_fallbacks(r.m, r.kdims, r.nd, &generic) != KILN_OK) {
+        rc = fail_api(&r, "plan", EX_SOFTWARE);
+        goto done;
+    }
+    fputs(generic, stderr);
     int np = r.g->nparams;
     r.host = calloc((size_t)np + 1, sizeof *r.host);
     r.dev = calloc((size_t)np + 1, sizeof *r.dev);

@@ -147,6 +147,70 @@ static void test_warnings(void)
     CHECK_MSG(api_contains(w, "^"), "caret line: %s", w);
     kiln_model_free(m);
     CHECK(!strcmp(kiln_model_warnings(NULL), ""));
+
+    /* chosen as on the command line: one kind off, all off, -Werror fails, later flags win */
+    const char *no_param[] = {"-Wno-unused-param"};
+    o.warning_flags = no_param;
+    o.nwarning_flags = 1;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK);
+    if (m) {
+        w = kiln_model_warnings(m);
+        CHECK_MSG(!api_contains(w, "unused-param") && api_contains(w, "[-Wunused-value]"), "%s", w);
+        kiln_model_free(m);
+    }
+    const char *none[] = {"-Wno-all"};
+    o.warning_flags = none;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK);
+    if (m) {
+        CHECK(!strcmp(kiln_model_warnings(m), ""));
+        kiln_model_free(m);
+    }
+    const char *werror[] = {"-Werror"};
+    o.warning_flags = werror;
+    m = (kiln_model *)1;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_ERR_MODEL && m == NULL);
+    CHECK_MSG(api_contains(kiln_last_error(), "warn.kiln:4:10: error: weight 'w' is declared but never read "
+                                              "[-Werror=unused-param]"), "%s", kiln_last_error());
+    const char *werror_off[] = {"-Werror", "-Wno-unused-value", "-Wno-unused-param"};
+    o.warning_flags = werror_off;
+    o.nwarning_flags = 3;
+    CHECK_MSG(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_OK, "%s", kiln_last_error());
+    if (m) kiln_model_free(m);
+    const char *bad[] = {"-Wno-such-thing"};
+    o.warning_flags = bad;
+    o.nwarning_flags = 1;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(api_contains(kiln_last_error(), "-Wno-such-thing"), "%s", kiln_last_error());
+    o.warning_flags = NULL;
+    CHECK(kiln_model_compile_string(ctx, "warn.kiln", text, &o, &m) == KILN_ERR_INVALID_ARGUMENT);
+}
+
+/* ---- the generic-template warnings of the variant a run uses ----------------------------- */
+
+static void test_fallbacks(void)
+{
+    kiln_dim md[] = {{"B", 2}, {"S", 8}, {"T", 16}};
+    kiln_model_options o = {.max_dims = md, .nmax_dims = 3, .lazy = 1};
+    kiln_model *m = NULL;
+    CHECK_MSG(kiln_model_compile_file(ctx, "tests/cli/attention_hd16.kiln", &o, &m) == KILN_OK, "%s", kiln_last_error());
+    if (!m) return;
+    const char *t = NULL;
+    kiln_dim decode[] = {{"B", 1}, {"S", 1}};
+    for (int i = 0; i < 2; i++) { /* the large-shape variant (max dims), then a decode-shaped one */
+        CHECK(kiln_model_fallbacks(m, i ? decode : NULL, i ? 2 : 0, &t) == KILN_OK);
+        CHECK_MSG(api_contains(t, "warning: kernel k0 (attention, attention 'a' (line 10)) runs the generic elementwise "
+                                  "template, not the attention one: attention: the templates take head dimension 64 or 128"),
+                  "%s", t);
+    }
+    kiln_dim bad[] = {{"B", 3}};
+    CHECK(kiln_model_fallbacks(m, bad, 1, &t) == KILN_ERR_INVALID_ARGUMENT && !strcmp(t, ""));
+    kiln_model_free(m);
+    m = compile_sample(&API_SAMPLES[0], 1); /* bf16, head dimension 64: every kernel on its template */
+    if (m) {
+        CHECK(kiln_model_fallbacks(m, NULL, 0, &t) == KILN_OK && !strcmp(t, ""));
+        CHECK(kiln_model_fallbacks(m, decode, 2, &t) == KILN_OK && !strcmp(t, ""));
+        kiln_model_free(m);
+    }
 }
 
 /* ---- introspection, binding and run errors (llama 1B shrunk) --------------------------- */
@@ -598,6 +662,66 @@ static void test_packing(void)
     diag_list_free(&d);
     arena_free(&a);
 
+    /* Gemma's `1 + w`, folded at bind time in the precision the model states:
+     * bf16 as written with a bf16 weight, f32 after cast(w, f32) (as Hugging
+     * Face's GemmaRMSNorm computes it), through the whole pipeline */
+    const char *gemma = "model m {\n dims B\n input x : bf16[B, 8]\n weight w : bf16[8]\n"
+                        " output y = rmsnorm(x, 1.0 + w, eps=1e-6)\n"
+                        " output z = cast(rmsnorm(cast(x, f32), 1.0 + cast(w, f32), eps=1e-6), bf16)\n}\n";
+    arena_init(&a);
+    diag_list_init(&d, &a);
+    fe_source_from_string(&src, "gemma.kiln", gemma);
+    g = fe_compile(&src, NULL, &d);
+    pass_options po = {0};
+    pass_ctx pc = {.opts = &po, .diags = &d};
+    if (g) g = pass_run_pipeline(g, &pc);
+    CHECK(g != NULL);
+    if (g) {
+        float wf[8];
+        uint16_t wb[8];
+        for (int i = 0; i < 8; i++) wf[i] = ir_round_bf16(0.0107f * (float)(i + 1)); /* 1 + w is not a bf16 */
+        rt_from_f32(IR_BF16, wf, wb, 8);
+        void *data[4] = {NULL, NULL, NULL, NULL};
+        for (int i = 0; i < g->nparams; i++)
+            if (g->params[i]->op == IR_OP_WEIGHT) data[i] = wb;
+        host_w hw = {g, data};
+        bool *bind = pass_bind_time(g);
+        int nbf16 = 0, nf32 = 0;
+        for (int i = 0; i < g->nnodes; i++) {
+            const ir_node *nd = g->nodes[i];
+            if (!bind[i] || nd->op != IR_OP_ADD) continue;
+            void *out = NULL;
+            size_t b = 0;
+            char e[256];
+            int64_t dims[1] = {2};
+            CHECK_MSG(rt_pack_eval(g, dims, i, get_w, &hw, false, &out, &b, e, sizeof e) == 0, "%s", e);
+            if (!out) continue;
+            int exact = 1, rounded_differs = 0;
+            for (int j = 0; j < 8; j++) {
+                float want = nd->type.dtype == IR_F32 ? 1.0f + wf[j] : ir_round_bf16(1.0f + wf[j]);
+                float got = nd->type.dtype == IR_F32 ? ((const float *)out)[j] : ir_bf16_bits_to_f32(((const uint16_t *)out)[j]);
+                exact &= got == want;
+                rounded_differs |= got != ir_round_bf16(1.0f + wf[j]);
+            }
+            if (nd->type.dtype == IR_F32) {
+                nf32++;
+                CHECK_MSG(b == 32 && exact && rounded_differs, "f32 1 + w: %zu bytes, exact %d, differs from bf16 %d", b,
+                          exact, rounded_differs);
+            } else if (nd->type.dtype == IR_BF16) {
+                nbf16++;
+                CHECK_MSG(b == 16 && exact, "bf16 1 + w: %zu bytes, exact %d", b, exact);
+            }
+            free(out);
+        }
+        CHECK_MSG(nbf16 == 1 && nf32 == 1, "bind-time 1 + w: %d in bf16, %d in f32", nbf16, nf32);
+        free(bind);
+        ir_graph_free(g);
+    } else
+        diag_print(&d, stderr, gemma);
+    fe_source_free(&src);
+    diag_list_free(&d);
+    arena_free(&a);
+
     /* the SwiGLU interleave: row 2j = j, row 2j+1 = half + j */
     int32_t rows[6 * 3], dst[6 * 3];
     for (int i = 0; i < 18; i++) rows[i] = i;
@@ -687,6 +811,7 @@ int main(void)
     test_context();
     test_compile_errors();
     test_warnings();
+    test_fallbacks();
     test_llama_api();
     test_variants();
     test_safetensors();

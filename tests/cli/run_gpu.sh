@@ -24,6 +24,20 @@ expect 64 "--pos=64: 'pos' must stay below 64 at these dims" run samples/llama3_
 # scaled RoPE (llama3) in the attention template, past the original context
 # (ROPE_ORIG=4 while positions run to T - 1; D stays 2048 / 4096 so HD is 64 / 128)
 expect 0 'check step 0: output y' run samples/llama3_1b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=5,T=16 --random --check
+# issue 18's samples against the interpreter (shrunk: D 256, the head dims as the checkpoints have them),
+# prefill then decode steps: partial rotary; window (3 keys, so decode steps slide it) + soft-cap + f32
+# (1 + w) norms; q/k norms; top-2 and top-4 MoE with a shared expert
+expect 0 'check step 0: output y' run samples/pythia_1_4b_layer.kiln -D D=256 -D H=2 -D F=512 --dims B=2,S=5,T=16 --random --check
+expect 0 'check step 5: output y' run samples/pythia_1_4b_layer.kiln -D D=256 -D H=2 -D F=512 --dims B=2,S=1,T=16 --random --steps 6 --check
+expect 0 'check step 0: output y' run samples/gemma2_2b_layer.kiln -D D=256 -D F=512 -D WINDOW=3 --dims B=2,S=5,T=16 --random --check
+expect 0 'check step 5: output y' run samples/gemma2_2b_layer.kiln -D D=256 -D F=512 -D WINDOW=3 --dims B=2,S=1,T=16 --random --steps 6 --check
+expect 0 'check step 0: output y' run samples/qwen3_8b_layer.kiln -D D=256 -D H=2 -D KV=1 -D F=512 --dims B=2,S=5,T=16 --random --check
+expect 0 'check step 0: output y' run samples/mixtral_8x7b_layer.kiln -D D=256 -D H=2 -D KV=1 -D F=512 --dims B=2,S=5,T=16 --random --check
+expect 0 'check step 3: output y' run samples/mixtral_8x7b_layer.kiln -D D=256 -D H=2 -D KV=1 -D F=512 --dims B=1,S=1,T=16 --random --steps 4 --check
+expect 0 'check step 0: output y' run samples/qwen_moe_layer.kiln -D D=256 -D H=2 -D FE=64 -D FS=128 -D E=8 --dims B=2,S=5,T=16 --random --check
+# a kernel of the run's variant on the generic template is a warning, with the reason (the large-shape variant at 40 rows, a decode-shaped one at 1)
+expect 0 "warning: kernel k0 \\(attention, attention 'a' \\(line 10\\)\\) runs the generic elementwise template.*head dimension 64 or 128" run tests/cli/attention_hd16.kiln --dims B=1,S=40,T=64 --random --check
+expect 0 "warning: kernel k0 \\(attention.*generic elementwise template" run tests/cli/attention_hd16.kiln --dims B=1,S=1,T=8 --random --check
 expect 0 'check step 5: output y' run samples/llama3_1b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=1,T=16 --random --steps 6 --check
 expect 0 'check step 0: output y' run samples/llama3_1_8b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=3,T=16 --random --check
 expect 0 'replays [1-9]' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=16 --random --steps 8 --stats

@@ -415,8 +415,8 @@ static void test_gathers(void)
     HAS(t, want);
     CHECK(!strstr(t, "pow("));
     t = emit(g, ky, "rope yarn", NULL);
-    HAS(t, "(float)(cos(ang");
-    HAS(t, " * 1.25)");
+    HAS(t, "__sincosf(red"); /* the reduced angle, as the attention templates rotate */
+    HAS(t, " *= (float)1.25;");
     t = emit(g, 3, "cache write", NULL);
     HAS(t, "const long long t = (long long)p.t");
     HAS(t, "if (t >= 0 && t < p.dim_T)");

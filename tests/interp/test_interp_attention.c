@@ -2,7 +2,9 @@
  * worked out by hand: exact rotation angles, 2- and 3-key softmaxes, GQA head
  * mapping, causal masks with position offsets, the default offset T - S,
  * the run-time position errors, and the RoPE frequency scalings (linear,
- * llama3, YaRN) against values computed from the published formulas. */
+ * llama3, YaRN) against values computed from the published formulas,
+ * partial rotary (dims=R: the first R rotate as a head of R), attention's
+ * sliding window and logit soft-capping. */
 #include "interp_test.h"
 
 /* HD = 2: out = [x0 cos p - x1 sin p, x1 cos p + x0 sin p] (f = theta^0 = 1). */
@@ -31,6 +33,71 @@ static void test_rope_hd2(void)
         free_tensors(o, 2);
     }
     free_tensors(p, 2);
+    tg_free(&t);
+}
+
+/* Partial rotary, R = 4 of HD = 6, theta = 4/pi^2: the first four dims rotate
+ * as a head of 4 (f0 = 1, f1 = theta^(-2/4) = pi/2), dims 4 and 5 pass
+ * through. At p = 1 pair (0, 2) turns by 1 radian, pair (1, 3) by 90
+ * degrees. With linear scaling factor 2 at p = 2 the angles are the same
+ * (the scaling applies to the table of the rotary dims). */
+static void test_rope_partial(void)
+{
+    tgraph t;
+    tg_init(&t, "rope_partial");
+    ir_graph *g = t.g;
+    ir_node *x = in_(&t, "x", ty(IR_F32, 4, 1, 1, 1, 6));
+    ir_node *pos = in_(&t, "pos", ty(IR_I32, 1, 1));
+    ir_rope_attrs r = {.rotary_dims = 4};
+    ir_rope_attrs lin = {.scaling = IR_ROPE_LINEAR, .factor = 2, .rotary_dims = 4};
+    ir_graph_add_output(g, "y", ir_rope_scaled(g, x, pos, 4.0 / (M_PI * M_PI), &r, NOLOC), NOLOC);
+    ir_graph_add_output(g, "z", ir_rope_scaled(g, x, NULL, 4.0 / (M_PI * M_PI), &lin, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    CHECK(g->nodes[2]->attrs.rope.rotary_dims == 4 && ir_rope_dims(&g->nodes[2]->attrs.rope, 6) == 4);
+    /* z has no pos: position s = 0 only; give x one row and check y, then z at s = 0 (identity on all) */
+    ir_tensor p[2] = {tf(IR_F32, 4, SHAPE(1, 1, 1, 6), FLOATS(1, 2, 3, 4, 5, 6)), ti(1, SHAPE(1), INTS(1))};
+    ir_tensor o[2];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        const double c1 = 0.5403023058681398, s1 = 0.8414709848078965;
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 1, 1, 6), FLOATS((float)(c1 - 3 * s1), -4, (float)(3 * c1 + s1), 2, 5, 6), 1e-6,
+                     1e-6);
+        CHECK_TENSOR(o[1], 4, SHAPE(1, 1, 1, 6), FLOATS(1, 2, 3, 4, 5, 6), 0, 0);
+        free_tensors(o, 2);
+    }
+    free_tensors(p, 2);
+    tg_free(&t);
+
+    /* linear factor 2 at p = 2: the same angles as p = 1 unscaled */
+    tg_init(&t, "rope_partial_linear");
+    g = t.g;
+    x = in_(&t, "x", ty(IR_F32, 4, 1, 1, 1, 6));
+    pos = in_(&t, "pos", ty(IR_I32, 1, 1));
+    ir_graph_add_output(g, "y", ir_rope_scaled(g, x, pos, 4.0 / (M_PI * M_PI), &lin, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    ir_tensor q[2] = {tf(IR_F32, 4, SHAPE(1, 1, 1, 6), FLOATS(1, 2, 3, 4, 5, 6)), ti(1, SHAPE(1), INTS(2))};
+    rc = ir_interp_run(g, NULL, q, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        const double c1 = 0.5403023058681398, s1 = 0.8414709848078965;
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 1, 1, 6), FLOATS((float)(c1 - 3 * s1), -4, (float)(3 * c1 + s1), 2, 5, 6), 1e-6,
+                     1e-6);
+        free_tensors(o, 1);
+    }
+    free_tensors(q, 2);
+    tg_free(&t);
+
+    /* dims equal to the head is full RoPE (stored as 0); more, or odd, is an error */
+    tg_init(&t, "rope_partial_bad");
+    g = t.g;
+    x = in_(&t, "x", ty(IR_F32, 4, 1, 1, 1, 6));
+    ir_rope_attrs full = {.rotary_dims = 6}, big = {.rotary_dims = 8}, odd = {.rotary_dims = 3};
+    ir_node *f = ir_rope_scaled(g, x, NULL, 10000.0, &full, NOLOC);
+    CHECK(f && f->attrs.rope.rotary_dims == 0);
+    CHECK(ir_rope_scaled(g, x, NULL, 10000.0, &big, NOLOC) == NULL && t.d.errors == 1);
+    CHECK(ir_rope_scaled(g, x, NULL, 10000.0, &odd, NOLOC) == NULL && t.d.errors == 2);
     tg_free(&t);
 }
 
@@ -106,6 +173,54 @@ static void test_attention_two_keys(void)
         free_tensors(o, 3);
     }
     free_tensors(p, 3);
+    tg_free(&t);
+}
+
+/* Sliding window and soft-capping. HD = 1, scale 1, q = 1, k = [0, ln 2,
+ * ln 4]: key weights 1, 2, 4; v = [10, 20, 30]; S = T = 3, no pos, so the
+ * queries sit at positions 0, 1, 2, causal.
+ *   window=2: query 0 sees key 0 -> 10; query 1 keys 0, 1 -> (10 + 40) / 3;
+ *             query 2 keys 1, 2 -> (40 + 120) / 6.
+ *   window=1: each query sees only itself -> 10, 20, 30.
+ *   softcap=1: scores tanh(0) = 0, tanh(ln 2) = 3/5, tanh(ln 4) = 15/17
+ *             (tanh(ln a) = (a^2 - 1) / (a^2 + 1)). */
+static void test_attention_window_softcap(void)
+{
+    tgraph t;
+    tg_init(&t, "attn_window");
+    ir_graph *g = t.g;
+    ir_node *q = in_(&t, "q", ty(IR_F32, 4, 1, 3, 1, 1));
+    ir_node *k = in_(&t, "k", ty(IR_F32, 4, 1, 1, 3, 1));
+    ir_node *v = in_(&t, "v", ty(IR_F32, 4, 1, 1, 3, 1));
+    ir_node *w2 = ir_attention_ex(g, q, k, v, NULL, 1.0, true, 2, 0, NOLOC);
+    ir_graph_add_output(g, "w2", w2, NOLOC);
+    ir_graph_add_output(g, "w1", ir_attention_ex(g, q, k, v, NULL, 1.0, true, 1, 0, NOLOC), NOLOC);
+    ir_graph_add_output(g, "cap", ir_attention_ex(g, q, k, v, NULL, 1.0, true, 0, 1.0, NOLOC), NOLOC);
+    ir_graph_add_output(g, "wide", ir_attention_ex(g, q, k, v, NULL, 1.0, true, 100, 0, NOLOC), NOLOC);
+    CHECK(tg_ok(&t));
+    CHECK(w2 && w2->attrs.window == 2 && w2->attrs.softcap == 0);
+    ir_tensor p[3] = {
+        tf(IR_F32, 4, SHAPE(1, 3, 1, 1), FLOATS(1, 1, 1)),
+        tf(IR_F32, 4, SHAPE(1, 1, 3, 1), (float[]){0, (float)log(2.0), (float)log(4.0)}),
+        tf(IR_F32, 4, SHAPE(1, 1, 3, 1), FLOATS(10, 20, 30)),
+    };
+    ir_tensor o[4];
+    char err[256];
+    int rc = ir_interp_run(g, NULL, p, o, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+        CHECK_TENSOR(o[0], 4, SHAPE(1, 3, 1, 1), FLOATS(10, 50.0f / 3, 160.0f / 6), 1e-5, 1e-6);
+        CHECK_TENSOR(o[1], 4, SHAPE(1, 3, 1, 1), FLOATS(10, 20, 30), 1e-5, 1e-6);
+        double e1 = exp(0.6), e2 = exp(15.0 / 17.0);
+        CHECK_TENSOR(o[2], 4, SHAPE(1, 3, 1, 1),
+                     FLOATS(10, (float)((10 + 20 * e1) / (1 + e1)), (float)((10 + 20 * e1 + 30 * e2) / (1 + e1 + e2))),
+                     1e-5, 1e-6);
+        CHECK_TENSOR(o[3], 4, SHAPE(1, 3, 1, 1), FLOATS(10, 50.0f / 3, 170.0f / 7), 1e-5, 1e-6);
+        free_tensors(o, 4);
+    }
+    free_tensors(p, 3);
+    CHECK(ir_attention_ex(g, q, k, v, NULL, 1.0, true, -1, 0, NOLOC) == NULL);
+    CHECK(ir_attention_ex(g, q, k, v, NULL, 1.0, true, 0, -2.0, NOLOC) == NULL);
     tg_free(&t);
 }
 
@@ -419,7 +534,9 @@ int main(void)
     test_attention_value_dim();
     test_rope_hd2();
     test_rope_hd4();
+    test_rope_partial();
     test_attention_two_keys();
+    test_attention_window_softcap();
     test_attention_causal_offsets();
     test_attention_gqa_batches();
     test_cache_write();
