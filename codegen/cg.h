@@ -39,6 +39,7 @@ typedef enum cg_family {
     CG_FAMILY_ATTENTION_PREFILL,/* attention_prefill.cuh */
     CG_FAMILY_ATTENTION_DECODE, /* attention_decode.cuh: split-KV */
     CG_FAMILY_MATMUL_WGMMA,     /* matmul_wgmma.cuh: Hopper (sm_90a) wgmma + TMA, large M */
+    CG_FAMILY_ATTENTION_WGMMA,  /* attention_wgmma.cuh: Hopper (sm_90a) prefill, wgmma + TMA */
 } cg_family;
 
 const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */
@@ -129,7 +130,7 @@ typedef struct cg_tmap {
     int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W) */
 } cg_tmap;
 
-#define CG_MAX_TMAPS 2
+#define CG_MAX_TMAPS 3 /* matmul_wgmma: A, W; attention_wgmma: q, k, v */
 
 typedef struct cg_kernel {
     int group;              /* index in g->groups */

@@ -50,6 +50,7 @@ const char *cg_family_name(cg_family f)
     case CG_FAMILY_ATTENTION_PREFILL: return "attention_prefill";
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode";
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma";
+    case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma";
     }
     return "?";
 }
@@ -64,6 +65,7 @@ const char *cg_family_template(cg_family f)
     case CG_FAMILY_ATTENTION_PREFILL: return "attention_prefill.cuh";
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode.cuh";
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma.cuh";
+    case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma.cuh";
     }
     return "?";
 }
@@ -77,6 +79,9 @@ const char *const *cg_family_templates(cg_family f)
     static const char *const prefill[] = {"attention_common.cuh", "attention_prefill.cuh", NULL};
     static const char *const decode[] = {"attention_common.cuh", "attention_decode.cuh", NULL};
     static const char *const wgmma[] = {"matmul_wgmma.cuh", NULL};
+    /* the attention helpers, then the wgmma/TMA/mbarrier helpers of matmul_wgmma.cuh (its
+     * kernel left out: the generated part defines KILN_WGMMA_NO_KERNEL) */
+    static const char *const att_wgmma[] = {"attention_common.cuh", "matmul_wgmma.cuh", "attention_wgmma.cuh", NULL};
     switch (f) {
     case CG_FAMILY_ELEMENTWISE: return elementwise;
     case CG_FAMILY_ROW: return row;
@@ -85,6 +90,7 @@ const char *const *cg_family_templates(cg_family f)
     case CG_FAMILY_ATTENTION_PREFILL: return prefill;
     case CG_FAMILY_ATTENTION_DECODE: return decode;
     case CG_FAMILY_MATMUL_WGMMA: return wgmma;
+    case CG_FAMILY_ATTENTION_WGMMA: return att_wgmma;
     }
     static const char *const none[] = {NULL};
     return none;
@@ -200,7 +206,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         gen.args = NULL;
         for (int i = 0; i < out->nargs; i++) out->args[i].offset = 8 * (size_t)i;
         out->args_size = 8 * (size_t)out->nargs;
-        out->param_prefix = out->ntmaps ? 128 * (size_t)CG_MAX_TMAPS : 0;
+        out->param_prefix = 128 * (size_t)out->ntmaps; /* the maps, then KilnArgs */
         out->param_size = out->ntmaps ? (out->param_prefix + out->args_size + 63) / 64 * 64 : out->args_size;
 
         const ir_node *A = gen.anchor;
