@@ -289,8 +289,14 @@ static int build_fallback(const ir_graph *g, int k, const cg_options *opts, cons
     fb->kind = out->kind;
     fb->name = arena_printf(&priv->a, "%s_mma", out->name);
     int rc = build(g, k, opts, bind, users, false, true, fb, err, errlen);
-    if (rc == 0 && (fb->family != CG_FAMILY_MATMUL || fb->nargs != out->nargs)) {
-        snprintf(err, errlen, "kernel k%d: the mma.sync fallback of the wgmma kernel has other arguments", k);
+    cg_family want = out->family == CG_FAMILY_MATMUL_WGMMA ? CG_FAMILY_MATMUL : CG_FAMILY_ATTENTION_PREFILL;
+    if (rc != 0 && out->family == CG_FAMILY_ATTENTION_WGMMA) { /* a head dim only the wgmma template takes */
+        cg_kernel_free(fb);
+        free(fb);
+        return 0;
+    }
+    if (rc == 0 && (fb->family != want || fb->nargs != out->nargs)) {
+        snprintf(err, errlen, "kernel k%d: the fallback of the wgmma kernel has other arguments", k);
         rc = -1;
     }
     for (int i = 0; rc == 0 && i < fb->nargs; i++)
@@ -339,7 +345,8 @@ static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_an
         char *msg = attempt == 0 ? why : why2;
         msg[0] = 0;
         rc = build(g, k, opts, bind, users, attempt == 1, false, out, msg, sizeof why);
-        if (rc == 0 && out->family == CG_FAMILY_MATMUL_WGMMA) rc = build_fallback(g, k, opts, bind, users, out, msg, sizeof why);
+        if (rc == 0 && (out->family == CG_FAMILY_MATMUL_WGMMA || out->family == CG_FAMILY_ATTENTION_WGMMA))
+            rc = build_fallback(g, k, opts, bind, users, out, msg, sizeof why);
         if (rc == 0) {
             if (attempt == 1) out->note = arena_printf(&priv->a, "generic fallback: %s", why);
             break;
@@ -405,7 +412,9 @@ bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value) { return 
 
 const char *cg_kernel_label(const cg_kernel *k, char *buf, size_t n)
 {
-    const char *fam = k->family == CG_FAMILY_MATMUL_WGMMA ? "matmul" : cg_family_name(k->family);
+    const char *fam = k->family == CG_FAMILY_MATMUL_WGMMA           ? "matmul"
+                      : k->family == CG_FAMILY_ATTENTION_WGMMA ? "attention_prefill"
+                                                               : cg_family_name(k->family);
     if (k->config) snprintf(buf, n, "%s (%s)", fam, k->config);
     else snprintf(buf, n, "%s", fam);
     return buf;

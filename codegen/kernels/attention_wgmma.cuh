@@ -477,12 +477,22 @@ __device__ __forceinline__ unsigned long long vdesc(unsigned saddr)
 }
 __device__ __forceinline__ void nbar_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void nbar_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+/* Pin register operands in place around wgmma issues and waits (the compiler must neither
+ * sink their definitions past wgmma.fence nor hoist their reads above a wait; otherwise
+ * ptxas serializes every wgmma of the kernel). */
 template <int R, int C> __device__ __forceinline__ void fence2(float (&d)[R][C])
 {
 #pragma unroll
     for (int i = 0; i < R; i++)
 #pragma unroll
         for (int j = 0; j < C; j++) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+template <int R> __device__ __forceinline__ void fence_p(unsigned (&d)[R][4])
+{
+#pragma unroll
+    for (int i = 0; i < R; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(d[i][j])::"memory");
 }
 
 /* One CTA tile: two sub-tiles (c = 0, 1) of one (batch, KV head), and the key tiles
@@ -685,62 +695,87 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
             unsigned P[BK / 16][4];
 #pragma unroll
             for (int d = 0; d < HD / 8; d++) O[d][0] = O[d][1] = O[d][2] = O[d][3] = 0.f;
-            if (n > 0) kwg_bar_wait(KATW_QFULL(c), qn & 1u);
-            int sp = 0;
-            unsigned php = 0;
-            for (int it = 0; it < n; it++, kvn++) {
-                const int s = (int)(kvn % ST);
-                const unsigned ph = (kvn / ST) & 1u;
-                const int j0 = (t.kt0 + it) * BK;
-                kwg_bar_wait(KATW_KFULL(s), ph);
-                nbar_sync(1 + c);
-                {
-                    kwg_fence();
+            /* Every wgmma below sits in straight-line code between its fence and its wait (the
+             * first key tile peeled, the last P V after the loop): a wgmma under a branch
+             * makes ptxas serialize all of them. */
+            auto issue_qk = [&](int st) {
 #pragma unroll
-                    for (int kk = 0; kk < HD / 16; kk++)
-                        ss<BK>::run(S, kwg_desc(sQc + (kk / 4) * Q_ATOM + (kk % 4) * 32),
-                                    kwg_desc(sK + s * KV_BYTES + (kk / 4) * KV_ATOM + (kk % 4) * 32), kk);
-                    kwg_commit();
-                }
-                if (it > 0) {
-                    kwg_bar_wait(KATW_VFULL(sp), php);
-                    {
+                for (int kk = 0; kk < HD / 16; kk++)
+                    ss<BK>::run(S, kwg_desc(sQc + (kk / 4) * Q_ATOM + (kk % 4) * 32),
+                                kwg_desc(sK + st * KV_BYTES + (kk / 4) * KV_ATOM + (kk % 4) * 32), kk);
+                kwg_commit();
+            };
+            auto issue_pv = [&](int st) {
 #pragma unroll
-                        for (int kk = 0; kk < BK / 16; kk++) rs<HD>::run(O, P[kk], vdesc(sV + sp * KV_BYTES + kk * 2048));
-                        kwg_commit();
-                    }
-                }
-                nbar_arrive(2 - c);
-                {
-                    if (it > 0) kwg_wait<1>();
-                    else kwg_wait<0>();
-                    fence2(S);
-                }
+                for (int kk = 0; kk < BK / 16; kk++) rs<HD>::run(O, P[kk], vdesc(sV + st * KV_BYTES + kk * 2048));
+                kwg_commit();
+            };
+            /* S of key tile `it` retired: release K, mask, softmax into S */
+            auto scores = [&](int it, int st) {
+                fence2(S);
                 if (lane == 0) {
-                    kwg_bar_arrive(KATW_KEMPTY(s));
+                    kwg_bar_arrive(KATW_KEMPTY(st));
                     if (it == n - 1) kwg_bar_arrive(KATW_QEMPTY(c));
                 }
-                {
-                    if (CAP > 0.f) {
-                        constexpr float IN = (float)(KILN_SCALE) / (CAP > 0.f ? CAP : 1.f);
+                const int j0 = (t.kt0 + it) * BK;
+                if (CAP > 0.f) {
+                    constexpr float IN = (float)(KILN_SCALE) / (CAP > 0.f ? CAP : 1.f);
 #pragma unroll
-                        for (int x = 0; x < BK / 8; x++)
+                    for (int x = 0; x < BK / 8; x++)
 #pragma unroll
-                            for (int e = 0; e < 4; e++) S[x][e] = tanh_fast(S[x][e] * IN);
-                    }
-                    const bool need = j0 + BK > t.L || (KILN_CAUSAL && j0 + BK - 1 > qpos0) ||
-                                      (W > 0 && qpos0 + 15 - j0 >= W);
-                    if (need) mask_tile(S, j0, t.L, qpos0, lane);
-                    softmax_p<BK>(S, m, l, al, SL2);
+                        for (int e = 0; e < 4; e++) S[x][e] = tanh_fast(S[x][e] * IN);
                 }
-                if (it > 0) {
-                    {
-                        kwg_wait<0>();
-                        fence2(O);
-                    }
+                const bool need = j0 + BK > t.L || (KILN_CAUSAL && j0 + BK - 1 > qpos0) ||
+                                  (W > 0 && qpos0 + 15 - j0 >= W);
+                if (need) mask_tile(S, j0, t.L, qpos0, lane);
+                softmax_p<BK>(S, m, l, al, SL2);
+            };
+            /* P = S rounded to the element type (the A operand of the next P V) */
+            auto pack_p = [&]() {
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++) {
+                    P[kk][0] = pack2(S[2 * kk][0], S[2 * kk][1]);
+                    P[kk][1] = pack2(S[2 * kk][2], S[2 * kk][3]);
+                    P[kk][2] = pack2(S[2 * kk + 1][0], S[2 * kk + 1][1]);
+                    P[kk][3] = pack2(S[2 * kk + 1][2], S[2 * kk + 1][3]);
+                }
+            };
+            if (n > 0) {
+                kwg_bar_wait(KATW_QFULL(c), qn & 1u);
+                /* key tile 0: S only */
+                int sp = (int)(kvn % ST);
+                unsigned php = (kvn / ST) & 1u;
+                kwg_bar_wait(KATW_KFULL(sp), php);
+                nbar_sync(1 + c);
+                fence2(S);
+                kwg_fence();
+                issue_qk(sp);
+                fence2(S);
+                nbar_arrive(2 - c);
+                kwg_wait<0>();
+                scores(0, sp);
+                pack_p();
+                kvn++;
+                for (int it = 1; it < n; it++, kvn++) {
+                    const int s = (int)(kvn % ST);
+                    const unsigned ph = (kvn / ST) & 1u;
+                    kwg_bar_wait(KATW_KFULL(s), ph);
+                    kwg_bar_wait(KATW_VFULL(sp), php);
+                    nbar_sync(1 + c);
+                    fence2(S);
+                    fence2(O);
+                    fence_p(P);
+                    kwg_fence();
+                    issue_qk(s);
+                    issue_pv(sp);
+                    fence2(S);
+                    fence2(O);
+                    nbar_arrive(2 - c);
+                    kwg_wait<1>();
+                    scores(it, s);
+                    kwg_wait<0>();
+                    fence2(O);
                     if (lane == 0) kwg_bar_arrive(KATW_VEMPTY(sp));
-                }
-                {
 #pragma unroll
                     for (int d = 0; d < HD / 8; d++) {
                         O[d][0] *= al[0];
@@ -748,33 +783,23 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                         O[d][2] *= al[1];
                         O[d][3] *= al[1];
                     }
-#pragma unroll
-                    for (int kk = 0; kk < BK / 16; kk++) {
-                        P[kk][0] = pack2(S[2 * kk][0], S[2 * kk][1]);
-                        P[kk][1] = pack2(S[2 * kk][2], S[2 * kk][3]);
-                        P[kk][2] = pack2(S[2 * kk + 1][0], S[2 * kk + 1][1]);
-                        P[kk][3] = pack2(S[2 * kk + 1][2], S[2 * kk + 1][3]);
-                    }
+                    pack_p();
+                    sp = s;
+                    php = ph;
                 }
-                sp = s;
-                php = ph;
-            }
-            if (n > 0) {
+                /* the last P V */
                 kwg_bar_wait(KATW_VFULL(sp), php);
                 nbar_sync(1 + c);
-                {
-                    kwg_fence();
-#pragma unroll
-                    for (int kk = 0; kk < BK / 16; kk++) rs<HD>::run(O, P[kk], vdesc(sV + sp * KV_BYTES + kk * 2048));
-                    kwg_commit();
-                }
+                fence2(O);
+                fence_p(P);
+                kwg_fence();
+                issue_pv(sp);
+                fence2(O);
                 nbar_arrive(2 - c);
-                {
-                    kwg_wait<0>();
-                    fence2(O);
-                    qn++;
-                }
+                kwg_wait<0>();
+                fence2(O);
                 if (lane == 0) kwg_bar_arrive(KATW_VEMPTY(sp));
+                qn++;
             }
             if (!store) continue;
             /* normalize and store the rows < nq (an invalid offset: NaN) */

@@ -2,7 +2,7 @@
  * sm_90a (hand-written generated part, tests/gpu/attention_wgmma_src.h): bf16 and f16, head
  * dims 16..256, causal and not, key tiles 64/128, 3 stages, and the window / soft-cap /
  * varlen hooks. ptxas -v reports no stack frame and no spills for every unit, and no wgmma
- * serialization (C7520) for the configurations codegen emits (no hooks); the PTX holds
+ * "Potential Performance Loss" (wgmma serialized: C7514, C7520, ...) for any of them; the PTX holds
  * wgmma.mma_async, cp.async.bulk.tensor and setmaxnreg. Needs no GPU (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
@@ -42,8 +42,7 @@ int main(void)
         CHECK_MSG(res[i].status == RT_OK, "hd%d bk%d: %s\n%s", c->hd, c->bk, res[i].message ? res[i].message : "", lg);
         CHECK_MSG(strstr(lg, " 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") != NULL,
                   "hd%d bk%d st%d: local memory:\n%s", c->hd, c->bk, c->stages, lg);
-        int hooks = c->window || c->softcap > 0 || c->varlen;
-        if (!hooks) CHECK_MSG(strstr(lg, "C7520") == NULL, "hd%d bk%d: wgmma serialized:\n%s", c->hd, c->bk, lg);
+        CHECK_MSG(strstr(lg, "Performance Loss") == NULL, "hd%d bk%d: wgmma serialized:\n%s", c->hd, c->bk, lg);
         rt_compile_result_free(&res[i]);
         free(names[i]);
         free(srcs[i]);

@@ -143,7 +143,7 @@ static int build(const wa_cfg *cfgs, int n)
             const char *lg = res[i].log ? res[i].log : "";
             printf("kernel hd%d bk%d st%d causal%d win%d cap%g varlen%d %s: %s\n", c->hd, c->bk, c->stages, c->causal,
                    c->window, c->softcap, c->varlen, c->bf16 ? "bf16" : "f16",
-                   strstr(lg, "serialized") ? "wgmma serialized (ptxas C7520)" : "wgmma pipelined");
+                   strstr(lg, "Performance Loss") ? "wgmma serialized (ptxas C75xx)" : "wgmma pipelined");
             wkern *k = &kerns[nkerns++];
             k->cfg = *c;
             if (rt_module_load(&k->mod, res[i].code.data, res[i].code.size, err, sizeof err) != RT_OK ||
