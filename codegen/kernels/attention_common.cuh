@@ -285,13 +285,9 @@ __device__ __forceinline__ void softmax_p(float (&sc)[NK / 8][4], float (&m)[2],
     for (int i = 0; i < 2; i++) l[i] = l[i] * al[i] + sum[i];
 }
 
-/* Online softmax step: softmax_p with the scale folded in, then acc rescaled. */
-template <int NK>
-__device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[2], float (&l)[2],
-                                             float (&acc)[HD / 8][4])
+/* The accumulators of the thread's two rows times softmax_p's factors. */
+__device__ __forceinline__ void rescale(float (&acc)[HD / 8][4], const float (&al)[2])
 {
-    float al[2];
-    softmax_p<NK>(sc, m, l, al, (float)(KILN_SCALE) * 1.4426950408889634f);
 #pragma unroll
     for (int d = 0; d < HD / 8; d++) {
         acc[d][0] *= al[0];
@@ -299,6 +295,16 @@ __device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[
         acc[d][2] *= al[1];
         acc[d][3] *= al[1];
     }
+}
+
+/* Online softmax step: softmax_p with the scale folded in, then acc rescaled. */
+template <int NK>
+__device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[2], float (&l)[2],
+                                             float (&acc)[HD / 8][4])
+{
+    float al[2];
+    softmax_p<NK>(sc, m, l, al, (float)(KILN_SCALE) * 1.4426950408889634f);
+    rescale(acc, al);
 }
 
 /* acc += P V for NK keys of tile sV starting at key0 (P from softmax_step). */

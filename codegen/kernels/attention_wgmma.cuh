@@ -776,13 +776,7 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                     kwg_wait<0>();
                     fence2(O);
                     if (lane == 0) kwg_bar_arrive(KATW_VEMPTY(sp));
-#pragma unroll
-                    for (int d = 0; d < HD / 8; d++) {
-                        O[d][0] *= al[0];
-                        O[d][1] *= al[0];
-                        O[d][2] *= al[1];
-                        O[d][3] *= al[1];
-                    }
+                    rescale(O, al);
                     pack_p();
                     sp = s;
                     php = ph;

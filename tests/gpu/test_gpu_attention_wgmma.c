@@ -29,39 +29,14 @@
 
 #include "check.h"
 #include "gpu/attention_wgmma_src.h"
+#include "gpu/gpu_test_util.h"
 #include "ir/ir.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_nvrtc.h"
 #include "runtime/rt_tmap.h"
 
-#define CUDA_OK(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* ---- numbers --------------------------------------------------------------- */
-
-static uint64_t g_rng;
-static uint64_t rng_next(void)
-{
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_normal(void)
-{
-    double s = 0;
-    for (int i = 0; i < 4; i++) s += (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0);
-    return (float)((s - 2.0) * 1.7320508);
-}
-static int g_bf16 = 1;
-static uint16_t enc(float f) { return g_bf16 ? ir_f32_to_bf16_bits(f) : ir_f32_to_f16_bits(f); }
-static float dec(uint16_t h) { return g_bf16 ? ir_bf16_bits_to_f32(h) : ir_f16_bits_to_f32(h); }
 
 /* ---- cases ------------------------------------------------------------------- */
 
@@ -447,8 +422,8 @@ int main(void)
         return 77;
     }
     const char *seed = getenv("KILN_SEED");
-    g_rng = seed ? strtoull(seed, NULL, 10) : 0x5eedull;
-    printf("seed %llu\n", (unsigned long long)g_rng);
+    rng_state = seed ? strtoull(seed, NULL, 10) : 0x5eedull;
+    printf("seed %llu\n", (unsigned long long)rng_state);
     int bench = getenv("KILN_BENCH") && atoi(getenv("KILN_BENCH"));
     /* KILN_CASES=i,j,...: only those cases (the compute-sanitizer runs) */
     int sel[NCASES];
