@@ -1,6 +1,6 @@
 /* tests/gpu/gpu_test_util.h — what the attention GPU tests (test_gpu_attention.c,
  * test_gpu_attention_wgmma.c) share: a CUDA check that ends the test, the splitmix64 random
- * numbers (seed in rng_state), and bf16/f16 encoding of the case being built (g_bf16).
+ * numbers (seed in rng_state), the sm_90 device check, and bf16/f16 encoding of the case being built (g_bf16).
  * Header-only; include once per test. */
 #ifndef KILN_TESTS_GPU_TEST_UTIL_H
 #define KILN_TESTS_GPU_TEST_UTIL_H
@@ -34,6 +34,24 @@ static float rng_normal(void)
 {
     double s = rng_unif() + rng_unif() + rng_unif() + rng_unif() - 2.0;
     return (float)(s * 1.7320508);
+}
+
+/* 0 when device 0 is of compute capability 9.x (the kernels are built for sm_90a), else 77 (skip)
+ * after a line saying why. */
+static int gpu_sm90_or_skip(void)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("no CUDA device: skipped\n");
+        return 77;
+    }
+    struct cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9) {
+        printf("device is sm_%d%d, the kernels are built for sm_90a: skipped\n", prop.major, prop.minor);
+        return 77;
+    }
+    return 0;
 }
 
 static int g_bf16 = 1; /* dtype of the case being built */

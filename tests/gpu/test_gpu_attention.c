@@ -558,17 +558,9 @@ static const tcase benches[] = {
 
 int main(void)
 {
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device: skipped\n");
-        return 77;
-    }
+    if (gpu_sm90_or_skip()) return 77;
     struct cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major != 9) {
-        printf("device is sm_%d%d, the kernels are built for sm_90a: skipped\n", prop.major, prop.minor);
-        return 77;
-    }
     const char *bench_env = getenv("KILN_BENCH");
     const int bench = bench_env && atoi(bench_env) != 0;
     const char *seed_env = getenv("KILN_SEED");

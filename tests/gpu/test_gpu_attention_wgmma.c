@@ -410,17 +410,7 @@ static void bench_row(const char *label, const wa_cfg *c, int B, int S, int H, i
 
 int main(void)
 {
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device: skipped\n");
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major != 9) {
-        printf("device of compute capability %d.%d: attention_wgmma.cuh needs sm_90a, skipped\n", prop.major, prop.minor);
-        return 77;
-    }
+    if (gpu_sm90_or_skip()) return 77;
     const char *seed = getenv("KILN_SEED");
     rng_state = seed ? strtoull(seed, NULL, 10) : 0x5eedull;
     printf("seed %llu\n", (unsigned long long)rng_state);
