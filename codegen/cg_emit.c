@@ -287,7 +287,7 @@ static int build_fallback(const ir_graph *g, int k, const cg_options *opts, cons
     fb->priv_ = priv;
     fb->group = k;
     fb->kind = out->kind;
-    fb->name = arena_printf(&priv->a, "%s_mma", out->name);
+    fb->name = arena_printf(&priv->a, out->family == CG_FAMILY_ATTENTION_WGMMA ? "%s_prefill" : "%s_mma", out->name);
     int rc = build(g, k, opts, bind, users, false, true, fb, err, errlen);
     cg_family want = out->family == CG_FAMILY_MATMUL_WGMMA ? CG_FAMILY_MATMUL : CG_FAMILY_ATTENTION_PREFILL;
     if (rc != 0 && out->family == CG_FAMILY_ATTENTION_WGMMA) { /* a head dim only the wgmma template takes */
@@ -464,7 +464,7 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     if (k->fallback)
         fprintf(out, "  fallback: %s (%s) when an operand is not TMA-describable at run time\n", k->fallback->name,
                 k->fallback->config ? k->fallback->config : cg_family_template(k->fallback->family));
-    static const char *const operand_names[] = {"A", "W"};
+    static const char *const operand_names[] = {"A", "W", "q", "k", "v"};
     for (int i = 0; i < k->ntmaps; i++) {
         const cg_tmap *t = &k->tmaps[i];
         char b3[128], b4[128], b5[128];
@@ -484,8 +484,8 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     }
     fprintf(out, "), block %d, shared memory %lld bytes\n", k->launch.block, (long long)k->launch.smem);
     if (k->param_prefix)
-        fprintf(out, "  parameter KilnTmaArgs (%zu bytes): the tensor maps, then KilnArgs at +%zu\n", k->param_size,
-                k->param_prefix);
+        fprintf(out, "  parameter %s (%zu bytes): the tensor maps, then KilnArgs at +%zu\n",
+                k->family == CG_FAMILY_ATTENTION_WGMMA ? "KilnAttTmaArgs" : "KilnTmaArgs", k->param_size, k->param_prefix);
     fprintf(out, "  KilnArgs (%zu bytes):\n", k->args_size);
     for (int i = 0; i < k->nargs; i++) {
         const cg_arg *a = &k->args[i];

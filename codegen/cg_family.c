@@ -795,10 +795,10 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         bool *ovf = &gen->dim_overflow;
         ir_dim hdd = ir_dim_const(hd), bkv = ir_dim_times(qt->dims[0], ct->dims[1], ovf);
         ir_dim th = ir_dim_times(ct->dims[2], hdd, ovf);
-        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fq, qt->dtype, ir_dim_times(qt->dims[2], hdd, ovf), qt->dims[1],
+        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_Q, fq, qt->dtype, ir_dim_times(qt->dims[2], hdd, ovf), qt->dims[1],
                                         qs.stride[1], qt->dims[0], qs.stride[0], 64};
-        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fk, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
-        gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_W, fv, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
+        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_K, fk, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
+        gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_V, fv, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
         gen->kern->ntmaps = 3;
         /* persistent: at most one CTA per SM, about one per tile (pairs of 64-row sub-tiles) */
         L->block = 384;
@@ -814,6 +814,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->grid[0] = grid_dim(qt->dims[1], 64, 0);
         L->grid[1] = grid_dim(qt->dims[2], 1, 0);
     }
-    L->grid[2] = grid_dim(qt->dims[0], 1, 0);
+    /* the persistent wgmma kernel walks every batch row itself */
+    L->grid[2] = wgmma ? grid_dim(ir_dim_const(1), 1, 0) : grid_dim(qt->dims[0], 1, 0);
     return !gen->failed;
 }

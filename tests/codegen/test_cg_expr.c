@@ -390,10 +390,15 @@ static void attention_wgmma_case(int hd, const char *arch)
         if (!strcmp(arch, "sm_90a")) {
             CHECK(kk->family == CG_FAMILY_ATTENTION_WGMMA && kk->ntmaps == 3 && kk->param_prefix == 384);
             CHECK(kk->param_size == (384 + kk->args_size + 63) / 64 * 64 && kk->launch.block == 384);
+            int64_t one = 0;
+            CHECK(kk->launch.grid[0].cap == 132 && kk->launch.grid[0].div == 64 && kk->launch.grid[0].div2 == 2);
+            CHECK(ir_dim_is_const(&kk->launch.grid[1].n, &one) && one == 1 && ir_dim_is_const(&kk->launch.grid[2].n, &one) &&
+                  one == 1);
             CHECK(kk->config && !strcmp(kk->config, hd > 128 ? "wgmma 2x64x64 s2" : "wgmma 2x64x128 s2"));
             HAS(t, "#define KILN_WGMMA_NO_KERNEL 1");
             HAS(t, "#define KILN_ATT_BK ");
             int64_t v;
+            CHECK(kk->tmaps[0].operand == CG_TMAP_Q && kk->tmaps[1].operand == CG_TMAP_K && kk->tmaps[2].operand == CG_TMAP_V);
             CHECK(kk->tmaps[0].box_rows == 64 && ir_dim_is_const(&kk->tmaps[0].K, &v) && v == 4 * hd);
             CHECK(ir_dim_is_const(&kk->tmaps[0].ld, &v) && v == 8 * hd); /* q_ss: a row of the QKV buffer */
             CHECK(ir_dim_is_const(&kk->tmaps[1].K, &v) && v == hd && ir_dim_is_const(&kk->tmaps[2].ld, &v) && v == hd);
