@@ -39,6 +39,7 @@ typedef enum cg_family {
     CG_FAMILY_ATTENTION_PREFILL,/* attention_prefill.cuh */
     CG_FAMILY_ATTENTION_DECODE, /* attention_decode.cuh: split-KV */
     CG_FAMILY_MATMUL_WGMMA,     /* matmul_wgmma.cuh: Hopper (sm_90a) wgmma + TMA, large M */
+    CG_FAMILY_ATTENTION_WGMMA,  /* attention_wgmma.cuh: Hopper (sm_90a) prefill, wgmma + TMA */
 } cg_family;
 
 const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */
@@ -115,12 +116,13 @@ typedef struct cg_xform {
 } cg_xform;
 
 /* A TMA tensor map the runtime encodes into the kernel's parameter when it
- * records a launch (matmul_wgmma.cuh; runtime/rt_tmap.h): a K-major operand
+ * records a launch (matmul_wgmma.cuh: A, W; attention_wgmma.cuh: q, k, v;
+ * runtime/rt_tmap.h): a K-major operand
  * of `batch` matrices of rows x K elements, row r of batch b at
  * base + b*batch_stride + r*ld, where base is the pointer the runtime put in
  * KilnArgs field `arg` (offsets applied). The dims evaluate with the call's
  * dims (ir_dim_value). Map i sits at byte 128*i of the parameter. */
-typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W } cg_tmap_operand;
+typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W, CG_TMAP_Q, CG_TMAP_K, CG_TMAP_V } cg_tmap_operand;
 typedef struct cg_tmap {
     cg_tmap_operand operand;
     int arg;            /* index in cg_kernel.args of the base pointer */
@@ -129,7 +131,7 @@ typedef struct cg_tmap {
     int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W) */
 } cg_tmap;
 
-#define CG_MAX_TMAPS 2
+#define CG_MAX_TMAPS 3 /* matmul_wgmma: A, W; attention_wgmma: q, k, v */
 
 typedef struct cg_kernel {
     int group;              /* index in g->groups */

@@ -50,6 +50,7 @@ const char *cg_family_name(cg_family f)
     case CG_FAMILY_ATTENTION_PREFILL: return "attention_prefill";
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode";
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma";
+    case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma";
     }
     return "?";
 }
@@ -64,6 +65,7 @@ const char *cg_family_template(cg_family f)
     case CG_FAMILY_ATTENTION_PREFILL: return "attention_prefill.cuh";
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode.cuh";
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma.cuh";
+    case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma.cuh";
     }
     return "?";
 }
@@ -77,6 +79,9 @@ const char *const *cg_family_templates(cg_family f)
     static const char *const prefill[] = {"attention_common.cuh", "attention_prefill.cuh", NULL};
     static const char *const decode[] = {"attention_common.cuh", "attention_decode.cuh", NULL};
     static const char *const wgmma[] = {"matmul_wgmma.cuh", NULL};
+    /* the attention helpers, then the wgmma/TMA/mbarrier helpers of matmul_wgmma.cuh (its
+     * kernel left out: the generated part defines KILN_WGMMA_NO_KERNEL) */
+    static const char *const att_wgmma[] = {"attention_common.cuh", "matmul_wgmma.cuh", "attention_wgmma.cuh", NULL};
     switch (f) {
     case CG_FAMILY_ELEMENTWISE: return elementwise;
     case CG_FAMILY_ROW: return row;
@@ -85,6 +90,7 @@ const char *const *cg_family_templates(cg_family f)
     case CG_FAMILY_ATTENTION_PREFILL: return prefill;
     case CG_FAMILY_ATTENTION_DECODE: return decode;
     case CG_FAMILY_MATMUL_WGMMA: return wgmma;
+    case CG_FAMILY_ATTENTION_WGMMA: return att_wgmma;
     }
     static const char *const none[] = {NULL};
     return none;
@@ -200,7 +206,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         gen.args = NULL;
         for (int i = 0; i < out->nargs; i++) out->args[i].offset = 8 * (size_t)i;
         out->args_size = 8 * (size_t)out->nargs;
-        out->param_prefix = out->ntmaps ? 128 * (size_t)CG_MAX_TMAPS : 0;
+        out->param_prefix = 128 * (size_t)out->ntmaps; /* the maps, then KilnArgs */
         out->param_size = out->ntmaps ? (out->param_prefix + out->args_size + 63) / 64 * 64 : out->args_size;
 
         const ir_node *A = gen.anchor;
@@ -281,10 +287,16 @@ static int build_fallback(const ir_graph *g, int k, const cg_options *opts, cons
     fb->priv_ = priv;
     fb->group = k;
     fb->kind = out->kind;
-    fb->name = arena_printf(&priv->a, "%s_mma", out->name);
+    fb->name = arena_printf(&priv->a, out->family == CG_FAMILY_ATTENTION_WGMMA ? "%s_prefill" : "%s_mma", out->name);
     int rc = build(g, k, opts, bind, users, false, true, fb, err, errlen);
-    if (rc == 0 && (fb->family != CG_FAMILY_MATMUL || fb->nargs != out->nargs)) {
-        snprintf(err, errlen, "kernel k%d: the mma.sync fallback of the wgmma kernel has other arguments", k);
+    cg_family want = out->family == CG_FAMILY_MATMUL_WGMMA ? CG_FAMILY_MATMUL : CG_FAMILY_ATTENTION_PREFILL;
+    if (rc != 0 && out->family == CG_FAMILY_ATTENTION_WGMMA) { /* a head dim only the wgmma template takes */
+        cg_kernel_free(fb);
+        free(fb);
+        return 0;
+    }
+    if (rc == 0 && (fb->family != want || fb->nargs != out->nargs)) {
+        snprintf(err, errlen, "kernel k%d: the fallback of the wgmma kernel has other arguments", k);
         rc = -1;
     }
     for (int i = 0; rc == 0 && i < fb->nargs; i++)
@@ -333,7 +345,8 @@ static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_an
         char *msg = attempt == 0 ? why : why2;
         msg[0] = 0;
         rc = build(g, k, opts, bind, users, attempt == 1, false, out, msg, sizeof why);
-        if (rc == 0 && out->family == CG_FAMILY_MATMUL_WGMMA) rc = build_fallback(g, k, opts, bind, users, out, msg, sizeof why);
+        if (rc == 0 && (out->family == CG_FAMILY_MATMUL_WGMMA || out->family == CG_FAMILY_ATTENTION_WGMMA))
+            rc = build_fallback(g, k, opts, bind, users, out, msg, sizeof why);
         if (rc == 0) {
             if (attempt == 1) out->note = arena_printf(&priv->a, "generic fallback: %s", why);
             break;
@@ -399,7 +412,9 @@ bool cg_arg_eval(const cg_arg *a, const int64_t *dims, int64_t *value) { return 
 
 const char *cg_kernel_label(const cg_kernel *k, char *buf, size_t n)
 {
-    const char *fam = k->family == CG_FAMILY_MATMUL_WGMMA ? "matmul" : cg_family_name(k->family);
+    const char *fam = k->family == CG_FAMILY_MATMUL_WGMMA           ? "matmul"
+                      : k->family == CG_FAMILY_ATTENTION_WGMMA ? "attention_prefill"
+                                                               : cg_family_name(k->family);
     if (k->config) snprintf(buf, n, "%s (%s)", fam, k->config);
     else snprintf(buf, n, "%s", fam);
     return buf;
@@ -449,7 +464,7 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     if (k->fallback)
         fprintf(out, "  fallback: %s (%s) when an operand is not TMA-describable at run time\n", k->fallback->name,
                 k->fallback->config ? k->fallback->config : cg_family_template(k->fallback->family));
-    static const char *const operand_names[] = {"A", "W"};
+    static const char *const operand_names[] = {"A", "W", "q", "k", "v"};
     for (int i = 0; i < k->ntmaps; i++) {
         const cg_tmap *t = &k->tmaps[i];
         char b3[128], b4[128], b5[128];
@@ -469,8 +484,8 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     }
     fprintf(out, "), block %d, shared memory %lld bytes\n", k->launch.block, (long long)k->launch.smem);
     if (k->param_prefix)
-        fprintf(out, "  parameter KilnTmaArgs (%zu bytes): the tensor maps, then KilnArgs at +%zu\n", k->param_size,
-                k->param_prefix);
+        fprintf(out, "  parameter %s (%zu bytes): the tensor maps, then KilnArgs at +%zu\n",
+                k->family == CG_FAMILY_ATTENTION_WGMMA ? "KilnAttTmaArgs" : "KilnTmaArgs", k->param_size, k->param_prefix);
     fprintf(out, "  KilnArgs (%zu bytes):\n", k->args_size);
     for (int i = 0; i < k->nargs; i++) {
         const cg_arg *a = &k->args[i];

@@ -616,6 +616,30 @@ static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims
     return s;
 }
 
+/* The Hopper prefill template (attention_wgmma.cuh): key tiles of 128 rows (64 above head
+ * dim 128), 2 stages; its KILN_ATT_SMEM formula: both consumers' Q buffers, the K and V
+ * rings (rows padded to 64-column blocks), 1 KiB to align, the mbarriers. */
+enum { ATTW_STAGES = 2 };
+static int att_wgmma_bk(int64_t hd) { return hd > 128 ? 64 : 128; }
+static int64_t att_wgmma_smem(int64_t hd, int bk)
+{
+    int64_t na = (hd + 63) / 64;
+    return 2 * na * 64 * 128 + 2 * ATTW_STAGES * na * bk * 128 + 1024 + (4 + 4 * ATTW_STAGES) * 8;
+}
+
+/* Whether a prefill attention takes attention_wgmma.cuh: the target is sm_90a (not the
+ * fallback of such a kernel), the head dim is a multiple of 16 up to 256, q arrives rotated
+ * and k/v are in the cache (no RoPE on load, no fused cache write: those take
+ * attention_prefill.cuh), and the tiles fit the target's shared memory. q's strides are
+ * multiples of 8 elements (rows_operand); base pointers are checked at run time
+ * (cg_kernel.fallback: attention_prefill.cuh, head dims 64 and 128). */
+static bool use_att_wgmma(const cg_gen *gen, int64_t hd, bool rope, bool append)
+{
+    if (gen->no_wgmma || strcmp(gen->target->arch, "sm_90a") || rope || append) return false;
+    if (hd % 16 || hd < 16 || hd > 256) return false;
+    return att_wgmma_smem(hd, att_wgmma_bk(hd)) <= gen->target->smem_per_block;
+}
+
 static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
 
 static const ir_node *opt_input(const ir_node *n, int i) { return n->ninputs > i ? n->inputs[i] : NULL; }
@@ -686,14 +710,17 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
                        A->attrs.window > 0 ? "sliding window (window=)" : "soft-capping (softcap=)");
     const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
     int64_t hd;
-    if (!ir_dim_is_const(&qt->dims[3], &hd) || (hd != 64 && hd != 128))
-        return cg_fail(gen, "attention: the templates take head dimension 64 or 128");
     if (qt->dtype != IR_BF16 && qt->dtype != IR_F16) return cg_fail(gen, "attention: the templates take bf16 or f16");
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
+    if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
 
     int64_t s_val;
     bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
-    plan->family = decode ? CG_FAMILY_ATTENTION_DECODE : CG_FAMILY_ATTENTION_PREFILL;
+    bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
+    if (!wgmma && hd != 64 && hd != 128)
+        return cg_fail(gen, "attention: the templates take head dimension 64 or 128 (any multiple of 16 up to 256 on "
+                            "sm_90a prefill without RoPE on load or a fused cache write)");
+    plan->family = decode ? CG_FAMILY_ATTENTION_DECODE : wgmma ? CG_FAMILY_ATTENTION_WGMMA : CG_FAMILY_ATTENTION_PREFILL;
 
     cg_strided qs, ks, vs;
     if (!rows_operand(gen, q, "q", "q", &qs)) return false;
@@ -755,6 +782,36 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->block = 64;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
+    } else if (wgmma) {
+        int bk = att_wgmma_bk(hd);
+        define(plan, "KILN_WGMMA_NO_KERNEL", "1");
+        define(plan, "KILN_WGMMA_F16", "%d", qt->dtype == IR_F16 ? 1 : 0);
+        define(plan, "KILN_ATT_BK", "%d", bk);
+        define(plan, "KILN_ATT_STAGES", "%d", ATTW_STAGES);
+        gen->kern->config = cg_printf(gen, "wgmma 2x64x%d s%d", bk, ATTW_STAGES);
+        /* the maps (attention_wgmma.cuh): q {H*HD, S, B} (ld q_ss, batch stride q_sb), k and v
+         * {HD, T, B*KV} (ld HD, batch stride T*HD); bases: fields "q", "k", "v" */
+        int fq = -1, fk = -1, fv = -1;
+        for (int i = 0; i < gen->nargs; i++) {
+            if (!strcmp(gen->args[i].field, "q")) fq = i;
+            if (!strcmp(gen->args[i].field, "k")) fk = i;
+            if (!strcmp(gen->args[i].field, "v")) fv = i;
+        }
+        if (fq < 0 || fk < 0 || fv < 0) return cg_fail(gen, "attention: the operand fields are missing");
+        bool *ovf = &gen->dim_overflow;
+        ir_dim hdd = ir_dim_const(hd), bkv = ir_dim_times(qt->dims[0], ct->dims[1], ovf);
+        ir_dim th = ir_dim_times(ct->dims[2], hdd, ovf);
+        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_Q, fq, qt->dtype, ir_dim_times(qt->dims[2], hdd, ovf), qt->dims[1],
+                                        qs.stride[1], qt->dims[0], qs.stride[0], 64};
+        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_K, fk, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
+        gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_V, fv, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
+        gen->kern->ntmaps = 3;
+        /* persistent: at most one CTA per SM, about one per tile (pairs of 64-row sub-tiles) */
+        L->block = 384;
+        L->smem = att_wgmma_smem(hd, bk);
+        L->grid[0] = (cg_grid_dim){qt->dims[1], 64, gen->target->sm_count,
+                                   ir_dim_times(qt->dims[0], qt->dims[2], ovf), 2};
+        L->grid[1] = grid_dim(ir_dim_const(1), 1, 0);
     } else {
         define(plan, "KILN_BQ", "64");
         define(plan, "KILN_BK", "64");
@@ -763,6 +820,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->grid[0] = grid_dim(qt->dims[1], 64, 0);
         L->grid[1] = grid_dim(qt->dims[2], 1, 0);
     }
-    L->grid[2] = grid_dim(qt->dims[0], 1, 0);
+    /* the persistent wgmma kernel walks every batch row itself */
+    L->grid[2] = wgmma ? grid_dim(ir_dim_const(1), 1, 0) : grid_dim(qt->dims[0], 1, 0);
     return !gen->failed;
 }

@@ -45,7 +45,9 @@ typedef KILN_T elem;
 constexpr int HD = KILN_HD;
 constexpr int CH = HD / 8;   /* 16-byte chunks per row */
 constexpr int HCH = HD / 16; /* chunks per half row (RoPE pairs chunk c with c + HCH) */
-static_assert(HD == 64 || HD == 128, "attention templates support KILN_HD 64 and 128");
+/* attention_prefill.cuh and attention_decode.cuh take 64 and 128 (their swizzle needs
+ * HD / 8 to be a multiple of 8); attention_wgmma.cuh any multiple of 16 up to 256 */
+static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256, "attention templates: KILN_HD a multiple of 16, at most 256");
 
 template <class T> struct is_bf16 { static constexpr bool value = false; };
 template <> struct is_bf16<__nv_bfloat16> { static constexpr bool value = true; };
@@ -244,14 +246,15 @@ __device__ __forceinline__ void qk(float (&sc)[NK / 8][4], const unsigned (&qf)[
         }
 }
 
-/* Online softmax step for the thread's two rows (lane/4 and lane/4 + 8):
- * sc holds raw scores (masked ones -inf); on return it holds P, m/l are
- * updated (l per thread: summed over the quad at the end) and acc rescaled. */
+/* The online softmax of one key tile for the thread's two rows (lane/4 and
+ * lane/4 + 8): sc holds scores (masked ones -inf), sl2 the factor that takes
+ * them to the log2 domain; on return sc holds P = exp2(sc*sl2 - m), m and l
+ * are updated (l per thread: summed over the quad at the end) and al holds
+ * the factor the accumulators must be rescaled by. */
 template <int NK>
-__device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[2], float (&l)[2],
-                                             float (&acc)[HD / 8][4])
+__device__ __forceinline__ void softmax_p(float (&sc)[NK / 8][4], float (&m)[2], float (&l)[2], float (&al)[2],
+                                          const float SL2)
 {
-    constexpr float SL2 = (float)(KILN_SCALE) * 1.4426950408889634f;
     float mx[2] = {m[0], m[1]};
 #pragma unroll
     for (int n = 0; n < NK / 8; n++) {
@@ -263,7 +266,7 @@ __device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
     }
-    float mu[2], al[2], sum[2] = {0.f, 0.f};
+    float mu[2], sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         mu[i] = mx[i] == ninf() ? 0.f : mx[i];
@@ -280,6 +283,11 @@ __device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[
     }
 #pragma unroll
     for (int i = 0; i < 2; i++) l[i] = l[i] * al[i] + sum[i];
+}
+
+/* The accumulators of the thread's two rows times softmax_p's factors. */
+__device__ __forceinline__ void rescale(float (&acc)[HD / 8][4], const float (&al)[2])
+{
 #pragma unroll
     for (int d = 0; d < HD / 8; d++) {
         acc[d][0] *= al[0];
@@ -287,6 +295,16 @@ __device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[
         acc[d][2] *= al[1];
         acc[d][3] *= al[1];
     }
+}
+
+/* Online softmax step: softmax_p with the scale folded in, then acc rescaled. */
+template <int NK>
+__device__ __forceinline__ void softmax_step(float (&sc)[NK / 8][4], float (&m)[2], float (&l)[2],
+                                             float (&acc)[HD / 8][4])
+{
+    float al[2];
+    softmax_p<NK>(sc, m, l, al, (float)(KILN_SCALE) * 1.4426950408889634f);
+    rescale(acc, al);
 }
 
 /* acc += P V for NK keys of tile sV starting at key0 (P from softmax_step). */

@@ -49,6 +49,7 @@
 
 /* ---- the prefill kernel -------------------------------------------------- */
 
+static_assert(KILN_HD == 64 || KILN_HD == 128, "attention_prefill.cuh: KILN_HD 64 or 128");
 static_assert(KILN_BQ % 16 == 0 && KILN_BQ >= 16 && KILN_BQ <= 128, "KILN_BQ: 16..128, multiple of 16");
 static_assert(KILN_BK % 16 == 0 && KILN_BK >= 16 && KILN_BK <= 128, "KILN_BK: 16..128, multiple of 16");
 static_assert(KILN_ATT_THREADS == 2 * KILN_BQ, "prefill: KILN_ATT_THREADS must be 2 * KILN_BQ (a warp per 16 query rows)");

@@ -359,8 +359,70 @@ static void attention_case(const ir_rope_attrs *r)
     ir_graph_free(g);
 }
 
+/* q a slice of a QKV buffer (already rotated), k/v read from the caches (no fused cache write):
+ * on sm_90a the Hopper template with attention_prefill.cuh as its run-time fallback (head dim
+ * 64 / 128) or none (other head dims); on sm_80 attention_prefill.cuh. */
+static void attention_wgmma_case(int hd, const char *arch)
+{
+    ir_graph *g = new_graph();
+    ir_node *qkv = in(g, "qkv", ty(IR_BF16, 3, -1, -2, 4 * hd + 2 * 2 * hd));
+    ir_node *pos = in(g, "pos", ty(IR_I32, 1, -1));
+    ir_type ct = ty(IR_BF16, 4, -1, 2, -3, hd);
+    ir_node *kc = ir_param(g, IR_OP_STATE, "kc", &ct, L0), *vc = ir_param(g, IR_OP_STATE, "vc", &ct, L0);
+    ir_node *sq = ir_slice(g, qkv, 2, ir_dim_const(0), ir_dim_const(4 * hd), L0);
+    ir_dim qd[4] = {ir_dim_sym(0), ir_dim_sym(1), ir_dim_const(4), ir_dim_const(hd)};
+    ir_node *q = ir_reshape(g, sq, 4, qd, L0);
+    ir_node *a = ir_attention(g, q, kc, vc, pos, 0, true, L0);
+    ir_graph_add_output(g, "a", a, L0);
+    int k = ir_graph_add_group(g, a, IR_GROUP_ATTENTION);
+    q->group = sq->group = k;
+    cg_target tg;
+    cg_target_default(arch, &tg);
+    cg_options o = {0};
+    o.target = &tg;
+    char err[512];
+    cg_kernel *kk = &kept[nkept];
+    int rc = cg_emit_kernel_ex(g, k, &o, kk, err, sizeof err);
+    CHECK_MSG(rc == 0, "attention hd%d %s: %s", hd, arch, err);
+    if (rc == 0) {
+        nkept++;
+        const char *t = kk->generated;
+        if (!strcmp(arch, "sm_90a")) {
+            CHECK(kk->family == CG_FAMILY_ATTENTION_WGMMA && kk->ntmaps == 3 && kk->param_prefix == 384);
+            CHECK(kk->param_size == (384 + kk->args_size + 63) / 64 * 64 && kk->launch.block == 384);
+            int64_t one = 0;
+            CHECK(kk->launch.grid[0].cap == 132 && kk->launch.grid[0].div == 64 && kk->launch.grid[0].div2 == 2);
+            CHECK(ir_dim_is_const(&kk->launch.grid[1].n, &one) && one == 1 && ir_dim_is_const(&kk->launch.grid[2].n, &one) &&
+                  one == 1);
+            CHECK(kk->config && !strcmp(kk->config, hd > 128 ? "wgmma 2x64x64 s2" : "wgmma 2x64x128 s2"));
+            HAS(t, "#define KILN_WGMMA_NO_KERNEL 1");
+            HAS(t, "#define KILN_ATT_BK ");
+            int64_t v;
+            CHECK(kk->tmaps[0].operand == CG_TMAP_Q && kk->tmaps[1].operand == CG_TMAP_K && kk->tmaps[2].operand == CG_TMAP_V);
+            CHECK(kk->tmaps[0].box_rows == 64 && ir_dim_is_const(&kk->tmaps[0].K, &v) && v == 4 * hd);
+            CHECK(ir_dim_is_const(&kk->tmaps[0].ld, &v) && v == 8 * hd); /* q_ss: a row of the QKV buffer */
+            CHECK(ir_dim_is_const(&kk->tmaps[1].K, &v) && v == hd && ir_dim_is_const(&kk->tmaps[2].ld, &v) && v == hd);
+            CHECK(!strcmp(kk->args[kk->tmaps[0].arg].field, "q") && !strcmp(kk->args[kk->tmaps[1].arg].field, "k") &&
+                  !strcmp(kk->args[kk->tmaps[2].arg].field, "v"));
+            if (hd == 64 || hd == 128) {
+                CHECK(kk->fallback && kk->fallback->family == CG_FAMILY_ATTENTION_PREFILL &&
+                      kk->fallback->nargs == kk->nargs && kk->fallback->ntmaps == 0);
+            } else {
+                CHECK(kk->fallback == NULL);
+            }
+        } else {
+            CHECK(kk->family == CG_FAMILY_ATTENTION_PREFILL && kk->ntmaps == 0 && !kk->fallback);
+        }
+    }
+    ir_graph_free(g);
+}
+
 static void test_attention(void)
 {
+    attention_wgmma_case(128, "sm_90a");
+    attention_wgmma_case(96, "sm_90a");
+    attention_wgmma_case(256, "sm_90a");
+    attention_wgmma_case(128, "sm_80");
     attention_case(NULL);
     ir_rope_attrs l3 = {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
                         .original_max_pos = 8192};
