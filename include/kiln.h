@@ -53,6 +53,12 @@
 extern "C" {
 #endif
 
+/* libkiln.so exports what this header declares and nothing else: the library
+ * is built with hidden visibility, and the declarations here are default. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KILN_API_VERSION 1
 
 typedef enum kiln_status {
@@ -378,6 +384,10 @@ typedef struct kiln_profile_options {
 kiln_status kiln_model_profile(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_tensor_arg *inputs,
                                int ninputs, const kiln_tensor_arg *outputs, int noutputs,
                                const kiln_profile_options *opts, kiln_profile *out);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages Kiln needs to build, if any are missing.
 # The CUDA toolkit is expected at /usr/local/cuda (or $CUDAToolkit_ROOT).
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build flex bison libxxhash-dev libjansson-dev python3)
+pkgs=(build-essential cmake ninja-build flex bison pkg-config libxxhash-dev libjansson-dev libdlpack-dev graphviz python3 python3-pip python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -111,7 +111,8 @@ void kc_tool_target(const char *arch, cg_target *out);
  * variant). Returns the number of kernels, or -1 with a message. */
 int kc_write_sources(const kc_unit *u, const char *dir, const cg_target *target, char *err, size_t n);
 /* `--emit=ptx|cubin`: the large-shape variant's kernels compiled and
- * written (runtime/rt_emit.h). Returns the number of kernels, or -1. */
+ * written (runtime/rt_emit.h). Returns the number of kernels, or -1, or
+ * RT_EMIT_ERR_WRITE when a file could not be written (none are left). */
 int kc_write_compiled(const kc_unit *u, const char *dir, const cg_target *target, const rt_emit_options *o,
                       rt_emit_result *res, char *err, size_t n);
 
