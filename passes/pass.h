@@ -247,6 +247,8 @@ void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out);
  * with a message. */
 int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
                            const char *path, char *err, size_t errlen);
+/* The same JSON as text (malloc'd; NULL when out of memory). */
+char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp);
 /* "12.0 MiB" for a number of bytes; "8192*B*S bytes" when symbolic. */
 const char *pass_bytes_str(arena *a, const ir_graph *g, const ir_dim *bytes);
 

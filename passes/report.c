@@ -202,8 +202,7 @@ static json_t *node_json(const ir_node *n)
     return o;
 }
 
-int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                           const char *path, char *err, size_t errlen)
+static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp)
 {
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(g->name));
@@ -256,7 +255,22 @@ int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_m
         json_object_set_new(m, "buffers", bufs);
         json_object_set_new(root, "memory", m);
     }
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    return root;
+}
+
+char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp)
+{
+    json_t *root = report_json(r, g, mp);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    return text;
+}
+
+int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
+                           const char *path, char *err, size_t errlen)
+{
+    json_t *root = report_json(r, g, mp);
+    int rc = root ? json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     if (rc != 0) {
         snprintf(err, errlen, "cannot write the report to '%s'", path);

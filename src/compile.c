@@ -515,7 +515,9 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     if (warnings) *warnings = NULL;
     if (!ctx || !o) return rt_fail(RT_ERR_INVALID, err, n, "compile: NULL argument");
     kc_options co = o->compile;
-    co.report = co.keep_written = false;
+    if (o->report_json) *o->report_json = NULL;
+    co.report = o->report_json != NULL;
+    co.keep_written = false;
     co.print_before = co.print_after = NULL;
     co.print_after_all = false;
     kc_unit *u;
@@ -532,6 +534,10 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
         st = rt_fail(RT_ERR_INTERNAL, err, n, "memory plan: %s", plan_err);
         goto out;
     }
+    if (o->report_json && !(*o->report_json = pass_report_json_text(&u->report, u->fused, &u->mp))) {
+        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        goto out;
+    }
     cg_target target;
     rt_ctx_target(ctx, &target);
     if ((st = make_plan(u, &target, maxd, &plan, err, n)) != RT_OK) goto out;
@@ -541,6 +547,10 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
         u->warnings = NULL;
     }
 out:
+    if (st != RT_OK && o->report_json) {
+        free(*o->report_json);
+        *o->report_json = NULL;
+    }
     rt_plan_free(&plan);
     kc_free(u);
     return st;

@@ -131,6 +131,8 @@ typedef struct kc_model_options {
     const rt_dim_value *max_dims;
     int nmax_dims;
     rt_model_config run;
+    char **report_json;          /* not NULL: receives the fusion report as JSON with the
+                                  * memory plan (malloc'd; NULL when the compile fails) */
 } kc_model_options;
 
 /* Parses, fuses, plans memory at the max dims, plans the large-shape

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kiln.h"
 #include "runtime/rt_weights.h"
@@ -84,6 +85,13 @@ typedef struct run {
     void **dev_out;
     int status;
 } run;
+
+/* Compile progress on a terminal: one line, rewritten per kernel. */
+static void progress(void *user, int done, int total, const char *kernel, double ms)
+{
+    fprintf(stderr, "\r\033[K[%d/%d] %s (%.0f ms)", done, total, kernel, ms);
+    if (done == total) fputc('\n', stderr);
+}
 
 static int fail_api(run *r, const char *what, int code)
 {
@@ -327,7 +335,8 @@ int kiln_run_command(const run_opts *o)
     for (int i = 0; i < o->ndefines && i < 64; i++) model_defines[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
     kiln_model_options model_opts = {.defines = model_defines, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
-                             .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs};
+                             .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs,
+                             .progress = isatty(2) ? progress : NULL};
     kiln_status cs = o->text ? kiln_model_compile_string(r.ctx, "<stdin>", o->text, &model_opts, &r.m)
                              : kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m);
     if (cs != KILN_OK) {
