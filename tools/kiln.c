@@ -419,10 +419,10 @@ static int parse_command(int argc, char **argv, cli *c)
     optind = 1;
     opterr = 0;
     for (;;) {
-        int prev = optind;
         int id = getopt_long(argc, argv, shortopts, longopts, NULL);
         if (id == -1) break;
-        const char *as_given = prev < argc ? argv[prev] : "?";
+        /* the element just taken (for long options; short ones are in optopt) */
+        const char *as_given = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
         if (id == '?') {
             /* not an option of this command; of another one? */
             char name[64];
@@ -436,8 +436,10 @@ static int parse_command(int argc, char **argv, cli *c)
         }
         if (id == ':') {
             const opt_def *o = find_opt(optopt);
-            if (o && o->id < 256) return usage_error(c, "-%c needs %s", o->id, o->need);
-            return usage_error(c, "%s needs %s", as_given, o ? o->need : "a value");
+            bool as_long = o && o->name && !strncmp(as_given, "--", 2);
+            if (o && o->id < 256 && !as_long) return usage_error(c, "-%c needs %s", o->id, o->need);
+            if (o && o->name) return usage_error(c, "--%s needs %s", o->name, o->need);
+            return usage_error(c, "%s needs a value", as_given);
         }
         if (id == O_HELP) {
             print_command_help(cmd, stdout);
