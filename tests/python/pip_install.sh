@@ -7,7 +7,7 @@ root=$1 lib=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$root/python" "$tmp/src"
-python3 -m pip install --quiet --no-build-isolation --no-deps --no-index --target "$tmp/site" "$tmp/src"
+python3 -m pip install --quiet --no-deps --no-index --target "$tmp/site" "$tmp/src"
 cp "$(readlink -f "$lib")" "$tmp/site/kiln/libkiln.so.0"
 cd "$tmp"
 out=$(env -u KILN_LIB PYTHONPATH="$tmp/site" python3 -c 'import kiln; print(kiln.library().kiln_path, kiln.version())')
