@@ -33,7 +33,7 @@ static const char *lines_str(arena *a, const pass_decision *d)
 }
 
 /* "linear (line 17) + slice, silu, mul" */
-static const char *kernel_str(arena *a, const ir_graph *g, int k)
+const char *pass_kernel_describe(arena *a, const ir_graph *g, int k)
 {
     const ir_node *anchor = g->groups[k].anchor;
     char buf[512];
@@ -146,7 +146,7 @@ static void standalone_print(arena *a, const ir_graph *g, FILE *out)
         if (!why) continue;
         if (!any) fprintf(out, "\nkernels not fused into a neighbour, and why:\n");
         any = true;
-        fprintf(out, "  k%-3d %s: %s\n", k, kernel_str(a, g, k), why);
+        fprintf(out, "  k%-3d %s: %s\n", k, pass_kernel_describe(a, g, k), why);
     }
 }
 
@@ -156,7 +156,7 @@ void pass_kernels_print(const ir_graph *g, FILE *out)
     arena_init(&a);
     fprintf(out, "kernels (%d):\n", g->ngroups);
     for (int k = 0; k < g->ngroups; k++)
-        fprintf(out, "  k%-3d %-12s %s\n", k, ir_group_kind_name(g->groups[k].kind), kernel_str(&a, g, k));
+        fprintf(out, "  k%-3d %-12s %s\n", k, ir_group_kind_name(g->groups[k].kind), pass_kernel_describe(&a, g, k));
     arena_free(&a);
 }
 

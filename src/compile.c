@@ -268,6 +268,8 @@ void kc_print_report(const kc_unit *u, FILE *out)
     print_fallbacks(u, out);
 }
 
+void kc_print_dot(const kc_unit *u, FILE *out) { pass_report_dot(&u->report, u->fused, out); }
+
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
 {
     return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, path, err, n) == 0 ? RT_OK

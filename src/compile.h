@@ -92,6 +92,9 @@ void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out);
 /* The fusion report (kc_options.report): for people (with the generic-
  * template warnings), and as JSON (with the memory plan when there is one). */
 void kc_print_report(const kc_unit *u, FILE *out);
+/* `--emit=dot`: the fused graph with the report's refusals for Graphviz
+ * (passes/report_dot.c). */
+void kc_print_dot(const kc_unit *u, FILE *out);
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n);
 
 /* `--verify`: the interpreter on the graph as written and the fused graph,

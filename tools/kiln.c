@@ -749,6 +749,8 @@ static int compile(const cli *c, kc_unit *u)
     if (!strcmp(c->emit, "plan")) {
         fprintf(out, "plan for model %s\n", g->name);
         kc_print_plan(u, &target, out);
+    } else if (!strcmp(c->emit, "dot")) {
+        kc_print_dot(u, out);
     } else {
         ir_print(g, out);
     }
