@@ -103,7 +103,9 @@ typedef struct kiln_context_options {
                                * ~/.cache/kiln */
     int no_cache;             /* 1: compile every kernel, never read or write the cache */
     int no_disk_cache;        /* 1: memory cache only */
-    const char *arch;         /* "sm_90a"...; NULL: the device's ("sm_90a" for sm_90) */
+    const char *arch;         /* "sm_90a"...; NULL: the device's ("sm_90a" for sm_90); one of
+                               * sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a (else
+                               * KILN_ERR_INVALID_ARGUMENT) */
     int compile_only;         /* 1: no device needed: models compile (NVRTC), introspect and
                                * validate weight files, but binding, states and runs fail
                                * with KILN_ERR_NO_DEVICE. Arch defaults to sm_90a. */

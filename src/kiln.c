@@ -113,6 +113,9 @@ kiln_status kiln_context_create(kiln_context **out, const kiln_context_options *
 {
     if (!out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_context_create: NULL out");
     *out = NULL;
+    if (opts && opts->arch && !cg_target_known(opts->arch))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_context_create: arch %s: Kiln's kernels target %s",
+                      opts->arch, cg_target_archs());
     kiln_context *c = calloc(1, sizeof *c);
     if (!c) return errorf(KILN_ERR_OUT_OF_MEMORY, NULL, "kiln_context_create: out of memory");
     rt_ctx_config cfg;

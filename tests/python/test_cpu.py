@@ -71,6 +71,9 @@ raises(lambda: ctx.compile(text="model m {", name="bad.kiln"), 3, "bad.kiln:1:",
 raises(lambda: m.alloc_states(), 9, "no CUDA device", "states need a device")
 raises(lambda: ctx.empty([4], "f32"), 9, "", "device memory needs a device")
 
+raises(lambda: kiln.Context(compile_only=True, arch="sm_75"), 1, "sm_75: Kiln's kernels target sm_80, sm_86",
+       "an arch Kiln does not target, in one line")
+
 # DLPack: checked before any device work
 x, w, y = Fake([4, 64]), Fake([64]), Fake([4, 64])
 raises(lambda: m.run({"x": x}, {"y": y}), 1, "'x' is not CUDA memory", "a CPU tensor is refused (dims read: N=4)")

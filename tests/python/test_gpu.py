@@ -61,6 +61,7 @@ for B, S in [(1, 1), (2, 64), (4, 17)]:
           "lin B=%d S=%d: kiln.Tensor output, rel err %.2e" % (B, S, rel(y, ref)))
     y2 = torch.empty(B, S, 512, device="cuda", dtype=torch.bfloat16)
     s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())                # x and y2 were made on the default stream
     with torch.cuda.stream(s):
         m.run({"x": x}, {"y": y2})                            # torch's stream, torch's output
     s.synchronize()
