@@ -47,21 +47,22 @@ typedef struct command {
 
 static const command commands[] = {
     {"check", C_CHECK, "FILE", 1, 1, "parse and type-check a model; print diagnostics",
-     "Parses and type-checks FILE ('-': standard input) and prints its errors and warnings\n"
-     "as file:line:col: with the source line and a caret."},
+     "Parses and type-checks FILE ('-': standard input) and prints its errors and\n"
+     "warnings as file:line:col: with the source line and a caret."},
     {"compile", C_COMPILE, "FILE", 1, 1, "compile a model and write what --emit selects",
-     "Compiles FILE ('-': standard input) through the pass pipeline and writes what --emit\n"
-     "selects (the fused IR by default) to standard output or -o."},
+     "Compiles FILE ('-': standard input) through the pass pipeline and writes what\n"
+     "--emit selects (the fused IR by default) to standard output or -o."},
     {"run", C_RUN, "FILE --dims NAME=N,... (--weights W.safetensors | --random)", 1, 1,
      "run a model on the GPU (exit 69 without a CUDA device)",
-     "Runs FILE on the GPU: weights from a safetensors file or random (seeded), inputs from a\n"
-     "file or random, states zeroed. --steps runs N decode steps (the first output feeds the\n"
-     "first input, positions advance; --pos sets every position input to N, else they are\n"
-     "random); --check compares every output and state with the reference interpreter;\n"
-     "--profile times every kernel inside N graph replays (CUPTI) against its floor."},
+     "Runs FILE on the GPU: weights from a safetensors file or random (seeded),\n"
+     "inputs from a file or random, states zeroed. --steps runs N decode steps (the\n"
+     "first output feeds the first input, positions advance; --pos sets every\n"
+     "position input to N, else they are random); --check compares every output and\n"
+     "state with the reference interpreter; --profile times every kernel inside N\n"
+     "graph replays (CUPTI) against its floor."},
     {"ceilings", C_CEILINGS, "", 0, 0, "the device's read bandwidth and tensor rates",
-     "Measures the device's read bandwidth and bf16/f16 tensor rates once and keeps them in\n"
-     "the cache directory (the profiler's floors)."},
+     "Measures the device's read bandwidth and bf16/f16 tensor rates once and keeps\n"
+     "them in the cache directory (the profiler's floors)."},
     {"passes", C_PASSES, "", 0, 0, "list the passes and fusion rules, in pipeline order",
      "Lists the pass pipeline, each pass and fusion rule with its summary (the names\n"
      "--disable and --print-ir-* take)."},
