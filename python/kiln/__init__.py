@@ -14,6 +14,7 @@ import collections
 import ctypes
 import json
 import sys
+import weakref
 
 from . import _capi as C
 
@@ -104,7 +105,9 @@ class Tensor:
         mt = ctypes.POINTER(C.DLManagedTensor)()
         _check(library().kiln_tensor_alloc_dlpack(ctx._h, dtype, len(shape), shp, ctypes.byref(mt)),
                "kiln_tensor_alloc_dlpack")
-        return Tensor(mt, ctx)
+        t = Tensor(mt, ctx)
+        ctx._tensors.add(t)  # freed before the context (Context.close)
+        return t
 
     @property
     def data_ptr(self):
@@ -121,10 +124,13 @@ class Tensor:
         return _api.PyCapsule_New(ctypes.cast(v.ptr, ctypes.c_void_p), b"dltensor",
                                   ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
-    def __del__(self):
+    def _release(self):
         base, self._base = getattr(self, "_base", None), None
         if base:
             base.contents.deleter(base)
+
+    def __del__(self):
+        self._release()
 
     def __repr__(self):
         return "kiln.Tensor(%s%s)" % (self.dtype, list(self.shape))
@@ -209,6 +215,7 @@ class Context:
         self._h = ctypes.c_void_p()
         _check(lib.kiln_context_create(ctypes.byref(self._h), ctypes.byref(o)), "kiln_context_create")
         self._models = []
+        self._tensors = weakref.WeakSet()  # device memory it handed out (Context.empty, run outputs)
 
     @property
     def arch(self):
@@ -248,8 +255,11 @@ class Context:
         return Tensor._alloc(self, code, list(shape))
 
     def close(self):
+        """Frees the models and the memory handed out (views of it are invalid after)."""
         for m in self._models:
             m.close()
+        for t in list(getattr(self, "_tensors", ())):
+            t._release()
         if self._h:
             library().kiln_context_free(self._h)
             self._h = None
