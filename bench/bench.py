@@ -386,139 +386,19 @@ def render_report(results, floors):
 
 
 # --------------------------------------------------------------------------------------
-# ctypes: include/kiln.h
+# ctypes: include/kiln.h, from the kiln Python package (python/kiln/_capi.py)
 # --------------------------------------------------------------------------------------
 
-c_int, c_int64, c_uint64, c_size_t = ctypes.c_int, ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t
-c_char_p, c_void_p, POINTER = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from kiln import _capi  # noqa: E402
+from kiln._capi import (  # noqa: E402,F401
+    COUNTER_FIELDS, KILN_BF16, KILN_ERR_NO_DEVICE, KILN_F16, KILN_F32, KILN_I32, KILN_INPUT, KILN_MAX_RANK, KILN_OK,
+    KILN_OUTPUT, KILN_STATE, KILN_WEIGHT, POINTER, STRUCTS, c_char_p, c_int, c_int64, c_size_t, c_uint64, c_void_p,
+    kiln_context_options, kiln_counters, kiln_define, kiln_dim, kiln_model_options, kiln_tensor_arg,
+    kiln_tensor_info)
 
-KILN_OK = 0
-KILN_ERR_NO_DEVICE = 9
-KILN_F32, KILN_F16, KILN_BF16, KILN_I32 = 0, 1, 2, 3
-KILN_INPUT, KILN_OUTPUT, KILN_WEIGHT, KILN_STATE = 0, 1, 2, 3
-KILN_MAX_RANK = 8
 DTYPE_NAMES = {KILN_F32: "f32", KILN_F16: "f16", KILN_BF16: "bf16", KILN_I32: "i32"}
 KIND_NAMES = {KILN_INPUT: "input", KILN_OUTPUT: "output", KILN_WEIGHT: "weight", KILN_STATE: "state"}
-
-
-class kiln_context_options(ctypes.Structure):
-    _fields_ = [
-        ("device", c_int),
-        ("stream", c_void_p),
-        ("cache_dir", c_char_p),
-        ("no_cache", c_int),
-        ("no_disk_cache", c_int),
-        ("arch", c_char_p),
-        ("compile_only", c_int),
-        ("compile_threads", c_int),
-    ]
-
-
-class kiln_define(ctypes.Structure):
-    _fields_ = [("name", c_char_p), ("value", c_char_p)]
-
-
-class kiln_dim(ctypes.Structure):
-    _fields_ = [("name", c_char_p), ("value", c_int64)]
-
-
-class kiln_model_options(ctypes.Structure):
-    _fields_ = [
-        ("defines", POINTER(kiln_define)),
-        ("ndefines", c_int),
-        ("disabled", POINTER(c_char_p)),
-        ("ndisabled", c_int),
-        ("max_dims", POINTER(kiln_dim)),
-        ("nmax_dims", c_int),
-        ("no_graphs", c_int),
-        ("max_graphs", c_int),
-        ("lazy", c_int),
-        ("decode_max_rows", c_int),
-        ("warning_flags", POINTER(c_char_p)),
-        ("nwarning_flags", c_int),
-    ]
-
-
-class kiln_tensor_info(ctypes.Structure):
-    _fields_ = [
-        ("name", c_char_p),
-        ("kind", c_int),
-        ("dtype", c_int),
-        ("rank", c_int),
-        ("shape", c_int64 * KILN_MAX_RANK),
-        ("bytes", c_size_t),
-        ("type", c_char_p),
-    ]
-
-
-class kiln_tensor_arg(ctypes.Structure):
-    _fields_ = [("name", c_char_p), ("ptr", c_void_p)]
-
-
-COUNTER_FIELDS = [
-    "kernels_compiled",
-    "cache_hits_memory",
-    "cache_hits_disk",
-    "variants",
-    "runs",
-    "launches",
-    "graph_captures",
-    "graph_replays",
-    "graph_updates",
-    "eager_runs",
-    "eager_fallbacks",
-    "weight_packs",
-    "tma_fallbacks",
-]
-
-
-class kiln_counters(ctypes.Structure):
-    _fields_ = [(f, c_uint64) for f in COUNTER_FIELDS]
-
-
-# name: (restype, argtypes); kiln_status is an enum: c_int
-KILN_FUNCS = {
-    "kiln_status_str": (c_char_p, [c_int]),
-    "kiln_last_error": (c_char_p, []),
-    "kiln_version": (c_char_p, []),
-    "kiln_dtype_size": (c_size_t, [c_int]),
-    "kiln_context_create": (c_int, [POINTER(c_void_p), POINTER(kiln_context_options)]),
-    "kiln_context_free": (None, [c_void_p]),
-    "kiln_context_arch": (c_char_p, [c_void_p]),
-    "kiln_context_has_device": (c_int, [c_void_p]),
-    "kiln_model_compile_file": (c_int, [c_void_p, c_char_p, POINTER(kiln_model_options), POINTER(c_void_p)]),
-    "kiln_model_free": (None, [c_void_p]),
-    "kiln_model_last_error": (c_char_p, [c_void_p]),
-    "kiln_model_name": (c_char_p, [c_void_p]),
-    "kiln_model_prepare": (c_int, [c_void_p, POINTER(kiln_dim), c_int]),
-    "kiln_model_num_dims": (c_int, [c_void_p]),
-    "kiln_model_dim_name": (c_char_p, [c_void_p, c_int]),
-    "kiln_model_max_dim": (c_int64, [c_void_p, c_int]),
-    "kiln_model_num_tensors": (c_int, [c_void_p, c_int]),
-    "kiln_model_tensor": (c_int, [c_void_p, c_int, c_int, POINTER(kiln_dim), c_int, POINTER(kiln_tensor_info)]),
-    "kiln_model_find_tensor": (c_int, [c_void_p, c_char_p, POINTER(kiln_dim), c_int, POINTER(kiln_tensor_info)]),
-    "kiln_model_num_kernels": (c_int, [c_void_p]),
-    "kiln_model_describe": (c_char_p, [c_void_p]),
-    "kiln_model_bind_weight": (c_int, [c_void_p, c_char_p, c_void_p]),
-    "kiln_model_bind_weight_checked": (c_int, [c_void_p, c_char_p, c_int, c_int, POINTER(c_int64), c_void_p]),
-    "kiln_model_alloc_states": (c_int, [c_void_p]),
-    "kiln_model_zero_states": (c_int, [c_void_p]),
-    "kiln_model_state_ptr": (c_int, [c_void_p, c_char_p, POINTER(c_void_p), POINTER(c_size_t)]),
-    "kiln_model_run": (
-        c_int,
-        [c_void_p, POINTER(kiln_dim), c_int, POINTER(kiln_tensor_arg), c_int, POINTER(kiln_tensor_arg), c_int, c_void_p],
-    ),
-    "kiln_model_sync": (c_int, [c_void_p]),
-    "kiln_model_counters": (c_int, [c_void_p, POINTER(kiln_counters)]),
-}
-# newer helpers (device memory for callers without CUDA); used only as a fallback
-KILN_OPTIONAL_FUNCS = {
-    "kiln_copy_to_device": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t]),
-    "kiln_copy_to_host": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t]),
-}
-
-# The C layouts, for the dry run's comparison with a C compiler's answer.
-STRUCTS = [kiln_context_options, kiln_define, kiln_dim, kiln_model_options, kiln_tensor_info, kiln_tensor_arg, kiln_counters]
 
 
 class KilnError(RuntimeError):
@@ -530,18 +410,9 @@ class Kiln:
 
     def __init__(self, path):
         self.path = os.path.abspath(path)
-        self.lib = ctypes.CDLL(self.path)
-        for name, (res, args) in KILN_FUNCS.items():
-            f = getattr(self.lib, name)  # AttributeError: the library lacks it
-            f.restype, f.argtypes = res, args
-        self.optional = set()
-        for name, (res, args) in KILN_OPTIONAL_FUNCS.items():
-            try:
-                f = getattr(self.lib, name)
-            except AttributeError:
-                continue
-            f.restype, f.argtypes = res, args
-            self.optional.add(name)
+        os.environ["KILN_LIB"] = self.path  # the package's loader declares every function
+        self.lib = _capi.load()
+        self.optional = {"kiln_copy_to_device", "kiln_copy_to_host"}
 
     def version(self):
         return self.lib.kiln_version().decode()
@@ -1540,7 +1411,7 @@ def dry_run(args):
             print("  skip  no C compiler to compare layouts (%s)" % getattr(e, "stderr", e))
     # every declared function is in kiln.h with that name
     hdr = open(os.path.join(args.root, "include", "kiln.h")).read()
-    missing = [n for n in KILN_FUNCS if (n + "(") not in hdr]
+    missing = [n for n in _capi.FUNCS if (n + "(") not in hdr]
     expect(not missing, "every function bench.py declares is in kiln.h%s" % (": missing " + ", ".join(missing) if missing else ""))
 
     # 5. the library through ctypes, compile-only

@@ -188,6 +188,12 @@ typedef struct cg_target {
  *   any other      the sm_90a numbers, with arch set to the name given */
 void cg_target_default(const char *arch, cg_target *out);
 
+/* The archs Kiln generates kernels for (the templates need sm_80's
+ * mma.sync, ldmatrix and cp.async; sm_90a adds wgmma and TMA), as one line:
+ * "sm_80, sm_86, ...". cg_target_known says whether arch is one of them. */
+const char *cg_target_archs(void);
+bool cg_target_known(const char *arch);
+
 /* Options; NULL means the defaults. */
 typedef struct cg_options {
     /* Values of the model's dims (g->nsyms of them) for the launch shapes

@@ -1052,6 +1052,11 @@ int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, di
     if (work) *work += l.work;
     if (d->errors == errors0 && g->noutputs == 0 && g->nstates == 0)
         diag_error(d, m->name.loc, "model '%s' has no outputs", g->name);
+    /* kernels and their files are named kiln_<model>_k<N>_<kind>: the name must
+     * leave room for the rest in a file system's 255-byte names */
+    if (g->name && strlen(g->name) > FE_MODEL_NAME_MAX)
+        diag_error(d, m->name.loc, "the model name is %zu bytes long; at most %d fit in the names of its kernel files",
+                   strlen(g->name), FE_MODEL_NAME_MAX);
     if (d->errors == errors0 && ir_verify(g, d) != 0)
         diag_error(d, m->loc, "internal error: the lowered graph does not verify");
     if (d->errors == errors0) warn_unused(&l);

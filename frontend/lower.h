@@ -8,6 +8,10 @@
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
 
+/* The longest model name: kernel files are named kiln_<model>_k<N>_<kind>.cubin,
+ * and a file name has at most 255 bytes. */
+#define FE_MODEL_NAME_MAX 200
+
 /* A compile-time number: consts, literals, keyword values. */
 typedef struct fe_num {
     bool is_int;

@@ -53,6 +53,12 @@
 extern "C" {
 #endif
 
+/* libkiln.so exports what this header declares and nothing else: the library
+ * is built with hidden visibility, and the declarations here are default. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KILN_API_VERSION 1
 
 typedef enum kiln_status {
@@ -97,7 +103,9 @@ typedef struct kiln_context_options {
                                * ~/.cache/kiln */
     int no_cache;             /* 1: compile every kernel, never read or write the cache */
     int no_disk_cache;        /* 1: memory cache only */
-    const char *arch;         /* "sm_90a"...; NULL: the device's ("sm_90a" for sm_90) */
+    const char *arch;         /* "sm_90a"...; NULL: the device's ("sm_90a" for sm_90); one of
+                               * sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a (else
+                               * KILN_ERR_INVALID_ARGUMENT) */
     int compile_only;         /* 1: no device needed: models compile (NVRTC), introspect and
                                * validate weight files, but binding, states and runs fail
                                * with KILN_ERR_NO_DEVICE. Arch defaults to sm_90a. */
@@ -133,6 +141,11 @@ typedef struct kiln_dim {
     int64_t value;
 } kiln_dim;
 
+/* Compile progress: kernel `done` of `total` kernels that NVRTC compiles in
+ * this call (kernels found in the cache are not counted), its name and its
+ * compile time. Called from a compile thread, never two calls at once. */
+typedef void (*kiln_progress_fn)(void *user, int done, int total, const char *kernel, double ms);
+
 typedef struct kiln_model_options {
     const kiln_define *defines;
     int ndefines;
@@ -155,6 +168,9 @@ typedef struct kiln_model_options {
                                   * KILN_ERR_INVALID_ARGUMENT; under -Werror a warning fails the
                                   * compile (KILN_ERR_MODEL, "[-Werror=NAME]" in the message) */
     int nwarning_flags;
+    kiln_progress_fn progress;   /* called as NVRTC finishes each kernel of this model (at
+                                  * compile, or at the first run of a shape variant); NULL: none */
+    void *progress_user;         /* its first argument */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,
@@ -415,6 +431,60 @@ typedef struct kiln_profile_options {
 kiln_status kiln_model_profile(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_tensor_arg *inputs,
                                int ninputs, const kiln_tensor_arg *outputs, int noutputs,
                                const kiln_profile_options *opts, kiln_profile *out);
+
+/* ---- the fusion report ------------------------------------------------------------------ */
+
+/* The compile's fusion report as JSON, as `kiln compile --report=FILE.json`
+ * writes it: the kernels with their ops and why each was not fused into a
+ * neighbour, every decision taken or refused (pass, rule, lines, bytes
+ * saved) and the memory plan at the max dims. Owned by the model. */
+const char *kiln_model_report_json(const kiln_model *m);
+
+/* ---- DLPack --------------------------------------------------------------------------------- */
+
+/* Tensors from any framework (PyTorch, CuPy, JAX) without copies, as DLPack
+ * describes them (dlpack/dlpack.h: DLManagedTensor since DLPack 0.6,
+ * DLManagedTensorVersioned since 1.0; include that header to fill them).
+ * A tensor handed to Kiln is borrowed: Kiln reads its fields, never calls its
+ * deleter, and the caller keeps it alive for as long as the call needs it
+ * (a weight: until rebound or the model is freed). It must be CUDA memory
+ * (kDLCUDA or kDLCUDAManaged) on the context's device, of the declared dtype
+ * (f32, f16, bf16, i32), with the declared shape at the run's dims, and
+ * compact row-major (strides NULL or those of a contiguous tensor). A tensor
+ * Kiln hands out is the caller's: call its deleter when done. Versioned
+ * entry points return KILN_ERR_INVALID_ARGUMENT in a library built against a
+ * DLPack header without DLManagedTensorVersioned (Debian's 0.6). */
+struct DLManagedTensor;
+struct DLManagedTensorVersioned;
+
+typedef struct kiln_dlpack_arg {
+    const char *name;
+    struct DLManagedTensor *tensor;             /* one of the two */
+    struct DLManagedTensorVersioned *versioned;
+} kiln_dlpack_arg;
+
+/* kiln_model_run with DLPack tensors. dims NULL (ndims 0): each dim is read
+ * from the tensors, from an axis declared as that dim alone (x : bf16[B, S,
+ * D] gives B and S); a dim no tensor gives is an error. */
+kiln_status kiln_model_run_dlpack(kiln_model *m, const kiln_dim *dims, int ndims, const kiln_dlpack_arg *inputs,
+                                  int ninputs, const kiln_dlpack_arg *outputs, int noutputs, void *stream);
+/* kiln_model_bind_weight_checked with the name, dtype, shape and memory of w. */
+kiln_status kiln_model_bind_weight_dlpack(kiln_model *m, const kiln_dlpack_arg *w);
+/* A state's device memory (at the max dims) as a DLPack tensor that views
+ * it; valid while the model and its states live. */
+kiln_status kiln_model_state_dlpack(kiln_model *m, const char *name, struct DLManagedTensor **out);
+kiln_status kiln_model_state_dlpack_versioned(kiln_model *m, const char *name, struct DLManagedTensorVersioned **out);
+/* New device memory (uninitialized) on the context's device as a DLPack
+ * tensor; its deleter frees it (the context must still live then). */
+kiln_status kiln_tensor_alloc_dlpack(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *shape,
+                                     struct DLManagedTensor **out);
+kiln_status kiln_tensor_alloc_dlpack_versioned(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *shape,
+                                               struct DLManagedTensorVersioned **out);
+
+/* Declarations go above this line: those below it are not exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -247,6 +247,15 @@ void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out);
  * with a message. */
 int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
                            const char *path, char *err, size_t errlen);
+/* The same JSON as text (malloc'd; NULL when out of memory). */
+char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp);
+/* Kernel k as the report names it: "rmsnorm 'h' (line 31) + add". */
+const char *pass_kernel_describe(arena *a, const ir_graph *g, int k);
+/* The fused graph for Graphviz (`kiln compile --emit=dot`, passes/report_dot.c):
+ * a cluster per kernel, edges between kernels labelled with the bytes they
+ * carry at the bound dims, and each refused fusion of r a dashed red edge
+ * labelled with its rule and reason. */
+void pass_report_dot(const pass_report *r, const ir_graph *g, FILE *out);
 /* "12.0 MiB" for a number of bytes; "8192*B*S bytes" when symbolic. */
 const char *pass_bytes_str(arena *a, const ir_graph *g, const ir_dim *bytes);
 

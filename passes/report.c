@@ -33,7 +33,7 @@ static const char *lines_str(arena *a, const pass_decision *d)
 }
 
 /* "linear (line 17) + slice, silu, mul" */
-static const char *kernel_str(arena *a, const ir_graph *g, int k)
+const char *pass_kernel_describe(arena *a, const ir_graph *g, int k)
 {
     const ir_node *anchor = g->groups[k].anchor;
     char buf[512];
@@ -149,7 +149,7 @@ static void standalone_print(arena *a, const ir_graph *g, FILE *out)
         if (!why) continue;
         if (!any) fprintf(out, "\nkernels not fused into a neighbour, and why:\n");
         any = true;
-        fprintf(out, "  k%-3d %s: %s\n", k, kernel_str(a, g, k), why);
+        fprintf(out, "  k%-3d %s: %s\n", k, pass_kernel_describe(a, g, k), why);
     }
 }
 
@@ -159,7 +159,7 @@ void pass_kernels_print(const ir_graph *g, FILE *out)
     arena_init(&a);
     fprintf(out, "kernels (%d):\n", g->ngroups);
     for (int k = 0; k < g->ngroups; k++)
-        fprintf(out, "  k%-3d %-12s %s\n", k, ir_group_kind_name(g->groups[k].kind), kernel_str(&a, g, k));
+        fprintf(out, "  k%-3d %-12s %s\n", k, ir_group_kind_name(g->groups[k].kind), pass_kernel_describe(&a, g, k));
     arena_free(&a);
 }
 
@@ -205,8 +205,7 @@ static json_t *node_json(const ir_node *n)
     return o;
 }
 
-int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                           const char *path, char *err, size_t errlen)
+static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp)
 {
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(g->name));
@@ -259,7 +258,22 @@ int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_m
         json_object_set_new(m, "buffers", bufs);
         json_object_set_new(root, "memory", m);
     }
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    return root;
+}
+
+char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp)
+{
+    json_t *root = report_json(r, g, mp);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    return text;
+}
+
+int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
+                           const char *path, char *err, size_t errlen)
+{
+    json_t *root = report_json(r, g, mp);
+    int rc = root ? json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     if (rc != 0) {
         snprintf(err, errlen, "cannot write the report to '%s'", path);

@@ -69,22 +69,39 @@ int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char 
             }
         goto done;
     }
-    snprintf(path, plen, "%s/kernels.txt", dir);
-    if (!(list = fopen(path, "w"))) {
-        rc = rt_fail(-1, err, errlen, "%s: %s", path, strerror(errno));
+    /* each file whole or not at all (rt_write_file); on a failure the files
+     * this call wrote are removed again */
+    char *listing = NULL;
+    size_t listing_len = 0;
+    if (!(list = open_memstream(&listing, &listing_len))) {
+        rc = rt_fail(-1, err, errlen, "out of memory");
         goto done;
     }
+    int written = 0;
     for (int i = 0; i < n; i++) {
         snprintf(path, plen, "%s/%s.%s", dir, ks[i].name, ptx ? "ptx" : "cubin");
         size_t len = ptx ? strlen((const char *)res[i].code.data) : res[i].code.size;
-        FILE *f = fopen(path, ptx ? "w" : "wb");
-        bool ok = f && fwrite(res[i].code.data, 1, len, f) == len;
-        if (f) ok = (fclose(f) == 0) && ok;
-        if (!ok) {
-            rc = rt_fail(-1, err, errlen, "%s: %s", path, f ? "write failed" : strerror(errno));
-            goto done;
+        if (rt_write_file(path, res[i].code.data, len, err, errlen) != 0) {
+            rc = RT_EMIT_ERR_WRITE;
+            break;
         }
+        written++;
         cg_kernel_describe(g, &ks[i], list);
+    }
+    bool listed = fclose(list) == 0;
+    list = NULL;
+    if (rc >= 0) {
+        snprintf(path, plen, "%s/kernels.txt", dir);
+        if (!listed) rc = rt_fail(-1, err, errlen, "out of memory");
+        else if (rt_write_file(path, listing, listing_len, err, errlen) != 0) rc = RT_EMIT_ERR_WRITE;
+    }
+    free(listing);
+    if (rc < 0) {
+        for (int i = 0; i < written; i++) {
+            snprintf(path, plen, "%s/%s.%s", dir, ks[i].name, ptx ? "ptx" : "cubin");
+            (void)remove(path);
+        }
+        goto done;
     }
     if (out && (out->kernels = calloc((size_t)n + 1, sizeof *out->kernels))) {
         out->n = n;
@@ -97,9 +114,6 @@ int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char 
         }
     }
 done:
-    if (list && fclose(list) != 0 && rc >= 0) {
-        rc = rt_fail(-1, err, errlen, "%s/kernels.txt: write failed", dir);
-    }
     for (int i = 0; res && i < n; i++) rt_compile_result_free(&res[i]);
     free(res);
     free(how);

@@ -42,7 +42,11 @@ typedef struct rt_emit_result {
  * receives per-kernel times and cache outcomes; free it with
  * rt_emit_result_free. Returns the number of kernels written, or -1 with a
  * message; a compile error names the kernel group, the model line its anchor
- * came from, and carries NVRTC's log. */
+ * came from, and carries NVRTC's log. A file that cannot be written returns
+ * RT_EMIT_ERR_WRITE with "PATH: reason", and none of the files are left
+ * (each is written whole through a temporary file, and those already
+ * written are removed). */
+#define RT_EMIT_ERR_WRITE (-2)
 int rt_write_compiled(const ir_graph *g, const cg_kernel *ks, int n, const char *dir, const rt_emit_options *o, rt_emit_result *res,
                       char *err, size_t errlen);
 void rt_emit_result_free(rt_emit_result *r);

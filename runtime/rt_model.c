@@ -56,6 +56,8 @@ rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg
     m->no_graphs = cfg->no_graphs;
     m->lazy = cfg->lazy;
     m->decode_max_rows = cfg->decode_max_rows == 0 ? 32 : cfg->decode_max_rows;
+    m->progress = cfg->progress;
+    m->progress_user = cfg->progress_user;
     const ir_graph *g = m->g;
     int np = g->nparams;
     rt_status st = RT_OK;

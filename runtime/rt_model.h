@@ -56,6 +56,7 @@ rt_status rt_ctx_create(rt_ctx **out, const rt_ctx_config *cfg, char *err, size_
 void rt_ctx_free(rt_ctx *c);
 const char *rt_ctx_arch(const rt_ctx *c);
 bool rt_ctx_has_device(const rt_ctx *c);
+int rt_ctx_device(const rt_ctx *c); /* the CUDA device ordinal */
 /* The GPU codegen targets: the device's numbers (cudaGetDeviceProperties:
  * SM count, opt-in shared memory per block, L2) with the context's arch, or
  * cg_target_default(arch) for a compile_only context. */
@@ -81,6 +82,10 @@ typedef struct rt_model_config {
     int max_graphs;      /* 0: 16 */
     bool lazy;           /* compile kernels at the first run of each variant */
     int decode_max_rows; /* 0: 32; < 0: never (see rt_variant.c) */
+    /* Called after each kernel NVRTC compiles for the model (cache hits are
+     * not compiles), serialized, from a compile thread; NULL: none. */
+    void (*progress)(void *user, int done, int total, const char *kernel, double ms);
+    void *progress_user;
 } rt_model_config;
 
 /* A model running plan (taken over: freed by the model, or by this call when

@@ -71,6 +71,8 @@ struct rt_model {
     rt_graph_cache *graphs;
     bool no_graphs, lazy;
     int decode_max_rows;
+    void (*progress)(void *user, int done, int total, const char *kernel, double ms); /* rt_model_config */
+    void *progress_user;
     rt_model_counters cnt;
     const char **types;  /* per param, then per output: declared type text */
 };

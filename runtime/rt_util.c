@@ -3,12 +3,14 @@
 #include "runtime/rt_util.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 char *rt_strf(const char *fmt, ...)
 {
@@ -96,4 +98,25 @@ void *rt_lib_load(char (*cand)[512], int n, const rt_lib_sym *syms, int nsyms, c
         }
     }
     return h;
+int rt_write_file(const char *path, const void *data, size_t len, char *err, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    char *tmp = slash ? rt_strf("%.*s/.kiln-%ld.tmp", (int)(slash - path), path, (long)getpid())
+                      : rt_strf(".kiln-%ld.tmp", (long)getpid());
+    if (!tmp) {
+        if (err && n) snprintf(err, n, "%s: out of memory", path);
+        return ENOMEM;
+    }
+    int e = 0;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) e = errno;
+    if (f && len && fwrite(data, 1, len, f) != len) e = errno ? errno : EIO;
+    if (f && fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        if (f) (void)remove(tmp);
+        if (err && n) snprintf(err, n, "%s: %s", path, strerror(e));
+    }
+    free(tmp);
+    return e;
 }

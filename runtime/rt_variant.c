@@ -109,6 +109,17 @@ rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *planned, rt_variant **o
     return RT_OK;
 }
 
+typedef struct progress_ctx {
+    const rt_model *m;
+    const char *const *names;
+} progress_ctx;
+
+static void on_progress(void *user, int done, int total, int index, const rt_compile_result *r)
+{
+    const progress_ctx *p = user;
+    p->m->progress(p->m->progress_user, done, total, p->names[index], r->ms);
+}
+
 rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
 {
     if (v->compiled) return RT_OK;
@@ -135,8 +146,9 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         srcs[nu++] = k->source;
     }
     rt_compile_opts co = {.arch = m->ctx->arch};
+    progress_ctx pc = {m, names};
     rt_status compile_st = rt_cache_compile_many(m->ctx->cache, nu, names, srcs, &co, m->ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
-                                         res, how, m->ctx->compile_threads, NULL, NULL);
+                                         res, how, m->ctx->compile_threads, m->progress ? on_progress : NULL, &pc);
     for (int i = 0; i < nu; i++) {
         if (res[i].status != RT_OK) continue;
         if (how[i] == RT_CACHE_HIT_MEMORY) m->cnt.cache_hits_memory++;

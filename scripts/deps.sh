@@ -3,7 +3,7 @@
 # The CUDA toolkit is expected at /usr/local/cuda (or $CUDAToolkit_ROOT).
 set -euo pipefail
 # clang + libclang-rt-14-dev: the libFuzzer harnesses (tests/fuzz/, scripts/fuzz.sh)
-pkgs=(build-essential cmake ninja-build flex bison libxxhash-dev libjansson-dev python3 clang libclang-rt-14-dev)
+pkgs=(build-essential cmake ninja-build flex bison pkg-config libxxhash-dev libjansson-dev libdlpack-dev graphviz python3 python3-pip python3-venv clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

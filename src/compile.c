@@ -293,6 +293,8 @@ void kc_print_report(const kc_unit *u, FILE *out)
     print_fallbacks(u, out);
 }
 
+void kc_print_dot(const kc_unit *u, FILE *out) { pass_report_dot(&u->report, u->fused, out); }
+
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
 {
     return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, path, err, n) == 0 ? RT_OK
@@ -616,7 +618,9 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     if (warnings) *warnings = NULL;
     if (!ctx || !o) return rt_fail(RT_ERR_INVALID, err, n, "compile: NULL argument");
     kc_options co = o->compile;
-    co.report = co.keep_written = false;
+    if (o->report_json) *o->report_json = NULL;
+    co.report = o->report_json != NULL;
+    co.keep_written = false;
     co.print_before = co.print_after = NULL;
     co.print_after_all = false;
     kc_unit *u;
@@ -634,6 +638,10 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
         st = rt_fail(RT_ERR_INTERNAL, err, n, "memory plan: %s", plan_err);
         goto out;
     }
+    if (o->report_json && !(*o->report_json = pass_report_json_text(&u->report, u->fused, &u->mp))) {
+        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        goto out;
+    }
     cg_target target;
     rt_ctx_target(ctx, &target);
     if ((st = make_plan(u, &target, maxd, &plan, err, n)) != RT_OK) goto out;
@@ -643,6 +651,10 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
         u->warnings = NULL;
     }
 out:
+    if (st != RT_OK && o->report_json) {
+        free(*o->report_json);
+        *o->report_json = NULL;
+    }
     rt_plan_free(&plan);
     kc_free(u);
     return st;

@@ -97,6 +97,9 @@ void kc_print_templates(const kc_unit *u, const cg_target *target, FILE *out);
 /* The fusion report (kc_options.report): for people (with the generic-
  * template warnings), and as JSON (with the memory plan when there is one). */
 void kc_print_report(const kc_unit *u, FILE *out);
+/* `--emit=dot`: the fused graph with the report's refusals for Graphviz
+ * (passes/report_dot.c). */
+void kc_print_dot(const kc_unit *u, FILE *out);
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n);
 
 /* `--verify`: the interpreter on the graph as written and the fused graph,
@@ -116,7 +119,8 @@ void kc_tool_target(const char *arch, cg_target *out);
  * variant). Returns the number of kernels, or -1 with a message. */
 int kc_write_sources(const kc_unit *u, const char *dir, const cg_target *target, char *err, size_t n);
 /* `--emit=ptx|cubin`: the large-shape variant's kernels compiled and
- * written (runtime/rt_emit.h). Returns the number of kernels, or -1. */
+ * written (runtime/rt_emit.h). Returns the number of kernels, or -1, or
+ * RT_EMIT_ERR_WRITE when a file could not be written (none are left). */
 int kc_write_compiled(const kc_unit *u, const char *dir, const cg_target *target, const rt_emit_options *o,
                       rt_emit_result *res, char *err, size_t n);
 
@@ -142,6 +146,8 @@ typedef struct kc_model_options {
     const rt_dim_value *max_dims;
     int nmax_dims;
     rt_model_config run;
+    char **report_json;          /* not NULL: receives the fusion report as JSON with the
+                                  * memory plan (malloc'd; NULL when the compile fails) */
 } kc_model_options;
 
 /* Parses, fuses, plans memory at the max dims, plans the large-shape

@@ -16,6 +16,7 @@
 #include "runtime/rt_model.h"
 #include "runtime/rt_profile.h"
 #include "runtime/rt_weights.h"
+#include "src/api.h"
 #include "src/compile.h"
 
 #ifndef KILN_VERSION
@@ -51,6 +52,7 @@ struct kiln_model {
     char *prof_text;
     char *warnings; /* the compile's warnings (NULL: none) */
     char *fallbacks; /* the last kiln_model_fallbacks text */
+    char *report_json; /* the fusion report (kiln_model_report_json) */
     char error[ERRLEN];
 };
 
@@ -112,6 +114,9 @@ kiln_status kiln_context_create(kiln_context **out, const kiln_context_options *
 {
     if (!out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_context_create: NULL out");
     *out = NULL;
+    if (opts && opts->arch && !cg_target_known(opts->arch))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_context_create: arch %s: Kiln's kernels target %s",
+                      opts->arch, cg_target_archs());
     kiln_context *c = calloc(1, sizeof *c);
     if (!c) return errorf(KILN_ERR_OUT_OF_MEMORY, NULL, "kiln_context_create: out of memory");
     rt_ctx_config cfg;
@@ -231,7 +236,10 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                            .run = {.no_graphs = opts->no_graphs != 0,
                                    .max_graphs = opts->max_graphs,
                                    .lazy = opts->lazy != 0,
-                                   .decode_max_rows = opts->decode_max_rows}};
+                                   .decode_max_rows = opts->decode_max_rows,
+                                   .progress = opts->progress,
+                                   .progress_user = opts->progress_user},
+                           .report_json = &m->report_json};
     rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, &m->warnings, err, ERRLEN);
     free(defines);
     free(max_dims);
@@ -273,12 +281,27 @@ void kiln_model_free(kiln_model *m)
     free(m->prof_text);
     free(m->warnings);
     free(m->fallbacks);
+    free(m->report_json);
     free(m);
 }
 
 const char *kiln_model_last_error(const kiln_model *m) { return m ? m->error : ""; }
 const char *kiln_model_warnings(const kiln_model *m) { return m && m->warnings ? m->warnings : ""; }
 const char *kiln_model_name(const kiln_model *m) { return m ? rt_model_graph(m->rt)->name : NULL; }
+const char *kiln_model_report_json(const kiln_model *m) { return m && m->report_json ? m->report_json : ""; }
+
+kiln_status api_fail(kiln_status s, kiln_model *m, const char *fmt, ...)
+{
+    char buf[ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return set_error(s, m ? m->error : NULL, buf);
+}
+
+int api_context_device(const kiln_context *ctx) { return ctx ? rt_ctx_device(ctx->rt) : 0; }
+kiln_context *api_model_context(const kiln_model *m) { return m ? m->ctx : NULL; }
 
 #define NEED_MODEL(m, fn)                                                                  \
     do {                                                                                   \

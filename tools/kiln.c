@@ -6,8 +6,11 @@
  * Exit codes (sysexits.h style): 0 success; 1 errors in the model file;
  * 64 usage error; 66 input file unreadable; 70 internal error; 73 output
  * file not writable. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* getopt_long */
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,72 +29,214 @@
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
 
-static const char usage_text[] =
-    "usage: kiln <command> [options] FILE\n"
-    "\n"
-    "commands:\n"
-    "  check FILE               parse and type-check a model; print diagnostics\n"
-    "  compile FILE             compile a model and write what --emit selects\n"
-    "  run FILE --dims B=1,S=1,T=1024 [--weights W.safetensors | --random]\n"
-    "           [--inputs IN.safetensors] [--outputs OUT.safetensors] [--steps N]\n"
-    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs] [--pos=N]\n"
-    "           [--profile [--profile-runs=N] [--trace=F.json] [--roofline=F.svg]\n"
-    "            [--profile-json=F] [--peak-bw=TB/s] [--peak-flops=TFLOP/s]]\n"
-    "                           run a model on the GPU: --steps runs N decode steps\n"
-    "                           (the first output feeds the first input, positions\n"
-    "                           advance; --pos sets every position input to N, else\n"
-    "                           they are random); --check compares every output and\n"
-    "                           state with the reference interpreter; --profile times\n"
-    "                           every kernel inside N graph replays (CUPTI; default\n"
-    "                           50) against its floor and writes a Chrome trace, a\n"
-    "                           roofline and JSON on request; needs a CUDA device\n"
-    "                           (exit 69)\n"
-    "  ceilings [--json] [--remeasure]\n"
-    "                           the device's read bandwidth and tensor rates, measured\n"
-    "                           once and kept in the cache directory\n"
-    "  passes                   list the passes and fusion rules, in pipeline order\n"
-    "  cache ls|verify|clear    list (with what made each key), check (deleting corrupt\n"
-    "                           entries) or empty the kernel cache ($KILN_CACHE_DIR, else\n"
-    "                           $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; KILN_CACHE_MAX_MB caps it)\n"
-    "  cache why FILE           for each kernel of FILE: in the cache, or what changed\n"
-    "                           against the nearest entry\n"
-    "\n"
-    "options:\n"
-    "  --emit=KIND              what `compile` writes: ast, ir (as written), fused-ir\n"
-    "                           (after all passes, kernels marked [kN]; the default),\n"
-    "                           plan (kernels and the memory plan; needs every dim bound),\n"
-    "                           cuda, ptx or cubin (one file per kernel into the\n"
-    "                           directory given by -o, plus kernels.txt)\n"
-    "  --arch=SM                NVRTC target for ptx/cubin (default sm_90a)\n"
-    "  --no-cache               compile every kernel, neither reading nor filling the cache\n"
-    "  --timings                print per-kernel compile times and cache hits\n"
-    "  -o OUT                   write to OUT instead of standard output\n"
-    "  -D NAME=VALUE            bind a `dims` size or override a `const` (repeatable)\n"
-    "  -Werror                  make warnings errors (check and compile then exit 1)\n"
-    "  -Wno-NAME, -WNAME        turn the warning NAME off or on (NAME: unused-value,\n"
-    "                           unused-param, stale-state, attention-layout, all)\n"
-    "  --explain                print the fusion report: every kernel, every decision\n"
-    "                           taken or refused, its rule, lines and bytes saved\n"
-    "  --report=FILE.json       write the fusion report as JSON\n"
-    "  --disable=NAME[,NAME]    turn off a pass or a fusion rule (see `kiln passes`)\n"
-    "  --print-ir-before=PASS   dump the IR before PASS (to stderr)\n"
-    "  --print-ir-after=PASS    dump the IR after PASS\n"
-    "  --print-ir-after-all     dump the IR after every pass\n"
-    "  --verify                 check the passes: run the CPU interpreter on the IR as\n"
-    "                           written and on the fused IR, on random inputs, and report\n"
-    "                           the largest relative error (dims not bound with -D take\n"
-    "                           the value 4); the generated kernels are checked by\n"
-    "                           `kiln run FILE --check` on a GPU\n"
-    "  -h, --help               show this help\n"
-    "  --version                show the versions of Kiln and its CUDA components\n"
-    "\n"
+/* ---- commands and options ----------------------------------------------------------
+ * One table of options; each names the commands that take it. The help of a
+ * command (`kiln help CMD`, `kiln CMD --help`, and the man page made from
+ * them) and getopt_long's option list are built from it. */
+
+enum { C_CHECK = 1 << 0, C_COMPILE = 1 << 1, C_RUN = 1 << 2, C_CEILINGS = 1 << 3, C_PASSES = 1 << 4, C_CACHE = 1 << 5,
+       C_ALL = 0xff, C_MODEL = C_CHECK | C_COMPILE | C_RUN };
+
+typedef struct command {
+    const char *name;
+    unsigned bit;
+    const char *args;    /* the positional arguments, for the synopsis */
+    int min_pos, max_pos;
+    const char *summary; /* one line, for `kiln --help` */
+    const char *detail;  /* a paragraph, for `kiln help CMD` */
+} command;
+
+static const command commands[] = {
+    {"check", C_CHECK, "FILE", 1, 1, "parse and type-check a model; print diagnostics",
+     "Parses and type-checks FILE ('-': standard input) and prints its errors and\n"
+     "warnings as file:line:col: with the source line and a caret."},
+    {"compile", C_COMPILE, "FILE", 1, 1, "compile a model and write what --emit selects",
+     "Compiles FILE ('-': standard input) through the pass pipeline and writes what\n"
+     "--emit selects (the fused IR by default) to standard output or -o."},
+    {"run", C_RUN, "FILE --dims NAME=N,... (--weights W.safetensors | --random)", 1, 1,
+     "run a model on the GPU (exit 69 without a CUDA device)",
+     "Runs FILE on the GPU: weights from a safetensors file or random (seeded),\n"
+     "inputs from a file or random, states zeroed. --steps runs N decode steps (the\n"
+     "first output feeds the first input, positions advance; --pos sets every\n"
+     "position input to N, else they are random); --check compares every output and\n"
+     "state with the reference interpreter; --profile times every kernel inside N\n"
+     "graph replays (CUPTI) against its floor."},
+    {"ceilings", C_CEILINGS, "", 0, 0, "the device's read bandwidth and tensor rates",
+     "Measures the device's read bandwidth and bf16/f16 tensor rates once and keeps\n"
+     "them in the cache directory (the profiler's floors)."},
+    {"passes", C_PASSES, "", 0, 0, "list the passes and fusion rules, in pipeline order",
+     "Lists the pass pipeline, each pass and fusion rule with its summary (the names\n"
+     "--disable and --print-ir-* take)."},
+    {"cache", C_CACHE, "ls|verify|clear|why FILE", 1, 2, "list, check, empty or explain the kernel cache",
+     "The kernel cache ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln):\n"
+     "  ls       list the entries, each with what made its key\n"
+     "  verify   check every entry's checksum, deleting corrupt ones (exit 1 if any,\n"
+     "           or if an entry could not be checked or deleted)\n"
+     "  clear    delete Kiln's files (others are left and listed)\n"
+     "  why FILE for each kernel of FILE: in the cache, or what changed against the\n"
+     "           nearest entry\n"
+     "KILN_CACHE_MAX_MB caps its size (least recently used entries go first)."},
+};
+enum { NCOMMANDS = (int)(sizeof commands / sizeof commands[0]) };
+
+enum {
+    O_HELP = 'h', O_OUT = 'o', O_DEFINE = 'D', O_WARN = 'W',
+    O_EMIT = 256, O_ARCH, O_NO_CACHE, O_TIMINGS, O_EXPLAIN, O_REPORT, O_DISABLE, O_PRINT_BEFORE, O_PRINT_AFTER,
+    O_PRINT_ALL, O_VERIFY, O_DIMS, O_WEIGHTS, O_INPUTS, O_OUTPUTS, O_STEPS, O_BENCH, O_SEED, O_RANDOM, O_CHECK,
+    O_STATS, O_NO_GRAPHS, O_POS, O_PROFILE, O_PROFILE_RUNS, O_TRACE, O_ROOFLINE, O_PROFILE_JSON, O_PEAK_BW,
+    O_PEAK_FLOPS, O_JSON, O_REMEASURE, O_VERSION,
+};
+
+typedef struct opt_def {
+    const char *name; /* long name (NULL: short only) */
+    int id;           /* the short option's letter, or an O_ value */
+    int has_arg;
+    const char *arg;  /* the value's name in the help ("FILE"), NULL without */
+    const char *need; /* what a missing value is, for the usage error */
+    unsigned cmds;
+    const char *help; /* lines after the first are indented under it */
+} opt_def;
+
+static const opt_def options[] = {
+    {"emit", O_EMIT, required_argument, "KIND", "a value", C_COMPILE,
+     "what to write: ast, ir (as written), fused-ir (after all passes,\n"
+     "kernels marked [kN]; the default), plan (kernels and the memory plan;\n"
+     "needs every dim bound), dot (the fused graph for Graphviz: one\n"
+     "cluster per kernel, edges with their bytes), cuda, ptx or cubin\n"
+     "(one file per kernel into the directory given by -o, plus kernels.txt)"},
+    {"output", O_OUT, required_argument, "OUT", "a file name", C_COMPILE,
+     "write to OUT ('-': standard output) instead of standard output"},
+    {"arch", O_ARCH, required_argument, "SM", "an architecture", C_COMPILE,
+     "the GPU architecture to generate and compile for (default: the\n"
+     "device's, else sm_90a); nvcc's spellings -arch=SM, -arch SM work too;\n"
+     "Kiln targets " "%ARCHS%"},
+    {"no-cache", O_NO_CACHE, no_argument, NULL, NULL, C_COMPILE,
+     "compile every kernel, neither reading nor filling the cache"},
+    {"timings", O_TIMINGS, no_argument, NULL, NULL, C_COMPILE, "print per-kernel compile times and cache hits"},
+    {"define", O_DEFINE, required_argument, "NAME=VALUE", "NAME=VALUE", C_MODEL,
+     "bind a `dims` size or override a `const` (repeatable)"},
+    {NULL, O_WARN, required_argument, "NAME", "a warning name", C_CHECK | C_COMPILE,
+     "-Werror makes warnings errors (exit 1); -Wno-NAME, -WNAME turn the\n"
+     "warning NAME off or on (unused-value, unused-param, stale-state,\n"
+     "attention-layout, all)"},
+    {"explain", O_EXPLAIN, no_argument, NULL, NULL, C_COMPILE,
+     "print the fusion report: every kernel, every decision taken or\n"
+     "refused, its rule, lines and bytes saved"},
+    {"report", O_REPORT, required_argument, "FILE.json", "a file name", C_COMPILE, "write the fusion report as JSON"},
+    {"disable", O_DISABLE, required_argument, "NAME[,NAME]", "a name", C_COMPILE | C_RUN,
+     "turn off a pass or a fusion rule (see `kiln passes`)"},
+    {"print-ir-before", O_PRINT_BEFORE, required_argument, "PASS", "a pass name", C_COMPILE,
+     "dump the IR before PASS (to stderr)"},
+    {"print-ir-after", O_PRINT_AFTER, required_argument, "PASS", "a pass name", C_COMPILE, "dump the IR after PASS"},
+    {"print-ir-after-all", O_PRINT_ALL, no_argument, NULL, NULL, C_COMPILE, "dump the IR after every pass"},
+    {"verify", O_VERIFY, no_argument, NULL, NULL, C_COMPILE,
+     "check the passes: run the CPU interpreter on the IR as written and\n"
+     "on the fused IR, on random inputs, and report the largest relative\n"
+     "error (dims not bound with -D take the value 4); the generated\n"
+     "kernels are checked by `kiln run FILE --check` on a GPU"},
+    {"dims", O_DIMS, required_argument, "NAME=N,...", "NAME=N,...", C_RUN, "a value for every dim of the model"},
+    {"weights", O_WEIGHTS, required_argument, "W.safetensors", "a file", C_RUN, "the weights"},
+    {"random", O_RANDOM, no_argument, NULL, NULL, C_RUN, "random weights (scaled by 1/sqrt(fan-in))"},
+    {"inputs", O_INPUTS, required_argument, "IN.safetensors", "a file", C_RUN, "the inputs (default: random)"},
+    {"outputs", O_OUTPUTS, required_argument, "OUT.safetensors", "a file", C_RUN, "save the last outputs"},
+    {"steps", O_STEPS, required_argument, "N", "a number", C_RUN, "run N decode steps (default 1)"},
+    {"pos", O_POS, required_argument, "N", "a position", C_RUN, "set every position (i32) input to N"},
+    {"check", O_CHECK, no_argument, NULL, NULL, C_RUN,
+     "compare every output and state with the reference interpreter\n"
+     "(exit 1 beyond the dtype's tolerance)"},
+    {"bench", O_BENCH, required_argument, "N", "a number", C_RUN, "time N runs (host clock around run + sync)"},
+    {"stats", O_STATS, no_argument, NULL, NULL, C_RUN, "print the model's counters (compiles, cache hits, graphs)"},
+    {"seed", O_SEED, required_argument, "N", "a number", C_RUN, "seed of the random weights and inputs"},
+    {"no-graphs", O_NO_GRAPHS, no_argument, NULL, NULL, C_RUN, "launch kernels eagerly, never capture CUDA graphs"},
+    {"profile", O_PROFILE, no_argument, NULL, NULL, C_RUN,
+     "time every kernel inside graph replays (CUPTI) against its floor"},
+    {"profile-runs", O_PROFILE_RUNS, required_argument, "N", "a number", C_RUN, "replays to time (default 50)"},
+    {"trace", O_TRACE, required_argument, "F.json", "a file name", C_RUN, "write a Chrome trace of the profile"},
+    {"roofline", O_ROOFLINE, required_argument, "F.svg", "a file name", C_RUN, "write a roofline SVG of the profile"},
+    {"profile-json", O_PROFILE_JSON, required_argument, "F", "a file name", C_RUN, "write the profile as JSON"},
+    {"peak-bw", O_PEAK_BW, required_argument, "TB/s", "a number", C_RUN, "the bandwidth ceiling (default: measured)"},
+    {"peak-flops", O_PEAK_FLOPS, required_argument, "TFLOP/s", "a number", C_RUN,
+     "the tensor-rate ceiling (default: measured)"},
+    {"json", O_JSON, no_argument, NULL, NULL, C_CEILINGS, "print the ceilings as JSON"},
+    {"remeasure", O_REMEASURE, no_argument, NULL, NULL, C_CEILINGS, "measure again instead of reading the file"},
+    {"help", O_HELP, no_argument, NULL, NULL, C_ALL, "show this help"},
+};
+enum { NOPTIONS = (int)(sizeof options / sizeof options[0]) };
+
+static const char exit_text[] =
     "exit status: 0 ok, 1 errors in the model (or a failed check), 64 usage,\n"
     "             66 unreadable input, 69 no CUDA device, 70 internal error,\n"
     "             73 unwritable output\n";
 
+static void print_usage(FILE *out)
+{
+    fputs("usage: kiln <command> [options] [FILE]\n"
+          "       kiln help <command>       the command's options\n"
+          "       kiln --version            the versions of Kiln and its CUDA components\n"
+          "\ncommands:\n", out);
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-9s%s\n", commands[i].name, commands[i].summary);
+    fputs("\nFILE '-' reads the model from standard input; '--' ends the options.\n\n", out);
+    fputs(exit_text, out);
+}
+
+/* help text with %ARCHS% replaced, its words wrapped at 79 columns, the lines
+ * after the first indented */
+static void print_help_text(FILE *out, const char *h, int indent)
+{
+    char text[1024];
+    const char *archs = strstr(h, "%ARCHS%");
+    if (archs) snprintf(text, sizeof text, "%.*s%s%s", (int)(archs - h), h, cg_target_archs(), archs + 7);
+    else snprintf(text, sizeof text, "%s", h);
+    int col = indent;
+    for (char *w = strtok(text, " \n"); w; w = strtok(NULL, " \n")) {
+        int len = (int)strlen(w);
+        if (col > indent && col + 1 + len > 79) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        }
+        if (col > indent) fputc(' ', out), col++;
+        fputs(w, out);
+        col += len;
+    }
+    fputc('\n', out);
+}
+
+static void print_command_help(const command *c, FILE *out)
+{
+    fprintf(out, "usage: kiln %s%s%s [options]\n\n", c->name, *c->args ? " " : "", c->args);
+    fprintf(out, "%s\n", c->detail);
+    bool any = false;
+    for (int i = 0; i < NOPTIONS; i++) {
+        const opt_def *o = &options[i];
+        if (!(o->cmds & c->bit)) continue;
+        if (!any) fputs("\noptions:\n", out);
+        any = true;
+        char left[64];
+        if (o->id == O_WARN) snprintf(left, sizeof left, "-Werror, -Wno-NAME");
+        else if (o->id < 256 && o->arg) snprintf(left, sizeof left, "-%c %s, --%s=%s", o->id, o->arg, o->name, o->arg);
+        else if (o->id < 256) snprintf(left, sizeof left, "-%c, --%s", o->id, o->name);
+        else if (o->arg) snprintf(left, sizeof left, "--%s=%s", o->name, o->arg);
+        else snprintf(left, sizeof left, "--%s", o->name);
+        if (strlen(left) > 24) fprintf(out, "  %s\n%28s", left, "");
+        else fprintf(out, "  %-24s  ", left);
+        print_help_text(out, o->help, 28);
+    }
+    fputs("\nAn option's value may follow it (--opt value) or be joined to it (--opt=value).\n", out);
+    fputs(exit_text, out);
+}
+
+static const command *find_command(const char *name)
+{
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
 typedef struct cli {
+    const command *command;
     const char *cmd;
-    const char *file;
+    const char *file;  /* the model file ("-": standard input); cache: the subcommand */
+    const char *arg2;  /* cache: the subcommand's argument */
     const char *emit;
     const char *out;
     kc_define defines[64];
@@ -103,183 +248,289 @@ typedef struct cli {
     bool print_all, explain, verify;
     const char *arch;
     bool no_cache, timings;
-    const char *why_model; /* cache why FILE */
     bool json, remeasure; /* ceilings */
     diag_options warnings; /* -Werror, -Wno-NAME */
+    char *stdin_text;      /* FILE '-' */
     run_opts run;
 } cli;
 
-static int usage_error(const char *fmt, const char *arg)
+static int usage_error(const cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const cli *c, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "kiln: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'kiln --help'.\n");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (c && c->command) fprintf(stderr, "\nTry 'kiln help %s'.\n", c->command->name);
+    else fprintf(stderr, "\nTry 'kiln --help'.\n");
     return EX_USAGE;
 }
 
 static int add_define(cli *c, char *spec)
 {
     char *eq = strchr(spec, '=');
-    if (!eq || eq == spec || !eq[1]) return usage_error("-D expects NAME=VALUE, got '%s'", spec);
+    if (!eq || eq == spec || !eq[1]) return usage_error(c, "-D expects NAME=VALUE, got '%s'", spec);
     if (c->ndefines == (int)(sizeof c->defines / sizeof c->defines[0]))
-        return usage_error("too many -D options (at most 64)%s", "");
+        return usage_error(c, "too many -D options (at most 64)");
     *eq = 0;
     c->defines[c->ndefines++] = (kc_define){spec, eq + 1};
     return EX_OK;
 }
 
 /* v is a whole number in lo..hi: into *out. */
-static bool int_in(const char *v, long lo, long hi, int *out)
+static bool ll_in(const char *v, long long lo, long long hi, long long *out)
 {
     char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi) return false;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno == ERANGE || x < lo || x > hi) return false;
+    *out = x;
+    return true;
+}
+
+static bool int_in(const char *v, long lo, long hi, int *out)
+{
+    long long x;
+    if (!ll_in(v, lo, hi, &x)) return false;
     *out = (int)x;
     return true;
 }
 
-/* Parses argv into c; returns EX_OK, EX_USAGE, or -1 when help/version was
- * printed and the program should exit 0. */
-static int parse_args(int argc, char **argv, cli *c)
+static const opt_def *find_opt(int id)
 {
-    for (int i = 1; i < argc; i++) {
-        char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
-            fputs(usage_text, stdout);
-            return -1;
-        } else if (!strcmp(a, "--version")) {
-            char v[256];
-            rt_versions(v, sizeof v);
-            printf("kiln %s (%s)\n", KILN_VERSION, v);
-            return -1;
-        } else if (!strcmp(a, "--explain")) {
-            c->explain = true;
-        } else if (!strncmp(a, "--dims=", 7) || !strcmp(a, "--dims")) {
-            if (!a[6] && ++i == argc) return usage_error("%s needs NAME=N,...", a);
-            c->run.dims = a[6] ? a + 7 : argv[i];
-        } else if (!strncmp(a, "--weights=", 10) || !strcmp(a, "--weights")) {
-            if (!a[9] && ++i == argc) return usage_error("%s needs a file", a);
-            c->run.weights = a[9] ? a + 10 : argv[i];
-        } else if (!strncmp(a, "--inputs=", 9) || !strcmp(a, "--inputs")) {
-            if (!a[8] && ++i == argc) return usage_error("%s needs a file", a);
-            c->run.inputs = a[8] ? a + 9 : argv[i];
-        } else if (!strncmp(a, "--outputs=", 10) || !strcmp(a, "--outputs")) {
-            if (!a[9] && ++i == argc) return usage_error("%s needs a file", a);
-            c->run.outputs = a[9] ? a + 10 : argv[i];
-        } else if (!strncmp(a, "--steps=", 8) || !strcmp(a, "--steps") || !strncmp(a, "--bench=", 8) ||
-                   !strcmp(a, "--bench") || !strncmp(a, "--seed=", 7) || !strcmp(a, "--seed")) {
-            const char *eq = strchr(a, '=');
-            if (!eq && ++i == argc) return usage_error("%s needs a number", a);
-            const char *v = eq ? eq + 1 : argv[i];
-            char *end;
-            long long n = strtoll(v, &end, 10);
-            if (!*v || *end || n < 0 || n > 1000000000) return usage_error("expected a number, got '%s'", v);
-            if (!strncmp(a, "--steps", 7)) c->run.steps = (int)n;
-            else if (!strncmp(a, "--bench", 7)) c->run.bench = (int)n;
-            else c->run.seed = (uint64_t)n;
-        } else if (!strcmp(a, "--random")) {
-            c->run.random = true;
-        } else if (!strcmp(a, "--check")) {
-            c->run.check = true;
-        } else if (!strcmp(a, "--stats")) {
-            c->run.stats = true;
-        } else if (!strncmp(a, "--pos=", 6)) {
-            if (!int_in(a + 6, 0, 1000000000, &c->run.pos)) return usage_error("--pos expects a position >= 0, got '%s'", a + 6);
-        } else if (!strcmp(a, "--profile")) {
-            c->run.profile = true;
-        } else if (!strncmp(a, "--profile-runs=", 15)) {
-            if (!int_in(a + 15, 1, 100000, &c->run.profile_runs))
-                return usage_error("--profile-runs expects 1..100000, got '%s'", a + 15);
-            c->run.profile = true;
-        } else if (!strncmp(a, "--trace=", 8) && a[8]) {
-            c->run.trace = a + 8;
-            c->run.profile = true;
-        } else if (!strncmp(a, "--roofline=", 11) && a[11]) {
-            c->run.roofline = a + 11;
-            c->run.profile = true;
-        } else if (!strncmp(a, "--profile-json=", 15) && a[15]) {
-            c->run.profile_json = a + 15;
-            c->run.profile = true;
-        } else if (!strncmp(a, "--peak-bw=", 10) || !strncmp(a, "--peak-flops=", 13)) {
-            bool bw = a[7] == 'b';
-            const char *v = a + (bw ? 10 : 13);
-            char *end;
-            double x = strtod(v, &end);
-            if (!*v || *end || !(x > 0) || x > 1e6) return usage_error("expected a positive number, got '%s'", v);
-            if (bw) c->run.peak_bw = x * 1e12;
-            else c->run.peak_flops = x * 1e12;
-        } else if (!strcmp(a, "--json")) {
-            c->json = true;
-        } else if (!strcmp(a, "--remeasure")) {
-            c->remeasure = true;
-        } else if (!strcmp(a, "--no-graphs")) {
-            c->run.no_graphs = true;
-        } else if (!strcmp(a, "--no-cache")) {
-            c->no_cache = true;
-        } else if (!strcmp(a, "--timings")) {
-            c->timings = true;
-        } else if (!strncmp(a, "--arch=", 7)) {
-            c->arch = a + 7;
-        } else if (!strcmp(a, "--verify")) {
-            c->verify = true;
-        } else if (!strcmp(a, "--print-ir-after-all")) {
-            c->print_all = true;
-        } else if (!strncmp(a, "--print-ir-after=", 17)) {
-            c->print_after = a + 17;
-        } else if (!strncmp(a, "--print-ir-before=", 18)) {
-            c->print_before = a + 18;
-        } else if (!strncmp(a, "--report=", 9)) {
-            c->report = a + 9;
-        } else if (!strncmp(a, "--disable=", 10)) {
-            for (char *t = strtok(a + 10, ","); t; t = strtok(NULL, ",")) {
-                if (c->ndisabled == 64) return usage_error("too many --disable names%s", "");
-                c->disabled[c->ndisabled++] = t;
+    for (int i = 0; i < NOPTIONS; i++)
+        if (options[i].id == id) return &options[i];
+    return NULL;
+}
+
+/* One option (id, with its value v) into c. */
+static int take_option(cli *c, int id, char *v)
+{
+    long long n;
+    switch (id) {
+    case O_EMIT: c->emit = v; break;
+    case O_OUT: c->out = v; break;
+    case O_ARCH: c->arch = v; break;
+    case O_NO_CACHE: c->no_cache = true; break;
+    case O_TIMINGS: c->timings = true; break;
+    case O_DEFINE: return add_define(c, v);
+    case O_WARN: {
+        char flag[256];
+        snprintf(flag, sizeof flag, "-W%s", v);
+        if (!diag_warning_flag(&c->warnings, flag)) return usage_error(c, "unknown warning option '%s'", flag);
+        break;
+    }
+    case O_EXPLAIN: c->explain = true; break;
+    case O_REPORT: c->report = v; break;
+    case O_DISABLE:
+        for (char *t = strtok(v, ","); t; t = strtok(NULL, ",")) {
+            if (c->ndisabled == 64) return usage_error(c, "too many --disable names");
+            c->disabled[c->ndisabled++] = t;
+        }
+        break;
+    case O_PRINT_BEFORE: c->print_before = v; break;
+    case O_PRINT_AFTER: c->print_after = v; break;
+    case O_PRINT_ALL: c->print_all = true; break;
+    case O_VERIFY: c->verify = true; break;
+    case O_DIMS: c->run.dims = v; break;
+    case O_WEIGHTS: c->run.weights = v; break;
+    case O_INPUTS: c->run.inputs = v; break;
+    case O_OUTPUTS: c->run.outputs = v; break;
+    case O_STEPS:
+    case O_BENCH:
+    case O_SEED:
+        if (!ll_in(v, 0, 1000000000, &n)) return usage_error(c, "expected a number, got '%s'", v);
+        if (id == O_STEPS) c->run.steps = (int)n;
+        else if (id == O_BENCH) c->run.bench = (int)n;
+        else c->run.seed = (uint64_t)n;
+        break;
+    case O_RANDOM: c->run.random = true; break;
+    case O_CHECK: c->run.check = true; break;
+    case O_STATS: c->run.stats = true; break;
+    case O_NO_GRAPHS: c->run.no_graphs = true; break;
+    case O_POS:
+        if (!int_in(v, 0, 1000000000, &c->run.pos)) return usage_error(c, "--pos expects a position >= 0, got '%s'", v);
+        break;
+    case O_PROFILE: c->run.profile = true; break;
+    case O_PROFILE_RUNS:
+        if (!int_in(v, 1, 100000, &c->run.profile_runs))
+            return usage_error(c, "--profile-runs expects 1..100000, got '%s'", v);
+        c->run.profile = true;
+        break;
+    case O_TRACE:
+    case O_ROOFLINE:
+    case O_PROFILE_JSON:
+        if (!*v) return usage_error(c, "--%s needs a file name", find_opt(id)->name);
+        if (id == O_TRACE) c->run.trace = v;
+        else if (id == O_ROOFLINE) c->run.roofline = v;
+        else c->run.profile_json = v;
+        c->run.profile = true;
+        break;
+    case O_PEAK_BW:
+    case O_PEAK_FLOPS: {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (!*v || *end || errno == ERANGE || !(x > 0) || x > 1e6)
+            return usage_error(c, "expected a positive number, got '%s'", v);
+        if (id == O_PEAK_BW) c->run.peak_bw = x * 1e12;
+        else c->run.peak_flops = x * 1e12;
+        break;
+    }
+    case O_JSON: c->json = true; break;
+    case O_REMEASURE: c->remeasure = true; break;
+    default: return usage_error(c, "internal error: option %d", id);
+    }
+    return EX_OK;
+}
+
+/* nvcc spells the architecture -arch=sm_90a and -arch sm_90a: as --arch. */
+static void nvcc_spellings(int argc, char **argv, char **fixed)
+{
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) break;
+        if (!strcmp(argv[i], "-arch")) argv[i] = "--arch";
+        else if (!strncmp(argv[i], "-arch=", 6)) {
+            size_t n = strlen(argv[i]) + 2;
+            if ((fixed[i] = malloc(n))) {
+                snprintf(fixed[i], n, "-%s", argv[i]);
+                argv[i] = fixed[i];
             }
-        } else if (!strncmp(a, "--emit=", 7)) {
-            c->emit = a + 7;
-        } else if (!strcmp(a, "--emit")) {
-            if (++i == argc) return usage_error("%s needs a value", a);
-            c->emit = argv[i];
-        } else if (!strcmp(a, "-o")) {
-            if (++i == argc) return usage_error("%s needs a file name", a);
-            c->out = argv[i];
-        } else if (!strcmp(a, "-D")) {
-            if (++i == argc) return usage_error("%s needs NAME=VALUE", a);
-            if (add_define(c, argv[i]) != EX_OK) return EX_USAGE;
-        } else if (!strncmp(a, "-D", 2)) {
-            if (add_define(c, a + 2) != EX_OK) return EX_USAGE;
-        } else if (!strncmp(a, "-W", 2)) {
-            if (!diag_warning_flag(&c->warnings, a)) return usage_error("unknown warning option '%s'", a);
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s'", a);
-        } else if (!c->cmd) {
-            c->cmd = a;
-        } else if (!c->file) {
-            c->file = a;
-        } else if (!strcmp(c->cmd, "cache") && !strcmp(c->file, "why") && !c->why_model) {
-            c->why_model = a;
-        } else {
-            return usage_error("unexpected argument '%s'", a);
         }
     }
-    if (!c->cmd) return usage_error("no command given%s", "");
-    if (strcmp(c->cmd, "check") && strcmp(c->cmd, "compile") && strcmp(c->cmd, "passes") &&
-        strcmp(c->cmd, "cache") && strcmp(c->cmd, "run") && strcmp(c->cmd, "ceilings"))
-        return usage_error("unknown command '%s'", c->cmd);
-    if (!strcmp(c->cmd, "passes") || !strcmp(c->cmd, "ceilings"))
-        return c->file ? usage_error("unexpected argument '%s'", c->file) : EX_OK;
-    if (!strcmp(c->cmd, "cache")) {
-        if (!c->file || (strcmp(c->file, "ls") && strcmp(c->file, "verify") && strcmp(c->file, "clear") &&
-                         strcmp(c->file, "why")))
-            return usage_error("'cache' needs ls, verify, clear or why FILE%s", "");
-        if (!strcmp(c->file, "why") && !c->why_model) return usage_error("'cache why' needs a model file%s", "");
-        return EX_OK;
+}
+
+/* Parses the command's options and arguments (argv[0] is the command). */
+static int parse_command(int argc, char **argv, cli *c)
+{
+    const command *cmd = c->command;
+    struct option longopts[NOPTIONS + 1];
+    char shortopts[2 * NOPTIONS + 4];
+    int nl = 0, ns = 0;
+    shortopts[ns++] = ':'; /* first: a missing value comes back as ':' */
+    for (int i = 0; i < NOPTIONS; i++) {
+        const opt_def *o = &options[i];
+        if (!(o->cmds & cmd->bit)) continue;
+        if (o->name) longopts[nl++] = (struct option){o->name, o->has_arg, NULL, o->id};
+        if (o->id < 256) {
+            shortopts[ns++] = (char)o->id;
+            if (o->has_arg) shortopts[ns++] = ':';
+        }
+    }
+    longopts[nl] = (struct option){0, 0, 0, 0};
+    shortopts[ns] = 0;
+    const char *pos[3];
+    int npos = 0;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int id = getopt_long(argc, argv, shortopts, longopts, NULL);
+        if (id == -1) break;
+        /* the element just taken (for long options; short ones are in optopt) */
+        const char *as_given = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
+        if (id == '?') {
+            /* not an option of this command; of another one? */
+            char name[64];
+            const char *eq = strchr(as_given, '=');
+            snprintf(name, sizeof name, "%.*s", (int)(eq ? eq - as_given : (ptrdiff_t)strlen(as_given)), as_given);
+            for (int i = 0; optopt == 0 && i < NOPTIONS; i++)
+                if (options[i].name && !strncmp(name, "--", 2) && !strcmp(name + 2, options[i].name))
+                    return usage_error(c, "'%s' is not an option of 'kiln %s'", name, cmd->name);
+            if (optopt) return usage_error(c, "unknown option '-%c'", optopt);
+            return usage_error(c, "unknown option '%s'", name);
+        }
+        if (id == ':') {
+            const opt_def *o = find_opt(optopt);
+            bool as_long = o && o->name && !strncmp(as_given, "--", 2);
+            if (o && o->id < 256 && !as_long) return usage_error(c, "-%c needs %s", o->id, o->need);
+            if (o && o->name) return usage_error(c, "--%s needs %s", o->name, o->need);
+            return usage_error(c, "%s needs a value", as_given);
+        }
+        if (id == O_HELP) {
+            print_command_help(cmd, stdout);
+            return -1;
+        }
+        int rc = take_option(c, id, optarg);
+        if (rc != EX_OK) return rc;
+    }
+    for (int i = optind; i < argc; i++) {
+        if (npos == cmd->max_pos) return usage_error(c, "unexpected argument '%s'", argv[i]);
+        pos[npos++] = argv[i];
+    }
+    if (npos < cmd->min_pos) {
+        if (cmd->bit == C_CACHE) return usage_error(c, "'cache' needs ls, verify, clear or why FILE");
+        if (cmd->bit == C_RUN) return usage_error(c, "'run' needs a model file");
+        return usage_error(c, "'%s' needs a model file", cmd->name);
+    }
+    c->file = npos > 0 ? pos[0] : NULL;
+    c->arg2 = npos > 1 ? pos[1] : NULL;
+    return EX_OK;
+}
+
+/* Reads standard input (FILE '-'). */
+static char *read_stdin(void)
+{
+    size_t n = 0, cap = 1 << 16;
+    char *b = malloc(cap);
+    while (b) {
+        if (n + 1 >= cap) {
+            char *nb = cap < ((size_t)1 << 30) ? realloc(b, cap *= 2) : NULL;
+            if (!nb) {
+                free(b);
+                return NULL;
+            }
+            b = nb;
+        }
+        size_t k = fread(b + n, 1, cap - n - 1, stdin);
+        n += k;
+        if (k == 0) break;
+    }
+    if (b) b[n] = 0;
+    return b;
+}
+
+/* Parses argv into c; returns EX_OK, EX_USAGE, or -1 when help/version was
+ * printed and the program should exit 0. */
+static int parse_args(int argc, char **argv, cli *c, char **fixed)
+{
+    if (argc < 2) return usage_error(c, "no command given");
+    const char *a = argv[1];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
+        if (argc > 2 && strcmp(a, "help") == 0) {
+            const command *cmd = find_command(argv[2]);
+            if (!cmd) return usage_error(c, "unknown command '%s'", argv[2]);
+            print_command_help(cmd, stdout);
+            return -1;
+        }
+        print_usage(stdout);
+        return -1;
+    }
+    if (!strcmp(a, "--version")) {
+        char v[256];
+        rt_versions(v, sizeof v);
+        printf("kiln %s (%s)\n", KILN_VERSION, v);
+        return -1;
+    }
+    if (a[0] == '-') return usage_error(c, "unknown option '%s' (the command comes first: kiln <command> [options])", a);
+    c->cmd = a;
+    if (!(c->command = find_command(a))) return usage_error(c, "unknown command '%s'", a);
+    nvcc_spellings(argc - 1, argv + 1, fixed + 1);
+    int rc = parse_command(argc - 1, argv + 1, c);
+    if (rc != EX_OK) return rc;
+
+    if (c->command->bit & (C_PASSES | C_CEILINGS | C_CACHE)) return EX_OK;
+    if (c->file && !strcmp(c->file, "-")) {
+        if (!(c->stdin_text = read_stdin())) {
+            fprintf(stderr, "kiln: cannot read standard input\n");
+            return EX_NOINPUT;
+        }
     }
     if (!strcmp(c->cmd, "run")) {
-        if (!c->file) return usage_error("'run' needs a model file%s", "");
-        if (!c->run.dims) return usage_error("'run' needs --dims NAME=N,... for every dim of the model%s", "");
-        if (c->run.weights && c->run.random) return usage_error("--weights and --random exclude each other%s", "");
+        if (!c->run.dims) return usage_error(c, "'run' needs --dims NAME=N,... for every dim of the model");
+        if (c->run.weights && c->run.random) return usage_error(c, "--weights and --random exclude each other");
         c->run.file = c->file;
+        c->run.text = c->stdin_text;
         c->run.defines = c->defines;
         c->run.ndefines = c->ndefines;
         c->run.disabled = c->disabled;
@@ -288,15 +539,15 @@ static int parse_args(int argc, char **argv, cli *c)
         return EX_OK;
     }
     if (c->arch && !rt_nvrtc_arch_valid(c->arch))
-        return usage_error("--arch must look like sm_90a, not '%s'", c->arch);
-    if (!c->file) return usage_error("'%s' needs a model file", c->cmd);
+        return usage_error(c, "--arch must look like sm_90a, not '%s'", c->arch);
+    if (c->arch && !cg_target_known(c->arch))
+        return usage_error(c, "--arch=%s: Kiln's kernels target %s, not %s", c->arch, cg_target_archs(), c->arch);
     if (!c->emit) c->emit = "fused-ir";
     bool to_dir = !strcmp(c->emit, "cuda") || !strcmp(c->emit, "ptx") || !strcmp(c->emit, "cubin");
     if (strcmp(c->emit, "ir") && strcmp(c->emit, "ast") && strcmp(c->emit, "fused-ir") && strcmp(c->emit, "plan") &&
-        !to_dir)
-        return usage_error("--emit must be ast, ir, fused-ir, plan, cuda, ptx or cubin, not '%s'", c->emit);
-    if (to_dir && !c->out) return usage_error("--emit=%s writes one file per kernel: give a directory with -o DIR", c->emit);
-    if (!strcmp(c->cmd, "check") && c->out) return usage_error("'check' writes no output file%s", "");
+        strcmp(c->emit, "dot") && !to_dir)
+        return usage_error(c, "--emit must be ast, ir, fused-ir, plan, dot, cuda, ptx or cubin, not '%s'", c->emit);
+    if (to_dir && !c->out) return usage_error(c, "--emit=%s writes one file per kernel: give a directory with -o DIR", c->emit);
     return EX_OK;
 }
 
@@ -366,8 +617,8 @@ static int emit_kernels(const cli *c, const kc_unit *u)
     free(w);
     rt_cache_close(cache);
     if (n < 0) {
-        fprintf(stderr, "kiln: %s\n", err);
-        return EX_SOFTWARE;
+        fprintf(stderr, "kiln: %s%s\n", n == RT_EMIT_ERR_WRITE ? "cannot write " : "", err);
+        return n == RT_EMIT_ERR_WRITE ? EX_CANTCREAT : EX_SOFTWARE;
     }
     int hits = 0;
     for (int i = 0; i < res.n; i++) {
@@ -406,10 +657,50 @@ static void print_problem(void *user, const char *path, const char *what)
     (*(int *)user)++;
 }
 
-/* kiln cache why FILE */
-static int cache_why(const cli *c, rt_cache *cache)
+static int cache_ls(rt_cache *cache, const cli *c)
 {
-    kc_options o = {.name = c->why_model, .defines = c->defines, .ndefines = c->ndefines, .disabled = c->disabled,
+    (void)c;
+    int n = 0;
+    if (rt_cache_list(cache, print_entry, &n) != RT_OK) {
+        fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
+        return EX_NOINPUT;
+    }
+    printf("%d entries in %s\n", n, rt_cache_dir(cache));
+    return EX_OK;
+}
+
+static int cache_verify(rt_cache *cache, const cli *c)
+{
+    (void)c;
+    rt_cache_verify_stats st;
+    if (rt_cache_verify(cache, &st) != RT_OK) {
+        fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
+        return EX_NOINPUT;
+    }
+    printf("%llu entries ok (%llu bytes), %llu corrupt removed, %llu stale temp files removed, %llu other files left alone"
+           ", %llu not checked, %llu not deletable\n",
+           (unsigned long long)st.ok, (unsigned long long)st.bytes_ok, (unsigned long long)st.corrupt_removed,
+           (unsigned long long)st.stale_temps_removed, (unsigned long long)st.other_files,
+           (unsigned long long)st.unchecked, (unsigned long long)st.undeletable);
+    return st.corrupt_removed || st.unchecked || st.undeletable ? EX_MODEL : EX_OK;
+}
+
+static int cache_clear(rt_cache *cache, const cli *c)
+{
+    (void)c;
+    uint64_t removed = 0;
+    if (rt_cache_clear(cache, &removed) != RT_OK) {
+        fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
+        return EX_CANTCREAT;
+    }
+    printf("removed %llu files from %s\n", (unsigned long long)removed, rt_cache_dir(cache));
+    return EX_OK;
+}
+
+/* kiln cache why FILE */
+static int cache_why(rt_cache *cache, const cli *c)
+{
+    kc_options o = {.name = c->arg2, .defines = c->defines, .ndefines = c->ndefines, .disabled = c->disabled,
                     .ndisabled = c->ndisabled, .warnings = c->warnings};
     kc_unit *u;
     char err[1024];
@@ -431,9 +722,26 @@ static int cache_why(const cli *c, rt_cache *cache)
     return status;
 }
 
-/* kiln cache ls|verify|clear */
+/* `kiln cache SUB [ARG]`: one row per subcommand (its argument in c->arg2) */
+static const struct cache_sub {
+    const char *name;
+    const char *arg; /* NULL: takes none */
+    int (*fn)(rt_cache *cache, const cli *c);
+} cache_subs[] = {
+    {"ls", NULL, cache_ls},
+    {"verify", NULL, cache_verify},
+    {"clear", NULL, cache_clear},
+    {"why", "FILE", cache_why},
+};
+
 static int cache_cmd(const cli *c)
 {
+    const struct cache_sub *sub = NULL;
+    for (size_t i = 0; i < sizeof cache_subs / sizeof cache_subs[0]; i++)
+        if (!strcmp(c->file, cache_subs[i].name)) sub = &cache_subs[i];
+    if (!sub) return usage_error(c, "'cache' needs ls, verify, clear or why FILE, not '%s'", c->file);
+    if (!sub->arg && c->arg2) return usage_error(c, "unexpected argument '%s'", c->arg2);
+    if (sub->arg && !c->arg2) return usage_error(c, "'cache %s' needs %s", sub->name, sub->arg);
     rt_cache *cache = NULL;
     if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
         char *w = cache ? rt_cache_take_warnings(cache) : NULL;
@@ -442,41 +750,10 @@ static int cache_cmd(const cli *c)
         rt_cache_close(cache);
         return EX_CANTCREAT;
     }
-    int status = EX_OK, problems = 0;
+    int problems = 0;
     rt_cache_set_problem_fn(cache, print_problem, &problems);
-    if (!strcmp(c->file, "why")) {
-        status = cache_why(c, cache);
-    } else if (!strcmp(c->file, "ls")) {
-        int n = 0;
-        if (rt_cache_list(cache, print_entry, &n) != RT_OK) {
-            fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
-            status = EX_NOINPUT;
-        } else {
-            printf("%d entries in %s\n", n, rt_cache_dir(cache));
-        }
-    } else if (!strcmp(c->file, "verify")) {
-        rt_cache_verify_stats st;
-        if (rt_cache_verify(cache, &st) != RT_OK) {
-            fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
-            status = EX_NOINPUT;
-        } else {
-            printf("%llu entries ok (%llu bytes), %llu corrupt removed, %llu stale temp files removed, %llu other files left alone"
-                   ", %llu not checked, %llu not deletable\n",
-                   (unsigned long long)st.ok, (unsigned long long)st.bytes_ok, (unsigned long long)st.corrupt_removed,
-                   (unsigned long long)st.stale_temps_removed, (unsigned long long)st.other_files,
-                   (unsigned long long)st.unchecked, (unsigned long long)st.undeletable);
-            if (st.corrupt_removed || st.unchecked || st.undeletable) status = EX_MODEL;
-        }
-    } else {
-        uint64_t removed = 0;
-        if (rt_cache_clear(cache, &removed) != RT_OK) {
-            fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
-            status = EX_CANTCREAT;
-        } else {
-            printf("removed %llu files from %s%s\n", (unsigned long long)removed, rt_cache_dir(cache),
-                   problems ? " (files that are not Kiln's were left: listed above)" : "");
-        }
-    }
+    int status = sub->fn(cache, c);
+    if (problems && sub->fn == cache_clear) fprintf(stderr, "kiln cache: files that are not Kiln's were left (listed above)\n");
     rt_cache_close(cache);
     return status;
 }
@@ -523,6 +800,8 @@ static int compile(const cli *c, kc_unit *u)
     if (!strcmp(c->emit, "plan")) {
         fprintf(out, "plan for model %s\n", g->name);
         kc_print_plan(u, &target, out);
+    } else if (!strcmp(c->emit, "dot")) {
+        kc_print_dot(u, out);
     } else {
         ir_print(g, out);
     }
@@ -558,7 +837,8 @@ static int compile(const cli *c, kc_unit *u)
 
 static int run(const cli *c)
 {
-    kc_options o = {.name = c->file,
+    kc_options o = {.name = c->stdin_text ? "<stdin>" : c->file,
+                    .text = c->stdin_text,
                     .defines = c->defines,
                     .ndefines = c->ndefines,
                     .disabled = c->disabled,
@@ -596,12 +876,17 @@ int main(int argc, char **argv)
     cli c;
     memset(&c, 0, sizeof c);
     c.run.pos = -1;
-    int rc = parse_args(argc, argv, &c);
-    if (rc == -1) return EX_OK;
-    if (rc != EX_OK) return rc;
-    if (!strcmp(c.cmd, "passes")) return list_passes();
-    if (!strcmp(c.cmd, "cache")) return cache_cmd(&c);
-    if (!strcmp(c.cmd, "run")) return kiln_run_command(&c.run);
-    if (!strcmp(c.cmd, "ceilings")) return kiln_ceilings_command(c.json, c.remeasure);
-    return run(&c);
+    char **fixed = calloc((size_t)argc + 1, sizeof *fixed); /* argv rewritten for nvcc's spellings */
+    int rc = fixed ? parse_args(argc, argv, &c, fixed) : EX_SOFTWARE;
+    if (rc == EX_OK) {
+        if (!strcmp(c.cmd, "passes")) rc = list_passes();
+        else if (!strcmp(c.cmd, "cache")) rc = cache_cmd(&c);
+        else if (!strcmp(c.cmd, "run")) rc = kiln_run_command(&c.run);
+        else if (!strcmp(c.cmd, "ceilings")) rc = kiln_ceilings_command(c.json, c.remeasure);
+        else rc = run(&c);
+    }
+    for (int i = 0; fixed && i < argc; i++) free(fixed[i]);
+    free(fixed);
+    free(c.stdin_text);
+    return rc == -1 ? EX_OK : rc;
 }

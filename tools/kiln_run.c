@@ -9,14 +9,20 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tools/kiln_run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kiln.h"
 #include "runtime/rt_weights.h"
+
+/* The largest value --dims takes: sizes are products of dims and must stay
+ * far from int64 overflow (the plan checks the products themselves). */
+#define KILN_RUN_DIM_MAX ((int64_t)1 << 31)
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE = 69, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
 
@@ -80,6 +86,13 @@ typedef struct run {
     int status;
 } run;
 
+/* Compile progress on a terminal: one line, rewritten per kernel. */
+static void progress(void *user, int done, int total, const char *kernel, double ms)
+{
+    fprintf(stderr, "\r\033[K[%d/%d] %s (%.0f ms)", done, total, kernel, ms);
+    if (done == total) fputc('\n', stderr);
+}
+
 static int fail_api(run *r, const char *what, int code)
 {
     fprintf(stderr, "kiln run: %s: %s\n", what, kiln_last_error());
@@ -96,7 +109,13 @@ static int parse_dims(run *r)
     for (char *t = strtok(spec, ","); t && rc == EX_OK; t = strtok(NULL, ",")) {
         char *eq = strchr(t, '=');
         char *end = NULL;
+        errno = 0;
         long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+        if (eq && *(eq + 1) && !*end && (errno == ERANGE || v > KILN_RUN_DIM_MAX)) {
+            fprintf(stderr, "kiln run: --dims: '%s' is out of range (at most %lld)\n", t, (long long)KILN_RUN_DIM_MAX);
+            rc = EX_USAGE;
+            break;
+        }
         if (!eq || !*(eq + 1) || *end || v <= 0) {
             fprintf(stderr, "kiln run: --dims expects NAME=N,... with N >= 1, got '%s'\n", t);
             rc = EX_USAGE;
@@ -106,6 +125,11 @@ static int parse_dims(run *r)
         int s = ir_graph_find_sym(r->g, t);
         if (s < 0) {
             fprintf(stderr, "kiln run: --dims: the model has no dim '%s'\n", t);
+            rc = EX_USAGE;
+            break;
+        }
+        if (seen[s]) {
+            fprintf(stderr, "kiln run: --dims gives %s twice\n", t);
             rc = EX_USAGE;
             break;
         }
@@ -271,7 +295,7 @@ int kiln_run_command(const run_opts *o)
     kiln_tensor_arg *ins = NULL, *outs = NULL;
     int nin = 0, nout = 0;
 
-    kc_options ko = {.name = o->file, .defines = o->defines, .ndefines = o->ndefines};
+    kc_options ko = {.name = o->text ? "<stdin>" : o->file, .text = o->text, .defines = o->defines, .ndefines = o->ndefines};
     if (kc_open(&ko, stderr, &r.unit, err, sizeof err) != RT_OK) {
         rc = EX_NOINPUT;
         goto done;
@@ -311,8 +335,11 @@ int kiln_run_command(const run_opts *o)
     for (int i = 0; i < o->ndefines && i < 64; i++) model_defines[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
     kiln_model_options model_opts = {.defines = model_defines, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
-                             .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs};
-    if (kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m) != KILN_OK) {
+                             .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs,
+                             .progress = isatty(2) ? progress : NULL};
+    kiln_status cs = o->text ? kiln_model_compile_string(r.ctx, "<stdin>", o->text, &model_opts, &r.m)
+                             : kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m);
+    if (cs != KILN_OK) {
         rc = fail_api(&r, "compile", EX_MODEL);
         goto done;
     }

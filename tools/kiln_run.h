@@ -8,6 +8,7 @@
 
 typedef struct run_opts {
     const char *file;
+    const char *text;    /* the model's text when it came from standard input (file "-"), else NULL */
     const kc_define *defines;
     int ndefines;
     const char *const *disabled;

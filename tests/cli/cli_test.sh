@@ -15,7 +15,7 @@ expect 64 'no command given'
 expect 64 "unknown command 'frobnicate'" frobnicate samples/llama3_8b_layer.kiln
 expect 64 "'check' needs a model file" check
 expect 64 "unknown option '--bogus'" check --bogus samples/llama3_8b_layer.kiln
-expect 64 "--emit must be ast, ir, fused-ir, plan, cuda, ptx or cubin, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
+expect 64 "--emit must be ast, ir, fused-ir, plan, dot, cuda, ptx or cubin, not 'cuda2'" compile samples/llama3_8b_layer.kiln --emit=cuda2
 expect 64 -- "-D expects NAME=VALUE, got 'B'" check samples/llama3_8b_layer.kiln -D B
 expect 64 "-o needs a file name" compile samples/llama3_8b_layer.kiln -o
 expect 66 "no/such/file.kiln" check no/such/file.kiln
