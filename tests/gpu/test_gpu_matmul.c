@@ -692,11 +692,24 @@ int main(void)
     rt_compile_result res[NTEST + NBENCH];
     memset(comp, 0, sizeof comp);
     for (int i = 0; i < ncomp; i++) all[i] = i < NTEST ? test_cfgs[i] : bench_cfgs[i - NTEST];
+    /* KILN_MM_FILTER: only the configurations whose name holds it are compiled and run */
+    int sel[NTEST + NBENCH], nsel = 0;
+    mm_cfg pick[NTEST + NBENCH];
+    rt_compile_result pres[NTEST + NBENCH];
+    for (int i = 0; i < ncomp; i++) {
+        char nm[128];
+        mm_cfg_name(&all[i], nm, sizeof nm);
+        memset(&res[i], 0, sizeof res[i]);
+        res[i].status = RT_ERR_INVALID;
+        if (!filter || strstr(nm, filter)) pick[nsel] = all[i], sel[nsel++] = i;
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    mm_compile_all(all, ncomp, 0, res);
+    mm_compile_all(pick, nsel, 0, pres);
+    int kidx[NTEST + NBENCH]; /* configuration i is kernel kiln_test_mm<kidx[i]> of its unit */
+    for (int j = 0; j < nsel; j++) res[sel[j]] = pres[j], kidx[sel[j]] = j;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("compiled %d kernels in %.1f s\n", ncomp, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    printf("compiled %d kernels in %.1f s\n", nsel, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     int maxsmem = 0;
     char err[512];
     if (rt_device_max_smem_optin(&maxsmem, err, sizeof err) != RT_OK) fprintf(stderr, "%s\n", err);
@@ -705,7 +718,8 @@ int main(void)
         c->cfg = all[i];
         mm_cfg_name(&c->cfg, c->name, sizeof c->name);
         char kname[32];
-        snprintf(kname, sizeof kname, "kiln_test_mm%d", i);
+        if (filter && !strstr(c->name, filter)) continue;
+        snprintf(kname, sizeof kname, "kiln_test_mm%d", kidx[i]);
         if (res[i].status != RT_OK) {
             printf("FAIL %s: compile: %s\n", c->name, res[i].message ? res[i].message : rt_status_str(res[i].status));
             g_fail++;
