@@ -334,28 +334,33 @@ static int64_t wg_smem(const wg_cfg *c)
 }
 
 /* The configuration (docs/MATMUL.md has the measurements behind it):
- * - large M (not known to be <= 256): cooperative 128x256, 4 stages; the
+ * - large M (not known to be <= 256): K > 8192, cooperative 128x256, 4
+ *   stages; else ping-pong 128x128, 5 stages (6 without the TMA store); the
  *   TMA-store epilogue staging 128 output columns at a time when `ts`.
  * - skinny M (17..256, known: a decode-shaped variant): the weights must
- *   stream once over every SM. 64-row tiles, ping-pong (M <= 64) or
- *   cooperative 128x256 (M <= 256), split K so that the tiles fill the SMs
- *   once, each slice at least 2 K steps of 64 and the partial sums (written
- *   and read back, 8 bytes per output element per slice) at most a quarter
- *   of the weight's bytes. Needs N, K and batch known. */
+ *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages, split K so
+ *   that the tiles fill the SMs at most once, by at most 2 (4 when K >= 8192:
+ *   more slices measured slower), each slice at least 2 K steps of 64 and the
+ *   partial sums (written and read back, 8 bytes per output element per
+ *   slice) at most a quarter of the weight's bytes. The split needs N, K and
+ *   batch known. */
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
                         int sm_count)
 {
-    wg_cfg c = {128, 256, 4, 0, ts, 128, 1};
-    if (!mv || *mv > 256) return c;
-    if (*mv <= 64) c = ts ? (wg_cfg){64, 256, 4, 1, 1, 128, 1} : (wg_cfg){64, 256, 5, 1, 0, 128, 1};
+    if (!mv || *mv > 256) {
+        if (kv && *kv > 8192) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
+        return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1};
+    }
+    wg_cfg c = {64, 128, 8, 1, ts, 128, 1};
     if (!nv || !kv || !bv) return c;
     const int64_t rb = (*mv + c.bm - 1) / c.bm, tiles = *bv * rb * ((*nv + c.bn - 1) / c.bn), ktiles = (*kv + 63) / 64;
     int64_t sp = tiles >= sm_count ? 1 : sm_count / tiles;
+    const int64_t cap = *kv >= 8192 ? 4 : 2;
+    if (sp > cap) sp = cap;
     if (sp > ktiles / 2) sp = ktiles / 2;
     const int64_t rows = *mv < c.bm ? *mv : c.bm;
     while (sp > 1 && 8.0 * (double)rows * (double)rb * (double)*nv * (double)sp > 0.25 * 2.0 * (double)*nv * (double)*kv)
         sp--;
-    if (sp > 16) sp = 16;
     c.split = sp < 1 ? 1 : (int)sp;
     return c;
 }
