@@ -435,7 +435,10 @@ static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool v
                                                                 : cg_printf(gen, "((b * %s + m) * %s + j)", Ms, H2));
         oi.c[ro - 1] = "j";
         if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
-        if (val) ret = cg_printf(gen, "make_float2(%s, 0.f)", cg_value(gen, e->outs[0], &oi));
+        if (val) {
+            cg_line(gen, "(void)j;");
+            ret = cg_printf(gen, "make_float2(%s, 0.f)", cg_value(gen, e->outs[0], &oi));
+        }
         else
             for (int j = 0; j < e->nouts; j++) cg_store(gen, e->outs[j], &oi, cg_value(gen, e->outs[j], &oi));
     } else {
@@ -580,8 +583,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     int64_t mv, nv, kv, bv;
     const bool hm = ir_dim_value(&M, dims, &mv), hn = ir_dim_value(&N, dims, &nv), hk = ir_dim_value(&K, dims, &kv),
                hb = ir_dim_value(&batch, dims, &bv);
-    const wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
-                                gen->target->sm_count);
+    wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
+                          gen->target->sm_count);
+    /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns) */
+    if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
     const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
     const bool wgmma = wg_fit && !gen->no_wgmma;
