@@ -121,17 +121,18 @@ typedef struct cg_xform {
  * of `batch` matrices of rows x K elements, row r of batch b at
  * base + b*batch_stride + r*ld, where base is the pointer the runtime put in
  * KilnArgs field `arg` (offsets applied). The dims evaluate with the call's
- * dims (ir_dim_value). Map i sits at byte 128*i of the parameter. */
-typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W, CG_TMAP_Q, CG_TMAP_K, CG_TMAP_V } cg_tmap_operand;
+ * dims (ir_dim_value). Map i sits at byte 128*i of the parameter. OUT: the
+ * output of the TMA-store epilogue (K = its row length, 64 x 64 boxes). */
+typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W, CG_TMAP_Q, CG_TMAP_K, CG_TMAP_V, CG_TMAP_OUT } cg_tmap_operand;
 typedef struct cg_tmap {
     cg_tmap_operand operand;
     int arg;            /* index in cg_kernel.args of the base pointer */
     ir_dtype dtype;     /* IR_BF16 or IR_F16 */
     ir_dim K, rows, ld, batch, batch_stride; /* elements */
-    int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W) */
+    int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W), 64 (OUT) */
 } cg_tmap;
 
-#define CG_MAX_TMAPS 3 /* matmul_wgmma: A, W; attention_wgmma: q, k, v */
+#define CG_MAX_TMAPS 3 /* matmul_wgmma: A, W, output; attention_wgmma: q, k, v */
 
 typedef struct cg_kernel {
     int group;              /* index in g->groups */
@@ -147,7 +148,7 @@ typedef struct cg_kernel {
     size_t args_size;       /* bytes of KilnArgs: 8 * nargs */
     /* The kernel's one by-value parameter: KilnArgs alone (param_prefix 0,
      * param_size args_size), or for matmul_wgmma KilnTmaArgs = {ntmaps
-     * tensor maps, KilnArgs}: KilnArgs at byte param_prefix (256), the whole
+     * tensor maps, KilnArgs}: KilnArgs at byte param_prefix (384), the whole
      * rounded up to 64 bytes. */
     size_t param_prefix, param_size;
     cg_tmap tmaps[CG_MAX_TMAPS];

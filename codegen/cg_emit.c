@@ -464,7 +464,7 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     if (k->fallback)
         fprintf(out, "  fallback: %s (%s) when an operand is not TMA-describable at run time\n", k->fallback->name,
                 k->fallback->config ? k->fallback->config : cg_family_template(k->fallback->family));
-    static const char *const operand_names[] = {"A", "W", "q", "k", "v"};
+    static const char *const operand_names[] = {"A", "W", "q", "k", "v", "output"};
     for (int i = 0; i < k->ntmaps; i++) {
         const cg_tmap *t = &k->tmaps[i];
         char b3[128], b4[128], b5[128];

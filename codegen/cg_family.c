@@ -317,26 +317,68 @@ typedef struct mm_heur {
     int cols, splitk;
 } mm_heur;
 
-/* The Hopper template (matmul_wgmma.cuh), cooperative 128x256, 4 stages, no
- * cluster: the default of its measurements (docs/MATMUL.md). */
-enum { WG_BM = 128, WG_BN = 256, WG_STAGES = 4, WG_BK = 64, WG_THREADS = 384 };
-/* its KILN_SMEM_BYTES: the ring, 1 KiB to align it, the mbarriers */
-static int64_t wgmma_smem(void) { return (int64_t)WG_STAGES * (WG_BM + WG_BN) * WG_BK * 2 + 1024 + WG_STAGES * 16 + 16; }
+/* The Hopper template's configuration (matmul_wgmma.cuh constants): tile,
+ * ring depth, ping-pong consumers, the epilogue through shared memory and TMA
+ * stores (ec output columns staged at a time), split-K factor. No clusters:
+ * they measured no better than one CTA with this epilogue (docs/MATMUL.md). */
+typedef struct wg_cfg {
+    int bm, bn, stages, pp, ts, ec, split;
+} wg_cfg;
+enum { WG_BK = 64, WG_THREADS = 384 };
+/* its KILN_SMEM_BYTES: the ring, 1 KiB to align it, the mbarriers and flags,
+ * the staging of the TMA-store epilogue */
+static int64_t wg_smem(const wg_cfg *c)
+{
+    return (int64_t)c->stages * (c->bm + c->bn) * WG_BK * 2 + 1024 + c->stages * 16 + 32 +
+           (c->ts ? (int64_t)(c->pp ? 2 : 1) * c->bm * c->ec * 2 : 0);
+}
 
-/* Whether a large-M matmul takes matmul_wgmma.cuh: the target is sm_90a, both
- * operands are bf16 or f16 of one type, B is [N, K] (K contiguous), M is not
- * known to be at most 256 (a decode-shaped variant keeps matmul_mma), and
- * every stride and offset that TMA needs 16-byte aligned is a multiple of 8
- * elements for every value of the dims. Base pointers are checked at run
- * time (cg_kernel.fallback). */
-static bool use_wgmma(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, const ir_dim *M, const int64_t *dims,
-                      const ir_dim *strides[6])
+/* The configuration (docs/MATMUL.md has the measurements behind it):
+ * - large M (not known to be <= 256): K > 8192, cooperative 128x256, 4
+ *   stages; else ping-pong 128x128, 5 stages (6 without the TMA store); the
+ *   TMA-store epilogue staging 128 output columns at a time when `ts`.
+ * - skinny M (17..256, known: a decode-shaped variant): the weights must
+ *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages, split K so
+ *   that the tiles fill the SMs at most once, by at most 2 (4 when K >= 8192:
+ *   more slices measured slower), each slice at least 2 K steps of 64 and the
+ *   partial sums (written and read back, 8 bytes per output element per
+ *   slice) at most a quarter of the weight's bytes. The split needs N, K and
+ *   batch known. */
+static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
+                        int sm_count)
+{
+    if (!mv || *mv > 256) {
+        if (kv && *kv > 8192) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
+        return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1};
+    }
+    wg_cfg c = {64, 128, 8, 1, ts, 128, 1};
+    if (!nv || !kv || !bv) return c;
+    const int64_t rb = (*mv + c.bm - 1) / c.bm, tiles = *bv * rb * ((*nv + c.bn - 1) / c.bn), ktiles = (*kv + 63) / 64;
+    int64_t sp = tiles >= sm_count ? 1 : sm_count / tiles;
+    const int64_t cap = *kv >= 8192 ? 4 : 2;
+    if (sp > cap) sp = cap;
+    if (sp > ktiles / 2) sp = ktiles / 2;
+    const int64_t rows = *mv < c.bm ? *mv : c.bm;
+    while (sp > 1 && 8.0 * (double)rows * (double)rb * (double)*nv * (double)sp > 0.25 * 2.0 * (double)*nv * (double)*kv)
+        sp--;
+    c.split = sp < 1 ? 1 : (int)sp;
+    return c;
+}
+
+/* Whether a matmul's shape and operands fit matmul_wgmma.cuh (the choice
+ * itself also needs !gen->no_wgmma): the target is sm_90a, both operands
+ * are bf16 or f16 of one type, B is [N, K] (K contiguous), M is not known to
+ * be at most 16 (GEMV), and every stride and offset that TMA needs 16-byte
+ * aligned is a multiple of 8 elements for every value of the dims. Base
+ * pointers are checked at run time (cg_kernel.fallback). */
+static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, const ir_dim *M, const int64_t *dims,
+                       const ir_dim *strides[6], const wg_cfg *cfg)
 {
     int64_t m;
-    if (gen->no_wgmma || strcmp(gen->target->arch, "sm_90a")) return false;
+    if (strcmp(gen->target->arch, "sm_90a")) return false;
     if (at != wt || (at != IR_BF16 && at != IR_F16) || b_nk != 1) return false;
-    if (ir_dim_value(M, dims, &m) && m <= 256) return false;
-    if (wgmma_smem() > gen->target->smem_per_block) return false;
+    if (ir_dim_value(M, dims, &m) && m <= 16) return false;
+    if (wg_smem(cfg) > gen->target->smem_per_block) return false;
     for (int i = 0; i < 6; i++)
         if (!mult8(strides[i])) return false;
     return true;
@@ -355,6 +397,82 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
         while (ctas * h.splitk < 2 * sm_count && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
     }
     return h;
+}
+
+/* The epilogue hook of a matmul group: kiln_epilogue2 (applies the fused
+ * epilogue and stores every output), or with `val` kiln_epilogue_val (the
+ * TMA-store epilogue of matmul_wgmma.cuh: the one output's values for columns
+ * n, n + 1 — SwiGLU: the one value at column n / 2 — returned, not stored). */
+typedef struct mm_epi {
+    const ir_node *A, *bias, *slices[2], **outs;
+    int nouts, ro;
+    bool swiglu;
+    ir_dim M, N, half;
+    const ir_type *ot, *out_t;
+} mm_epi;
+
+static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool val)
+{
+    const ir_node *A = e->A, *bias = e->bias;
+    const int ro = e->ro;
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    const char *Ms = A->op == IR_OP_MATMUL ? cg_dim(gen, &e->M) : "", *ret = "make_float2(r0, r1)";
+    if (e->swiglu) {
+        const char *H2 = cg_dim(gen, &e->half);
+        cg_line(gen, "(void)has1; /* N is even: the up column n + 1 always exists */");
+        cg_line(gen, "const long long j = n >> 1; /* gate j at column n, up j at n + 1 (interleaved) */");
+        const char *gv = "v0", *uv = "v1";
+        if (bias) {
+            cg_idx b0 = cg_idx_flat(&bias->type, "n"), b1 = cg_idx_flat(&bias->type, "(n + 1)");
+            gv = cg_printf(gen, "(v0 + %s)", cg_value(gen, bias, &b0));
+            uv = cg_printf(gen, "(v1 + %s)", cg_value(gen, bias, &b1));
+        }
+        cg_line(gen, "const float gate = %s, up = %s;", gv, uv);
+        cg_set_subst(gen, e->slices[0], "gate");
+        cg_set_subst(gen, e->slices[1], "up");
+        cg_idx oi = cg_idx_flat(e->out_t, A->op == IR_OP_LINEAR ? cg_printf(gen, "(m * %s + j)", H2)
+                                                                : cg_printf(gen, "((b * %s + m) * %s + j)", Ms, H2));
+        oi.c[ro - 1] = "j";
+        if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
+        if (val) {
+            cg_line(gen, "(void)j;");
+            ret = cg_printf(gen, "make_float2(%s, 0.f)", cg_value(gen, e->outs[0], &oi));
+        }
+        else
+            for (int j = 0; j < e->nouts; j++) cg_store(gen, e->outs[j], &oi, cg_value(gen, e->outs[j], &oi));
+    } else {
+        const char *Ns = cg_dim(gen, &e->N);
+        if (val) cg_line(gen, "float r0 = 0.f, r1 = 0.f;");
+        for (int c = 0; c < 2; c++) {
+            const char *col = c ? "(n + 1)" : "n";
+            cg_open(gen, "%s", c ? "if (has1)" : "");
+            const char *v = c ? "v1" : "v0";
+            if (bias) {
+                cg_idx bi = cg_idx_flat(&bias->type, col);
+                v = cg_printf(gen, "(%s + %s)", v, cg_value(gen, bias, &bi));
+            }
+            cg_line(gen, "const float acc = %s;", v);
+            cg_set_subst(gen, A, "acc");
+            cg_idx oi = cg_idx_flat(e->ot, A->op == IR_OP_LINEAR ? cg_printf(gen, "(m * %s + %s)", Ns, col)
+                                                                : cg_printf(gen, "((b * %s + m) * %s + %s)", Ms, Ns, col));
+            oi.c[ro - 1] = col;
+            if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
+            if (val) cg_line(gen, "r%d = %s;", c, cg_value(gen, e->outs[0], &oi));
+            else
+                for (int j = 0; j < e->nouts; j++) cg_store(gen, e->outs[j], &oi, cg_value(gen, e->outs[j], &oi));
+            cg_close(gen);
+            cg_clear_subst(gen);
+        }
+    }
+    cg_line(gen, "(void)b;");
+    if (val) cg_line(gen, "return %s;", ret);
+    finish_fn(gen, hooks,
+              val ? "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m, "
+                    "long long n, float v0, float v1, bool has1)"
+                  : "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
+                    "long long n, float v0, float v1, bool has1)",
+              &body);
 }
 
 bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
@@ -458,7 +576,20 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 
     mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count);
     const ir_dim *tma_strides[6] = {&lda, &ldw, &sa, &sw, &as.off, &ws.off};
-    bool wgmma = !h.gemv && use_wgmma(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides);
+    /* the TMA-store epilogue: one output, of the operands' type, rows of a
+     * multiple of 8 elements (its base is checked at run time) */
+    const ir_dim onb = swiglu ? half : N;
+    const bool ts_ok = nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
+    int64_t mv, nv, kv, bv;
+    const bool hm = ir_dim_value(&M, dims, &mv), hn = ir_dim_value(&N, dims, &nv), hk = ir_dim_value(&K, dims, &kv),
+               hb = ir_dim_value(&batch, dims, &bv);
+    wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
+                          gen->target->sm_count);
+    /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns) */
+    if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
+    /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
+    const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
+    const bool wgmma = wg_fit && !gen->no_wgmma;
     plan->family = h.gemv ? CG_FAMILY_GEMV : wgmma ? CG_FAMILY_MATMUL_WGMMA : CG_FAMILY_MATMUL;
     cg_ptr_strided(gen, "a", &as, false);
     cg_ptr_strided(gen, "w", &ws, false);
@@ -482,29 +613,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             cg_null_ptr(gen, "sem", "int *");
         }
     }
+    if (wg_fit && wc.split > 1) { /* split-K: partial sums and a counter per tile and consumer */
+        const int64_t tiles = bv * ((mv + wc.bm - 1) / wc.bm) * ((nv + wc.bn - 1) / wc.bn);
+        cg_workspace(gen, "ws", "float *", ir_dim_const(tiles * wc.split * wc.bm * wc.bn * 4), false);
+        cg_workspace(gen, "sem", "int *", ir_dim_const(tiles * (wc.pp ? 1 : 2) * 4), true);
+    }
 
-    /* kiln_epilogue2 */
-    cg_str body = {0};
-    cg_begin_fn(gen, &body);
-    const char *Ms = A->op == IR_OP_MATMUL ? cg_dim(gen, &M) : "";
+    mm_epi epi = {A, bias, {slices[0], slices[1]}, outs, nouts, ro, swiglu, M, N, half, ot, out_t};
+    emit_mm_epilogue(gen, hooks, &epi, false);
     if (swiglu) {
-        const char *H2 = cg_dim(gen, &half);
-        cg_line(gen, "(void)has1; /* N is even: the up column n + 1 always exists */");
-        cg_line(gen, "const long long j = n >> 1; /* gate j at column n, up j at n + 1 (interleaved) */");
-        const char *gv = "v0", *uv = "v1";
-        if (bias) {
-            cg_idx b0 = cg_idx_flat(&bias->type, "n"), b1 = cg_idx_flat(&bias->type, "(n + 1)");
-            gv = cg_printf(gen, "(v0 + %s)", cg_value(gen, bias, &b0));
-            uv = cg_printf(gen, "(v1 + %s)", cg_value(gen, bias, &b1));
-        }
-        cg_line(gen, "const float gate = %s, up = %s;", gv, uv);
-        cg_set_subst(gen, slices[0], "gate");
-        cg_set_subst(gen, slices[1], "up");
-        cg_idx oi = cg_idx_flat(out_t, A->op == IR_OP_LINEAR ? cg_printf(gen, "(m * %s + j)", H2)
-                                                             : cg_printf(gen, "((b * %s + m) * %s + j)", Ms, H2));
-        oi.c[ro - 1] = "j";
-        if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
-        for (int j = 0; j < nouts; j++) cg_store(gen, outs[j], &oi, cg_value(gen, outs[j], &oi));
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
         if (!gen->kern->xforms) {
             cg_str_free(&body);
@@ -512,63 +629,54 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         }
         gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half};
         if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half};
-    } else {
-        const char *Ns = cg_dim(gen, &N);
-        for (int c = 0; c < 2; c++) {
-            const char *col = c ? "(n + 1)" : "n";
-            cg_open(gen, "%s", c ? "if (has1)" : "");
-            const char *v = c ? "v1" : "v0";
-            if (bias) {
-                cg_idx bi = cg_idx_flat(&bias->type, col);
-                v = cg_printf(gen, "(%s + %s)", v, cg_value(gen, bias, &bi));
-            }
-            cg_line(gen, "const float acc = %s;", v);
-            cg_set_subst(gen, A, "acc");
-            cg_idx oi = cg_idx_flat(ot, A->op == IR_OP_LINEAR ? cg_printf(gen, "(m * %s + %s)", Ns, col)
-                                                             : cg_printf(gen, "((b * %s + m) * %s + %s)", Ms, Ns, col));
-            oi.c[ro - 1] = col;
-            if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
-            for (int j = 0; j < nouts; j++) cg_store(gen, outs[j], &oi, cg_value(gen, outs[j], &oi));
-            cg_close(gen);
-            cg_clear_subst(gen);
-        }
     }
-    cg_line(gen, "(void)b;");
-    finish_fn(gen, hooks,
-              "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
-              "long long n, float v0, float v1, bool has1)",
-              &body);
+    if (wgmma && wc.ts) emit_mm_epilogue(gen, hooks, &epi, true);
 
     define(plan, "KILN_B_NK", "%d", b_nk);
     define(plan, "KILN_SWIGLU", "%d", swiglu ? 1 : 0);
     cg_launch *L = &gen->kern->launch;
     if (wgmma) {
-        define(plan, "KILN_BM", "%d", WG_BM);
-        define(plan, "KILN_BN", "%d", WG_BN);
-        define(plan, "KILN_STAGES", "%d", WG_STAGES);
+        define(plan, "KILN_BM", "%d", wc.bm);
+        define(plan, "KILN_BN", "%d", wc.bn);
+        define(plan, "KILN_STAGES", "%d", wc.stages);
+        define(plan, "KILN_WGMMA_PINGPONG", "%d", wc.pp);
+        define(plan, "KILN_WGMMA_TMA_STORE", "%d", wc.ts);
+        if (wc.ts) define(plan, "KILN_WGMMA_EPI_COLS", "%d", wc.ec);
+        define(plan, "KILN_SPLITK", "%d", wc.split);
         define(plan, "KILN_WGMMA_F16", "%d", a->type.dtype == IR_F16 ? 1 : 0);
-        gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d", WG_BM, WG_BN, WG_STAGES);
-        /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a", "w") */
-        int fa = -1, fw = -1;
+        gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
+                                      wc.ts ? " tma-store" : "");
+        if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
+        /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a",
+         * "w"); the TMA-store epilogue's output: rows M of onb elements */
+        int fa = -1, fw = -1, fo = -1;
+        const char *of = wc.ts ? cg_ptr(gen, outs[0], true) : NULL;
         for (int i = 0; i < gen->nargs; i++) {
             if (!strcmp(gen->args[i].field, "a")) fa = i;
             if (!strcmp(gen->args[i].field, "w")) fw = i;
+            if (of && !strcmp(gen->args[i].field, of)) fo = i;
         }
-        if (fa < 0 || fw < 0) return cg_fail(gen, "matmul: the operand fields are missing");
-        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fa, a->type.dtype, K, M, lda, batch, sa, WG_BM};
-        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fw, w->type.dtype, K, N, ldw, batch, sw, WG_BN};
+        if (fa < 0 || fw < 0 || (wc.ts && fo < 0)) return cg_fail(gen, "matmul: the operand fields are missing");
+        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fa, a->type.dtype, K, M, lda, batch, sa, wc.bm};
+        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fw, w->type.dtype, K, N, ldw, batch, sw, wc.bn};
         gen->kern->ntmaps = 2;
+        if (wc.ts) {
+            ir_dim so = ir_dim_times(M, onb, &gen->dim_overflow);
+            gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_OUT, fo, outs[0]->type.dtype, onb, M, onb, batch, so, 64};
+            gen->kern->ntmaps = 3;
+        }
         /* persistent: one CTA per SM (the ring takes most of its shared
-         * memory), at most one per tile (batch row blocks x column blocks) */
+         * memory), at most one per unit (batch row blocks x column blocks x
+         * K slices) */
         L->block = WG_THREADS;
-        L->smem = wgmma_smem();
-        L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), WG_BM, gen->target->sm_count, N, WG_BN};
+        L->smem = wg_smem(&wc);
+        L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), wc.bm, gen->target->sm_count,
+                                   ir_dim_times(N, ir_dim_const(wc.split), &gen->dim_overflow), wc.bn};
         L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);
     } else if (h.gemv) {
         gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d", h.cols, h.splitk);
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
-        int64_t mv;
-        if (ir_dim_value(&M, dims, &mv) && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
+        if (hm && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         L->block = 256;
         L->grid[0] = grid_dim(N, h.cols, 0);

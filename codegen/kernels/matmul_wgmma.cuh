@@ -91,10 +91,34 @@
 
 #define KWG_BK 64 /* K per stage: one 128-byte swizzle row of 2-byte elements */
 #define KWG_THREADS 384
-/* the ring, 1024 bytes of slack to align it, 2 mbarriers per stage and 2 more */
-#define KWG_SMEM_BYTES(BM, BN, ST) ((ST) * ((BM) + (BN)) * KWG_BK * 2 + 1024 + (ST) * 16 + 16)
+/* the ring, 1024 bytes of slack to align it, 2 mbarriers per stage, 2 ordering barriers and
+ * 2 split-K flags */
+#define KWG_SMEM_BYTES(BM, BN, ST) ((ST) * ((BM) + (BN)) * KWG_BK * 2 + 1024 + (ST) * 16 + 32)
+/* ... plus the TMA-store staging: EC output columns of each consumer's rows (both consumers:
+ * BM rows cooperative, 2 * BM ping-pong) */
+#define KWG_SMEM_TOTAL(BM, BN, ST, PP, EC) (KWG_SMEM_BYTES(BM, BN, ST) + ((PP) ? 2 : 1) * (BM) * (EC) * 2)
+#ifndef KILN_WGMMA_PINGPONG
+#define KILN_WGMMA_PINGPONG 0
+#endif
+#ifndef KILN_SWIGLU
+#define KILN_SWIGLU 0
+#endif
+#ifndef KILN_WGMMA_TMA_STORE
+#define KILN_WGMMA_TMA_STORE 0
+#endif
+#ifndef KILN_WGMMA_EPI_COLS
+#define KILN_WGMMA_EPI_COLS (KILN_SWIGLU ? KILN_BN / 2 : KILN_BN)
+#endif
+#ifndef KILN_SPLITK
+#define KILN_SPLITK 1
+#endif
+/* KilnArgs has the split-K fields ws and sem (the generated part has them when KILN_SPLITK > 1) */
+#ifndef KILN_WGMMA_SPLIT_FIELDS
+#define KILN_WGMMA_SPLIT_FIELDS (KILN_SPLITK > 1)
+#endif
 #ifndef KILN_SMEM_BYTES
-#define KILN_SMEM_BYTES KWG_SMEM_BYTES(KILN_BM, KILN_BN, KILN_STAGES)
+#define KILN_SMEM_BYTES                                                                                        \
+    KWG_SMEM_TOTAL(KILN_BM, KILN_BN, KILN_STAGES, KILN_WGMMA_PINGPONG, KILN_WGMMA_TMA_STORE ? KILN_WGMMA_EPI_COLS : 0)
 #endif
 
 // A CUtensorMap as the driver encodes it: opaque, 128 bytes, 64-byte aligned (cuda.h is not
@@ -241,6 +265,46 @@ __device__ __forceinline__ void kwg_tma_load_mc(unsigned dst, const kiln_tmap *m
                  : "memory");
 }
 
+// ---- TMA stores, named barriers ----------------------------------------------------------
+__device__ __forceinline__ void kwg_tma_store(const kiln_tmap *map, unsigned src, int col, int row, int b)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(src), "r"(col), "r"(row), "r"(b)
+                 : "memory");
+}
+__device__ __forceinline__ void kwg_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Every store this thread issued has finished reading its shared-memory source.
+__device__ __forceinline__ void kwg_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// ... and has completed.
+__device__ __forceinline__ void kwg_store_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Generic-proxy writes to shared memory become visible to the async proxy (TMA) that reads them.
+__device__ __forceinline__ void kwg_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// A barrier of one consumer warpgroup (ids 1 and 2; 0 is __syncthreads).
+__device__ __forceinline__ void kwg_wg_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void kwg_sts32(unsigned a, unsigned v) { asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory"); }
+__device__ __forceinline__ void kwg_sts16(unsigned a, unsigned short v)
+{
+    asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(a), "h"(v) : "memory");
+}
+__device__ __forceinline__ unsigned kwg_pack2(float x, float y)
+{
+#if KILN_WGMMA_F16
+    __half2 h = __floats2half2_rn(x, y);
+#else
+    __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+#endif
+    return *reinterpret_cast<unsigned *>(&h);
+}
+__device__ __forceinline__ unsigned short kwg_pack1(float x)
+{
+#if KILN_WGMMA_F16
+    return __half_as_ushort(__float2half_rn(x));
+#else
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+#endif
+}
+
 // ---- the kernel --------------------------------------------------------------------------
 // Unit u -> (batch, unit row, column block), grouped: `group` unit rows share a sweep of N.
 __device__ __forceinline__ void kwg_tile(long long u, long long per_batch, int units_m, int tiles_n, int group,
@@ -254,6 +318,16 @@ __device__ __forceinline__ void kwg_tile(long long u, long long per_batch, int u
     const int in = r - g * group * tiles_n;
     um = first + in % gm;
     nb = in / gm;
+}
+// Split-K: unit u is slice u % S of tile u / S; slice s takes K steps [k0, k0 + nk).
+__device__ __forceinline__ void kwg_slice(long long u, int S, int ktiles, long long &t, int &s, int &k0, int &nk)
+{
+    t = u / S;
+    s = (int)(u - t * S);
+    const int per = (ktiles + S - 1) / S;
+    k0 = s * per;
+    nk = ktiles - k0 < per ? ktiles - k0 : per;
+    if (nk < 0) nk = 0;
 }
 
 // The epilogue of one consumer's MW x 64 rows by BN columns; CHECK: bounds per element.
@@ -277,14 +351,135 @@ __device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, lon
     }
 }
 
+#if KILN_WGMMA_TMA_STORE
+// The epilogue through shared memory and TMA stores (KILN_WGMMA_TMA_STORE 1): the hook
+// kiln_epilogue_val returns the output values (KILN_SWIGLU: one, at column n / 2), the
+// consumer writes them as KILN_T into its staging buffer — EC output columns at a time, as
+// 64 x 64 boxes in the 128-byte swizzle (conflict-free: the 8 rows of a warp's store fall in 8
+// different 16-byte units) — and one thread stores each box with a TMA store that runs on
+// while the consumer goes on to its next tile. The TMA store clips rows >= M and columns past
+// the output's width. Before the staging buffer is written again, the thread that issued the
+// stores waits until they have read it (bulk wait_group.read), then the warpgroup syncs.
+template <bool CHECK, int MW, int BN, int EC>
+__device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
+                                                 long long b, long long rbase, int nb, float (&acc)[MW][BN / 2],
+                                                 long long M, long long N, bool &pending)
+{
+    constexpr int OBN = KILN_SWIGLU ? BN / 2 : BN; // output columns of a tile
+    constexpr int CPJ = KILN_SWIGLU ? 4 : 8;       // output columns of 8 accumulator columns
+    constexpr int NCH = EC / 64;                   // 64-column boxes per round
+    static_assert(EC % 64 == 0 && EC <= OBN && OBN % EC == 0,
+                  "KILN_WGMMA_EPI_COLS: a multiple of 64 that divides the tile's output columns");
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+#pragma unroll
+    for (int r = 0; r < OBN / EC; r++) {
+        if (pending && wt == 0) kwg_store_wait_read();
+        kwg_wg_sync(1 + c);
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int jj = 0; jj < EC / CPJ; jj++) {
+                const int j = r * (EC / CPJ) + jj;
+                const long long n = (long long)nb * BN + j * 8 + (lane & 3) * 2;
+                const int oc = jj * CPJ + (lane & 3) * (KILN_SWIGLU ? 1 : 2); // output column in the round
+                const unsigned byte = (unsigned)(oc & 63) * 2u;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int rr = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
+                    const long long m = rbase + mi * 64 + rr;
+                    float2 v = make_float2(0.f, 0.f);
+                    if (!CHECK || (m < M && n < N))
+                        v = kiln_epilogue_val(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                                              !CHECK || n + 1 < N);
+                    const unsigned a = stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + rr * 128) +
+                                       ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u));
+                    if (KILN_SWIGLU) kwg_sts16(a, kwg_pack1(v.x));
+                    else kwg_sts32(a, kwg_pack2(v.x, v.y));
+                }
+            }
+        kwg_fence_async_smem();
+        kwg_wg_sync(1 + c);
+        if (wt == 0) {
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+                for (int q = 0; q < NCH; q++)
+                    kwg_tma_store(to, stage + (unsigned)((mi * NCH + q) * 8192), nb * OBN + r * EC + q * 64,
+                                  (int)(rbase + mi * 64), (int)b);
+            kwg_store_commit();
+        }
+        pending = true;
+    }
+}
+#endif
+
+// Split-K (S > 1): the consumer's partial sums of slice s go to p.ws (float, rows < M of its
+// ROWS x BN block, row-major, at slot `slot0 + s`), then one thread counts the slice on
+// p.sem[cidx]. The consumer that counts last resets the counter (the next launch, a graph
+// replay, needs no memset), adds the S partials in slice order 0..S-1 (its own read back too,
+// so the result does not depend on which slice is last) and returns true: it runs the
+// epilogue. The others return false.
+#if KILN_WGMMA_SPLIT_FIELDS
+template <int MW, int BN>
+__device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][BN / 2], long long slot0, int s, int S,
+                                           long long cidx, long long rbase, long long M, int c, volatile int *flag)
+{
+    constexpr int ROWS = MW * 64;
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+    float *mine = p.ws + (slot0 + s) * (long long)(ROWS * BN);
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int rr = mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+            if (rbase + rr < M)
+#pragma unroll
+                for (int j = 0; j < BN / 8; j++)
+                    __stcg(reinterpret_cast<float2 *>(mine + rr * BN + j * 8 + (lane & 3) * 2),
+                           make_float2(acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1]));
+        }
+    __threadfence();
+    kwg_wg_sync(1 + c);
+    if (wt == 0) flag[0] = atomicAdd(p.sem + cidx, 1) == S - 1;
+    kwg_wg_sync(1 + c);
+    if (!flag[0]) return false;
+    if (wt == 0) p.sem[cidx] = 0;
+    __threadfence();
+    // slice by slice (its own too, read back: the same values), each slice's loads all in flight
+#pragma unroll 1
+    for (int q = 0; q < S; q++) {
+        const float *part = p.ws + (slot0 + q) * (long long)(ROWS * BN);
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int rr = mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+                if (rbase + rr < M)
+#pragma unroll
+                    for (int j = 0; j < BN / 8; j++) {
+                        const float2 v = __ldcg(reinterpret_cast<const float2 *>(part + rr * BN + j * 8 + (lane & 3) * 2));
+                        acc[mi][j * 4 + h * 2] = q ? acc[mi][j * 4 + h * 2] + v.x : v.x;
+                        acc[mi][j * 4 + h * 2 + 1] = q ? acc[mi][j * 4 + h * 2 + 1] + v.y : v.y;
+                    }
+            }
+    }
+    return true;
+}
+#endif
+
 // BM x BN: the tile of one unit of work per CTA. PP 0 (cooperative): both consumer
 // warpgroups share each tile, BM/2 rows each. PP 1 (ping-pong): the consumers take whole
 // tiles in turn, so one's epilogue runs under the other's mainloop; an ordering barrier pair
 // makes their mainloops alternate. CM 2: a cluster of two CTAs takes two row blocks of one
 // column block; each CTA loads its A box and half of the W box, multicast to both.
-template <int BM, int BN, int STAGES, int GROUP_M, bool PP, int CM>
-__device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta, const kiln_tmap *tw)
+// TS: the epilogue through shared memory and TMA stores of the map `to` (EC output columns
+// staged at a time); else kiln_epilogue2 from registers. S > 1: split-K (S slices of K per
+// tile, p.ws / p.sem as kwg_splitk says; CM 1 only: with clusters S is taken as 1).
+template <int BM, int BN, int STAGES, int GROUP_M, bool PP, int CM, bool TS, int EC>
+__device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta, const kiln_tmap *tw,
+                                         const kiln_tmap *to, int S)
 {
+    if (CM > 1 || S < 1 || !KILN_WGMMA_SPLIT_FIELDS) S = 1;
     static_assert(sizeof(KILN_T) == 2, "matmul_wgmma.cuh: bf16 or f16 only");
     static_assert(kwg_same<KILN_T, __half>::value == (KILN_WGMMA_F16 != 0), "KILN_WGMMA_F16 must match KILN_T");
     constexpr int CW = PP ? 1 : 2;  // consumer warpgroups per tile
@@ -294,12 +489,14 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
     static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
     static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");
-    static_assert(KWG_SMEM_BYTES(BM, BN, STAGES) <= 227 * 1024, "the ring does not fit in shared memory");
+    static_assert(KWG_SMEM_TOTAL(BM, BN, STAGES, PP, TS ? EC : 0) <= 227 * 1024,
+                  "the ring and the staging do not fit in shared memory");
     constexpr unsigned A_BYTES = BM * KWG_BK * 2, B_BYTES = BN * KWG_BK * 2, B_PART = B_BYTES / CM;
 
     extern __shared__ unsigned char kwg_smem[];
     const unsigned base = (kwg_saddr(kwg_smem) + 1023u) & ~1023u;
-    const unsigned sA = base, sB = base + STAGES * A_BYTES, bars = sB + STAGES * B_BYTES;
+    const unsigned sA = base, sB = base + STAGES * A_BYTES, sC = sB + STAGES * B_BYTES;
+    const unsigned bars = sC + (TS ? (unsigned)(2 * MW * 64 * EC * 2) : 0u);
 #define KWG_FULL(s) (bars + 8u * (unsigned)(s))
 #define KWG_EMPTY(s) (bars + 8u * (unsigned)(STAGES + (s)))
 #define KWG_ORDER(c) (bars + 8u * (unsigned)(2 * STAGES + (c)))
@@ -308,7 +505,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     const int tiles_m = (int)((M + BM - 1) / BM), tiles_n = (int)((N + BN - 1) / BN);
     const int units_m = (tiles_m + CM - 1) / CM;
     const int ktiles = (int)((K + KWG_BK - 1) / KWG_BK);
-    const long long per_batch = (long long)units_m * tiles_n, nunits = per_batch * p.batch;
+    const long long per_batch = (long long)units_m * tiles_n, nunits = per_batch * p.batch * S;
     const int group = GROUP_M / CM > 0 ? GROUP_M / CM : 1;
     const unsigned rank = CM > 1 ? kwg_cluster_rank() : 0u;
     const long long cluster = blockIdx.x / CM, nclusters = gridDim.x / CM;
@@ -335,12 +532,13 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             int s = 0;
             unsigned ph = 0;
             for (long long u = cluster; u < nunits; u += nclusters) {
-                long long b;
-                int um, nb;
-                kwg_tile(u, per_batch, units_m, tiles_n, group, b, um, nb);
+                long long t, b;
+                int sl, k0, nk, um, nb;
+                kwg_slice(u, S, ktiles, t, sl, k0, nk);
+                kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
                 const int mb = um * CM + (int)rank;
                 const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
-                for (int kt = 0; kt < ktiles; kt++) {
+                for (int kt = k0; kt < k0 + nk; kt++) {
                     kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
                     kwg_bar_expect_tx(KWG_FULL(s), A_BYTES + B_BYTES);
                     kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
@@ -360,6 +558,12 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
         float acc[MW][BN / 2];
+        bool pending = false; // TMA stores issued by this warpgroup (TS)
+        volatile int *flag = reinterpret_cast<volatile int *>(kwg_smem + (bars - kwg_saddr(kwg_smem)) +
+                                                              8u * (unsigned)(2 * STAGES + 2)) + c;
+        (void)flag;
+        (void)pending;
+        (void)to;
         // a slot is free again once every consumer warp of the cluster that reads it is done
         auto release = [&](int slot) {
             if (CM == 1) kwg_bar_arrive(KWG_EMPTY(slot));
@@ -371,21 +575,22 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         unsigned ph = 0, turn = 0;
         long long i = 0;
         for (long long u = cluster; u < nunits; u += nclusters, i++) {
+            long long t, b;
+            int sl, k0, nk, um, nb;
+            kwg_slice(u, S, ktiles, t, sl, k0, nk);
             if (PP && (int)(i & 1) != c) { // the other consumer's tile: skip its ring slots
-                s += ktiles;
+                s += nk;
                 ph ^= (unsigned)(s / STAGES) & 1u;
                 s %= STAGES;
                 continue;
             }
-            long long b;
-            int um, nb;
-            kwg_tile(u, per_batch, units_m, tiles_n, group, b, um, nb);
+            kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
             const int mb = um * CM + (int)rank;
             if (PP && i > 0) { // the other consumer has issued the previous tile's mainloop
                 kwg_bar_wait(KWG_ORDER(c), c == 0 ? ((turn - 1u) & 1u) : (turn & 1u));
             }
             if (PP) turn++;
-            if (ktiles == 0) {
+            if (nk == 0) {
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++)
 #pragma unroll
@@ -394,7 +599,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
             int prev = 0;
-            for (int kt = 0; kt < ktiles; kt++) {
+            for (int kt = 0; kt < nk; kt++) {
                 kwg_bar_wait(KWG_FULL(s), ph);
                 kwg_fence();
 #pragma unroll
@@ -408,7 +613,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                     }
                 }
                 kwg_commit();
-                if (PP && kt == ktiles - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
+                if (PP && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE
                 // tests only (bench/wgmma): a planted race that racecheck must report: the slot
                 // is released while the wgmma group reading it may still run
@@ -425,22 +630,36 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                     ph ^= 1u;
                 }
             }
-            if (PP && ktiles == 0 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c));
+            if (PP && nk == 0 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c));
             kwg_wait<0>();
 #ifndef KWG_TEST_EARLY_RELEASE
-            if (ktiles > 0 && lane == 0) release(prev);
+            if (nk > 0 && lane == 0) release(prev);
 #endif
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
 
             const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
+#if KILN_WGMMA_SPLIT_FIELDS
+            if (S > 1) {
+                const long long cidx = t * CW + (PP ? 0 : c);
+                if (!kwg_splitk<MW, BN>(p, acc, cidx * S, sl, S, cidx, rbase, M, c, flag)) continue;
+            }
+#endif
+            const bool interior = rbase + MW * 64 <= M && (long long)(nb + 1) * BN <= N;
+#if KILN_WGMMA_TMA_STORE
+            if (TS) {
+                const unsigned stage = sC + (unsigned)(c * MW * 64 * EC * 2);
+                if (interior) kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending);
+                else kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending);
+                continue;
+            }
+#endif
             const long long row0 = rbase + warp * 16 + (lane >> 2);
             const long long col0 = (long long)nb * BN + (lane & 3) * 2;
-            if (rbase + MW * 64 <= M && (long long)(nb + 1) * BN <= N)
-                kwg_epilogue<false, MW, BN>(p, b, row0, col0, acc, M, N);
-            else
-                kwg_epilogue<true, MW, BN>(p, b, row0, col0, acc, M, N);
+            if (interior) kwg_epilogue<false, MW, BN>(p, b, row0, col0, acc, M, N);
+            else kwg_epilogue<true, MW, BN>(p, b, row0, col0, acc, M, N);
         }
+        if (TS && pending && wt == 0) kwg_store_wait(); // the staging outlives the stores reading it
     }
     // A CTA's shared memory must outlive the peer's arrivals on its barriers.
     if (CM > 1) kwg_cluster_sync();
@@ -449,15 +668,13 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #undef KWG_ORDER
 }
 
-#ifndef KILN_WGMMA_PINGPONG
-#define KILN_WGMMA_PINGPONG 0
-#endif
 #ifndef KILN_CLUSTER_M
 #define KILN_CLUSTER_M 1
 #endif
-// The kernel's one parameter: the two tensor maps (A, then W), then KilnArgs. 256 + 8*nargs bytes.
+// The kernel's one parameter: the three tensor maps (A, W, then the output's, encoded only
+// with KILN_WGMMA_TMA_STORE), then KilnArgs: 384 + 8*nargs bytes.
 struct KilnTmaArgs {
-    kiln_tmap a, w;
+    kiln_tmap a, w, o;
     KilnArgs p;
 };
 
@@ -468,8 +685,8 @@ extern "C" __global__ void __launch_bounds__(KWG_THREADS, 1)
 #endif
     KILN_KERNEL(const __grid_constant__ KilnTmaArgs prm)
 {
-    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M>(prm.p, &prm.a,
-                                                                                                  &prm.w);
+    kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M,
+             KILN_WGMMA_TMA_STORE != 0, KILN_WGMMA_EPI_COLS>(prm.p, &prm.a, &prm.w, &prm.o, KILN_SPLITK);
 }
 #endif
 

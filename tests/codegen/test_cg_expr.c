@@ -254,16 +254,24 @@ static void test_matmul(void)
     if (kk) {
         /* sm_90a (the default target), bf16, M symbolic: the Hopper template, with
          * the mma.sync kernel of the same KilnArgs as its run-time fallback */
-        CHECK(kk->family == CG_FAMILY_MATMUL_WGMMA && kk->ntmaps == 2);
+        CHECK(kk->family == CG_FAMILY_MATMUL_WGMMA && kk->ntmaps == 3);
         CHECK(!strcmp(kk->args[0].field, "a") && !strcmp(kk->args[1].field, "w"));
         CHECK(kk->tmaps[0].operand == CG_TMAP_A && kk->tmaps[0].arg == 0 && kk->tmaps[0].box_rows == 128);
-        CHECK(kk->tmaps[1].operand == CG_TMAP_W && kk->tmaps[1].arg == 1 && kk->tmaps[1].box_rows == 256);
+        CHECK(kk->tmaps[1].operand == CG_TMAP_W && kk->tmaps[1].arg == 1 && kk->tmaps[1].box_rows == 128);
         int64_t v;
         CHECK(ir_dim_is_const(&kk->tmaps[1].rows, &v) && v == 32 && ir_dim_is_const(&kk->tmaps[0].ld, &v) && v == 64);
-        CHECK(kk->param_prefix == 256 && kk->param_size == (256 + kk->args_size + 63) / 64 * 64);
+        /* one bf16 output of rows of 32: the epilogue through shared memory and a TMA store */
+        CHECK(kk->tmaps[2].operand == CG_TMAP_OUT && kk->tmaps[2].box_rows == 64 &&
+              !strcmp(kk->args[kk->tmaps[2].arg].field, "t6"));
+        CHECK(ir_dim_is_const(&kk->tmaps[2].K, &v) && v == 32 && ir_dim_is_const(&kk->tmaps[2].ld, &v) && v == 32);
+        CHECK(kk->param_prefix == 384 && kk->param_size == (384 + kk->args_size + 63) / 64 * 64);
+        HAS(t, "#define KILN_WGMMA_TMA_STORE 1");
+        HAS(t, "float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m, long long n, float v0, float v1, bool has1)");
+        HAS(t, "return make_float2(r0, r1);");
         CHECK(kk->fallback && kk->fallback->family == CG_FAMILY_MATMUL && kk->fallback->nargs == kk->nargs &&
               kk->fallback->param_size == kk->args_size && kk->fallback->ntmaps == 0);
-        HAS(t, "#define KILN_BN 256");
+        HAS(t, "#define KILN_BN 128"); /* K <= 8192: ping-pong 128x128 */
+        HAS(t, "#define KILN_WGMMA_PINGPONG 1");
         if (kk->fallback) HAS(kk->fallback->generated, "#define KILN_WARPS_M");
     }
     ir_graph_free(g);

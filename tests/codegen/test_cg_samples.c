@@ -99,7 +99,7 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
     }
     for (int i = 0; i < n; i++)
         if (ks[i].family == CG_FAMILY_MATMUL_WGMMA) {
-            CHECK(ks[i].ntmaps == 2 && ks[i].param_size > ks[i].args_size && ks[i].fallback);
+            CHECK((ks[i].ntmaps == 2 || ks[i].ntmaps == 3) && ks[i].param_size > ks[i].args_size && ks[i].fallback);
             nwgmma++;
         }
     cg_kernel *na = realloc(*all, (size_t)(*nall + n) * sizeof *na);

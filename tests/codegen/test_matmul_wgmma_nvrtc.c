@@ -2,7 +2,8 @@
  * (codegen/kernels/matmul_wgmma.cuh) compiles with NVRTC for sm_90a, with the
  * hand-written generated part of tests/gpu/mm_src.h: cooperative and ping-pong
  * consumers, tiles 128x256 / 256x128 / 64x256 / 128x128, clusters of 1 and 2,
- * bf16 and f16, both test epilogues. For each: an empty NVRTC log, the kernel's
+ * bf16 and f16, both test epilogues, from registers and through shared memory
+ * and TMA stores, split-K. For each: an empty NVRTC log, the kernel's
  * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
  * PTX holding wgmma.mma_async (the asynchronous warpgroup MMA), the TMA copy
  * (cp.async.bulk.tensor) and setmaxnreg. Where `cuobjdump` runs (it needs
@@ -22,6 +23,10 @@ static const mm_cfg cfgs[] = {
     WG(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 1),    WG(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 2),
     WG(MM_BF16, MM_EPI_STORE, 256, 128, 4, 0, 2),    WG(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
     WG(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 6, 1, 1), WG(MM_F16, MM_EPI_STORE, 128, 256, 3, 0, 1),
+    /* the TMA-store epilogue (staged columns), split-K (factor) */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 0, 0, 1, 4, 128, 1, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 256, 0, 1, 1, 4, 128, 4, 0},
+    {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_STORE, 64, 256, 0, 1, 1, 5, 0, 3, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
@@ -102,6 +107,9 @@ int main(void)
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "wgmma.mma_async"), "%s: no wgmma.mma_async in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor"), "%s: no TMA copy in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "setmaxnreg"), "%s: no setmaxnreg in PTX", name);
+            if (cfgs[i].cols > 0)
+                CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor.3d.global.shared::cta"),
+                          "%s: no TMA store in PTX", name);
             const int hg = sass_hgmma(&c->code);
             if (hg < 0) printf("note %s: cuobjdump did not run here; SASS not checked\n", name);
             else CHECK_MSG(hg > 0, "%s: no HGMMA in the cubin's SASS", name);

@@ -53,6 +53,23 @@ static const char mm_epi_store_text[] =
     "    kiln_st(o, v0);\n"
     "    if (has1) kiln_st(o + 1, v1);\n"
     "}\n";
+/* matmul_wgmma.cuh's value hook (the TMA-store epilogue): the same values. */
+static const char mm_val_store_text[] =
+    "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m,\n"
+    "                                                   long long n, float v0, float v1, bool has1)\n"
+    "{\n"
+    "    (void)p; (void)b; (void)m; (void)n; (void)has1;\n"
+    "    return make_float2(v0, v1);\n"
+    "}\n";
+static const char mm_val_bias_res_text[] =
+    "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m,\n"
+    "                                                   long long n, float v0, float v1, bool has1)\n"
+    "{\n"
+    "    const long long i = b * p.so + m * p.ldo + n;\n"
+    "    v0 += kiln_ld(p.bias + n) + kiln_ld(p.res + i);\n"
+    "    if (has1) v1 += kiln_ld(p.bias + n + 1) + kiln_ld(p.res + i + 1);\n"
+    "    return make_float2(v0, v1);\n"
+    "}\n";
 static const char mm_epi_bias_res_text[] =
     "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m,\n"
     "                                               long long n, float v0, float v1, bool has1)\n"
@@ -70,7 +87,8 @@ typedef struct mm_cfg {
     /* matmul_mma; matmul_wgmma uses bm, bn, stages, and wm = ping-pong
      * consumers (0/1), wn = CTAs per cluster along M (1/2) */
     int bm, bn, bk, wm, wn, stages;
-    /* gemv */
+    /* gemv; matmul_wgmma: cols = output columns staged by the TMA-store
+     * epilogue (0: the epilogue from registers), splitk = split-K factor */
     int cols, splitk, maxm;
 } mm_cfg;
 
@@ -87,8 +105,9 @@ static inline size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
 static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 {
     if (c->kind == MM_KIND_WGMMA)
-        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
-                 c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn);
+        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+                 c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn, c->cols,
+                 c->splitk > 1 ? c->splitk : 1);
     else if (c->kind == MM_KIND_MMA)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
@@ -106,8 +125,9 @@ static inline int mm_threads(const mm_cfg *c)
 }
 static inline size_t mm_smem_bytes(const mm_cfg *c)
 {
-    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_BYTES */
-        return (size_t)c->stages * (size_t)(c->bm + c->bn) * 64 * 2 + 1024 + (size_t)c->stages * 16 + 16;
+    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_TOTAL */
+        return (size_t)c->stages * (size_t)(c->bm + c->bn) * 64 * 2 + 1024 + (size_t)c->stages * 16 + 32 +
+               (size_t)(c->wm ? 2 : 1) * (size_t)c->bm * (size_t)c->cols * 2;
     if (c->kind != MM_KIND_MMA) return 0;
     if (c->dt == MM_F32) return (size_t)(c->bk * (c->bm + 4) + c->bk * (c->bn + 4)) * 4;
     size_t b = c->nk ? (size_t)c->bn * (c->bk + 8) : (size_t)c->bk * (c->bn + 8);
@@ -149,6 +169,9 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_STAGES %d\n#define KILN_WGMMA_PINGPONG %d\n"
                   "#define KILN_CLUSTER_M %d\n#define KILN_WGMMA_F16 %d\n",
                   c->bm, c->bn, c->stages, c->wm, c->wn, c->dt == MM_F16);
+    if (c->kind == MM_KIND_WGMMA && c->cols > 0)
+        nu_printf(&b, "#define KILN_WGMMA_TMA_STORE 1\n#define KILN_WGMMA_EPI_COLS %d\n", c->cols);
+    if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
         nu_printf(&b,
                   "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_BK %d\n#define KILN_WARPS_M %d\n"
@@ -159,6 +182,8 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   c->splitk, c->maxm);
     nu_printf(&b, "%s", mm_struct_text);
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
+    if (c->kind == MM_KIND_WGMMA && c->cols > 0)
+        nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_val_bias_res_text : mm_val_store_text);
     nu_printf(&b, "%s", tmpl);
     free(common);
     free(tmpl);

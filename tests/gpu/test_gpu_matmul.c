@@ -164,16 +164,24 @@ static const double CPU_REF_LIMIT = 3e7; /* multiply-adds; above: cuBLAS */
 
 /* matmul_wgmma.cuh's one kernel parameter (KilnTmaArgs). */
 typedef struct wg_args {
-    rt_tmap a, w;
+    rt_tmap a, w, o;
     mm_args p;
 } wg_args;
 
-/* The operands of `a` as tensor maps for configuration c (batch b). */
-static int wg_operands(const mm_cfg *c, const mm_args *a, rt_tmap_operand *oa, rt_tmap_operand *ow)
+/* The operands of `a` as tensor maps for configuration c (batch b); the
+ * output too with the TMA-store epilogue (c->cols > 0). */
+static int wg_operands(const mm_cfg *c, const mm_args *a, rt_tmap_operand *oa, rt_tmap_operand *ow,
+                       rt_tmap_operand *oo)
 {
     *oa = (rt_tmap_operand){a->a, c->dt == MM_F16, a->K, a->M, a->lda, a->batch, a->sa, c->bm};
     *ow = (rt_tmap_operand){a->w, c->dt == MM_F16, a->K, a->N, a->ldw, a->batch, a->sw, c->bn / c->wn};
-    return c->nk && rt_tmap_describable(oa) && rt_tmap_describable(ow);
+    *oo = (rt_tmap_operand){a->out, c->dt == MM_F16, a->N, a->M, a->ldo, a->batch, a->so, 64};
+    return c->nk && rt_tmap_describable(oa) && rt_tmap_describable(ow) && (c->cols == 0 || rt_tmap_describable(oo));
+}
+/* Tiles of configuration c (the split-K workspace and counters). */
+static long long wg_tiles(const mm_cfg *c, long long M, long long N, long long batch)
+{
+    return batch * ((M + c->bm - 1) / c->bm) * ((N + c->bn - 1) / c->bn);
 }
 
 /* Launch c on `a` by its launch rule (CONTRACT.md; matmul_wgmma.cuh's header for wgmma). */
@@ -188,18 +196,19 @@ static rt_status launch_cfg(const compiled *c, const mm_args *a, char *err, size
         return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, a, sizeof *a, err, n);
     }
     wg_args w;
-    rt_tmap_operand oa, ow;
+    rt_tmap_operand oa, ow, oo;
     memset(&w, 0, sizeof w);
     w.p = *a;
-    if (!wg_operands(cf, a, &oa, &ow)) {
+    if (!wg_operands(cf, a, &oa, &ow, &oo)) {
         snprintf(err, n, "operands not describable by TMA");
         return RT_ERR_INVALID;
     }
     rt_status s = rt_tmap_encode(&w.a, &oa, err, n);
     if (s == RT_OK) s = rt_tmap_encode(&w.w, &ow, err, n);
+    if (s == RT_OK && cf->cols > 0) s = rt_tmap_encode(&w.o, &oo, err, n);
     if (s != RT_OK) return s;
     const long long units_m = ((a->M + cf->bm - 1) / cf->bm + cf->wn - 1) / cf->wn;
-    const long long units = a->batch * units_m * ((a->N + cf->bn - 1) / cf->bn);
+    const long long units = a->batch * units_m * ((a->N + cf->bn - 1) / cf->bn) * (cf->splitk > 1 ? cf->splitk : 1);
     rt_dim3 g = {(unsigned)(cf->wn * (units < c->resident ? units : c->resident)), 1, 1};
     return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &w, sizeof w, err, n);
 }
@@ -223,9 +232,12 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
         /* stands in for the cudaMalloc bases (256-byte aligned) in the describability check */
         static _Alignas(256) unsigned char base[512];
         mm_args probe = {0};
-        rt_tmap_operand oa, ow;
+        rt_tmap_operand oa, ow, oo;
         probe.a = base + (size_t)t->a_off * es;
         probe.w = base;
+        probe.out = base;
+        probe.so = M * N;
+        probe.ldo = N;
         probe.sa = M * lda;
         probe.sw = sw;
         probe.lda = lda;
@@ -234,14 +246,14 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
         probe.N = N;
         probe.K = K;
         probe.batch = B;
-        if (!wg_operands(cf, &probe, &oa, &ow)) {
+        if (!wg_operands(cf, &probe, &oa, &ow, &oo)) {
             printf("skip %s M=%lld N=%lld K=%lld b=%lld%s%s: not TMA-describable (matmul_mma.cuh's case)\n", c->name,
                    M, N, K, B, t->a_off ? " A+1(misaligned)" : "", t->pad ? " padded-ld" : "");
             return;
         }
     }
     const int use_cpu = (double)M * N * K * B <= CPU_REF_LIMIT;
-    const int reps = cf->kind == MM_KIND_GEMV && cf->splitk > 1 ? 2 : 1;
+    const int reps = cf->splitk > 1 ? 2 : 1; /* split-K counters reset themselves: launch twice */
 
     char label[256];
     snprintf(label, sizeof label, "%s M=%lld N=%lld K=%lld b=%lld%s%s%s", c->name, M, N, K, B,
@@ -275,6 +287,14 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
     if (cf->kind == MM_KIND_GEMV && cf->splitk > 1) {
         nws = (size_t)(B * cf->splitk * M * N);
         nsem = (size_t)B * grid[0];
+        if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
+            !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
+            goto done;
+    }
+    if (cf->kind == MM_KIND_WGMMA && cf->splitk > 1) {
+        const long long tiles = wg_tiles(cf, M, N, B);
+        nws = (size_t)(tiles * cf->splitk * cf->bm * cf->bn);
+        nsem = (size_t)(tiles * (cf->wm ? 1 : 2));
         if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
             !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
             goto done;
@@ -565,6 +585,8 @@ out:
 #define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0}
+/* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
+#define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0}
 
 static const mm_cfg test_cfgs[] = {
     /* 0 */ MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
@@ -585,6 +607,12 @@ static const mm_cfg test_cfgs[] = {
     /* 15 */ WGMMA(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 2),
     /* 16 */ WGMMA(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
     /* 17 */ WGMMA(MM_F16, MM_EPI_BIAS_RES, 256, 128, 4, 0, 1),
+    /* 18 */ WGMMA_X(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 128, 1),
+    /* 19 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 1),
+    /* 20 */ WGMMA_X(MM_F16, MM_EPI_STORE, 128, 256, 3, 0, 256, 1),
+    /* 21 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 256, 4, 1, 128, 4),
+    /* 22 */ WGMMA_X(MM_F16, MM_EPI_STORE, 64, 256, 5, 1, 0, 3),
+    /* 23 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 5),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -631,6 +659,10 @@ static int build_cases(mm_case *cs)
             cs[n++] = (mm_case){.cfg = cfg, .M = 2047, .N = 4096, .K = 4096, .batch = 1};
             cs[n++] = (mm_case){.cfg = cfg, .M = 4099, .N = 1000, .K = 4104, .batch = 1};
             cs[n++] = (mm_case){.cfg = cfg, .M = 33, .N = 6144, .K = 4096, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 17, .N = 1000, .K = 4104, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 100, .N = 4096, .K = 1000, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 2048, .N = 6144, .K = 4096, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 1, .N = 4104, .K = 2048, .batch = 1};
         }
     }
     return n;
@@ -660,11 +692,24 @@ int main(void)
     rt_compile_result res[NTEST + NBENCH];
     memset(comp, 0, sizeof comp);
     for (int i = 0; i < ncomp; i++) all[i] = i < NTEST ? test_cfgs[i] : bench_cfgs[i - NTEST];
+    /* KILN_MM_FILTER: only the configurations whose name holds it are compiled and run */
+    int sel[NTEST + NBENCH], nsel = 0;
+    mm_cfg pick[NTEST + NBENCH];
+    rt_compile_result pres[NTEST + NBENCH];
+    for (int i = 0; i < ncomp; i++) {
+        char nm[128];
+        mm_cfg_name(&all[i], nm, sizeof nm);
+        memset(&res[i], 0, sizeof res[i]);
+        res[i].status = RT_ERR_INVALID;
+        if (!filter || strstr(nm, filter)) pick[nsel] = all[i], sel[nsel++] = i;
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    mm_compile_all(all, ncomp, 0, res);
+    mm_compile_all(pick, nsel, 0, pres);
+    int kidx[NTEST + NBENCH]; /* configuration i is kernel kiln_test_mm<kidx[i]> of its unit */
+    for (int j = 0; j < nsel; j++) res[sel[j]] = pres[j], kidx[sel[j]] = j;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("compiled %d kernels in %.1f s\n", ncomp, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    printf("compiled %d kernels in %.1f s\n", nsel, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     int maxsmem = 0;
     char err[512];
     if (rt_device_max_smem_optin(&maxsmem, err, sizeof err) != RT_OK) fprintf(stderr, "%s\n", err);
@@ -673,7 +718,8 @@ int main(void)
         c->cfg = all[i];
         mm_cfg_name(&c->cfg, c->name, sizeof c->name);
         char kname[32];
-        snprintf(kname, sizeof kname, "kiln_test_mm%d", i);
+        if (filter && !strstr(c->name, filter)) continue;
+        snprintf(kname, sizeof kname, "kiln_test_mm%d", kidx[i]);
         if (res[i].status != RT_OK) {
             printf("FAIL %s: compile: %s\n", c->name, res[i].message ? res[i].message : rt_status_str(res[i].status));
             g_fail++;
