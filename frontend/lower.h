@@ -51,6 +51,8 @@ typedef struct fe_sym {
     /* warnings: times the name was read as a tensor; a warning was given */
     int uses;
     bool warned;
+    /* defined inside an instance of a layer block that has ended: not visible */
+    bool hidden;
 } fe_sym;
 
 /* A variable bound to a cache write of a state (`kc2 = cache_write(kc, ...)`):
@@ -75,7 +77,16 @@ typedef struct fe_lower {
     bool too_many_dims; /* reported once */
     fe_state_write *writes;
     int nwrites, capwrites;
+    /* inside an instance of a layer block: its index (-1 outside), the index's
+     * name and the first symbol the instance defined (those before it are the
+     * enclosing model's) */
+    int layer;
+    const char *layer_index;
+    int layer_sym0;
 } fe_lower;
+
+/* Most instances of one layer block. */
+#define FE_MAX_LAYERS 4096
 
 /* The values of an expression: one for most, several for split and the
  * two-cache cache_write. n == 0: an error was reported already (or the count
