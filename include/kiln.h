@@ -254,6 +254,18 @@ typedef struct kiln_host_tensor {
 } kiln_host_tensor;
 kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *tensors, int n);
 
+/* issue 13 (whole models) ------------------------------------------------------------------
+ * Load a Hugging Face checkpoint: `path` is a directory (its
+ * model.safetensors.index.json with the shards it lists, else its
+ * model.safetensors), an index file, or one .safetensors file. The index is
+ * checked against the shards before anything is copied (shard names are plain
+ * file names beside the index; every listed tensor is in its shard, every
+ * shard tensor is listed for that shard; metadata.total_size, when present,
+ * matches), then every tensor as kiln_model_load_safetensors checks it, with
+ * the weights missing from all shards listed. Tensor names are the model's
+ * (a `weight w : T = "model.layers.{i}..."` pattern). flags: KILN_LOAD_*. */
+kiln_status kiln_model_load_checkpoint(kiln_model *m, const char *path, unsigned flags);
+
 /* ---- states ----------------------------------------------------------------------------- */
 
 /* Allocate every state for the max dims, zeroed (again: zero them). A state

@@ -165,14 +165,12 @@ rt_status rt_model_check_safetensors(const rt_model *m, const rt_st_file *f, uns
     return st;
 }
 
-rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)
+rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *err, size_t n)
 {
-    rt_st_file f;
-    rt_status st = rt_st_open(path, &f, err, n); /* RT_ERR_IO: unreadable; RT_ERR_WEIGHTS: bad contents */
-    if (st != RT_OK) return st;
-    st = rt_model_check_safetensors(m, &f, flags, err, n);
-    if (st != RT_OK) goto out;
-    if (!rt_model_use_device(m, "load weights", &st, err, n)) goto out;
+    rt_status st;
+    const rt_st_file f = *fp;
+    const char *path = f.path ? f.path : "safetensors";
+    if (!rt_model_use_device(m, "load weights", &st, err, n)) return st;
     for (int i = 0; i < f.n; i++) {
         const rt_st_tensor *t = &f.t[i];
         int p = rt_model_find_param(m, t->name);
@@ -185,13 +183,21 @@ rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flag
         if (st == RT_OK) st = RT_CUDA_CHECK(cudaMemcpy(dev, t->data, bytes, cudaMemcpyHostToDevice), who, err, n);
         if (st != RT_OK) {
             if (dev) (void)cudaFree(dev);
-            goto out;
+            return st;
         }
         set_weight(m, p, dev, true);
     }
     /* the copies are done before any run reads them */
-    st = RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
-out:
+    return RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
+}
+
+rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)
+{
+    rt_st_file f;
+    rt_status st = rt_st_open(path, &f, err, n); /* RT_ERR_IO: unreadable; RT_ERR_WEIGHTS: bad contents */
+    if (st != RT_OK) return st;
+    st = rt_model_check_safetensors(m, &f, flags, err, n);
+    if (st == RT_OK) st = rt_model_upload_safetensors(m, &f, err, n);
     rt_st_close(&f);
     return st;
 }

@@ -466,6 +466,23 @@ kiln_status kiln_model_load_safetensors(kiln_model *m, const char *path)
     return kiln_model_load_safetensors_ex(m, path, 0);
 }
 
+/* issue 13: Hugging Face checkpoints (one file or an index with shards) */
+kiln_status kiln_model_load_checkpoint(kiln_model *m, const char *path, unsigned flags)
+{
+    NEED_MODEL(m, "kiln_model_load_checkpoint");
+    if (!path) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_load_checkpoint: NULL path");
+    if (flags & ~(unsigned)(KILN_LOAD_IGNORE_UNKNOWN | KILN_LOAD_ALLOW_MISSING))
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_load_checkpoint: unknown flags 0x%x", flags);
+    unsigned rf = ((flags & KILN_LOAD_IGNORE_UNKNOWN) ? RT_LOAD_IGNORE_UNKNOWN : 0) |
+                  ((flags & KILN_LOAD_ALLOW_MISSING) ? RT_LOAD_ALLOW_MISSING : 0);
+    char *err = malloc(ERRLEN);
+    if (!err) return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "out of memory");
+    err[0] = 0;
+    kiln_status s = set_error((kiln_status)rt_model_load_checkpoint(m->rt, path, rf, err, ERRLEN), m->error, err);
+    free(err);
+    return s;
+}
+
 kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *tensors, int n)
 {
     if (!path || n < 0 || (n > 0 && !tensors))
