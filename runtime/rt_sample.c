@@ -11,11 +11,11 @@
 
 /* The kernels' argument, as codegen/kernels/sample.cuh declares SampleArgs. */
 typedef struct sample_args {
-    unsigned long long logits, cand_val, cand_idx, out, hist, step, rng, seed;
+    unsigned long long logits, cand_val, cand_idx, out, hist, step, rng, pos, force, force_len, seed;
     long long vocab, ld;
     int rows, nct, k, chunk;
     float temperature, top_p;
-    int hist_cap, pad_;
+    int hist_cap, pos_add, force_cap, pad_;
 } sample_args;
 
 #define SAMPLE_THREADS 256
@@ -108,6 +108,13 @@ rt_status rt_sampler_reset(rt_sampler *s, void *stream, char *err, size_t n)
 
 rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int rows, void *stream, char *err, size_t n)
 {
+    rt_sample_extra none = {0};
+    return rt_sampler_run_ex(s, logits, out_ids, rows, &none, stream, err, n);
+}
+
+rt_status rt_sampler_run_ex(rt_sampler *s, const void *logits, void *out_ids, int rows, const rt_sample_extra *x,
+                            void *stream, char *err, size_t n)
+{
     if (rows < 1 || rows > s->cfg.max_rows || !logits || !out_ids)
         return rt_fail(RT_ERR_INVALID, err, n, "sampler: %d rows (at most %d) or a NULL pointer", rows, s->cfg.max_rows);
     sample_args a = {
@@ -128,6 +135,11 @@ rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int r
         .temperature = s->cfg.temperature,
         .top_p = s->cfg.top_p,
         .hist_cap = s->cfg.hist_cap,
+        .pos = (unsigned long long)(uintptr_t)x->pos,
+        .pos_add = x->pos_add,
+        .force = (unsigned long long)(uintptr_t)x->force,
+        .force_len = (unsigned long long)(uintptr_t)x->force_len,
+        .force_cap = x->force_cap,
     };
     RT_TRY(rt_launch(&s->partial, (rt_dim3){(unsigned)s->nct, (unsigned)rows, 1}, (rt_dim3){SAMPLE_THREADS, 1, 1},
                      (size_t)s->chunk * 4, stream, &a, sizeof a, err, n));

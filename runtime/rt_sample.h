@@ -47,6 +47,18 @@ rt_status rt_sampler_reset(rt_sampler *s, void *stream, char *err, size_t n);
  * (i32 [rows], device), asynchronously on stream. */
 rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int rows, void *stream, char *err,
                          size_t n);
+/* What a generation step adds (all optional): positions advanced by pos_add
+ * after the step (the position input of the model, i32 [rows]); forced
+ * tokens, i32 [rows, force_cap], emitted at step s of row r while s <
+ * force_len[r] (i32 [rows]) instead of a sampled one. */
+typedef struct rt_sample_extra {
+    void *pos;
+    int pos_add;
+    const void *force, *force_len;
+    int force_cap;
+} rt_sample_extra;
+rt_status rt_sampler_run_ex(rt_sampler *s, const void *logits, void *out_ids, int rows, const rt_sample_extra *x,
+                            void *stream, char *err, size_t n);
 /* The device history: i32 [max_rows, hist_cap], token j of row r at r * hist_cap + j. */
 const void *rt_sampler_history(const rt_sampler *s);
 int rt_sampler_hist_cap(const rt_sampler *s);

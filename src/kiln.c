@@ -672,3 +672,7 @@ kiln_status kiln_model_profile(kiln_model *m, const kiln_dim *dims, int ndims, c
     free(err);
     return s;
 }
+
+/* issue 13: what src/kiln_generate.c needs of a model (src/kiln_generate.h) */
+rt_model *kiln_model_rt_(kiln_model *m) { return m->rt; }
+kiln_status kiln_model_fail_(kiln_model *m, kiln_status s, const char *msg) { return set_error(s, m ? m->error : NULL, msg); }

@@ -21,6 +21,7 @@
 #include "runtime/rt_info.h"
 #include "runtime/rt_nvrtc.h"
 #include "src/compile.h"
+#include "tools/kiln_generate.h"
 #include "tools/kiln_run.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
@@ -45,6 +46,11 @@ static const char usage_text[] =
     "                           50) against its floor and writes a Chrome trace, a\n"
     "                           roofline and JSON on request; needs a CUDA device\n"
     "                           (exit 69)\n"
+    "  generate FILE --weights DIR (--prompt-ids 1,2,3 | --batch-file F) [--max-new N]\n"
+    "           [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop IDS]\n"
+    "           [--prefill-chunk C] [--buckets 1,2,4] [--max-seq T] [-D NAME=V]\n"
+    "                           generate tokens with a whole model (samples/models/) from\n"
+    "                           a Hugging Face checkpoint (`kiln generate --help`)\n"
     "  ceilings [--json] [--remeasure]\n"
     "                           the device's read bandwidth and tensor rates, measured\n"
     "                           once and kept in the cache directory\n"
@@ -543,6 +549,7 @@ static int run(const cli *c)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "generate")) return kiln_generate_command(argc - 1, argv + 1);
     cli c;
     memset(&c, 0, sizeof c);
     c.run.pos = -1;

@@ -13,9 +13,13 @@
 //                          cut to the smallest best-first prefix whose mass is at
 //                          least top_p of theirs (top-p over the top-K set), and
 //                          one draw from it with the row's random stream.
-//                        The token goes to out[r] (the next step's input ids)
-//                        and hist[r * hist_cap + step[r]]; step[r] and rng[r]
-//                        advance, in device memory, so a CUDA-graph replay
+//                        A forced token (force[r, step[r]] while step[r] <
+//                        force_len[r]: the rest of a longer prompt, or teacher
+//                        forcing) replaces the draw. The token goes to out[r]
+//                        (the next step's input ids) and hist[r * hist_cap +
+//                        step[r]]; step[r], rng[r] (when it drew) and pos[r] (by
+//                        pos_add) advance in device memory, so a decode step needs
+//                        no host copy and a CUDA-graph replay of these launches
 //                        samples the next token with the next random number.
 // Ties between equal logits go to the lower token id (as argmax does).
 // Header-free: bf16 logits are read as raw 16-bit patterns.
@@ -28,11 +32,14 @@ struct SampleArgs {
     unsigned long long hist;     // int   [rows, hist_cap] (0: none)
     unsigned long long step;     // int   [rows]
     unsigned long long rng;      // unsigned long long [rows]: draws made so far
+    unsigned long long pos;      // int [rows]: positions advanced by pos_add (0: none)
+    unsigned long long force;    // int [rows, force_cap]: tokens to emit instead of sampling (0: none)
+    unsigned long long force_len; // int [rows]: step s of row r emits force[r, s] while s < force_len[r]
     unsigned long long seed;
     long long vocab, ld;
     int rows, nct, k, chunk;
     float temperature, top_p;
-    int hist_cap, pad_;
+    int hist_cap, pos_add, force_cap, pad_;
 };
 
 #define KILN_SAMPLE_THREADS 256
@@ -179,8 +186,13 @@ extern "C" __global__ void __launch_bounds__(KILN_SAMPLE_THREADS) kiln_sample_co
         __syncthreads();
     }
     if (threadIdx.x != 0) return;
+    int *step = (int *)a.step;
+    int s = step[row];
     int tok = top_i[0];
-    if (a.temperature > 0.0f) {
+    bool forced = a.force && s < ((const int *)a.force_len)[row];
+    if (forced) {
+        tok = ((const int *)a.force)[(long long)row * a.force_cap + s];
+    } else if (a.temperature > 0.0f) {
         unsigned long long *rng = (unsigned long long *)a.rng;
         unsigned long long draw = rng[row];
         rng[row] = draw + 1;
@@ -214,8 +226,7 @@ extern "C" __global__ void __launch_bounds__(KILN_SAMPLE_THREADS) kiln_sample_co
         }
     }
     ((int *)a.out)[row] = tok;
-    int *step = (int *)a.step;
-    int s = step[row];
     if (a.hist && s < a.hist_cap) ((int *)a.hist)[(long long)row * a.hist_cap + s] = tok;
     step[row] = s + 1;
+    if (a.pos) ((int *)a.pos)[row] += a.pos_add;
 }

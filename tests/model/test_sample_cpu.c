@@ -8,6 +8,7 @@
 #include "codegen/cg.h"
 #include "runtime/rt_nvrtc.h"
 #include "runtime/rt_sample.h"
+#include "runtime/rt_wmodel.h"
 
 static void geometry(int64_t vocab, float t, int top_k, int want_k)
 {
@@ -20,8 +21,27 @@ static void geometry(int64_t vocab, float t, int top_k, int want_k)
     CHECK_MSG(chunk * 4 <= 227 * 1024, "chunk %d", chunk);
 }
 
+/* Bucket selection: the smallest bucket that fits within max B, else the exact size (a miss). */
+static void buckets(void)
+{
+    int miss;
+    CHECK(rt_gen_bucket(NULL, 0, 1, 32, &miss) == 1 && !miss);
+    CHECK(rt_gen_bucket(NULL, 0, 3, 32, &miss) == 4 && !miss);
+    CHECK(rt_gen_bucket(NULL, 0, 17, 32, &miss) == 32 && !miss);
+    CHECK(rt_gen_bucket(NULL, 0, 32, 32, &miss) == 32 && !miss);
+    CHECK(rt_gen_bucket(NULL, 0, 33, 64, &miss) == 33 && miss);  /* over every bucket */
+    CHECK(rt_gen_bucket(NULL, 0, 33, 32, &miss) == -1);           /* over max B */
+    CHECK(rt_gen_bucket(NULL, 0, 5, 6, &miss) == 5 && miss);     /* bucket 8 is over max B */
+    const int mine[] = {3, 12};
+    CHECK(rt_gen_bucket(mine, 2, 1, 16, &miss) == 3 && !miss);
+    CHECK(rt_gen_bucket(mine, 2, 4, 16, &miss) == 12 && !miss);
+    CHECK(rt_gen_bucket(mine, 2, 13, 16, &miss) == 13 && miss);
+    CHECK(rt_gen_bucket(mine, 2, 0, 16, &miss) == -1);
+}
+
 int main(void)
 {
+    buckets();
     geometry(128256, 0.0f, 50, 1);   /* greedy: one candidate per CTA */
     geometry(128256, 0.8f, 50, 50);
     geometry(151936, 1.0f, 0, RT_SAMPLE_MAX_K);
