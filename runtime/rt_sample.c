@@ -59,7 +59,6 @@ rt_status rt_sampler_create(struct rt_ctx *ctx, const char *source, const rt_sam
     if (!source || !cfg || cfg->vocab < 1 || cfg->ld < cfg->vocab || cfg->max_rows < 1 || cfg->hist_cap < 0)
         return rt_fail(RT_ERR_INVALID, err, n, "sampler: bad configuration");
     if (cfg->vocab > (int64_t)1 << 30) return rt_fail(RT_ERR_INVALID, err, n, "sampler: vocabulary over 2^30 tokens");
-    if (!ctx->has_device) return rt_fail(RT_ERR_NO_DEVICE, err, n, "sampler: no CUDA device");
     rt_sampler *s = calloc(1, sizeof *s);
     if (!s) return rt_fail(RT_ERR_NOMEM, err, n, "sampler: out of memory");
     s->cfg = *cfg;
@@ -74,7 +73,9 @@ rt_status rt_sampler_create(struct rt_ctx *ctx, const char *source, const rt_sam
         rt_sampler_free(s);
         return st;
     }
-    st = rt_module_load(&s->mod, res.code.data, res.code.size, err, n);
+    /* compiled (and cached) first: a compile-only context fills the cache, then stops here */
+    st = ctx->has_device ? rt_module_load(&s->mod, res.code.data, res.code.size, err, n)
+                         : (rt_status)rt_fail(RT_ERR_NO_DEVICE, err, n, "sampler: no CUDA device");
     rt_compile_result_free(&res);
     size_t rows = (size_t)cfg->max_rows, cands = rows * (size_t)s->nct * (size_t)s->k;
     if (st == RT_OK) st = rt_module_kernel(s->mod, "kiln_sample_partial", &s->partial, err, n);

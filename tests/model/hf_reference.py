@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""tests/model/hf_reference.py ARCH OUT_DIR REF.json — a random-weight
-transformers model and its reference for tests/model/test_model_gpu.c.
+"""tests/model/hf_reference.py ARCH:OUT_DIR:REF.json... — random-weight
+transformers models and their references for tests/model/test_model_gpu.c
+(one process for several, to import torch once).
 
 ARCH: llama (LlamaForCausalLM shaped like Llama-3.2-1B: tied embeddings, llama3
 RoPE scaling) or qwen2 (Qwen2ForCausalLM: Q/K/V biases, tied). Two layers,
@@ -91,7 +92,11 @@ def greedy_with_margins(model, prompt):
 
 
 def main():
-    arch, out_dir, ref_path = sys.argv[1:4]
+    for spec in sys.argv[1:]:
+        one(*spec.split(":"))
+
+
+def one(arch, out_dir, ref_path):
     torch.manual_seed(0)
     model = build(arch)
     model.save_pretrained(out_dir, max_shard_size="300KB")

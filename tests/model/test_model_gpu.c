@@ -152,6 +152,10 @@ int main(int argc, char **argv)
             kiln_status st = kiln_model_prepare(m, d, 3);
             printf("prepare B=%d S=%d: %s\n", sets[i][0], sets[i][1], st == KILN_OK ? "ok" : kiln_last_error());
         }
+        kiln_sampler *ks = NULL;
+        kiln_sampling sv[] = {{0}, {.temperature = 0.8f, .top_k = 20, .top_p = 0.9f, .seed = 7}};
+        for (int i = 0; i < 2; i++) /* the sampler's kernels into the cache (then: no device) */
+            printf("sampler: %s\n", kiln_sampler_create(m, &sv[i], 4, &ks) == KILN_ERR_NO_DEVICE ? "compiled" : kiln_last_error());
         kiln_counters c;
         kiln_model_counters(m, &c);
         printf("compiled %llu, disk hits %llu\n", (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_disk);
