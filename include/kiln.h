@@ -411,6 +411,7 @@ typedef struct kiln_sampling {
  * and advances on the device. max_rows: the most rows per call. */
 typedef struct kiln_sampler kiln_sampler;
 kiln_status kiln_sampler_create(kiln_model *m, const kiln_sampling *s, int max_rows, kiln_sampler **out);
+/* stream NULL: the context's (where kiln_model_run runs with a NULL stream). */
 kiln_status kiln_sampler_run(kiln_sampler *s, const void *logits, int rows, void *ids_out, void *stream);
 void kiln_sampler_free(kiln_sampler *s); /* NULL-safe */
 

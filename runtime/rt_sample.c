@@ -22,6 +22,7 @@ typedef struct sample_args {
 
 struct rt_sampler {
     rt_sample_config cfg;
+    void *stream; /* the context's: runs given no stream go there */
     int k, nct, chunk;
     rt_module *mod;
     rt_kernel partial, combine;
@@ -62,6 +63,7 @@ rt_status rt_sampler_create(struct rt_ctx *ctx, const char *source, const rt_sam
     rt_sampler *s = calloc(1, sizeof *s);
     if (!s) return rt_fail(RT_ERR_NOMEM, err, n, "sampler: out of memory");
     s->cfg = *cfg;
+    s->stream = ctx->stream;
     rt_sample_geometry(cfg->vocab, cfg->temperature, cfg->top_k, &s->k, &s->nct, &s->chunk);
     rt_compile_opts co = {.arch = ctx->arch};
     rt_compile_result res = {0};
@@ -116,6 +118,7 @@ rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int r
 rt_status rt_sampler_run_ex(rt_sampler *s, const void *logits, void *out_ids, int rows, const rt_sample_extra *x,
                             void *stream, char *err, size_t n)
 {
+    if (!stream) stream = s->stream;
     if (rows < 1 || rows > s->cfg.max_rows || !logits || !out_ids)
         return rt_fail(RT_ERR_INVALID, err, n, "sampler: %d rows (at most %d) or a NULL pointer", rows, s->cfg.max_rows);
     sample_args a = {

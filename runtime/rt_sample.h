@@ -44,7 +44,8 @@ void rt_sampler_free(rt_sampler *s); /* NULL-safe */
 /* Zero the step counters and the draws made (a new generation, same seed). */
 rt_status rt_sampler_reset(rt_sampler *s, void *stream, char *err, size_t n);
 /* Sample rows tokens from logits (bf16 [rows, ld], device) into out_ids
- * (i32 [rows], device), asynchronously on stream. */
+ * (i32 [rows], device), asynchronously on stream (NULL: the context's, where
+ * models run). */
 rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int rows, void *stream, char *err,
                          size_t n);
 /* What a generation step adds (all optional): positions advanced by pos_add
