@@ -7,6 +7,7 @@
 #include "runtime/rt_model_internal.h"
 #include "runtime/rt_pack.h"
 #include "runtime/rt_weights.h"
+#include "runtime/rt_wmodel.h"
 
 /* ---- weights ----------------------------------------------------------------------------- */
 
@@ -171,7 +172,12 @@ rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *e
     const rt_st_file f = *fp;
     const char *path = f.path ? f.path : "safetensors";
     if (!rt_model_use_device(m, "load weights", &st, err, n)) return st;
-    for (int i = 0; i < f.n; i++) {
+    /* large files go through pinned staging buffers (rt_wmodel_upload.c) */
+    size_t total = 0;
+    for (int i = 0; i < f.n; i++) total += (size_t)(f.t[i].end - f.t[i].begin);
+    rt_upload up;
+    st = rt_upload_begin(&up, m->ctx->stream, total, err, n);
+    for (int i = 0; i < f.n && st == RT_OK; i++) {
         const rt_st_tensor *t = &f.t[i];
         int p = rt_model_find_param(m, t->name);
         if (p < 0) continue;
@@ -180,14 +186,18 @@ rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *e
         char who[512];
         snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
         st = RT_CUDA_CHECK(cudaMalloc(&dev, bytes ? bytes : 1), who, err, n);
-        if (st == RT_OK) st = RT_CUDA_CHECK(cudaMemcpy(dev, t->data, bytes, cudaMemcpyHostToDevice), who, err, n);
+        if (st == RT_OK) st = rt_upload_copy(&up, dev, t->data, bytes, who, err, n);
         if (st != RT_OK) {
+            (void)rt_upload_end(&up, NULL, 0); /* no copy into dev is left in flight */
             if (dev) (void)cudaFree(dev);
             return st;
         }
         set_weight(m, p, dev, true);
     }
     /* the copies are done before any run reads them */
+    rt_status end = rt_upload_end(&up, err, n);
+    if (st != RT_OK) return st;
+    RT_TRY(end);
     return RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
 }
 

@@ -68,4 +68,19 @@ rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_samp
 rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int nseq, const int32_t *const *prompts,
                       const int *len, int32_t *out, int *out_len, rt_gen_stats *stats, char *err, size_t n);
 
+/* Weight uploads through two pinned buffers (rt_wmodel_upload.c) of
+ * min(total, RT_UPLOAD_PIECE) bytes: begin, copy each tensor, end (waits for
+ * the copies, frees the buffers; always call it, also after a failure). */
+#define RT_UPLOAD_PIECE ((size_t)32 << 20)
+typedef struct rt_upload {
+    void *stream;
+    size_t piece;
+    void *pinned[2];
+    void *done[2]; /* cudaEvent_t */
+    int slot;
+} rt_upload;
+rt_status rt_upload_begin(rt_upload *u, void *stream, size_t total, char *err, size_t n);
+rt_status rt_upload_copy(rt_upload *u, void *dev, const void *src, size_t bytes, const char *who, char *err, size_t n);
+rt_status rt_upload_end(rt_upload *u, char *err, size_t n);
+
 #endif
