@@ -14,7 +14,7 @@ small="NL=2 V=512 D=256 H=4 KV=2 F=512"
 rc=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 $py tests/model/hf_reference.py llama:build/hf/llama:build/hf/llama.json qwen2:build/hf/qwen2:build/hf/qwen2.json \
-  > "$out/models.txt" 2>&1 || rc=1
+  ckpt1b:/tmp/ckpt1b > "$out/models.txt" 2>&1 || rc=1
 tail -5 "$out/models.txt"
 ls build/hf/llama | tee -a "$out/models.txt"
 build/tests/model/test_model_gpu samples/models/llama3_2_1b.kiln build/hf/llama build/hf/llama.json $small \
@@ -39,4 +39,9 @@ prompt=$($py -c "import json; print(','.join(map(str, json.load(open('build/hf/l
   build/samples/embed/kiln_embed samples/models/llama3_2_1b.kiln - 16
 } > "$out/cli.txt" 2>&1 || rc=1
 cat "$out/cli.txt"
+# the checkpoint load speed: a Llama-3.2-1B-shaped random checkpoint in two shards (2.5 GB)
+build/tests/model/bench_load samples/models/llama3_2_1b.kiln /tmp/ckpt1b > "$out/load.txt" 2>&1 || rc=1
+build/tests/model/bench_load samples/models/llama3_2_1b.kiln /tmp/ckpt1b >> "$out/load.txt" 2>&1 || rc=1
+grep ckpt_1b "$out/models.txt" >> "$out/load.txt"
+cat "$out/load.txt"
 exit $rc

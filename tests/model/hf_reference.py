@@ -91,9 +91,60 @@ def greedy_with_margins(model, prompt):
     return gen, tf, margin, atol
 
 
+def ckpt_1b(out_dir):
+    """A random checkpoint shaped like Llama-3.2-1B (16 layers, tied), in two
+    shards with an index, for tests/model/bench_load.c; prints the page-cache
+    read and pinned host-to-device bandwidths measured here."""
+    import os
+    import time
+    from safetensors.torch import save_file
+    V, D, KV, F, NL = 128256, 2048, 512, 8192, 16
+    shapes = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,)}
+    for i in range(NL):
+        p = f"model.layers.{i}."
+        shapes.update({p + "input_layernorm.weight": (D,), p + "post_attention_layernorm.weight": (D,),
+                       p + "self_attn.q_proj.weight": (D, D), p + "self_attn.k_proj.weight": (KV, D),
+                       p + "self_attn.v_proj.weight": (KV, D), p + "self_attn.o_proj.weight": (D, D),
+                       p + "mlp.gate_proj.weight": (F, D), p + "mlp.up_proj.weight": (F, D),
+                       p + "mlp.down_proj.weight": (D, F)})
+    os.makedirs(out_dir, exist_ok=True)
+    names = list(shapes)
+    half = len(names) // 2
+    wmap, total = {}, 0
+    for k, part in enumerate((names[:half], names[half:])):
+        fn = f"model-0000{k + 1}-of-00002.safetensors"
+        ts = {n: (torch.randn(shapes[n], device="cuda", dtype=torch.bfloat16) * 0.02).cpu() for n in part}
+        save_file(ts, os.path.join(out_dir, fn))
+        for n in part:
+            wmap[n] = fn
+            total += ts[n].numel() * 2
+    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f)
+    t = time.perf_counter()
+    n = 0
+    for k in (1, 2):
+        with open(os.path.join(out_dir, f"model-0000{k}-of-00002.safetensors"), "rb") as f:
+            n += len(f.read())
+    read = n / (time.perf_counter() - t)
+    h = torch.empty(1 << 30, dtype=torch.uint8).pin_memory()
+    d = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    d.copy_(h, non_blocking=True)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(4):
+        d.copy_(h, non_blocking=True)
+    torch.cuda.synchronize()
+    h2d = 4 * (1 << 30) / (time.perf_counter() - t)
+    print(f"ckpt_1b: {total / 1e9:.3f} GB in 2 shards; file read (page cache) {read / 1e9:.2f} GB/s, "
+          f"pinned host-to-device {h2d / 1e9:.2f} GB/s", flush=True)
+
+
 def main():
     for spec in sys.argv[1:]:
-        one(*spec.split(":"))
+        if spec.startswith("ckpt1b:"):
+            ckpt_1b(spec.split(":", 1)[1])
+        else:
+            one(*spec.split(":"))
 
 
 def one(arch, out_dir, ref_path):
