@@ -128,12 +128,11 @@ static const char *param_kind_name(ir_op k)
     return k == IR_OP_INPUT ? "input" : k == IR_OP_STATE ? "state" : "weight";
 }
 
-void fe_ast_print(const fe_model *m, FILE *out)
+static void print_stmts(const fe_model *m, int indent, FILE *out)
 {
-    fprintf(out, "(model %s", m->name.name ? m->name.name : "?");
     for (int i = 0; i < m->nstmts; i++) {
         const fe_stmt *s = m->stmts[i];
-        fputs("\n  (", out);
+        fprintf(out, "\n%*s(", indent, "");
         switch (s->kind) {
         case FE_S_DIMS:
             fputs("dims", out);
@@ -150,6 +149,12 @@ void fe_ast_print(const fe_model *m, FILE *out)
         case FE_S_PARAM:
             fprintf(out, "%s %s ", param_kind_name(s->param_kind), s->names.v[0].name);
             print_type(s->type, out);
+            if (s->tensor) fprintf(out, " \"%s\"", s->tensor);
+            break;
+        case FE_S_LAYER:
+            fprintf(out, "layer %s ", s->names.v[0].name);
+            fe_expr_print(s->count, out);
+            if (s->body) print_stmts(s->body, indent + 2, out);
             break;
         case FE_S_OUTPUT:
             fprintf(out, "output %s", s->names.v[0].name);
@@ -172,5 +177,11 @@ void fe_ast_print(const fe_model *m, FILE *out)
         }
         fprintf(out, ") @%d:%d", s->loc.line, s->loc.col);
     }
+}
+
+void fe_ast_print(const fe_model *m, FILE *out)
+{
+    fprintf(out, "(model %s", m->name.name ? m->name.name : "?");
+    print_stmts(m, 2, out);
     fputs(")\n", out);
 }

@@ -96,7 +96,10 @@ typedef enum {
     FE_S_PARAM,  /* input|state|weight NAME : TYPE */
     FE_S_OUTPUT, /* output NAME [: TYPE] [= expr] */
     FE_S_ASSIGN, /* a [, b ...] = expr */
+    FE_S_LAYER,  /* layer i < N { stmts } */
 } fe_stmt_kind;
+
+typedef struct fe_model fe_model;
 
 typedef struct fe_stmt {
     fe_stmt_kind kind;
@@ -106,14 +109,18 @@ typedef struct fe_stmt {
     fe_constdefs consts; /* CONST */
     fe_type *type;     /* PARAM; OUTPUT when declared (else NULL) */
     fe_expr *value;    /* ASSIGN; OUTPUT when assigned (else NULL) */
+    const char *tensor; /* PARAM: the tensor's name pattern (`= "model.layers.{i}.x"`), else NULL */
+    src_loc tensor_loc;
+    fe_expr *count;    /* LAYER: the number of instances (names.v[0] is the index) */
+    fe_model *body;    /* LAYER: its statements */
 } fe_stmt;
 
-typedef struct fe_model {
+struct fe_model {
     fe_name name;
     src_loc loc;
     fe_stmt **stmts;
     int nstmts, cap;
-} fe_model;
+};
 
 /* ---- construction (arena-allocated; NULL only when out of memory) ------- */
 

@@ -83,12 +83,21 @@ static bool map_put(fe_lower *l, fe_name_map *m, const char *name, const void *v
     return true;
 }
 
-fe_sym *fe_lookup(fe_lower *l, const char *name)
+/* The latest symbol named name, hidden (a layer instance's, out of scope) or
+ * not: a name inside a layer block is new to it, so nothing visible hides
+ * behind a hidden one. */
+static fe_sym *latest_sym(fe_lower *l, const char *name)
 {
     if (!l->sym_cap) return NULL;
     size_t i;
     PROBE(l, l->sym_cap, name, l->sym_index[i_], l->syms[l->sym_index[i_] - 1].name, i);
     return l->sym_index[i] ? &l->syms[l->sym_index[i] - 1] : NULL;
+}
+
+fe_sym *fe_lookup(fe_lower *l, const char *name)
+{
+    fe_sym *s = latest_sym(l, name);
+    return s && !s->hidden ? s : NULL;
 }
 
 /* Points name's slot at sym idx (the latest definition of a name wins, as
@@ -210,7 +219,7 @@ static const char *suggestion(fe_lower *l, const char *name)
     int best_d = 1000;
     for (int i = 0; i < l->nsyms; i++) {
         l->work++;
-        if (fe_suggest_consider(name, l->syms[i].name, &best_d)) best = l->syms[i].name;
+        if (!l->syms[i].hidden && fe_suggest_consider(name, l->syms[i].name, &best_d)) best = l->syms[i].name;
     }
     (void)map_put(l, &l->suggested, name, best);
     return best;
@@ -226,6 +235,15 @@ void fe_unknown_name(fe_lower *l, const char *name, src_loc loc)
     }
     if (fe_is_builtin(name)) {
         diag_error(l->d, loc, "'%s' is a function; call it as %s(...)", name, name);
+        return;
+    }
+    fe_sym *hid = latest_sym(l, name);
+    if (hid && hid->hidden) {
+        diag_error(l->d, loc, "'%s' belongs to a layer block and is not visible after it", name);
+        diag_note(l->d, hid->loc,
+                  "'%s' is defined here; to carry a value out of the layers, define it before the block "
+                  "and assign it inside",
+                  name);
         return;
     }
     const char *best = suggestion(l, name);
@@ -642,9 +660,12 @@ ir_node *fe_eval_tensor(fe_lower *l, const fe_expr *e)
 
 /* ---- statements -------------------------------------------------------------------- */
 
+/* Inside a layer instance a value's node is named NAME.INDEX (h.0, h.1, ...). */
 static void name_node(fe_lower *l, ir_node *n, const char *name)
 {
-    if (n && !n->name && n->param < 0) n->name = arena_strdup(&l->g->arena, name);
+    if (!n || n->name || n->param >= 0) return;
+    n->name = l->layer >= 0 ? arena_printf(&l->g->arena, "%s.%d", name, l->layer)
+                            : arena_strdup(&l->g->arena, name);
 }
 
 static int find_define(fe_lower *l, const char *name)
@@ -710,6 +731,58 @@ static void lower_consts(fe_lower *l, const fe_stmt *s)
     }
 }
 
+/* The tensor name of a parameter: its pattern with `{INDEX}` replaced by the
+ * layer's index, or (without a pattern) its own name, NAME.INDEX inside a
+ * layer. NULL after an error. */
+static const char *param_tensor_name(fe_lower *l, const fe_stmt *s)
+{
+    const char *name = s->names.v[0].name;
+    if (!s->tensor) return l->layer >= 0 ? arena_printf(l->a, "%s.%d", name, l->layer) : name;
+    if (!*s->tensor) {
+        diag_error(l->d, s->tensor_loc, "the tensor name of '%s' is empty", name);
+        return NULL;
+    }
+    char *out = arena_alloc(l->a, strlen(s->tensor) * 2 + 32);
+    if (!out) return NULL;
+    size_t k = 0;
+    bool indexed = false;
+    for (const char *c = s->tensor; *c;) {
+        if (*c != '{' && *c != '}') {
+            out[k++] = *c++;
+            continue;
+        }
+        const char *close = *c == '{' ? strchr(c, '}') : NULL;
+        size_t len = close ? (size_t)(close - c - 1) : 0;
+        if (!close) {
+            diag_error(l->d, s->tensor_loc, "unmatched '%c' in the tensor name \"%s\"", *c, s->tensor);
+            return NULL;
+        }
+        if (l->layer < 0) {
+            diag_error(l->d, s->tensor_loc,
+                       "'%.*s' in the tensor name of '%s': a placeholder is only valid inside a layer block",
+                       (int)(len + 2), c, name);
+            return NULL;
+        }
+        if (len != strlen(l->layer_index) || strncmp(c + 1, l->layer_index, len) != 0) {
+            diag_error(l->d, s->tensor_loc, "unknown placeholder '%.*s' in the tensor name; the layer index is '{%s}'",
+                       (int)(len + 2), c, l->layer_index);
+            return NULL;
+        }
+        k += (size_t)sprintf(out + k, "%d", l->layer);
+        indexed = true;
+        c = close + 1;
+    }
+    out[k] = '\0';
+    if (l->layer >= 0 && !indexed) {
+        diag_error(l->d, s->tensor_loc,
+                   "the tensor name of '%s' has no '{%s}': every layer would read the same tensor (declare a "
+                   "shared %s outside the layer block)",
+                   name, l->layer_index, s->param_kind == IR_OP_WEIGHT ? "weight" : "parameter");
+        return NULL;
+    }
+    return out;
+}
+
 static void lower_param(fe_lower *l, const fe_stmt *s)
 {
     const fe_name *n = &s->names.v[0];
@@ -719,8 +792,24 @@ static void lower_param(fe_lower *l, const fe_stmt *s)
     fe_sym *sym = add_sym(l, n->name, FE_SYM_PARAM, n->loc);
     if (!sym) return;
     sym->param_kind = s->param_kind;
-    if (!ok) return;
-    sym->param = ir_param(l->g, s->param_kind, n->name, &t, n->loc);
+    const char *tname = param_tensor_name(l, s);
+    if (!tname) sym->poison = true;
+    if (!ok || !tname) return;
+    bool taken;
+    intptr_t oi = (intptr_t)map_get(l, &l->tensors, tname, &taken);
+    if (taken) {
+        const fe_sym *o = &l->syms[oi - 1];
+        diag_error(l->d, s->tensor ? s->tensor_loc : n->loc, "tensor name '%s' is taken by %s '%s'", tname,
+                   kind_name(o), o->name);
+        diag_note(l->d, o->loc, "'%s' is declared here (to share a tensor, use '%s' itself)", o->name, o->name);
+        sym->poison = true;
+        return;
+    }
+    if (!map_put(l, &l->tensors, tname, (const void *)(intptr_t)(sym - l->syms + 1))) {
+        sym->poison = true;
+        return;
+    }
+    sym->param = ir_param(l->g, s->param_kind, tname, &t, n->loc);
     sym->value = sym->param;
 }
 
@@ -782,9 +871,21 @@ static void bind(fe_lower *l, const fe_name *n, ir_node *v)
         name_node(l, v, n->name);
         return;
     case FE_SYM_VAR:
+        if (l->layer >= 0 && (int)(s - l->syms) < l->layer_sym0) {
+            /* a value of the enclosing model carried through the layers */
+            s->value = v;
+            name_node(l, v, n->name);
+            return;
+        }
         redefinition(l, s, n->name, n->loc);
         return;
     case FE_SYM_OUTPUT:
+        if (l->layer >= 0) {
+            diag_error(l->d, n->loc, "output '%s' cannot be assigned inside a layer block; assign a value "
+                       "there and the output after the block", n->name);
+            s->assigned = true; /* not also "never assigned" */
+            return;
+        }
         if (s->assigned) {
             diag_error(l->d, n->loc, "output '%s' is assigned twice", n->name);
             diag_note(l->d, s->assign_loc, "first assigned here");
@@ -854,6 +955,70 @@ static void lower_assign(fe_lower *l, const fe_stmt *s)
         r.n = 0;
     }
     for (int i = 0; i < nt; i++) bind(l, &s->names.v[i], r.n ? r.v[i] : NULL);
+}
+
+static void lower_stmt(fe_lower *l, const fe_stmt *s);
+
+/* layer i < N { stmts }: the statements lowered N times, i = 0 .. N-1. Names
+ * defined inside are the instance's own; a value of the enclosing model
+ * assigned inside is carried from one instance to the next (and holds the
+ * last one's value after the block). */
+static void lower_layer(fe_lower *l, const fe_stmt *s)
+{
+    const fe_name *ix = &s->names.v[0];
+    if (l->layer >= 0) {
+        diag_error(l->d, s->loc, "layer blocks cannot nest");
+        return;
+    }
+    fe_num cnt;
+    if (!fe_eval_num(l, s->count, &cnt)) return;
+    if (!cnt.is_int || cnt.i < 1 || cnt.i > FE_MAX_LAYERS) {
+        diag_error(l->d, s->count->loc, "a layer block's count must be an integer from 1 to %d, not %s",
+                   FE_MAX_LAYERS, fe_num_str(l, &cnt));
+        return;
+    }
+    if (!check_new_name(l, ix->name, ix->loc)) return;
+    int errors0 = l->d->errors;
+    for (int64_t i = 0; i < cnt.i && l->d->errors == errors0; i++) {
+        l->layer = (int)i;
+        l->layer_index = ix->name;
+        l->layer_sym0 = l->nsyms;
+        fe_sym *is = add_sym(l, ix->name, FE_SYM_CONST, ix->loc);
+        if (!is) break;
+        is->num = num_int(i);
+        is->ok = true;
+        for (int j = 0; s->body && j < s->body->nstmts; j++) lower_stmt(l, s->body->stmts[j]);
+        /* the instance's names go out of scope; warnings speak of the first one */
+        for (int j = l->layer_sym0; j < l->nsyms; j++) {
+            l->syms[j].hidden = true;
+            if (i > 0) l->syms[j].warned = true;
+        }
+        l->layer = -1;
+    }
+}
+
+static void lower_stmt(fe_lower *l, const fe_stmt *s)
+{
+    switch (s->kind) {
+    case FE_S_DIMS:
+        if (l->layer >= 0) {
+            diag_error(l->d, s->loc, "dims are declared by the model, not inside a layer block");
+            return;
+        }
+        lower_dims(l, s);
+        break;
+    case FE_S_CONST: lower_consts(l, s); break;
+    case FE_S_PARAM: lower_param(l, s); break;
+    case FE_S_OUTPUT:
+        if (l->layer >= 0) {
+            diag_error(l->d, s->loc, "outputs are declared by the model, not inside a layer block");
+            return;
+        }
+        lower_output(l, s);
+        break;
+    case FE_S_ASSIGN: lower_assign(l, s); break;
+    case FE_S_LAYER: lower_layer(l, s); break;
+    }
 }
 
 /* ---- defines ------------------------------------------------------------------------ */
@@ -971,8 +1136,11 @@ static void warn_unused(fe_lower *l)
     /* a state's new value bound to another name and never to the state */
     for (int i = 0; i < l->nwrites; i++) {
         const fe_state_write *w = &l->writes[i];
-        fe_sym *st = fe_lookup(l, w->state->name);
-        if (!st || st->kind != FE_SYM_PARAM || st->param != w->state) continue;
+        fe_sym *st = NULL;
+        bool found;
+        intptr_t si = (intptr_t)map_get(l, &l->tensors, w->state->name, &found);
+        if (found && l->syms[si - 1].param == w->state) st = &l->syms[si - 1];
+        if (!st || st->warned) continue;
         const ir_node *fin = st->rebound && st->value ? st->value : st->param;
         bool reaches = false;
         for (const ir_node *n = fin; n && n->op == IR_OP_CACHE_WRITE; n = n->inputs[0])
@@ -1037,16 +1205,8 @@ int fe_lower_model(const fe_model *m, const fe_options *opts, arena *scratch, di
         }
     }
     check_defines(&l);
-    for (int i = 0; i < m->nstmts; i++) {
-        const fe_stmt *s = m->stmts[i];
-        switch (s->kind) {
-        case FE_S_DIMS: lower_dims(&l, s); break;
-        case FE_S_CONST: lower_consts(&l, s); break;
-        case FE_S_PARAM: lower_param(&l, s); break;
-        case FE_S_OUTPUT: lower_output(&l, s); break;
-        case FE_S_ASSIGN: lower_assign(&l, s); break;
-        }
-    }
+    l.layer = -1;
+    for (int i = 0; i < m->nstmts; i++) lower_stmt(&l, m->stmts[i]);
     finish(&l, errors0);
     check_unused_defines(&l);
     if (work) *work += l.work;

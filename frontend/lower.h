@@ -55,6 +55,8 @@ typedef struct fe_sym {
     /* warnings: times the name was read as a tensor; a warning was given */
     int uses;
     bool warned;
+    /* defined inside an instance of a layer block that has ended: not visible */
+    bool hidden;
 } fe_sym;
 
 /* A variable bound to a cache write of a state (`kc2 = cache_write(kc, ...)`):
@@ -97,9 +99,19 @@ typedef struct fe_lower {
     /* name -> the first statement that defines it, built on the first
      * unknown name; and each unknown name's suggestion, computed once */
     fe_name_map later, suggested;
+    fe_name_map tensors; /* a parameter's tensor name -> its symbol's index + 1 */
     int nsuggest;   /* suggestion searches so far (capped: FE_SUGGEST_MAX) */
     uint64_t work;  /* name comparisons and suggestion candidates (fe_options.work) */
+    /* inside an instance of a layer block: its index (-1 outside), the index's
+     * name and the first symbol the instance defined (those before it are the
+     * enclosing model's) */
+    int layer;
+    const char *layer_index;
+    int layer_sym0;
 } fe_lower;
+
+/* Most instances of one layer block. */
+#define FE_MAX_LAYERS 4096
 
 /* The values of an expression: one for most, several for split and the
  * two-cache cache_write. n == 0: an error was reported already (or the count

@@ -3,7 +3,8 @@
  *   file      : 'model' IDENT '{' stmt* '}'
  *   stmt      : 'dims' IDENT (',' IDENT)*
  *             | 'const' IDENT '=' expr (',' IDENT '=' expr)*
- *             | ('input' | 'state' | 'weight') IDENT ':' type
+ *             | ('input' | 'state' | 'weight') IDENT ':' type ('=' STRING)?
+ *             | 'layer' IDENT '<' expr '{' stmt* '}'
  *             | 'output' IDENT (':' type)? ('=' expr)?      (at least one of them)
  *             | IDENT (',' IDENT)* '=' expr
  *             | ';'
@@ -64,6 +65,7 @@ int fe_yyparse(struct fe_parser *p);
     fe_names names;
     fe_constdefs consts;
     fe_type *type;
+    fe_model *body;
     int kind;
 }
 
@@ -142,6 +144,7 @@ static fe_expr *mk_binop(struct fe_parser *p, char op, fe_expr *a, fe_expr *b, F
 %token MODEL "'model'" DIMS "'dims'" CONST "'const'"
 %token INPUT "'input'" STATE "'state'" WEIGHT "'weight'" OUTPUT "'output'"
 %token TRUE "'true'" FALSE "'false'"
+%token LAYER "'layer'"
 %token <name> IDENT "identifier"
 %token <name> STRING "string"
 %token <num> NUMBER "number"
@@ -155,6 +158,7 @@ static fe_expr *mk_binop(struct fe_parser *p, char op, fe_expr *a, fe_expr *b, F
 %type <consts> const_defs
 %type <type> type
 %type <kind> param_kind
+%type <body> layer_body
 
 %left '+' '-'
 %left '*' '/' '@'
@@ -185,6 +189,26 @@ stmt
                 $$->param_kind = (ir_op)$1;
                 CHECK_OOM(fe_names_push(p->arena, &$$->names, mk_name(p, $2, @2)));
                 $$->type = $4;
+            }
+        }
+    | param_kind IDENT ':' type '=' STRING
+        {
+            $$ = mk_stmt(p, FE_S_PARAM, @1);
+            if ($$) {
+                $$->param_kind = (ir_op)$1;
+                CHECK_OOM(fe_names_push(p->arena, &$$->names, mk_name(p, $2, @2)));
+                $$->type = $4;
+                $$->tensor = $6;
+                $$->tensor_loc = L(p, @6);
+            }
+        }
+    | LAYER IDENT '<' expr '{' layer_body '}'
+        {
+            $$ = mk_stmt(p, FE_S_LAYER, @1);
+            if ($$) {
+                CHECK_OOM(fe_names_push(p->arena, &$$->names, mk_name(p, $2, @2)));
+                $$->count = $4;
+                $$->body = $6;
             }
         }
     | OUTPUT IDENT '=' expr
@@ -226,6 +250,13 @@ stmt
             }
             $$ = NULL;
         }
+    ;
+
+layer_body
+    : %empty
+        { $$ = arena_alloc(p->arena, sizeof *$$); CHECK_OOM($$); }
+    | layer_body stmt
+        { $$ = $1; if ($$ && $2) CHECK_OOM(fe_model_push(p->arena, $$, $2)); }
     ;
 
 dim_names
@@ -395,7 +426,7 @@ static bool ends_expr(int tok)
 static bool starts_stmt(int tok)
 {
     return tok == DIMS || tok == CONST || tok == INPUT || tok == STATE || tok == WEIGHT ||
-           tok == OUTPUT || tok == '}' || tok == ';' || tok == FE_YYEOF;
+           tok == OUTPUT || tok == LAYER || tok == '}' || tok == ';' || tok == FE_YYEOF;
 }
 
 /* The token filter: records what error recovery needs, and while

@@ -277,6 +277,18 @@ typedef struct kiln_host_tensor {
 } kiln_host_tensor;
 kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *tensors, int n);
 
+/* issue 13 (whole models) ------------------------------------------------------------------
+ * Load a Hugging Face checkpoint: `path` is a directory (its
+ * model.safetensors.index.json with the shards it lists, else its
+ * model.safetensors), an index file, or one .safetensors file. The index is
+ * checked against the shards before anything is copied (shard names are plain
+ * file names beside the index; every listed tensor is in its shard, every
+ * shard tensor is listed for that shard; metadata.total_size, when present,
+ * matches), then every tensor as kiln_model_load_safetensors checks it, with
+ * the weights missing from all shards listed. Tensor names are the model's
+ * (a `weight w : T = "model.layers.{i}..."` pattern). flags: KILN_LOAD_*. */
+kiln_status kiln_model_load_checkpoint(kiln_model *m, const char *path, unsigned flags);
+
 /* ---- states ----------------------------------------------------------------------------- */
 
 /* Allocate every state for the max dims, zeroed (again: zero them). A state
@@ -480,6 +492,63 @@ kiln_status kiln_tensor_alloc_dlpack(kiln_context *ctx, kiln_dtype dtype, int ra
                                      struct DLManagedTensor **out);
 kiln_status kiln_tensor_alloc_dlpack_versioned(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *shape,
                                                struct DLManagedTensorVersioned **out);
+
+/* ---- generation (issue 13) -------------------------------------------------------------
+ * A whole model (samples/models/: dims B, S, T; inputs ids i32[B, S] and
+ * pos i32[B]; one output logits bf16[B, 1, V], the last new token's) generates
+ * tokens with the next token chosen on the GPU. */
+
+typedef struct kiln_sampling {
+    float temperature; /* <= 0: greedy (the highest logit; ties to the lower id) */
+    int top_k;         /* candidates: 0 = 64, the most; larger values are clamped to 64 */
+    float top_p;       /* in (0, 1): the smallest best-first set of the top_k candidates holding
+                        * top_p of their probability (top-p over the top-k set, not the whole
+                        * vocabulary); otherwise off */
+    uint64_t seed;     /* the random stream of row r draws hash(seed, r, draw number) */
+} kiln_sampling;
+
+/* The sampler on its own: rows of logits (bf16, vocab per row, device) in,
+ * one token per row (i32, device) out. Per-CTA partial top-k over slices of the
+ * vocabulary, then one combine per row; the random state lives in device memory
+ * and advances on the device. max_rows: the most rows per call. */
+typedef struct kiln_sampler kiln_sampler;
+kiln_status kiln_sampler_create(kiln_model *m, const kiln_sampling *s, int max_rows, kiln_sampler **out);
+/* stream NULL: the context's (where kiln_model_run runs with a NULL stream). */
+kiln_status kiln_sampler_run(kiln_sampler *s, const void *logits, int rows, void *ids_out, void *stream);
+void kiln_sampler_free(kiln_sampler *s); /* NULL-safe */
+
+typedef struct kiln_generate_options {
+    kiln_sampling sampling;
+    int max_new;                /* new tokens per sequence, at most */
+    const int32_t *stop_ids;    /* a sequence ends after one of these (EOS and the user's) */
+    int nstop;
+    int prefill_chunk;          /* prompt tokens per prefill call (0: the whole common prompt) */
+    const int *buckets;         /* batch sizes calls are padded to, ascending (NULL: 1, 2, 4, 8,
+                                 * 16, 32), within the model's max B */
+    int nbuckets;
+    const char *ids_name, *pos_name, *logits_name; /* NULL: "ids", "pos", "logits" */
+} kiln_generate_options;
+
+typedef struct kiln_generate_stats {
+    double ttft_ms;        /* from the call until every sequence's first new token exists */
+    double decode_ms;      /* from then until the last token */
+    int64_t new_tokens;    /* tokens returned, all sequences */
+    double tokens_per_s;   /* (new_tokens - nseq) / decode time */
+    int batch;             /* the batch size the calls ran with (the bucket) */
+    int bucket_miss;       /* 1: nseq was over every bucket: the exact size ran */
+    int prefill_calls, decode_steps;
+} kiln_generate_stats;
+
+/* Generate for nseq prompts (prompts[b]: lens[b] token ids) into out
+ * (nseq x max_new, row b's first out_lens[b] valid, up to and including its
+ * stop token). The model's states are zeroed first (each call is a new
+ * generation). The common prompt length is prefilled (in prefill_chunk
+ * pieces); longer prompts' remaining tokens are fed one per decode step. Each
+ * decode step is one S = 1 run of the whole batch (a CUDA-graph replay: the
+ * positions advance on the device) and the sampler's two kernels. */
+kiln_status kiln_generate(kiln_model *m, int nseq, const int32_t *const *prompts, const int *lens,
+                          const kiln_generate_options *opts, int32_t *out, int *out_lens,
+                          kiln_generate_stats *stats);
 
 /* Declarations go above this line: those below it are not exported. */
 #if defined(__GNUC__)

@@ -7,6 +7,7 @@
 #include "runtime/rt_model_internal.h"
 #include "runtime/rt_pack.h"
 #include "runtime/rt_weights.h"
+#include "runtime/rt_wmodel.h"
 
 /* ---- weights ----------------------------------------------------------------------------- */
 
@@ -165,15 +166,18 @@ rt_status rt_model_check_safetensors(const rt_model *m, const rt_st_file *f, uns
     return st;
 }
 
-rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)
+rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *err, size_t n)
 {
-    rt_st_file f;
-    rt_status st = rt_st_open(path, &f, err, n); /* RT_ERR_IO: unreadable; RT_ERR_WEIGHTS: bad contents */
-    if (st != RT_OK) return st;
-    st = rt_model_check_safetensors(m, &f, flags, err, n);
-    if (st != RT_OK) goto out;
-    if (!rt_model_use_device(m, "load weights", &st, err, n)) goto out;
-    for (int i = 0; i < f.n; i++) {
+    rt_status st;
+    const rt_st_file f = *fp;
+    const char *path = f.path ? f.path : "safetensors";
+    if (!rt_model_use_device(m, "load weights", &st, err, n)) return st;
+    /* large files go through pinned staging buffers (rt_wmodel_upload.c) */
+    size_t total = 0;
+    for (int i = 0; i < f.n; i++) total += (size_t)(f.t[i].end - f.t[i].begin);
+    rt_upload up;
+    st = rt_upload_begin(&up, m->ctx->stream, total, err, n);
+    for (int i = 0; i < f.n && st == RT_OK; i++) {
         const rt_st_tensor *t = &f.t[i];
         int p = rt_model_find_param(m, t->name);
         if (p < 0) continue;
@@ -182,16 +186,28 @@ rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flag
         char who[512];
         snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
         st = RT_CUDA_CHECK(cudaMalloc(&dev, bytes ? bytes : 1), who, err, n);
-        if (st == RT_OK) st = RT_CUDA_CHECK(cudaMemcpy(dev, t->data, bytes, cudaMemcpyHostToDevice), who, err, n);
+        if (st == RT_OK) st = rt_upload_copy(&up, dev, t->data, bytes, who, err, n);
         if (st != RT_OK) {
+            (void)rt_upload_end(&up, NULL, 0); /* no copy into dev is left in flight */
             if (dev) (void)cudaFree(dev);
-            goto out;
+            return st;
         }
         set_weight(m, p, dev, true);
     }
     /* the copies are done before any run reads them */
-    st = RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
-out:
+    rt_status end = rt_upload_end(&up, err, n);
+    if (st != RT_OK) return st;
+    RT_TRY(end);
+    return RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
+}
+
+rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)
+{
+    rt_st_file f;
+    rt_status st = rt_st_open(path, &f, err, n); /* RT_ERR_IO: unreadable; RT_ERR_WEIGHTS: bad contents */
+    if (st != RT_OK) return st;
+    st = rt_model_check_safetensors(m, &f, flags, err, n);
+    if (st == RT_OK) st = rt_model_upload_safetensors(m, &f, err, n);
     rt_st_close(&f);
     return st;
 }

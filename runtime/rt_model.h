@@ -119,6 +119,14 @@ rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flag
  * mismatch, one per line. Used by load and by tests. */
 struct rt_st_file;
 rt_status rt_model_check_safetensors(const rt_model *m, const struct rt_st_file *f, unsigned flags, char *err, size_t n);
+/* Copy the file's tensors that are weights of the model to the device (after
+ * rt_model_check_safetensors). */
+rt_status rt_model_upload_safetensors(rt_model *m, const struct rt_st_file *f, char *err, size_t n);
+/* A Hugging Face checkpoint (rt_weights_index.h: a directory, an index or one
+ * file): the index checked against its shards, every shard's tensors checked
+ * against the model as rt_model_check_safetensors does, the weights missing
+ * from all shards listed (unless RT_LOAD_ALLOW_MISSING), then the upload. */
+rt_status rt_model_load_checkpoint(rt_model *m, const char *path, unsigned flags, char *err, size_t n);
 
 /* States. */
 rt_status rt_model_alloc_states(rt_model *m, char *err, size_t n);

@@ -520,25 +520,38 @@ kiln_status kiln_model_bind_weight_checked(kiln_model *m, const char *name, kiln
                      m->error, err);
 }
 
-kiln_status kiln_model_load_safetensors_ex(kiln_model *m, const char *path, unsigned flags)
+/* A weight file (load: rt_model_load_safetensors or rt_model_load_checkpoint) with KILN_LOAD_* flags. */
+static kiln_status load_weights(kiln_model *m, const char *fn, const char *path, unsigned flags,
+                                rt_status (*load)(rt_model *, const char *, unsigned, char *, size_t))
 {
-    NEED_MODEL(m, "kiln_model_load_safetensors");
-    if (!path) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_load_safetensors: NULL path");
+    NEED_MODEL(m, fn);
+    if (!path) return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "%s: NULL path", fn);
     if (flags & ~(unsigned)(KILN_LOAD_IGNORE_UNKNOWN | KILN_LOAD_ALLOW_MISSING))
-        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "kiln_model_load_safetensors: unknown flags 0x%x", flags);
+        return errorf(KILN_ERR_INVALID_ARGUMENT, m->error, "%s: unknown flags 0x%x", fn, flags);
     unsigned rf = ((flags & KILN_LOAD_IGNORE_UNKNOWN) ? RT_LOAD_IGNORE_UNKNOWN : 0) |
                   ((flags & KILN_LOAD_ALLOW_MISSING) ? RT_LOAD_ALLOW_MISSING : 0);
     char *err = malloc(ERRLEN);
     if (!err) return errorf(KILN_ERR_OUT_OF_MEMORY, m->error, "out of memory");
     err[0] = 0;
-    kiln_status s = set_error((kiln_status)rt_model_load_safetensors(m->rt, path, rf, err, ERRLEN), m->error, err);
+    kiln_status s = set_error((kiln_status)load(m->rt, path, rf, err, ERRLEN), m->error, err);
     free(err);
     return s;
+}
+
+kiln_status kiln_model_load_safetensors_ex(kiln_model *m, const char *path, unsigned flags)
+{
+    return load_weights(m, "kiln_model_load_safetensors", path, flags, rt_model_load_safetensors);
 }
 
 kiln_status kiln_model_load_safetensors(kiln_model *m, const char *path)
 {
     return kiln_model_load_safetensors_ex(m, path, 0);
+}
+
+/* issue 13: Hugging Face checkpoints (one file or an index with shards) */
+kiln_status kiln_model_load_checkpoint(kiln_model *m, const char *path, unsigned flags)
+{
+    return load_weights(m, "kiln_model_load_checkpoint", path, flags, rt_model_load_checkpoint);
 }
 
 kiln_status kiln_safetensors_write(const char *path, const kiln_host_tensor *tensors, int n)
@@ -730,3 +743,7 @@ kiln_status kiln_model_profile(kiln_model *m, const kiln_dim *dims, int ndims, c
     free(err);
     return s;
 }
+
+/* issue 13: what src/kiln_generate.c needs of a model (src/kiln_generate.h) */
+rt_model *kiln_model_rt_(kiln_model *m) { return m->rt; }
+kiln_status kiln_model_fail_(kiln_model *m, kiln_status s, const char *msg) { return set_error(s, m ? m->error : NULL, msg); }

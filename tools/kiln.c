@@ -25,6 +25,7 @@
 #include "runtime/rt_info.h"
 #include "runtime/rt_nvrtc.h"
 #include "src/compile.h"
+#include "tools/kiln_generate.h"
 #include "tools/kiln_run.h"
 
 enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70, EX_CANTCREAT = 73 };
@@ -175,6 +176,7 @@ static void print_usage(FILE *out)
           "       kiln --version            the versions of Kiln and its CUDA components\n"
           "\ncommands:\n", out);
     for (int i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-9s%s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-9s%s\n", "generate", "generate tokens with a whole model from a Hugging Face checkpoint");
     fputs("\nFILE '-' reads the model from standard input; '--' ends the options.\n\n", out);
     fputs(exit_text, out);
 }
@@ -498,6 +500,11 @@ static int parse_args(int argc, char **argv, cli *c, char **fixed)
     const char *a = argv[1];
     if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
         if (argc > 2 && strcmp(a, "help") == 0) {
+            if (!strcmp(argv[2], "generate")) {
+                char *h[] = {"generate", "--help", NULL};
+                (void)kiln_generate_command(2, h);
+                return -1;
+            }
             const command *cmd = find_command(argv[2]);
             if (!cmd) return usage_error(c, "unknown command '%s'", argv[2]);
             print_command_help(cmd, stdout);
@@ -873,6 +880,7 @@ static int run(const cli *c)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "generate")) return kiln_generate_command(argc - 1, argv + 1);
     cli c;
     memset(&c, 0, sizeof c);
     c.run.pos = -1;

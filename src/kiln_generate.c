@@ -1,0 +1,135 @@
+/* src/kiln_generate.c — the generation API (include/kiln.h, "generation"):
+ * the GPU sampler and the generation loop of runtime/rt_wmodel.h, with the
+ * sampler's kernels from codegen's template. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cg.h"
+#include "runtime/rt_wmodel.h"
+#include "src/kiln_generate.h"
+
+#define GEN_ERRLEN 8192
+
+struct kiln_sampler {
+    kiln_model *m;
+    rt_sampler *rt;
+};
+
+static kiln_status make_sampler(kiln_model *m, const kiln_sampling *s, int max_rows, int hist_cap, int64_t vocab,
+                                rt_sampler **out)
+{
+    const char *src = cg_template_text("sample.cuh");
+    if (!src) return kiln_model_fail_(m, KILN_ERR_INTERNAL, "the sampler's template is not embedded");
+    rt_sample_config cfg = {.vocab = vocab,
+                            .ld = vocab,
+                            .max_rows = max_rows,
+                            .temperature = s ? s->temperature : 0,
+                            .top_k = s ? s->top_k : 0,
+                            .top_p = s ? s->top_p : 0,
+                            .seed = s ? s->seed : 0,
+                            .hist_cap = hist_cap};
+    char err[GEN_ERRLEN] = "";
+    rt_status st = rt_model_sampler_create(kiln_model_rt_(m), src, &cfg, out, err, sizeof err);
+    return st == RT_OK ? KILN_OK : kiln_model_fail_(m, (kiln_status)st, err);
+}
+
+static kiln_status model_vocab(kiln_model *m, const kiln_generate_options *o, int64_t *vocab)
+{
+    rt_gen_config cfg = {.ids = o ? o->ids_name : NULL, .pos = o ? o->pos_name : NULL, .logits = o ? o->logits_name : NULL};
+    char err[1024] = "";
+    rt_status st = rt_gen_check_model(kiln_model_rt_(m), &cfg, vocab, err, sizeof err);
+    return st == RT_OK ? KILN_OK : kiln_model_fail_(m, (kiln_status)st, err);
+}
+
+kiln_status kiln_sampler_create(kiln_model *m, const kiln_sampling *s, int max_rows, kiln_sampler **out)
+{
+    if (!m || !out || max_rows < 1) {
+        if (out) *out = NULL;
+        return kiln_model_fail_(m, KILN_ERR_INVALID_ARGUMENT, "kiln_sampler_create: NULL model or out, or max_rows < 1");
+    }
+    *out = NULL;
+    int64_t vocab;
+    kiln_status ks = model_vocab(m, NULL, &vocab);
+    if (ks != KILN_OK) return ks;
+    kiln_sampler *k = calloc(1, sizeof *k);
+    if (!k) return kiln_model_fail_(m, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    k->m = m;
+    ks = make_sampler(m, s, max_rows, 0, vocab, &k->rt);
+    if (ks != KILN_OK) {
+        free(k);
+        return ks;
+    }
+    *out = k;
+    return KILN_OK;
+}
+
+kiln_status kiln_sampler_run(kiln_sampler *s, const void *logits, int rows, void *ids_out, void *stream)
+{
+    if (!s) return kiln_model_fail_(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_sampler_run: NULL sampler");
+    char err[1024] = "";
+    rt_status st = rt_sampler_run(s->rt, logits, ids_out, rows, stream, err, sizeof err);
+    return st == RT_OK ? KILN_OK : kiln_model_fail_(s->m, (kiln_status)st, err);
+}
+
+void kiln_sampler_free(kiln_sampler *s)
+{
+    if (!s) return;
+    rt_sampler_free(s->rt);
+    free(s);
+}
+
+kiln_status kiln_generate(kiln_model *m, int nseq, const int32_t *const *prompts, const int *lens,
+                          const kiln_generate_options *o, int32_t *out, int *out_lens, kiln_generate_stats *stats)
+{
+    if (!m || !o || !prompts || !lens || !out || !out_lens || nseq < 1 || o->max_new < 1 || (o->nstop && !o->stop_ids) ||
+        o->nbuckets < 0 || (o->nbuckets && !o->buckets))
+        return kiln_model_fail_(m, KILN_ERR_INVALID_ARGUMENT,
+                                "kiln_generate: NULL argument, no sequences, max_new < 1, or a bad stop or bucket list");
+    for (int i = 1; i < o->nbuckets; i++)
+        if (o->buckets[i] <= o->buckets[i - 1] || o->buckets[0] < 1)
+            return kiln_model_fail_(m, KILN_ERR_INVALID_ARGUMENT, "kiln_generate: buckets must be positive and ascending");
+    int64_t vocab;
+    kiln_status ks = model_vocab(m, o, &vocab);
+    if (ks != KILN_OK) return ks;
+    int lmin = lens[0], lmax = lens[0];
+    for (int b = 1; b < nseq; b++) {
+        if (lens[b] < lmin) lmin = lens[b];
+        if (lens[b] > lmax) lmax = lens[b];
+    }
+    rt_gen_config cfg = {.ids = o->ids_name,
+                         .pos = o->pos_name,
+                         .logits = o->logits_name,
+                         .max_new = o->max_new,
+                         .stop = o->stop_ids,
+                         .nstop = o->nstop,
+                         .prefill_chunk = o->prefill_chunk,
+                         .buckets = o->buckets,
+                         .nbuckets = o->nbuckets};
+    const ir_graph *g = rt_model_graph(kiln_model_rt_(m));
+    int64_t maxb = 1;
+    for (int i = 0; i < g->nsyms; i++)
+        if (!strcmp(g->syms[i], "B")) maxb = rt_model_max_dims(kiln_model_rt_(m))[i];
+    int miss;
+    int batch = rt_gen_bucket(o->buckets, o->nbuckets, nseq, maxb, &miss);
+    if (batch < 0) batch = nseq; /* rt_generate reports it */
+    rt_sampler *smp = NULL;
+    ks = make_sampler(m, &o->sampling, batch, (lmax - lmin) + o->max_new, vocab, &smp);
+    if (ks != KILN_OK) return ks;
+    kiln_generate_stats local;
+    if (!stats) stats = &local;
+    rt_gen_stats rs;
+    char *err = malloc(GEN_ERRLEN);
+    if (!err) {
+        rt_sampler_free(smp);
+        return kiln_model_fail_(m, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    err[0] = 0;
+    rt_status st = rt_generate(kiln_model_rt_(m), smp, &cfg, nseq, prompts, lens, out, out_lens, &rs, err, GEN_ERRLEN);
+    rt_sampler_free(smp);
+    *stats = (kiln_generate_stats){rs.ttft_ms, rs.decode_ms, rs.new_tokens, rs.tokens_per_s, rs.batch, rs.bucket_miss,
+                                   rs.prefill_calls, rs.decode_steps};
+    ks = st == RT_OK ? KILN_OK : kiln_model_fail_(m, (kiln_status)st, err);
+    free(err);
+    return ks;
+}

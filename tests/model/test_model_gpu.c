@@ -1,0 +1,308 @@
+/* tests/model/test_model_gpu.c — whole models on a GPU against Hugging Face
+ * transformers (label gpu; exits 77 without a device or without the
+ * reference, which tests/model/hf_reference.py writes on the GPU machine).
+ *
+ *   test_model_gpu MODEL.kiln CKPT_DIR REF.json [NAME=VALUE defines...]
+ *
+ * CKPT_DIR: save_pretrained of a random-weight LlamaForCausalLM /
+ * Qwen2ForCausalLM (sharded: an index and several shards). REF.json (written
+ * by hf_reference.py): a prompt, the teacher-forced logits of transformers
+ * (the prompt's last position, then 32 steps, fed transformers' own greedy
+ * tokens), each step's tolerance (3e-2 of its largest |logit|) and top-2
+ * margin, and transformers' greedy continuations of a few prompts.
+ *   1. teacher forcing: one prefill of the prompt (B=1, S=len) then 32 decode
+ *      steps (S=1, one CUDA graph replayed), each fed the reference's token;
+ *      every step's logits within the tolerance (max |diff|) and relative L2
+ *      error < 3e-2; the GPU sampler's greedy token equals the reference's
+ *      wherever its top-2 margin exceeds twice the tolerance.
+ *   2. kiln_generate, greedy: the prompt alone; the prompt with prefill in
+ *      chunks of 3; the prompt padded to a batch bucket of 2; three prompts of
+ *      different lengths in one batch (bucket 4, one padded row, the longer
+ *      tails fed as forced tokens): every sequence's tokens equal
+ *      transformers' greedy ones, except that a step whose top-2 margin is
+ *      under twice the tolerance may go either way (random weights make
+ *      near-ties), which ends the comparison.
+ *   3. sampling: temperature/top-k/top-p with a seed gives the same tokens
+ *      twice, tokens inside the vocabulary; a stop token ends the sequence.
+ * KILN_MODEL_WARM=1: compile-only, prepares every shape the test runs (fills
+ * the kernel cache; no device needed) and exits. */
+#include "api/api_util.h"
+
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+
+#include "check.h"
+
+#define STEPS 33
+#define MAXT 64
+
+static kiln_context *ctx;
+
+typedef struct ref {
+    int vocab, plen, prompt[64];
+    int greedy[STEPS];
+    float *logits; /* STEPS x vocab */
+    float atol[STEPS], margin[STEPS];
+    int nseq, lens[4], prompts[4][64], cont[4][STEPS];
+    float cmargin[4][STEPS], catol[4][STEPS];
+} ref;
+
+static int ints(json_t *a, int *out, int max)
+{
+    int n = (int)json_array_size(a);
+    for (int i = 0; i < n && i < max; i++) out[i] = (int)json_integer_value(json_array_get(a, (size_t)i));
+    return n;
+}
+
+static void floats(json_t *a, float *out, int max)
+{
+    for (int i = 0; i < (int)json_array_size(a) && i < max; i++) out[i] = (float)json_number_value(json_array_get(a, (size_t)i));
+}
+
+static int load_ref(const char *path, ref *r)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) return -1;
+    r->vocab = (int)json_integer_value(json_object_get(j, "vocab"));
+    r->plen = ints(json_object_get(j, "prompt"), r->prompt, 64);
+    ints(json_object_get(j, "greedy"), r->greedy, STEPS);
+    floats(json_object_get(j, "atol"), r->atol, STEPS);
+    floats(json_object_get(j, "margin"), r->margin, STEPS);
+    json_t *ls = json_object_get(j, "logits");
+    r->logits = calloc((size_t)STEPS * (size_t)r->vocab, sizeof(float));
+    for (int s = 0; s < STEPS; s++) floats(json_array_get(ls, (size_t)s), r->logits + (size_t)s * (size_t)r->vocab, r->vocab);
+    json_t *ps = json_object_get(j, "prompts");
+    r->nseq = (int)json_array_size(ps);
+    for (int b = 0; b < r->nseq && b < 4; b++) {
+        json_t *p = json_array_get(ps, (size_t)b);
+        r->lens[b] = ints(json_object_get(p, "prompt"), r->prompts[b], 64);
+        ints(json_object_get(p, "greedy"), r->cont[b], STEPS);
+        floats(json_object_get(p, "margin"), r->cmargin[b], STEPS);
+        floats(json_object_get(p, "atol"), r->catol[b], STEPS);
+    }
+    json_decref(j);
+    return 0;
+}
+
+static float bf2f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+
+/* Tokens against transformers' greedy ones: equal at every step whose top-2
+ * margin exceeds twice the tolerance; at a near-tie either token may win, and
+ * when they differ the continuations diverge, so the comparison stops there.
+ * Returns the steps compared. */
+static int compare_greedy(const char *what, const int32_t *got, int ngot, const int *want, const float *margin,
+                          const float *atol, int nwant)
+{
+    int k = 0;
+    for (; k < nwant && k < ngot; k++) {
+        bool near = margin[k] <= 2 * atol[k];
+        if (got[k] == want[k]) continue;
+        CHECK_MSG(near, "%s: token %d is %d, transformers' greedy %d (margin %.4f)", what, k, got[k], want[k], margin[k]);
+        break;
+    }
+    printf("%s: %d of %d tokens equal to transformers' greedy%s\n", what, k, nwant,
+           k < nwant ? " (then a near-tie went the other way)" : "");
+    return k;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: test_model_gpu MODEL.kiln CKPT_DIR REF.json [NAME=VALUE...]\n");
+        return 77;
+    }
+    const char *model = argv[1], *ckpt = argv[2], *refp = argv[3];
+    kiln_define defs[16];
+    int nd = 0;
+    for (int i = 4; i < argc && nd < 16; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (!eq) continue;
+        *eq = 0;
+        defs[nd++] = (kiln_define){argv[i], eq + 1};
+    }
+    bool warm = getenv("KILN_MODEL_WARM") && !strcmp(getenv("KILN_MODEL_WARM"), "1");
+    kiln_context_options co = {.compile_only = warm};
+    kiln_status cs = kiln_context_create(&ctx, &co);
+    if (cs == KILN_ERR_NO_DEVICE) {
+        printf("no CUDA device: skipped\n");
+        return 77;
+    }
+    if (cs != KILN_OK) {
+        fprintf(stderr, "context: %s\n", kiln_last_error());
+        return 1;
+    }
+    kiln_dim maxd[] = {{"B", 4}, {"S", 16}, {"T", MAXT}};
+    kiln_model_options mo = {.defines = defs, .ndefines = nd, .max_dims = maxd, .nmax_dims = 3, .lazy = 1};
+    kiln_model *m = NULL;
+    if (kiln_model_compile_file(ctx, model, &mo, &m) != KILN_OK) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return 1;
+    }
+    ref r = {0};
+    if (warm) {
+        /* the shapes of the test below, for the kernel cache */
+        int sets[][2] = {{1, 8}, {1, 1}, {1, 3}, {1, 2}, {2, 8}, {2, 1}, {4, 5}, {4, 1}, {2, 3}}; /* {2, 3}: samples/embed */
+        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+            kiln_dim d[] = {{"B", sets[i][0]}, {"S", sets[i][1]}, {"T", MAXT}};
+            kiln_status st = kiln_model_prepare(m, d, 3);
+            printf("prepare B=%d S=%d: %s\n", sets[i][0], sets[i][1], st == KILN_OK ? "ok" : kiln_last_error());
+        }
+        kiln_sampler *ks = NULL;
+        kiln_sampling sv[] = {{0}, {.temperature = 0.8f, .top_k = 20, .top_p = 0.9f, .seed = 7}};
+        for (int i = 0; i < 2; i++) /* the sampler's kernels into the cache (then: no device) */
+            printf("sampler: %s\n", kiln_sampler_create(m, &sv[i], 4, &ks) == KILN_ERR_NO_DEVICE ? "compiled" : kiln_last_error());
+        kiln_counters c;
+        kiln_model_counters(m, &c);
+        printf("compiled %llu, disk hits %llu\n", (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_disk);
+        kiln_model_free(m);
+        kiln_context_free(ctx);
+        return 0;
+    }
+    if (load_ref(refp, &r) != 0) {
+        printf("no reference %s: skipped\n", refp);
+        return 77;
+    }
+    kiln_status ls = kiln_model_load_checkpoint(m, ckpt, 0);
+    CHECK_MSG(ls == KILN_OK, "load %s: %s", ckpt, kiln_last_error());
+    if (ls != KILN_OK) return CHECK_DONE();
+    CHECK(kiln_model_alloc_states(m) == KILN_OK);
+
+    /* 1. teacher forcing */
+    int V = r.vocab;
+    void *ids, *pos, *logits, *tok;
+    CHECK(kiln_device_alloc(ctx, 4 * 64, &ids) == KILN_OK && kiln_device_alloc(ctx, 4 * 4, &pos) == KILN_OK &&
+          kiln_device_alloc(ctx, (size_t)4 * V * 2, &logits) == KILN_OK && kiln_device_alloc(ctx, 16, &tok) == KILN_OK);
+    kiln_sampler *greedy = NULL;
+    kiln_sampling gs = {0};
+    CHECK_MSG(kiln_sampler_create(m, &gs, 4, &greedy) == KILN_OK, "%s", kiln_last_error());
+    uint16_t *hl = malloc((size_t)V * 2);
+    int checked = 0;
+    for (int s = 0; s < STEPS; s++) {
+        int S = s == 0 ? r.plen : 1;
+        int32_t in[64];
+        int32_t p = s == 0 ? 0 : r.plen + s - 1;
+        if (s == 0) memcpy(in, r.prompt, (size_t)r.plen * 4);
+        else in[0] = r.greedy[s - 1];
+        CHECK(kiln_copy_to_device(ctx, ids, in, (size_t)S * 4) == KILN_OK);
+        CHECK(kiln_copy_to_device(ctx, pos, &p, 4) == KILN_OK);
+        kiln_dim d[] = {{"B", 1}, {"S", S}, {"T", MAXT}};
+        kiln_tensor_arg ia[] = {{"ids", ids}, {"pos", pos}}, oa[] = {{"logits", logits}};
+        kiln_status rs = kiln_model_run(m, d, 3, ia, 2, oa, 1, NULL);
+        CHECK_MSG(rs == KILN_OK, "step %d: %s", s, kiln_last_error());
+        CHECK(kiln_sampler_run(greedy, logits, 1, tok, NULL) == KILN_OK);
+        CHECK(kiln_model_sync(m) == KILN_OK);
+        CHECK(kiln_copy_to_host(ctx, hl, logits, (size_t)V * 2) == KILN_OK);
+        int32_t t;
+        CHECK(kiln_copy_to_host(ctx, &t, tok, 4) == KILN_OK);
+        const float *want = r.logits + (size_t)s * (size_t)V;
+        double num = 0, den = 0, maxdiff = 0;
+        int am = 0;
+        for (int v = 0; v < V; v++) {
+            double g = bf2f(hl[v]), e = want[v];
+            num += (g - e) * (g - e);
+            den += e * e;
+            if (fabs(g - e) > maxdiff) maxdiff = fabs(g - e);
+            if (bf2f(hl[v]) > bf2f(hl[am])) am = v;
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        CHECK_MSG(maxdiff <= r.atol[s] && rel < 3e-2, "step %d: max |diff| %.4g (tolerance %.4g), rel L2 %.3g", s, maxdiff,
+                  r.atol[s], rel);
+        CHECK_MSG(t == am, "step %d: the sampler's greedy token %d, the logits' argmax %d", s, t, am);
+        if (r.margin[s] > 2 * r.atol[s]) {
+            checked++;
+            CHECK_MSG(t == r.greedy[s], "step %d: greedy token %d, transformers' %d (margin %.4f)", s, t, r.greedy[s],
+                      r.margin[s]);
+        }
+        if (s == 0 || s == STEPS - 1) printf("step %d: max |diff| %.4g, rel L2 %.3g\n", s, maxdiff, rel);
+    }
+    printf("teacher forcing: %d steps, %d greedy tokens compared (margin over twice the tolerance)\n", STEPS, checked);
+    kiln_counters c;
+    kiln_model_counters(m, &c);
+    printf("counters: compiled %llu, disk hits %llu, captures %llu, replays %llu\n", (unsigned long long)c.kernels_compiled,
+           (unsigned long long)c.cache_hits_disk, (unsigned long long)c.graph_captures, (unsigned long long)c.graph_replays);
+    CHECK(c.graph_replays >= STEPS - 3);
+    kiln_sampler_free(greedy);
+
+    /* 2. kiln_generate, greedy */
+    int32_t out[4 * STEPS];
+    int olen[4];
+    kiln_generate_stats st;
+    const int32_t *pp[4];
+    int32_t pbuf[4][64];
+    for (int b = 0; b < r.nseq; b++) {
+        for (int j = 0; j < r.lens[b]; j++) pbuf[b][j] = r.prompts[b][j];
+        pp[b] = pbuf[b];
+    }
+    kiln_generate_options go = {.max_new = STEPS};
+    if (kiln_generate(m, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+        CHECK(olen[0] == STEPS && st.batch == 1);
+        compare_greedy("generate", out, olen[0], r.cont[0], r.cmargin[0], r.catol[0], STEPS);
+        printf("generate: ttft %.2f ms, %.1f tokens/s, %d steps\n", st.ttft_ms, st.tokens_per_s, st.decode_steps);
+    } else CHECK_MSG(0, "generate: %s", kiln_last_error());
+    go.prefill_chunk = 3;
+    if (kiln_generate(m, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+        CHECK(st.prefill_calls == (r.lens[0] + 2) / 3);
+        compare_greedy("generate, prefill in chunks of 3", out, olen[0], r.cont[0], r.cmargin[0], r.catol[0], STEPS);
+    } else CHECK_MSG(0, "generate chunked: %s", kiln_last_error());
+    go.prefill_chunk = 0;
+    int b2[] = {2};
+    go.buckets = b2;
+    go.nbuckets = 1;
+    if (kiln_generate(m, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+        CHECK(st.batch == 2);
+        compare_greedy("generate, padded to a bucket of 2", out, olen[0], r.cont[0], r.cmargin[0], r.catol[0], STEPS);
+    } else CHECK_MSG(0, "generate bucket 2: %s", kiln_last_error());
+    go.buckets = NULL;
+    go.nbuckets = 0;
+    if (kiln_generate(m, r.nseq, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+        CHECK(st.batch == 4);
+        for (int b = 0; b < r.nseq; b++) {
+            char what[64];
+            snprintf(what, sizeof what, "generate, ragged batch, sequence %d (%d tokens)", b, r.lens[b]);
+            compare_greedy(what, out + b * STEPS, olen[b], r.cont[b], r.cmargin[b], r.catol[b], STEPS);
+        }
+        printf("ragged batch of %d: ttft %.2f ms, %.1f tokens/s\n", r.nseq, st.ttft_ms, st.tokens_per_s);
+    } else CHECK_MSG(0, "generate ragged: %s", kiln_last_error());
+
+    /* 3. sampling */
+    go.sampling = (kiln_sampling){.temperature = 0.8f, .top_k = 20, .top_p = 0.9f, .seed = 7};
+    int32_t out2[4 * STEPS];
+    int olen2[4];
+    if (kiln_generate(m, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK &&
+        kiln_generate(m, 1, pp, r.lens, &go, out2, olen2, &st) == KILN_OK) {
+        CHECK(olen[0] == STEPS && olen2[0] == STEPS && !memcmp(out, out2, sizeof(int32_t) * STEPS));
+        bool inside = true, varied = false;
+        for (int k = 0; k < STEPS; k++) {
+            inside &= out[k] >= 0 && out[k] < V;
+            varied |= k && out[k] != out[0];
+        }
+        CHECK(inside && varied);
+        int32_t stop = out[5];
+        go.stop_ids = &stop;
+        go.nstop = 1;
+        CHECK(kiln_generate(m, 1, pp, r.lens, &go, out2, olen2, &st) == KILN_OK);
+        int first = 0;
+        while (out[first] != stop) first++;
+        CHECK_MSG(olen2[0] == first + 1 && out2[first] == stop, "stop token: %d tokens, want %d", olen2[0], first + 1);
+    } else CHECK_MSG(0, "sampling: %s", kiln_last_error());
+
+    free(hl);
+    free(r.logits);
+    kiln_device_free(ctx, ids);
+    kiln_device_free(ctx, pos);
+    kiln_device_free(ctx, logits);
+    kiln_device_free(ctx, tok);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    return CHECK_DONE();
+}
