@@ -160,6 +160,11 @@ typedef struct cg_kernel {
      * 16-byte aligned). NULL for every other kernel. */
     struct cg_kernel *fallback;
     cg_launch launch;
+    /* The template waits on the kernel before it (kiln_pdl_wait, common.cuh) before it
+     * touches memory an earlier kernel may write, so the runtime may launch it with
+     * programmatic stream serialization (sm_90+): gemv, row, elementwise and decode
+     * attention. The other templates launch after the previous kernel has finished. */
+    bool pdl;
     cg_xform *xforms;       /* bind-time layout changes of this kernel's weights */
     int nxforms;
     void *priv_;            /* storage; freed by cg_kernel_free */

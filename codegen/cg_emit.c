@@ -195,6 +195,8 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     }
     if (ok) {
         out->family = plan.family;
+        out->pdl = plan.family == CG_FAMILY_GEMV || plan.family == CG_FAMILY_ROW ||
+                   plan.family == CG_FAMILY_ELEMENTWISE || plan.family == CG_FAMILY_ATTENTION_DECODE;
         out->args = gen.args;
         out->nargs = gen.nargs;
         gen.args = NULL;

@@ -80,6 +80,8 @@ typedef struct rt_model_config {
     int max_graphs;      /* 0: 16 */
     bool lazy;           /* compile kernels at the first run of each variant */
     int decode_max_rows; /* 0: 32; < 0: never (see rt_variant.c) */
+    bool no_pdl;         /* launch every kernel after the previous one has finished (no
+                          * programmatic dependent launch; see rt_run.c) */
 } rt_model_config;
 
 /* A model running plan (taken over: freed by the model, or by this call when

@@ -221,7 +221,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                            .run = {.no_graphs = opts->no_graphs != 0,
                                    .max_graphs = opts->max_graphs,
                                    .lazy = opts->lazy != 0,
-                                   .decode_max_rows = opts->decode_max_rows}};
+                                   .decode_max_rows = opts->decode_max_rows,
+                                   .no_pdl = opts->no_pdl != 0}};
     rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, &m->warnings, err, ERRLEN);
     free(defines);
     free(max_dims);

@@ -33,7 +33,7 @@ static const char usage_text[] =
     "  compile FILE             compile a model and write what --emit selects\n"
     "  run FILE --dims B=1,S=1,T=1024 [--weights W.safetensors | --random]\n"
     "           [--inputs IN.safetensors] [--outputs OUT.safetensors] [--steps N]\n"
-    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs] [--pos=N]\n"
+    "           [--check] [--bench N] [--stats] [--seed N] [--no-graphs] [--no-pdl] [--pos=N]\n"
     "           [--profile [--profile-runs=N] [--trace=F.json] [--roofline=F.svg]\n"
     "            [--profile-json=F] [--peak-bw=TB/s] [--peak-flops=TFLOP/s]]\n"
     "                           run a model on the GPU: --steps runs N decode steps\n"
@@ -210,6 +210,8 @@ static int parse_args(int argc, char **argv, cli *c)
             c->remeasure = true;
         } else if (!strcmp(a, "--no-graphs")) {
             c->run.no_graphs = true;
+        } else if (!strcmp(a, "--no-pdl")) {
+            c->run.no_pdl = true;
         } else if (!strcmp(a, "--no-cache")) {
             c->no_cache = true;
         } else if (!strcmp(a, "--timings")) {

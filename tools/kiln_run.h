@@ -22,6 +22,7 @@ typedef struct run_opts {
     int bench;           /* timed runs (0: none) */
     bool stats;
     bool no_graphs;
+    bool no_pdl;              /* --no-pdl: no programmatic dependent launch */
     uint64_t seed;
     int pos;                  /* --pos=N: every i32 input (positions) set to N; -1: random */
     bool profile;             /* --profile (implied by the three files below) */

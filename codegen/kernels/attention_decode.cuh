@@ -83,6 +83,18 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
     elem *out = (elem *)p.o;
+    /* Programmatic dependent launch (common.cuh): the cached rows [0, o) were written by
+     * earlier steps, never by this graph's kernels, so this split's share of them is
+     * prefetched into L2 before waiting on the previous kernel (positions are an input). */
+    if (o >= 0 && L <= T && tid < 2) {
+        const int pper = ((L + SPL - 1) / SPL + 15) & ~15;
+        const int pj0 = c * pper, pj1 = min(o, pj0 + pper);
+        if (pj1 > pj0)
+            kiln_prefetch_l2((const elem *)(tid ? p.v : p.k) + (((long long)b * KV + kvh) * T + pj0) * HD,
+                             (long long)(pj1 - pj0) * HD * (long long)sizeof(elem));
+    }
+    kiln_pdl_wait();
+    kiln_pdl_launch();
     if (o < 0 || L > T) { /* run-time error: make it visible (split 0 writes) */
         if (c == 0)
             for (int i = tid; i < R * HD; i += NT) {

@@ -35,6 +35,7 @@
 // 113, 2 120, 4 127, 8 171, 16 240; COLS 4: MAXM 8 97, 16 127; COLS 16 with MAXM >= 2 spills.
 // So: MAXM = the smallest power of two >= M; COLS 8 up to M = 4, COLS 4 above.
 // Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
+// Programmatic dependent launch: weights prefetched into L2, then kiln_pdl_wait (common.cuh).
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -56,6 +57,11 @@
 #endif
 #ifndef KILN_GEMV_MAXM
 #define KILN_GEMV_MAXM 8
+#endif
+#ifndef KILN_PREFETCH_CTAS
+// CTAs that prefetch their weights into L2 before waiting on the previous kernel (about
+// the CTAs resident at once: codegen sets it from the target's SM count).
+#define KILN_PREFETCH_CTAS 264
 #endif
 #ifndef KILN_GEMV_UNROLL
 // One row: COLS*UNROLL ~ 16 weight loads in flight. More rows: the A vectors and accumulators
@@ -205,6 +211,17 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
 
     const bool vec = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
                      (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+
+    // Programmatic dependent launch (common.cuh): the first KILN_PREFETCH_CTAS CTAs (the
+    // ones resident while the previous kernel drains) ask the L2 for their weight slice,
+    // then every CTA waits for the previous kernel before it reads A or writes anything.
+    // W is a weight (or a bind-time copy): no kernel of the graph writes it.
+    if (KILN_B_NK && vec &&
+        blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z) < KILN_PREFETCH_CTAS)
+        for (int c = tid; c < COLS; c += KGV_THREADS)
+            if (n0 + c < N) kiln_prefetch_l2(W + (n0 + c) * p.ldw + k0, (k1 - k0) * (long long)sizeof(T));
+    kiln_pdl_wait();
+    kiln_pdl_launch();
 
     for (long long mb = 0; mb < M; mb += MAXM) {
         float acc[MAXM][COLS];
