@@ -35,7 +35,7 @@
 // 113, 2 120, 4 127, 8 171, 16 240; COLS 4: MAXM 8 97, 16 127; COLS 16 with MAXM >= 2 spills.
 // So: MAXM = the smallest power of two >= M; COLS 8 up to M = 4, COLS 4 above.
 // Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
-// Programmatic dependent launch: weights prefetched into L2, then kiln_pdl_wait (common.cuh).
+// Programmatic dependent launch: kiln_pdl_wait first, kiln_pdl_launch after the main loop.
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -58,9 +58,14 @@
 #ifndef KILN_GEMV_MAXM
 #define KILN_GEMV_MAXM 8
 #endif
+#ifndef KILN_PDL_PREFETCH
+// 1: the first KILN_PREFETCH_CTAS CTAs (about those resident at once) ask the L2 for their
+// weight slice before waiting on the previous kernel. Off by default: on the H200 the
+// extra L2 traffic cost the bandwidth-bound layer more than the overlap gained
+// (README, "Decode without bubbles").
+#define KILN_PDL_PREFETCH 0
+#endif
 #ifndef KILN_PREFETCH_CTAS
-// CTAs that prefetch their weights into L2 before waiting on the previous kernel (about
-// the CTAs resident at once: codegen sets it from the target's SM count).
 #define KILN_PREFETCH_CTAS 264
 #endif
 #ifndef KILN_GEMV_UNROLL
@@ -212,16 +217,15 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     const bool vec = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
                      (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
 
-    // Programmatic dependent launch (common.cuh): the first KILN_PREFETCH_CTAS CTAs (the
-    // ones resident while the previous kernel drains) ask the L2 for their weight slice,
-    // then every CTA waits for the previous kernel before it reads A or writes anything.
-    // W is a weight (or a bind-time copy): no kernel of the graph writes it.
-    if (KILN_B_NK && vec &&
+    // Programmatic dependent launch (common.cuh): every CTA waits for the previous kernel
+    // before it reads A or writes anything (its launch and set-up overlap that kernel's
+    // tail), and lets the next kernel launch once its weights are read. W is a weight (or
+    // a bind-time copy): no kernel of the graph writes it, so it may be prefetched first.
+    if (KILN_PDL_PREFETCH && KILN_B_NK && vec &&
         blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z) < KILN_PREFETCH_CTAS)
         for (int c = tid; c < COLS; c += KGV_THREADS)
             if (n0 + c < N) kiln_prefetch_l2(W + (n0 + c) * p.ldw + k0, (k1 - k0) * (long long)sizeof(T));
     kiln_pdl_wait();
-    kiln_pdl_launch();
 
     for (long long mb = 0; mb < M; mb += MAXM) {
         float acc[MAXM][COLS];
@@ -344,6 +348,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
         }
         kgv_reduce_out<MAXM, COLS>(p, acc, red, b, mb, n0);
     }
+    kiln_pdl_launch();
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
