@@ -59,6 +59,11 @@ int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, doubl
  * KILN_ROPE_MSCALE (YaRN's attention factor) and the table kiln_rope_inv. */
 int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);
 
+/* The most rows (the product of a linear's leading dims) a GEMV serves
+ * (gemv.cuh); more take the tensor-core templates. Also the "decode" bound
+ * of decode attention's query rows and of a folded norm (README, "Decode"). */
+#define CG_GEMV_MAX_ROWS 16
+
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {
     CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */

@@ -163,6 +163,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     gen.users = users;
     gen.kern = out;
     gen.no_wgmma = no_wgmma;
+    gen.dims = opts ? opts->dims : NULL;
     cg_target default_target;
     if (opts && opts->target) gen.target = opts->target;
     else {

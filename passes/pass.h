@@ -206,6 +206,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx);
 
 /* ---- memory plan (passes/plan_memory.c) ----------------------------------------
  * Every value that crosses from one kernel to another gets a buffer in one

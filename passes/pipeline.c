@@ -14,6 +14,7 @@ static const char *const rules_epilogue[] = {PASS_RULES_FUSE_EPILOGUE(RULE_NAME)
 static const char *const rules_residual_norm[] = {PASS_RULES_FUSE_RESIDUAL_NORM(RULE_NAME) NULL};
 static const char *const rules_attention[] = {PASS_RULES_FUSE_ATTENTION(RULE_NAME) NULL};
 static const char *const rules_elementwise[] = {PASS_RULES_FUSE_ELEMENTWISE(RULE_NAME) NULL};
+static const char *const rules_fold_norm[] = {PASS_RULES_FOLD_NORM_GEMV(RULE_NAME) NULL};
 #undef RULE_NAME
 
 static const struct {
@@ -41,6 +42,7 @@ static const pass_info pipeline[] = {
     {"fuse-attention", pass_fuse_attention, "fuse RoPE and the KV-cache write into attention", rules_attention, false},
     {"fuse-elementwise", pass_fuse_elementwise, "fuse elementwise chains and reduction prologues/epilogues", rules_elementwise, false},
     {"plan-kernels", pass_plan_kernels, "group every remaining op into a kernel", NULL, true},
+    {"fold-norm-gemv", pass_fold_norm_gemv, "mark RMSNorms that decode GEMVs compute as they load", rules_fold_norm, false},
 };
 
 const pass_info *pass_pipeline(int *count)

@@ -14,8 +14,14 @@
  *     zeroed them). Poisoned without a failed run: the run's output differs
  *     (the check can fail).
  *  3. rebinding: weights bound again to other values after a run change
- *     the decode output to the other model's (bind-time work is redone). */
+ *     the decode output to the other model's (bind-time work is redone).
+ *  4. norm-gemv on and off: at decode the GEMVs compute the RMSNorms (5
+ *     kernels launched per eager run instead of 7); outputs and caches agree
+ *     with the rule disabled within bf16 tolerance (2e-2 relative); at S=5
+ *     (also a GEMV variant) too. The interpreter comparison of the folded
+ *     decode is tests/api/test_api_gpu. */
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +299,60 @@ out:
     rt_model_free(me);
 }
 
+static double rel(const uint16_t *a, const uint16_t *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t ua = (uint32_t)a[i] << 16, ub = (uint32_t)b[i] << 16;
+        float fa, fb;
+        memcpy(&fa, &ua, 4);
+        memcpy(&fb, &ub, 4);
+        num += ((double)fa - fb) * ((double)fa - fb);
+        den += (double)fb * fb;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void test_norm_fold(rt_ctx *ctx)
+{
+    rt_model_config eager = {.no_graphs = true};
+    static const char *const off[] = {"norm-gemv"};
+    rt_model *m = make(ctx, &eager, NULL, 0), *mn = make(ctx, &eager, off, 1);
+    weights w = {0};
+    if (!m || !mn) goto out;
+    weights_make(m, &w);
+    if (!bind(m, &w) || !bind(mn, &w)) goto out;
+    struct { int64_t B, S; int p0; } cases[] = {{1, 1, 30}, {2, 1, 41}, {2, 5, 9}};
+    for (int c = 0; c < 3; c++) {
+        io r;
+        io_make(&r, cases[c].B, cases[c].S, cases[c].p0);
+        uint64_t l0 = m->cnt.launches, n0 = mn->cnt.launches;
+        if (run(m, &r, "x") == RT_OK) {
+            result folded;
+            keep(&folded, &r);
+            CHECK_MSG(finite_out(&r), "norm-gemv B=%lld S=%lld: non-finite output", (long long)r.B, (long long)r.S);
+            if (run(mn, &r, "x") == RT_OK) {
+                double ey = rel(folded.y, r.yh, r.ybytes / 2), ek = rel(folded.k, r.kch, r.cbytes / 2),
+                       ev = rel(folded.v, r.vch, r.cbytes / 2);
+                printf("norm-gemv on vs off, B=%lld S=%lld: output %.3g, k cache %.3g, v cache %.3g; launches %llu vs %llu\n",
+                       (long long)r.B, (long long)r.S, ey, ek, ev, (unsigned long long)(m->cnt.launches - l0),
+                       (unsigned long long)(mn->cnt.launches - n0));
+                CHECK_MSG(ey < 2e-2 && ek < 2e-2 && ev < 2e-2, "norm-gemv on vs off: %.3g %.3g %.3g", ey, ek, ev);
+                CHECK_MSG(m->cnt.launches - l0 == 5 && mn->cnt.launches - n0 == 7,
+                          "B=%lld S=%lld: %llu kernels launched with norm-gemv, %llu without (expected 5 and 7)",
+                          (long long)r.B, (long long)r.S, (unsigned long long)(m->cnt.launches - l0),
+                          (unsigned long long)(mn->cnt.launches - n0));
+            }
+            result_free(&folded);
+        }
+        io_free(&r);
+    }
+out:
+    for (int i = 0; i < w.n; i++) cudaFree(w.dev[i]);
+    rt_model_free(m);
+    rt_model_free(mn);
+}
+
 int main(void)
 {
     rt_ctx *ctx = NULL;
@@ -303,6 +363,7 @@ int main(void)
         return 77;
     }
     test_pdl_and_counters(ctx);
+    test_norm_fold(ctx);
     rt_ctx_free(ctx);
     return CHECK_DONE();
 }
