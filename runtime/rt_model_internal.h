@@ -40,6 +40,7 @@ typedef struct rt_variant {
     rt_module **mods;
     rt_kernel *kern;
     bool compiled, loaded;
+    int launched;    /* kernels the last recording launched (empty grids are skipped) */
 } rt_variant;
 
 /* The device buffer of one packed (bind-time) value. */

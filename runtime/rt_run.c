@@ -167,6 +167,7 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
     _Alignas(64) unsigned char param[8 * 256 + 128 * CG_MAX_TMAPS];
     const int *packed_of = v->plan.arg_packed;
     size_t cnt_off = 0; /* this kernel's counters in m->counters_dev */
+    v->launched = 0;
     for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
         const cg_kernel *K = &v->plan.kernels[k];
         if (K->param_size > sizeof param || K->param_prefix + K->args_size > sizeof param)
@@ -207,6 +208,7 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
         if (ls != RT_OK)
             return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), launch_err);
         m->cnt.launches++;
+        v->launched++;
     }
     return RT_OK;
 }
@@ -337,7 +339,7 @@ static bool not_bound(const rt_model *m, int param, const void *user)
 static void count_graph_run(rt_model *m, const rt_variant *v, rt_graph_how how)
 {
     switch (how) {
-    case RT_GRAPH_REPLAYED: m->cnt.graph_replays++; m->cnt.launches += (uint64_t)v->plan.nkernels; break;
+    case RT_GRAPH_REPLAYED: m->cnt.graph_replays++; m->cnt.launches += (uint64_t)v->launched; break;
     case RT_GRAPH_CAPTURED: m->cnt.graph_captures++; break;
     case RT_GRAPH_UPDATED: m->cnt.graph_updates++; break;
     case RT_GRAPH_EAGER_FULL: m->cnt.eager_fallbacks++; m->cnt.eager_runs++; break;
