@@ -434,6 +434,8 @@ class kiln_model_options(ctypes.Structure):
         ("max_graphs", c_int),
         ("lazy", c_int),
         ("decode_max_rows", c_int),
+        ("enabled", POINTER(c_char_p)),
+        ("nenabled", c_int),
         ("no_pdl", c_int),
     ]
 

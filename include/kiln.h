@@ -148,6 +148,9 @@ typedef struct kiln_model_options {
     int decode_max_rows;         /* rows (product of an input's leading dims) up to which a
                                   * run uses small-shape kernels (GEMV, split-KV decode
                                   * attention) specialized for its dims; 0: 32; -1: never */
+    const char *const *enabled;  /* rules that are off by default to turn on (`kiln passes`
+                                  * marks them; e.g. "norm-gemv") */
+    int nenabled;
     int no_pdl;                  /* 1: no programmatic dependent launch: each kernel starts
                                   * when the one before it has finished (on sm_90+ a kernel
                                   * otherwise starts early and prefetches its weights while

@@ -76,8 +76,14 @@ ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx)
         if (why) {
             pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what), "not folded: %s", why);
         } else if (!pass_rule_enabled(ctx, RULE)) {
-            pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what), "not folded: rule %s is disabled (--disable)",
-                        pass_rule_name(RULE));
+            if (pass_enabled(ctx, pass_rule_name(RULE)))
+                pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what),
+                            "not folded: rule %s is off unless --enable=%s names it (its GEMV prologue, each CTA "
+                            "reading the row before its weights, costs more than the norm's kernel today)",
+                            pass_rule_name(RULE), pass_rule_name(RULE));
+            else
+                pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what), "not folded: rule %s is disabled (--disable)",
+                            pass_rule_name(RULE));
         } else {
             g->groups[n->group].fold_into_gemv = true;
             pass_decide(ctx, g, RULE, true, bytes, nodes, nn, NZ(what),

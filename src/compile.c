@@ -171,8 +171,13 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
     if (o->ndisabled && !o->disabled) return rt_fail(RT_ERR_INVALID, err, n, "disabled: NULL array");
     for (int i = 0; i < o->ndisabled; i++)
         if (!o->disabled[i]) return rt_fail(RT_ERR_INVALID, err, n, "disabled: entry %d is NULL", i);
+    if (o->nenabled && !o->enabled) return rt_fail(RT_ERR_INVALID, err, n, "enabled: NULL array");
+    for (int i = 0; i < o->nenabled; i++)
+        if (!o->enabled[i]) return rt_fail(RT_ERR_INVALID, err, n, "enabled: entry %d is NULL", i);
     pass_options pass_opts = {.disabled = o->disabled,
                        .ndisabled = o->ndisabled,
+                       .enabled = o->enabled,
+                       .nenabled = o->nenabled,
                        .print_after = o->print_after,
                        .print_before = o->print_before,
                        .print_after_all = o->print_after_all,
@@ -294,7 +299,12 @@ void kc_print_passes(FILE *out)
     fprintf(out, "passes, in pipeline order (--disable=NAME turns one off):\n");
     for (int i = 0; i < n; i++) {
         fprintf(out, "  %-20s %s%s\n", p[i].name, p[i].summary, p[i].required ? " (required)" : "");
-        for (const char *const *r = p[i].rules; r && *r; r++) fprintf(out, "      rule %s\n", *r);
+        for (const char *const *r = p[i].rules; r && *r; r++) {
+            bool off = false;
+            for (int k = 0; k < PASS_RULE_COUNT; k++)
+                off |= !strcmp(pass_rule_name((pass_rule)k), *r) && pass_rule_off_by_default((pass_rule)k);
+            fprintf(out, "      rule %s%s\n", *r, off ? " (off unless --enable names it)" : "");
+        }
     }
 }
 

@@ -195,7 +195,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
     memset(&def, 0, sizeof def);
     if (!opts) opts = &def;
     if (opts->ndefines < 0 || opts->ndisabled < 0 || opts->nmax_dims < 0 || (opts->ndefines && !opts->defines) ||
-        (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims))
+        (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims) || opts->nenabled < 0 ||
+        (opts->nenabled && !opts->enabled))
         return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: a count without its array");
     kc_define *defines = calloc((size_t)opts->ndefines + 1, sizeof *defines);
     rt_dim_value *max_dims = calloc((size_t)opts->nmax_dims + 1, sizeof *max_dims);
@@ -215,7 +216,9 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                        .defines = defines,
                                        .ndefines = opts->ndefines,
                                        .disabled = opts->disabled,
-                                       .ndisabled = opts->ndisabled},
+                                       .ndisabled = opts->ndisabled,
+                                       .enabled = opts->enabled,
+                                       .nenabled = opts->nenabled},
                            .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
                            .run = {.no_graphs = opts->no_graphs != 0,

@@ -71,6 +71,7 @@ static const char usage_text[] =
     "                           taken or refused, its rule, lines and bytes saved\n"
     "  --report=FILE.json       write the fusion report as JSON\n"
     "  --disable=NAME[,NAME]    turn off a pass or a fusion rule (see `kiln passes`)\n"
+    "  --enable=NAME[,NAME]     turn on a rule that is off by default (norm-gemv)\n"
     "  --print-ir-before=PASS   dump the IR before PASS (to stderr)\n"
     "  --print-ir-after=PASS    dump the IR after PASS\n"
     "  --print-ir-after-all     dump the IR after every pass\n"
@@ -95,6 +96,8 @@ typedef struct cli {
     int ndefines;
     const char *disabled[64];
     int ndisabled;
+    const char *enabled[64];
+    int nenabled;
     const char *report;
     const char *print_before, *print_after;
     bool print_all, explain, verify;
@@ -233,6 +236,11 @@ static int parse_args(int argc, char **argv, cli *c)
                 if (c->ndisabled == 64) return usage_error("too many --disable names%s", "");
                 c->disabled[c->ndisabled++] = t;
             }
+        } else if (!strncmp(a, "--enable=", 9)) {
+            for (char *t = strtok(a + 9, ","); t; t = strtok(NULL, ",")) {
+                if (c->nenabled == 64) return usage_error("too many --enable names%s", "");
+                c->enabled[c->nenabled++] = t;
+            }
         } else if (!strncmp(a, "--emit=", 7)) {
             c->emit = a + 7;
         } else if (!strcmp(a, "--emit")) {
@@ -278,6 +286,8 @@ static int parse_args(int argc, char **argv, cli *c)
         c->run.ndefines = c->ndefines;
         c->run.disabled = c->disabled;
         c->run.ndisabled = c->ndisabled;
+        c->run.enabled = c->enabled;
+        c->run.nenabled = c->nenabled;
         if (!c->run.steps) c->run.steps = 1;
         return EX_OK;
     }
@@ -515,6 +525,8 @@ static int run(const cli *c)
                     .ndefines = c->ndefines,
                     .disabled = c->disabled,
                     .ndisabled = c->ndisabled,
+                    .enabled = c->enabled,
+                    .nenabled = c->nenabled,
                     .print_before = c->print_before,
                     .print_after = c->print_after,
                     .print_after_all = c->print_all,

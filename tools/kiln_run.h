@@ -12,6 +12,8 @@ typedef struct run_opts {
     int ndefines;
     const char *const *disabled;
     int ndisabled;
+    const char *const *enabled;
+    int nenabled;
     const char *dims;    /* "B=1,S=1,T=1024" */
     const char *weights; /* safetensors, or NULL with random */
     bool random;
