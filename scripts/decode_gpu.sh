@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# decode helper's last device call: GPU tests, profiles with PDL on/off, memcheck, a short bench.
+# The decode checks on the GPU machine: GPU tests, profiles with PDL on/off, memcheck, a short bench.
 set -u
 export KILN_CACHE_DIR=/tmp/kiln-cache-decode
 O=${OUT:-/tmp/out}; mkdir -p "$O"
