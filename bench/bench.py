@@ -441,7 +441,7 @@ class Kiln:
             arr[i].value = int(v)
         return arr
 
-    def compile(self, ctx, path, max_dims, lazy=False, decode_max_rows=0, no_graphs=False):
+    def compile(self, ctx, path, max_dims, lazy=False, decode_max_rows=0, no_graphs=False, no_pdl=False):
         md = self.dims_array(max_dims)
         o = kiln_model_options()
         o.max_dims = ctypes.cast(md, POINTER(kiln_dim))
@@ -449,6 +449,7 @@ class Kiln:
         o.lazy = 1 if lazy else 0
         o.decode_max_rows = decode_max_rows
         o.no_graphs = 1 if no_graphs else 0
+        o.no_pdl = 1 if no_pdl else 0
         m = c_void_p()
         self.check(self.lib.kiln_model_compile_file(ctx, path.encode(), ctypes.byref(o), ctypes.byref(m)), "compile " + path)
         return m

@@ -60,6 +60,11 @@ int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, doubl
  * KILN_ROPE_MSCALE (YaRN's attention factor) and the table kiln_rope_inv. */
 int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);
 
+/* The most rows (the product of a linear's leading dims) a GEMV serves
+ * (gemv.cuh); more take the tensor-core templates. Also the "decode" bound
+ * of decode attention's query rows and of a folded norm (README, "Decode"). */
+#define CG_GEMV_MAX_ROWS 16
+
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {
     CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */
@@ -163,6 +168,11 @@ typedef struct cg_kernel {
      * 16-byte aligned). NULL for every other kernel. */
     struct cg_kernel *fallback;
     cg_launch launch;
+    /* The template waits on the kernel before it (kiln_pdl_wait, common.cuh) before it
+     * touches memory an earlier kernel may write, so the runtime may launch it with
+     * programmatic stream serialization (sm_90+): gemv, row, elementwise and decode
+     * attention. The other templates launch after the previous kernel has finished. */
+    bool pdl;
     cg_xform *xforms;       /* bind-time layout changes of this kernel's weights */
     int nxforms;
     void *priv_;            /* storage; freed by cg_kernel_free */

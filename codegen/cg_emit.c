@@ -169,6 +169,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     gen.users = users;
     gen.kern = out;
     gen.no_wgmma = no_wgmma;
+    gen.dims = opts ? opts->dims : NULL;
     cg_target default_target;
     if (opts && opts->target) gen.target = opts->target;
     else {
@@ -201,6 +202,8 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     }
     if (ok) {
         out->family = plan.family;
+        out->pdl = plan.family == CG_FAMILY_GEMV || plan.family == CG_FAMILY_ROW ||
+                   plan.family == CG_FAMILY_ELEMENTWISE || plan.family == CG_FAMILY_ATTENTION_DECODE;
         out->args = gen.args;
         out->nargs = gen.nargs;
         gen.args = NULL;

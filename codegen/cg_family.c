@@ -157,6 +157,16 @@ static int heur_row_threads(const ir_dim *d, int *items)
     return t;
 }
 
+bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
+{
+    const ir_graph *g = gen->g;
+    if (n->op != IR_OP_RMSNORM || n->group < 0 || !g->groups[n->group].fold_into_gemv) return false;
+    bool ovf = false;
+    ir_dim rows = ir_type_numel(&n->type, 0, n->type.rank - 1, &ovf);
+    int64_t r;
+    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= CG_GEMV_MAX_ROWS;
+}
+
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 {
     const ir_graph *g = gen->g;
@@ -266,7 +276,10 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     define(plan, "KILN_ROW_ITEMS", "%d", items);
     define(plan, "KILN_ROW_ELEMOUT", "%d", elemout ? 1 : 0);
     gen->kern->launch.block = threads;
-    gen->kern->launch.grid[0] = grid_dim(rows, 1, 0);
+    /* a norm its GEMVs compute at these dims: not launched (an empty grid) */
+    bool folded = cg_norm_folded(gen, A);
+    if (folded) gen->kern->config = "not launched: the GEMVs that read it compute it";
+    gen->kern->launch.grid[0] = grid_dim(folded ? ir_dim_const(0) : rows, 1, 0);
     gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = grid_dim(ir_dim_const(1), 1, 0);
     return !gen->failed;
 }
@@ -389,7 +402,7 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1};
     int64_t m, n, k, b;
-    if (ir_dim_value(M, dims, &m) && m <= 16) h.gemv = true;
+    if (ir_dim_value(M, dims, &m) && m <= CG_GEMV_MAX_ROWS) h.gemv = true;
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
         if (!ir_dim_value(batch, dims, &b)) b = 1;
@@ -480,6 +493,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor, *a = A->inputs[0], *w = A->inputs[1];
     const ir_node *bias = A->op == IR_OP_LINEAR && A->ninputs > 2 ? A->inputs[2] : NULL;
+    /* a folded RMSNorm (cg_norm_folded): read its input x (same shape) and its gain */
+    const ir_node *norm = A->op == IR_OP_LINEAR && cg_norm_folded(gen, a) ? a : NULL;
+    if (norm) a = norm->inputs[0];
     const ir_type *ot = &A->type;
     int ro = ot->rank, ra = a->type.rank, rw = w->type.rank;
     if (A->op != IR_OP_MATMUL && A->op != IR_OP_LINEAR) return cg_fail(gen, "not a matmul");
@@ -601,6 +617,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "ldw", ldw);
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
+    if (norm && !h.gemv) return cg_fail(gen, "a folded norm needs the GEMV template");
+    if (norm) cg_ptr_named(gen, "gn", norm->inputs[1], false);
     if (h.gemv) {
         bool *ovf = &gen->dim_overflow;
         ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf), ir_dim_const(4 * h.splitk), ovf);
@@ -678,6 +696,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
         if (hm && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
         define(plan, "KILN_SPLITK", "%d", h.splitk);
+        if (norm) {
+            define(plan, "KILN_GEMV_NORM", "1");
+            define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));
+            gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d, rmsnorm of its input", h.cols, h.splitk);
+        }
         L->block = 256;
         L->grid[0] = grid_dim(N, h.cols, 0);
         L->grid[1] = grid_dim(ir_dim_const(h.splitk), 1, 0);
@@ -823,7 +846,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
 
     int64_t s_val;
-    bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= 16;
+    bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= CG_GEMV_MAX_ROWS;
     bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
     if (!wgmma && hd != 64 && hd != 128)
         return cg_fail(gen, "attention: the templates take head dimension 64 or 128 (any multiple of 16 up to 256 on "

@@ -55,6 +55,7 @@ typedef struct cg_gen {
     cg_kernel *kern;
     const cg_target *target; /* the GPU: launch rules and heuristics size from it */
     bool no_wgmma;           /* the fallback of a matmul_wgmma kernel: matmul_mma only */
+    const int64_t *dims;     /* the variant's dims (cg_options.dims), or NULL */
     /* KilnArgs fields in order (the dims are appended last) */
     cg_arg *args;
     int nargs, capargs;
@@ -74,6 +75,9 @@ typedef struct cg_gen {
 } cg_gen;
 
 bool cg_fail(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Is n an RMSNorm whose row kernel this variant does not launch, its
+ * consumers' GEMVs computing it as they load (passes/fold_norm_gemv.c)? */
+bool cg_norm_folded(const cg_gen *gen, const ir_node *n);
 const char *cg_printf(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A node's dims as a C long long expression over p.dim_<sym> fields. */

@@ -171,6 +171,13 @@ typedef struct kiln_model_options {
     kiln_progress_fn progress;   /* called as NVRTC finishes each kernel of this model (at
                                   * compile, or at the first run of a shape variant); NULL: none */
     void *progress_user;         /* its first argument */
+    const char *const *enabled;  /* rules that are off by default to turn on (`kiln passes`
+                                  * marks them; e.g. "norm-gemv") */
+    int nenabled;
+    int no_pdl;                  /* 1: no programmatic dependent launch: each kernel starts
+                                  * when the one before it has finished (on sm_90+ a kernel
+                                  * otherwise starts early and prefetches its weights while
+                                  * the previous one drains; outputs are the same bits) */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,

@@ -101,7 +101,7 @@ int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
 int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind)
 {
     if (!VEC_GROW(g->groups, g->ngroups, g->cap_groups, &g->arena)) return -1;
-    g->groups[g->ngroups] = (ir_group){anchor, kind};
+    g->groups[g->ngroups] = (ir_group){anchor, kind, false};
     anchor->group = g->ngroups;
     return g->ngroups++;
 }

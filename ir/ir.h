@@ -301,6 +301,11 @@ typedef struct ir_state_update {
 typedef struct ir_group {
     ir_node *anchor;
     ir_group_kind kind;
+    /* A row kernel of one RMSNorm whose consumers are all linears
+     * (passes/fold_norm_gemv.c): in a variant where those linears are GEMVs
+     * (at most CG_GEMV_MAX_ROWS rows) they normalize their input themselves
+     * and this kernel is not launched. */
+    bool fold_into_gemv;
 } ir_group;
 
 typedef struct ir_graph {

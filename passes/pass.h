@@ -91,6 +91,8 @@ void pass_analyses_clear(pass_analyses *an);
 typedef struct pass_options {
     const char *const *disabled; /* pass or rule names (--disable=NAME) */
     int ndisabled;
+    const char *const *enabled;  /* rules that are off by default, turned on (--enable=NAME) */
+    int nenabled;
     const char *print_after;     /* --print-ir-after=PASS */
     const char *print_before;    /* --print-ir-before=PASS */
     bool print_after_all;        /* --print-ir-after-all */
@@ -143,6 +145,8 @@ ir_graph *pass_run_pipeline(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_run_one(const pass_info *p, ir_graph *g, pass_ctx *ctx);
 /* Is the pass of this name enabled (not named by --disable)? */
 bool pass_enabled(const pass_ctx *ctx, const char *pass);
+/* Is the rule off unless named by --enable (pass_rule_off_by_default)? */
+bool pass_rule_off_by_default(pass_rule rule);
 /* Is the rule (or the pass running it) enabled? */
 bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule);
 
@@ -206,6 +210,7 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx);
 
 /* ---- memory plan (passes/plan_memory.c) ----------------------------------------
  * Every value that crosses from one kernel to another gets a buffer in one

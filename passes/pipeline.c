@@ -14,6 +14,7 @@ static const char *const rules_epilogue[] = {PASS_RULES_FUSE_EPILOGUE(RULE_NAME)
 static const char *const rules_residual_norm[] = {PASS_RULES_FUSE_RESIDUAL_NORM(RULE_NAME) NULL};
 static const char *const rules_attention[] = {PASS_RULES_FUSE_ATTENTION(RULE_NAME) NULL};
 static const char *const rules_elementwise[] = {PASS_RULES_FUSE_ELEMENTWISE(RULE_NAME) NULL};
+static const char *const rules_fold_norm[] = {PASS_RULES_FOLD_NORM_GEMV(RULE_NAME) NULL};
 #undef RULE_NAME
 
 static const struct {
@@ -41,6 +42,7 @@ static const pass_info pipeline[] = {
     {"fuse-attention", pass_fuse_attention, "fuse RoPE and the KV-cache write into attention", rules_attention, false},
     {"fuse-elementwise", pass_fuse_elementwise, "fuse elementwise chains and reduction prologues/epilogues", rules_elementwise, false},
     {"plan-kernels", pass_plan_kernels, "group every remaining op into a kernel", NULL, true},
+    {"fold-norm-gemv", pass_fold_norm_gemv, "mark RMSNorms that decode GEMVs compute as they load", rules_fold_norm, false},
 };
 
 const pass_info *pass_pipeline(int *count)
@@ -95,7 +97,29 @@ bool pass_options_check(const pass_options *o, diag_list *d)
             ok = false;
         }
     }
+    for (int i = 0; i < o->nenabled; i++) {
+        bool known = false;
+        for (int r = 0; r < PASS_RULE_COUNT; r++)
+            known |= pass_rule_off_by_default((pass_rule)r) && !strcmp(pass_rule_name((pass_rule)r), o->enabled[i]);
+        if (!known) {
+            diag_error(d, (src_loc){0}, "--enable: '%s' is not a rule that is off by default (see kiln passes)",
+                       o->enabled[i]);
+            ok = false;
+        }
+    }
     return ok;
+}
+
+/* Rules that are off unless --enable names them: norm-gemv's GEMV prologue
+ * (each CTA reads the row before its weights) measured slower than the
+ * norm's own kernel on the H200. */
+static const pass_rule off_by_default[] = {PASS_RULE_NORM_GEMV};
+
+bool pass_rule_off_by_default(pass_rule rule)
+{
+    for (size_t i = 0; i < sizeof off_by_default / sizeof off_by_default[0]; i++)
+        if (off_by_default[i] == rule) return true;
+    return false;
 }
 
 bool pass_enabled(const pass_ctx *ctx, const char *pass)
@@ -107,7 +131,15 @@ bool pass_enabled(const pass_ctx *ctx, const char *pass)
     return true;
 }
 
-bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule) { return pass_enabled(ctx, pass_rule_name(rule)); }
+bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule)
+{
+    if (!pass_enabled(ctx, pass_rule_name(rule))) return false;
+    if (!pass_rule_off_by_default(rule)) return true;
+    const pass_options *o = ctx->opts;
+    for (int i = 0; o && i < o->nenabled; i++)
+        if (!strcmp(o->enabled[i], pass_rule_name(rule))) return true;
+    return false;
+}
 
 static void dump(const pass_ctx *ctx, const char *when, const char *pass, const ir_graph *g)
 {

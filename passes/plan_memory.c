@@ -92,6 +92,11 @@ int pass_plan_memory(const ir_graph *g, const int64_t *dims, pass_memplan *mp, c
         for (int j = 0; j < c->ninputs; j++) {
             const ir_node *p = base_of(c->inputs[j]);
             if (p->group >= 0 && p->group != c->group && c->group > last[p->id]) last[p->id] = c->group;
+            /* a norm its GEMVs may compute (passes/fold_norm_gemv.c): they read its input */
+            if (p->group >= 0 && g->groups[p->group].fold_into_gemv && g->groups[p->group].anchor == p) {
+                const ir_node *x = base_of(p->inputs[0]);
+                if (x->group >= 0 && x->group != c->group && c->group > last[x->id]) last[x->id] = c->group;
+            }
         }
     }
     const ir_node *v = NULL;

@@ -1,6 +1,6 @@
 /* runtime/rt_memory.c — the device memory a model allocates, computed by the
  * functions its allocators size their buffers with (rt_run.c: the
- * intermediates arena and the kernel workspaces; rt_bind.c: packed weights
+ * intermediates arena, the kernel workspaces and the counters region; rt_bind.c: packed weights
  * and states), so that an account taken without a device (a compile-only
  * context) says exactly what a device would be asked for. The compile
  * driver's plan states the same four figures from the memory plan and the
@@ -13,11 +13,11 @@
 
 #include "runtime/rt_model_internal.h"
 
-bool rt_kernel_workspace(const cg_kernel *k, const int64_t *dims, size_t *need)
+bool rt_kernel_workspace(const cg_kernel *k, const int64_t *dims, bool zeroed, size_t *need)
 {
     size_t s = 0;
     for (int i = 0; i < k->nargs; i++) {
-        if (k->args[i].kind != CG_ARG_WORKSPACE) continue;
+        if (k->args[i].kind != CG_ARG_WORKSPACE || k->args[i].zeroed != zeroed) continue;
         int64_t b;
         if (!cg_arg_eval(&k->args[i], dims, &b) || b < 0) return false;
         s += RT_ALIGN_UP(b);
@@ -26,21 +26,28 @@ bool rt_kernel_workspace(const cg_kernel *k, const int64_t *dims, size_t *need)
     return true;
 }
 
-bool rt_kernels_workspace(const cg_kernel *ks, int nk, const int64_t *dims, size_t *need)
+bool rt_kernels_workspace(const cg_kernel *ks, int nk, const int64_t *dims, size_t *scratch, size_t *counters)
 {
-    size_t most = 0;
+    size_t most = 0, sum = 0;
     for (int k = 0; k < nk; k++) {
-        size_t s;
-        if (!rt_kernel_workspace(&ks[k], dims, &s)) return false;
+        size_t s, c;
+        if (!rt_kernel_workspace(&ks[k], dims, false, &s) || !rt_kernel_workspace(&ks[k], dims, true, &c)) return false;
         if (s > most) most = s;
+        sum += c;
     }
-    *need = most;
+    *scratch = most;
+    *counters = sum;
     return true;
 }
 
 size_t rt_arena_size(size_t need) { return need ? need : RT_ARENA_ALIGN; }
 
 size_t rt_workspace_size(size_t need) { return need > RT_ARENA_ALIGN ? need : RT_ARENA_ALIGN; }
+
+size_t rt_workspaces_size(size_t scratch, size_t counters)
+{
+    return rt_workspace_size(scratch) + rt_workspace_size(counters);
+}
 
 bool rt_packed_bytes(const ir_graph *g, const int64_t *maxd, rt_packed_value v, size_t *bytes)
 {
@@ -56,14 +63,16 @@ rt_status rt_model_memory(const rt_model *m, rt_memory *need, rt_memory *held, c
 {
     rt_memory nd = {0}, hd = {0};
     nd.intermediates = rt_arena_size(m->arena_need);
+    size_t scratch = 0, counters = 0;
     for (int i = 0; i < m->nvars; i++) { /* each variant at the max dims: the largest a run asks for */
         const rt_variant_plan *v = &m->vars[i]->plan;
-        size_t s;
-        if (!rt_kernels_workspace(v->kernels, v->nkernels, v->exact ? v->dims : m->maxd, &s))
+        size_t s, c;
+        if (!rt_kernels_workspace(v->kernels, v->nkernels, v->exact ? v->dims : m->maxd, &s, &c))
             return rt_fail(RT_ERR_INTERNAL, err, n, "a workspace size of a variant does not evaluate");
-        if (s > nd.workspaces) nd.workspaces = s;
+        if (s > scratch) scratch = s;
+        if (c > counters) counters = c;
     }
-    nd.workspaces = rt_workspace_size(nd.workspaces);
+    nd.workspaces = rt_workspaces_size(scratch, counters);
     for (int i = 0; i < m->npacked; i++) {
         size_t b;
         if (!rt_packed_bytes(m->g, m->maxd, m->packed[i].value, &b))
@@ -81,7 +90,7 @@ rt_status rt_model_memory(const rt_model *m, rt_memory *need, rt_memory *held, c
         if (m->state_ptr[i]) hd.states += m->state_bytes[i];
     }
     hd.intermediates = m->arena_dev ? m->arena_bytes : 0;
-    hd.workspaces = m->scratch_dev ? m->scratch_bytes : 0;
+    hd.workspaces = (m->scratch_dev ? m->scratch_bytes : 0) + (m->counters_dev ? m->counters_bytes : 0);
     if (need) *need = nd;
     if (held) *held = hd;
     return RT_OK;

@@ -58,6 +58,11 @@ rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg
     m->decode_max_rows = cfg->decode_max_rows == 0 ? 32 : cfg->decode_max_rows;
     m->progress = cfg->progress;
     m->progress_user = cfg->progress_user;
+    {   /* griddepcontrol is in kernels compiled for sm_90 and later */
+        const char *arch = ctx->arch;
+        int num = strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
+        m->pdl = !cfg->no_pdl && num >= 90;
+    }
     const ir_graph *g = m->g;
     int np = g->nparams;
     rt_status st = RT_OK;
@@ -123,6 +128,7 @@ void rt_model_free(rt_model *m)
         if (m->packed[i].dev) (void)cudaFree(m->packed[i].dev);
     if (m->arena_dev) (void)cudaFree(m->arena_dev);
     if (m->scratch_dev) (void)cudaFree(m->scratch_dev);
+    if (m->counters_dev) (void)cudaFree(m->counters_dev);
     free(m->packed);
     free(m->weight_ptr);
     free(m->weight_owned);

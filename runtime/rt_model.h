@@ -86,6 +86,8 @@ typedef struct rt_model_config {
      * not compiles), serialized, from a compile thread; NULL: none. */
     void (*progress)(void *user, int done, int total, const char *kernel, double ms);
     void *progress_user;
+    bool no_pdl;         /* launch every kernel after the previous one has finished (no
+                          * programmatic dependent launch; see rt_run.c) */
 } rt_model_config;
 
 /* A model running plan (taken over: freed by the model, or by this call when
@@ -163,11 +165,17 @@ const rt_memory *rt_model_planned_memory(const rt_model *m);
 /* The workspace bytes kernel k needs at dims (its CG_ARG_WORKSPACE
  * arguments, each aligned), and the most any of ks needs; false when a size
  * does not evaluate. */
-bool rt_kernel_workspace(const cg_kernel *k, const int64_t *dims, size_t *need);
-bool rt_kernels_workspace(const cg_kernel *ks, int nk, const int64_t *dims, size_t *need);
+/* A kernel's workspace bytes at dims, of its scratch (zeroed false) or of its
+ * counters (zeroed true: left zeroed by the kernel, in the counters region). */
+bool rt_kernel_workspace(const cg_kernel *k, const int64_t *dims, bool zeroed, size_t *need);
+/* Of kernels run one after the other: the largest scratch (shared) and the sum
+ * of their counters (each kernel has its own). */
+bool rt_kernels_workspace(const cg_kernel *ks, int nk, const int64_t *dims, size_t *scratch, size_t *counters);
 /* What the arena and workspace allocations are for a need (never 0 bytes). */
 size_t rt_arena_size(size_t need);
 size_t rt_workspace_size(size_t need);
+/* The bytes allocated for the scratch and the counters region together. */
+size_t rt_workspaces_size(size_t scratch, size_t counters);
 /* The bytes of packed value v at the max dims; false when they do not evaluate. */
 bool rt_packed_bytes(const ir_graph *g, const int64_t *maxd, rt_packed_value v, size_t *bytes);
 

@@ -40,6 +40,7 @@ typedef struct rt_variant {
     rt_module **mods;
     rt_kernel *kern;
     bool compiled, loaded;
+    int launched;    /* kernels the last recording launched (empty grids are skipped) */
 } rt_variant;
 
 /* The device buffer of one packed (bind-time) value. */
@@ -58,6 +59,12 @@ struct rt_model {
     const int64_t *maxd; /* plan.max_dims */
     size_t arena_need, arena_bytes, scratch_bytes;
     void *arena_dev, *scratch_dev;
+    /* The kernels' counters (zeroed workspaces, rt_run.c): zeroed when allocated, left
+     * zeroed by the kernels; counters_dirty after a failed run: zeroed before the next. */
+    void *counters_dev;
+    size_t counters_bytes;
+    bool counters_dirty;
+    bool pdl;            /* programmatic dependent launch (kernels compiled for sm_90+, not no_pdl) */
     void **weight_ptr;   /* per param: weights: the bound device pointer */
     bool *weight_owned;
     void **state_ptr;    /* per param: states: the device buffer */

@@ -165,9 +165,13 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
     }
     int st = RT_OK;
     char ce[256];
+    int nrows = 0; /* kernels launched at these dims (a norm its GEMVs compute is not) */
     for (int j = 0; j < nkern && st == RT_OK; j++) {
         const cg_kernel *K = &v->plan.kernels[j];
-        rt_prof_kernel *k = &p->k[j];
+        unsigned grid[3], block;
+        size_t smem;
+        if (cg_launch_eval(K, r->dims, grid, &block, &smem, ce, sizeof ce) && (!grid[0] || !grid[1] || !grid[2])) continue;
+        rt_prof_kernel *k = &p->k[nrows++];
         k->name = K->name;
         k->kind = K->kind;
         k->group = K->group;
@@ -182,7 +186,7 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         st = RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n);
         wall[q] = ms * 1e3;
     }
-    if (st == RT_OK) st = rt_profile_add_records(p, nkern, rec, nrec, wall, err, n);
+    if (st == RT_OK) st = rt_profile_add_records(p, nrows, rec, nrec, wall, err, n);
     if (st == RT_OK && ir_cost_layer(g, r->dims, (const int32_t *const *)r->pos, &p->layer, ce, sizeof ce) != 0)
         st = rt_fail(RT_ERR_INTERNAL, err, n, "the layer's cost: %s", ce);
     free(wall);

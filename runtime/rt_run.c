@@ -10,7 +10,19 @@
  * cannot describe an operand (rt_tmap_describable: a base pointer that is
  * not 16-byte aligned; codegen proved the strides), the group's mma.sync
  * kernel (cg_kernel.fallback) is launched instead with the same KilnArgs,
- * and counted (tma_fallbacks). */
+ * and counted (tma_fallbacks).
+ *
+ * Programmatic dependent launch: a kernel whose template waits on the one
+ * before it (cg_kernel.pdl) is launched with programmatic stream
+ * serialization (captured into the graph as a programmatic edge), so its
+ * CTAs start and prefetch their weights while the previous kernel drains;
+ * off with rt_model_config.no_pdl and for kernels compiled before sm_90.
+ *
+ * No memsets: a zeroed workspace (the split-K / split-KV counters) lives in
+ * the counters region at its kernel's offset, zeroed once when allocated and
+ * put back to zero by the last CTA of each launch; a failed run marks the
+ * region dirty and the next run zeroes it (on the stream, outside any graph)
+ * before launching. Other workspaces share the scratch region. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +38,6 @@ typedef struct run_ctx {
     rt_status status; /* of a failed record */
 } run_ctx;
 
-/* Workspace bytes a kernel needs at dims. */
 /* The device pointer of a packed value a kernel argument reads (packed_index
  * in the variant's plan), or NULL. */
 static void *packed_ptr(const rt_model *m, const rt_variant *v, int packed_index)
@@ -35,8 +46,8 @@ static void *packed_ptr(const rt_model *m, const rt_variant *v, int packed_index
 }
 
 /* Fills KilnArgs (buf) of kernel K whose args' packed indices are packed_of. */
-static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_of, unsigned char *buf, void *stream,
-                     char *err, size_t n)
+static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_of, unsigned char *buf, size_t cnt_off,
+                           char *err, size_t n)
 {
     rt_model *m = run->m;
     const ir_graph *g = m->g;
@@ -67,12 +78,12 @@ static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_o
             int64_t b = 0;
             if (!cg_arg_eval(a, run->dims, &b) || b < 0)
                 return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: workspace %s does not evaluate", K->name, a->field);
-            p = (char *)m->scratch_dev + ws_off;
-            ws_off += RT_ALIGN_UP(b);
-            if (a->zeroed && b > 0) {
-                char who[256];
-                snprintf(who, sizeof who, "kernel %s: workspace %s", K->name, a->field);
-                RT_TRY(RT_CUDA_CHECK(cudaMemsetAsync(p, 0, (size_t)b, (cudaStream_t)stream), who, err, n));
+            if (a->zeroed) { /* counters: this kernel's own, left zeroed by it */
+                p = (char *)m->counters_dev + cnt_off;
+                cnt_off += RT_ALIGN_UP(b);
+            } else {
+                p = (char *)m->scratch_dev + ws_off;
+                ws_off += RT_ALIGN_UP(b);
             }
             break;
         }
@@ -141,13 +152,19 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
      * aligned for the maps */
     _Alignas(64) unsigned char param[8 * 256 + 128 * CG_MAX_TMAPS];
     const int *packed_of = v->plan.arg_packed;
+    size_t cnt_off = 0; /* this kernel's counters in m->counters_dev */
+    v->launched = 0;
     for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
         const cg_kernel *K = &v->plan.kernels[k];
         if (K->param_size > sizeof param || K->param_prefix + K->args_size > sizeof param)
             return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %zu bytes of parameter", K->name, K->param_size);
         memset(param, 0, K->param_size);
         unsigned char *buf = param + K->param_prefix;
-        RT_TRY(fill_args(run, K, packed_of, buf, stream, err, n));
+        RT_TRY(fill_args(run, K, packed_of, buf, cnt_off, err, n));
+        size_t cnt;
+        if (!rt_kernel_workspace(K, run->dims, true, &cnt))
+            return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: a counter size does not evaluate", K->name);
+        cnt_off += cnt;
         const rt_kernel *kern = &v->kern[k];
         const void *arg = param;
         size_t arg_size = K->param_size;
@@ -172,10 +189,12 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
             return rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", K->name, launch_err);
         if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do at these dims */
         rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
-        rt_status ls = rt_launch(kern, gd, bd, smem, stream, arg, arg_size, launch_err, sizeof launch_err);
+        unsigned flags = m->pdl && K->pdl ? RT_LAUNCH_PDL : 0;
+        rt_status ls = rt_launch_ex(kern, gd, bd, smem, stream, arg, arg_size, flags, launch_err, sizeof launch_err);
         if (ls != RT_OK)
             return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), launch_err);
         m->cnt.launches++;
+        v->launched++;
     }
     return RT_OK;
 }
@@ -191,8 +210,8 @@ static int record(void *user, void *stream, char *err, size_t n)
 /* The intermediates arena and the workspace scratch, large enough for v at dims. */
 static rt_status ensure_memory(rt_model *m, const rt_variant *v, const int64_t *dims, char *err, size_t n)
 {
-    size_t scratch = 0; /* sized as rt_model_memory accounts it (rt_memory.c) */
-    if (!rt_kernels_workspace(v->plan.kernels, v->plan.nkernels, dims, &scratch))
+    size_t scratch = 0, counters = 0; /* sized as rt_model_memory accounts them (rt_memory.c) */
+    if (!rt_kernels_workspace(v->plan.kernels, v->plan.nkernels, dims, &scratch, &counters))
         return rt_fail(RT_ERR_INTERNAL, err, n, "a workspace size of the variant does not evaluate");
     if (m->arena_need > m->arena_bytes || !m->arena_dev) {
         (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
@@ -215,8 +234,21 @@ static rt_status ensure_memory(rt_model *m, const rt_variant *v, const int64_t *
         char who[96];
         snprintf(who, sizeof who, "kernel workspaces (%zu bytes)", b);
         RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->scratch_dev, b), who, err, n));
-        RT_TRY(RT_CUDA_CHECK(cudaMemset(m->scratch_dev, 0, b), who, err, n));
         m->scratch_bytes = b;
+        rt_graph_cache_clear(m->graphs);
+    }
+    if (counters > m->counters_bytes || !m->counters_dev) {
+        (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
+        if (m->counters_dev) (void)cudaFree(m->counters_dev);
+        m->counters_dev = NULL;
+        m->counters_bytes = 0;
+        size_t b = rt_workspace_size(counters);
+        char who[96];
+        snprintf(who, sizeof who, "kernel counters (%zu bytes)", b);
+        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->counters_dev, b), who, err, n));
+        RT_TRY(RT_CUDA_CHECK(cudaMemset(m->counters_dev, 0, b), who, err, n));
+        m->counters_bytes = b;
+        m->counters_dirty = false;
         rt_graph_cache_clear(m->graphs);
     }
     return RT_OK;
@@ -288,7 +320,7 @@ static bool not_bound(const rt_model *m, int param, const void *user)
 static void count_graph_run(rt_model *m, const rt_variant *v, rt_graph_how how)
 {
     switch (how) {
-    case RT_GRAPH_REPLAYED: m->cnt.graph_replays++; m->cnt.launches += (uint64_t)v->plan.nkernels; break;
+    case RT_GRAPH_REPLAYED: m->cnt.graph_replays++; m->cnt.launches += (uint64_t)v->launched; break;
     case RT_GRAPH_CAPTURED: m->cnt.graph_captures++; break;
     case RT_GRAPH_UPDATED: m->cnt.graph_updates++; break;
     case RT_GRAPH_EAGER_FULL: m->cnt.eager_fallbacks++; m->cnt.eager_runs++; break;
@@ -332,6 +364,12 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     if ((st = rt_model_update_packs(m, err, n)) != RT_OK) goto done;
     if ((st = ensure_memory(m, v, dims, err, n)) != RT_OK) goto done;
     if (!stream) stream = m->ctx->stream;
+    if (m->counters_dirty) { /* a failed run may have left counters part-way */
+        if ((st = RT_CUDA_CHECK(cudaMemsetAsync(m->counters_dev, 0, m->counters_bytes, (cudaStream_t)stream),
+                                "kernel counters after a failed run", err, n)) != RT_OK)
+            goto done;
+        m->counters_dirty = false;
+    }
     run_ctx run = {m, v, dims, in, out, RT_OK};
     m->cnt.runs++;
     if (m->no_graphs) {
@@ -356,6 +394,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     }
     count_graph_run(m, v, how);
 done:
+    if (st != RT_OK) m->counters_dirty = true;
     free(in);
     free(out);
     free(ptrs);

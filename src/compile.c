@@ -171,8 +171,13 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
     if (o->ndisabled && !o->disabled) return rt_fail(RT_ERR_INVALID, err, n, "disabled: NULL array");
     for (int i = 0; i < o->ndisabled; i++)
         if (!o->disabled[i]) return rt_fail(RT_ERR_INVALID, err, n, "disabled: entry %d is NULL", i);
+    if (o->nenabled && !o->enabled) return rt_fail(RT_ERR_INVALID, err, n, "enabled: NULL array");
+    for (int i = 0; i < o->nenabled; i++)
+        if (!o->enabled[i]) return rt_fail(RT_ERR_INVALID, err, n, "enabled: entry %d is NULL", i);
     pass_options pass_opts = {.disabled = o->disabled,
                        .ndisabled = o->ndisabled,
+                       .enabled = o->enabled,
+                       .nenabled = o->nenabled,
                        .print_after = o->print_after,
                        .print_before = o->print_before,
                        .print_after_all = o->print_after_all,
@@ -321,7 +326,12 @@ void kc_print_passes(FILE *out)
     fprintf(out, "passes, in pipeline order (--disable=NAME turns one off):\n");
     for (int i = 0; i < n; i++) {
         fprintf(out, "  %-20s %s%s\n", p[i].name, p[i].summary, p[i].required ? " (required)" : "");
-        for (const char *const *r = p[i].rules; r && *r; r++) fprintf(out, "      rule %s\n", *r);
+        for (const char *const *r = p[i].rules; r && *r; r++) {
+            bool off = false;
+            for (int k = 0; k < PASS_RULE_COUNT; k++)
+                off |= !strcmp(pass_rule_name((pass_rule)k), *r) && pass_rule_off_by_default((pass_rule)k);
+            fprintf(out, "      rule %s%s\n", *r, off ? " (off unless --enable names it)" : "");
+        }
     }
 }
 
@@ -443,8 +453,10 @@ static rt_status plan_memory_figures(const kc_unit *u, const cg_kernel *ks, int 
     if (st != RT_OK) return st;
     mem->intermediates = rt_arena_size(arena_bytes);
     size_t ws;
-    if (!rt_kernels_workspace(ks, nk, u->max_dims, &ws)) return rt_fail(RT_ERR_MODEL, err, n, "a workspace size does not evaluate");
-    mem->workspaces = rt_workspace_size(ws);
+    size_t cnt = 0;
+    if (!rt_kernels_workspace(ks, nk, u->max_dims, &ws, &cnt))
+        return rt_fail(RT_ERR_MODEL, err, n, "a workspace size does not evaluate");
+    mem->workspaces = rt_workspaces_size(ws, cnt);
     mem->packed = (size_t)u->mp.packed;
     for (int i = 0; i < g->nparams; i++) {
         if (g->params[i]->op != IR_OP_STATE) continue;

@@ -47,6 +47,8 @@ typedef struct kc_options {
     int ndefines;
     const char *const *disabled; /* passes or rules to turn off (`kiln passes`) */
     int ndisabled;
+    const char *const *enabled;  /* rules that are off by default to turn on (--enable) */
+    int nenabled;
     const char *print_before, *print_after; /* IR dumps (--print-ir-*), to dump */
     bool print_after_all;
     FILE *dump;                  /* NULL: stderr */

@@ -202,7 +202,7 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
     if (!opts) opts = &def;
     if (opts->ndefines < 0 || opts->ndisabled < 0 || opts->nmax_dims < 0 || (opts->ndefines && !opts->defines) ||
         (opts->ndisabled && !opts->disabled) || (opts->nmax_dims && !opts->max_dims) || opts->nwarning_flags < 0 ||
-        (opts->nwarning_flags && !opts->warning_flags))
+        (opts->nwarning_flags && !opts->warning_flags) || opts->nenabled < 0 || (opts->nenabled && !opts->enabled))
         return errorf(KILN_ERR_INVALID_ARGUMENT, ctx->error, "kiln_model_compile: a count without its array");
     diag_options wopts = {0};
     for (int i = 0; i < opts->nwarning_flags; i++)
@@ -230,7 +230,9 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                        .ndefines = opts->ndefines,
                                        .disabled = opts->disabled,
                                        .ndisabled = opts->ndisabled,
-                                       .warnings = wopts},
+                                       .warnings = wopts,
+                                       .enabled = opts->enabled,
+                                       .nenabled = opts->nenabled},
                            .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
                            .run = {.no_graphs = opts->no_graphs != 0,
@@ -238,7 +240,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                    .lazy = opts->lazy != 0,
                                    .decode_max_rows = opts->decode_max_rows,
                                    .progress = opts->progress,
-                                   .progress_user = opts->progress_user},
+                                   .progress_user = opts->progress_user,
+                                   .no_pdl = opts->no_pdl != 0},
                            .report_json = &m->report_json};
     rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, &m->warnings, err, ERRLEN);
     free(defines);

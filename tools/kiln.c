@@ -85,7 +85,7 @@ enum {
     O_EMIT = 256, O_ARCH, O_NO_CACHE, O_TIMINGS, O_EXPLAIN, O_REPORT, O_DISABLE, O_PRINT_BEFORE, O_PRINT_AFTER,
     O_PRINT_ALL, O_VERIFY, O_DIMS, O_WEIGHTS, O_INPUTS, O_OUTPUTS, O_STEPS, O_BENCH, O_SEED, O_RANDOM, O_CHECK,
     O_STATS, O_NO_GRAPHS, O_POS, O_PROFILE, O_PROFILE_RUNS, O_TRACE, O_ROOFLINE, O_PROFILE_JSON, O_PEAK_BW,
-    O_PEAK_FLOPS, O_JSON, O_REMEASURE, O_VERSION,
+    O_PEAK_FLOPS, O_JSON, O_REMEASURE, O_VERSION, O_ENABLE, O_NO_PDL,
 };
 
 typedef struct opt_def {
@@ -126,6 +126,8 @@ static const opt_def options[] = {
     {"report", O_REPORT, required_argument, "FILE.json", "a file name", C_COMPILE, "write the fusion report as JSON"},
     {"disable", O_DISABLE, required_argument, "NAME[,NAME]", "a name", C_COMPILE | C_RUN,
      "turn off a pass or a fusion rule (see `kiln passes`)"},
+    {"enable", O_ENABLE, required_argument, "NAME[,NAME]", "a name", C_COMPILE | C_RUN,
+     "turn on a rule that is off by default (norm-gemv; `kiln passes` marks them)"},
     {"print-ir-before", O_PRINT_BEFORE, required_argument, "PASS", "a pass name", C_COMPILE,
      "dump the IR before PASS (to stderr)"},
     {"print-ir-after", O_PRINT_AFTER, required_argument, "PASS", "a pass name", C_COMPILE, "dump the IR after PASS"},
@@ -149,6 +151,8 @@ static const opt_def options[] = {
     {"stats", O_STATS, no_argument, NULL, NULL, C_RUN, "print the model's counters (compiles, cache hits, graphs)"},
     {"seed", O_SEED, required_argument, "N", "a number", C_RUN, "seed of the random weights and inputs"},
     {"no-graphs", O_NO_GRAPHS, no_argument, NULL, NULL, C_RUN, "launch kernels eagerly, never capture CUDA graphs"},
+    {"no-pdl", O_NO_PDL, no_argument, NULL, NULL, C_RUN,
+     "no programmatic dependent launch: each kernel starts when the one before it has finished"},
     {"profile", O_PROFILE, no_argument, NULL, NULL, C_RUN,
      "time every kernel inside graph replays (CUPTI) against its floor"},
     {"profile-runs", O_PROFILE_RUNS, required_argument, "N", "a number", C_RUN, "replays to time (default 50)"},
@@ -245,6 +249,8 @@ typedef struct cli {
     int ndefines;
     const char *disabled[64];
     int ndisabled;
+    const char *enabled[64];
+    int nenabled;
     const char *report;
     const char *print_before, *print_after;
     bool print_all, explain, verify;
@@ -331,6 +337,12 @@ static int take_option(cli *c, int id, char *v)
             c->disabled[c->ndisabled++] = t;
         }
         break;
+    case O_ENABLE:
+        for (char *t = strtok(v, ","); t; t = strtok(NULL, ",")) {
+            if (c->nenabled == 64) return usage_error(c, "too many --enable names");
+            c->enabled[c->nenabled++] = t;
+        }
+        break;
     case O_PRINT_BEFORE: c->print_before = v; break;
     case O_PRINT_AFTER: c->print_after = v; break;
     case O_PRINT_ALL: c->print_all = true; break;
@@ -351,6 +363,7 @@ static int take_option(cli *c, int id, char *v)
     case O_CHECK: c->run.check = true; break;
     case O_STATS: c->run.stats = true; break;
     case O_NO_GRAPHS: c->run.no_graphs = true; break;
+    case O_NO_PDL: c->run.no_pdl = true; break;
     case O_POS:
         if (!int_in(v, 0, 1000000000, &c->run.pos)) return usage_error(c, "--pos expects a position >= 0, got '%s'", v);
         break;
@@ -542,6 +555,8 @@ static int parse_args(int argc, char **argv, cli *c, char **fixed)
         c->run.ndefines = c->ndefines;
         c->run.disabled = c->disabled;
         c->run.ndisabled = c->ndisabled;
+        c->run.enabled = c->enabled;
+        c->run.nenabled = c->nenabled;
         if (!c->run.steps) c->run.steps = 1;
         return EX_OK;
     }
@@ -708,7 +723,8 @@ static int cache_clear(rt_cache *cache, const cli *c)
 static int cache_why(rt_cache *cache, const cli *c)
 {
     kc_options o = {.name = c->arg2, .defines = c->defines, .ndefines = c->ndefines, .disabled = c->disabled,
-                    .ndisabled = c->ndisabled, .warnings = c->warnings};
+                    .ndisabled = c->ndisabled, .enabled = c->enabled, .nenabled = c->nenabled,
+                    .warnings = c->warnings};
     kc_unit *u;
     char err[1024];
     rt_status st = kc_open(&o, stderr, &u, err, sizeof err);
@@ -850,6 +866,8 @@ static int run(const cli *c)
                     .ndefines = c->ndefines,
                     .disabled = c->disabled,
                     .ndisabled = c->ndisabled,
+                    .enabled = c->enabled,
+                    .nenabled = c->nenabled,
                     .print_before = c->print_before,
                     .print_after = c->print_after,
                     .print_after_all = c->print_all,

@@ -335,8 +335,9 @@ int kiln_run_command(const run_opts *o)
     for (int i = 0; i < o->ndefines && i < 64; i++) model_defines[i] = (kiln_define){o->defines[i].name, o->defines[i].value};
     kiln_model_options model_opts = {.defines = model_defines, .ndefines = o->ndefines < 64 ? o->ndefines : 64,
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
+                             .enabled = o->enabled, .nenabled = o->nenabled,
                              .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs,
-                             .progress = isatty(2) ? progress : NULL};
+                             .no_pdl = o->no_pdl, .progress = isatty(2) ? progress : NULL};
     kiln_status cs = o->text ? kiln_model_compile_string(r.ctx, "<stdin>", o->text, &model_opts, &r.m)
                              : kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m);
     if (cs != KILN_OK) {

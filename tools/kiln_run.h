@@ -13,6 +13,8 @@ typedef struct run_opts {
     int ndefines;
     const char *const *disabled;
     int ndisabled;
+    const char *const *enabled;
+    int nenabled;
     const char *dims;    /* "B=1,S=1,T=1024" */
     const char *weights; /* safetensors, or NULL with random */
     bool random;
@@ -23,6 +25,7 @@ typedef struct run_opts {
     int bench;           /* timed runs (0: none) */
     bool stats;
     bool no_graphs;
+    bool no_pdl;              /* --no-pdl: no programmatic dependent launch */
     uint64_t seed;
     int pos;                  /* --pos=N: every i32 input (positions) set to N; -1: random */
     bool profile;             /* --profile (implied by the three files below) */

@@ -40,6 +40,11 @@
 #ifndef KILN_ATT_HELPERS
 #error "attention_decode.cuh: attention_common.cuh must come before it (codegen/kernels/CONTRACT.md)"
 #endif
+#ifndef KILN_PDL_PREFETCH
+/* 1: prefetch this split's cached rows into L2 before waiting on the previous kernel
+ * (off by default, as in gemv.cuh) */
+#define KILN_PDL_PREFETCH 0
+#endif
 #ifndef KILN_SPLITS
 #define KILN_SPLITS 16
 #endif
@@ -83,6 +88,18 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
     elem *out = (elem *)p.o;
+    /* Programmatic dependent launch (common.cuh): wait for the previous kernel before
+     * touching q, o or the caches' new rows. The cached rows [0, o) were written by earlier
+     * steps, never by this graph's kernels, so they may be prefetched first (positions
+     * are an input). */
+    if (KILN_PDL_PREFETCH && o >= 0 && L <= T && tid < 2) {
+        const int pper = ((L + SPL - 1) / SPL + 15) & ~15;
+        const int pj0 = c * pper, pj1 = min(o, pj0 + pper);
+        if (pj1 > pj0)
+            kiln_prefetch_l2((const elem *)(tid ? p.v : p.k) + (((long long)b * KV + kvh) * T + pj0) * HD,
+                             (long long)(pj1 - pj0) * HD * (long long)sizeof(elem));
+    }
+    kiln_pdl_wait();
     if (o < 0 || L > T) { /* run-time error: make it visible (split 0 writes) */
         if (c == 0)
             for (int i = tid; i < R * HD; i += NT) {
@@ -251,6 +268,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         }
     }
 
+    kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
     /* publish; the last CTA of (b, KV head) merges the splits */
     __threadfence();
     __syncthreads();

@@ -67,6 +67,41 @@ __device__ __forceinline__ float kiln_block_reduce(float v, float *red)
     return MAX ? kiln_warp_max(v) : kiln_warp_sum(v);
 }
 
+// ---- programmatic dependent launch (sm_90+; no-ops elsewhere) -------------
+// The runtime launches kernels with cudaLaunchAttributeProgrammaticStreamSerialization
+// (captured into the graph as programmatic edges), so a kernel may start while the one
+// before it is still running. Every template calls kiln_pdl_wait() before it reads
+// anything an earlier kernel wrote or writes anything an earlier kernel reads; before
+// that it may only prefetch bytes no kernel of the graph writes (weights, the cache rows
+// of earlier steps). kiln_pdl_launch() lets the next kernel start launching: its own
+// kiln_pdl_wait() still waits for this whole grid to finish and flush, so calling it
+// early is safe. Without the launch attribute both return at once.
+__device__ __forceinline__ void kiln_pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void kiln_pdl_launch()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+// Asks the L2 to fetch [p, p + bytes) (a hint: no data comes back, nothing faults).
+// p 16-byte aligned; bytes rounded down to 16.
+__device__ __forceinline__ void kiln_prefetch_l2(const void *p, long long bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    bytes &= ~15ll;
+    if (bytes > 0 && ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0))
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"((unsigned)bytes) : "memory");
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 // ---- row family op codes (KILN_ROW_OP) -------------------------------------
 #define KILN_ROW_RMSNORM 1
 #define KILN_ROW_LAYERNORM 2

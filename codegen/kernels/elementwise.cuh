@@ -16,6 +16,8 @@
 
 extern "C" __global__ void __launch_bounds__(KILN_EW_THREADS) KILN_KERNEL(KilnArgs p)
 {
+    kiln_pdl_wait(); // programmatic dependent launch (common.cuh)
+    kiln_pdl_launch();
     const long long n = p.n;
     const long long step = (long long)gridDim.x * KILN_EW_THREADS * KILN_VEC;
     for (long long base = ((long long)blockIdx.x * KILN_EW_THREADS + threadIdx.x) * KILN_VEC; base < n;

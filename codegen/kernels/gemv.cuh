@@ -29,12 +29,19 @@
 // multiples of the vector width; otherwise the CTA uses scalar loads throughout. A K slice
 // that is not a multiple of the vector width ends with a scalar tail.
 //
+// RMSNorm prologue (KILN_GEMV_NORM 1, passes/fold_norm_gemv.c): A is the norm's input x
+// and p.gn its gain (K elements). Each CTA first computes rs[m] = rsqrt(mean_k x[m][k]^2 +
+// KILN_EPS) over the whole row (not just its K slice), then uses a = round(x * rs[m] *
+// gn[k]) (rounded to the storage type, as the norm's kernel would store it) wherever it
+// reads A.
+//
 // Constants: KILN_GEMV_COLS (even, columns per CTA), KILN_SPLITK (>= 1), KILN_B_NK,
 // KILN_GEMV_MAXM (rows held in registers, default 8), KILN_GEMV_UNROLL (default
 // max(1, min(4, 16/COLS)) for MAXM 1, else 1). Registers (bf16, sm_90a, ptxas): COLS 8: MAXM 1
 // 113, 2 120, 4 127, 8 171, 16 240; COLS 4: MAXM 8 97, 16 127; COLS 16 with MAXM >= 2 spills.
 // So: MAXM = the smallest power of two >= M; COLS 8 up to M = 4, COLS 4 above.
 // Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
+// Programmatic dependent launch: kiln_pdl_wait first, kiln_pdl_launch after the main loop.
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -56,6 +63,19 @@
 #endif
 #ifndef KILN_GEMV_MAXM
 #define KILN_GEMV_MAXM 8
+#endif
+#ifndef KILN_GEMV_NORM
+#define KILN_GEMV_NORM 0
+#endif
+#ifndef KILN_PDL_PREFETCH
+// 1: the first KILN_PREFETCH_CTAS CTAs (about those resident at once) ask the L2 for their
+// weight slice before waiting on the previous kernel. Off by default: on the H200 the
+// extra L2 traffic cost the bandwidth-bound layer more than the overlap gained
+// (README, "Decode without bubbles").
+#define KILN_PDL_PREFETCH 0
+#endif
+#ifndef KILN_PREFETCH_CTAS
+#define KILN_PREFETCH_CTAS 264
 #endif
 #ifndef KILN_GEMV_UNROLL
 // One row: COLS*UNROLL ~ 16 weight loads in flight. More rows: the A vectors and accumulators
@@ -79,6 +99,7 @@ template <typename X> struct kgv_same<X, X> { static constexpr bool value = true
 template <typename T> struct kgv_t;
 template <> struct kgv_t<__nv_bfloat16> {
     static constexpr int VEC = 8;
+    static __device__ __forceinline__ float rnd(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
     static __device__ __forceinline__ float ld(const __nv_bfloat16 *p)
     {
         return __uint_as_float((unsigned)(*reinterpret_cast<const unsigned short *>(p)) << 16);
@@ -97,6 +118,7 @@ template <> struct kgv_t<__nv_bfloat16> {
 };
 template <> struct kgv_t<__half> {
     static constexpr int VEC = 8;
+    static __device__ __forceinline__ float rnd(float v) { return __half2float(__float2half_rn(v)); }
     static __device__ __forceinline__ float ld(const __half *p) { return __half2float(*p); }
     static __device__ __forceinline__ float2 h2(unsigned v)
     {
@@ -115,6 +137,7 @@ template <> struct kgv_t<__half> {
 };
 template <> struct kgv_t<float> {
     static constexpr int VEC = 4;
+    static __device__ __forceinline__ float rnd(float v) { return v; }
     static __device__ __forceinline__ float ld(const float *p) { return *p; }
     static __device__ __forceinline__ void cvt(const uint4 &u, float (&f)[4])
     {
@@ -139,6 +162,33 @@ __device__ __forceinline__ uint4 kgv_ld_vec(const void *p) { return __ldg(reinte
 __device__ __forceinline__ bool kgv_aligned(const void *p, long long ld, int vec)
 {
     return ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) && (ld % vec == 0);
+}
+
+// The A operand as the GEMV uses it: x, or with the RMSNorm prologue x normalized and
+// scaled by the gain (rs: 1/rms of the row). Vector of VEC elements at k, or one element.
+template <typename T>
+__device__ __forceinline__ void kgv_a_vec(const KilnArgs &p, const T *row, long long k, float rs, float (&af)[kgv_t<T>::VEC])
+{
+    kgv_t<T>::cvt(kgv_ld_vec(row + k), af);
+#if KILN_GEMV_NORM
+    float gf[kgv_t<T>::VEC];
+    kgv_t<T>::cvt(kgv_ld_vec(reinterpret_cast<const T *>(p.gn) + k), gf);
+#pragma unroll
+    for (int e = 0; e < kgv_t<T>::VEC; e++) af[e] = kgv_t<T>::rnd(af[e] * rs * gf[e]);
+#else
+    (void)p;
+    (void)rs;
+#endif
+}
+template <typename T> __device__ __forceinline__ float kgv_a1(const KilnArgs &p, const T *row, long long k, float rs)
+{
+#if KILN_GEMV_NORM
+    return kgv_t<T>::rnd(kgv_t<T>::ld(row + k) * rs * kgv_t<T>::ld(reinterpret_cast<const T *>(p.gn) + k));
+#else
+    (void)p;
+    (void)rs;
+    return kgv_t<T>::ld(row + k);
+#endif
 }
 
 // Partial sums of this CTA (acc, per thread) -> reduced over the CTA -> epilogue, or into the
@@ -203,8 +253,23 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     const long long k0 = kper * blockIdx.y < K ? kper * blockIdx.y : K;
     const long long k1 = k0 + kper < K ? k0 + kper : K;
 
-    const bool vec = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
+#if KILN_GEMV_NORM
+    const bool gn_ok = kgv_aligned(p.gn, 0, VEC);
+#else
+    const bool gn_ok = true;
+#endif
+    const bool vec = gn_ok && kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
                      (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+
+    // Programmatic dependent launch (common.cuh): every CTA waits for the previous kernel
+    // before it reads A or writes anything (its launch and set-up overlap that kernel's
+    // tail), and lets the next kernel launch once its weights are read. W is a weight (or
+    // a bind-time copy): no kernel of the graph writes it, so it may be prefetched first.
+    if (KILN_PDL_PREFETCH && KILN_B_NK && vec &&
+        blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z) < KILN_PREFETCH_CTAS)
+        for (int c = tid; c < COLS; c += KGV_THREADS)
+            if (n0 + c < N) kiln_prefetch_l2(W + (n0 + c) * p.ldw + k0, (k1 - k0) * (long long)sizeof(T));
+    kiln_pdl_wait();
 
     for (long long mb = 0; mb < M; mb += MAXM) {
         float acc[MAXM][COLS];
@@ -212,6 +277,55 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
         for (int m = 0; m < MAXM; m++)
 #pragma unroll
             for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+        float rs[MAXM]; // 1/rms of each row (RMSNorm prologue), else unused
+#pragma unroll
+        for (int m = 0; m < MAXM; m++) rs[m] = 1.f;
+#if KILN_GEMV_NORM
+        {
+            // the sum of squares of every row of the block over all of K (red is free here)
+            float ss[MAXM];
+#pragma unroll
+            for (int m = 0; m < MAXM; m++) ss[m] = 0.f;
+            const long long kv = vec ? K / VEC * VEC : 0;
+            for (long long k = (long long)tid * VEC; k < kv; k += STEP) {
+#pragma unroll
+                for (int m = 0; m < MAXM; m++) {
+                    if (mb + m < M) {
+                        float f[VEC];
+                        TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), f);
+#pragma unroll
+                        for (int e = 0; e < VEC; e++) ss[m] = fmaf(f[e], f[e], ss[m]);
+                    }
+                }
+            }
+            for (long long k = kv + tid; k < K; k += KGV_THREADS) {
+#pragma unroll
+                for (int m = 0; m < MAXM; m++) {
+                    if (mb + m < M) {
+                        const float f = TR::ld(A + (mb + m) * p.lda + k);
+                        ss[m] = fmaf(f, f, ss[m]);
+                    }
+                }
+            }
+            const int lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+            for (int m = 0; m < MAXM; m++) {
+                float v = ss[m];
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                if (lane == 0) red[warp * MAXM + m] = v;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int m = 0; m < MAXM; m++) {
+                float v = 0.f;
+#pragma unroll
+                for (int w = 0; w < KGV_WARPS; w++) v += red[w * MAXM + m];
+                rs[m] = rsqrtf(v * (1.0f / (float)K) + KILN_EPS);
+            }
+            __syncthreads(); // red is reused by the reduction
+        }
+#endif
 
         if (KILN_B_NK) {
             // Row pointers of this CTA's weight rows; columns past N re-read row N-1 (ignored).
@@ -235,7 +349,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                         for (int m = 0; m < MAXM; m++) {
                             if (mb + m < M) {
                                 float af[VEC];
-                                TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k + u * STEP), af);
+                                kgv_a_vec<T>(p, A + (mb + m) * p.lda, k + u * STEP, rs[m], af);
 #pragma unroll
                                 for (int c = 0; c < COLS; c++) {
                                     float wf[VEC];
@@ -255,7 +369,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                     for (int m = 0; m < MAXM; m++) {
                         if (mb + m < M) {
                             float af[VEC];
-                            TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), af);
+                            kgv_a_vec<T>(p, A + (mb + m) * p.lda, k, rs[m], af);
 #pragma unroll
                             for (int c = 0; c < COLS; c++) {
                                 float wf[VEC];
@@ -275,7 +389,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
 #pragma unroll
                 for (int m = 0; m < MAXM; m++) {
                     if (mb + m < M) {
-                        const float a = TR::ld(A + (mb + m) * p.lda + k);
+                        const float a = kgv_a1<T>(p, A + (mb + m) * p.lda, k, rs[m]);
 #pragma unroll
                         for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[c], acc[m][c]);
                     }
@@ -316,7 +430,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
 #pragma unroll
                         for (int m = 0; m < MAXM; m++) {
                             if (mb + m < M) {
-                                const float a = TR::ld(A + (mb + m) * p.lda + kk);
+                                const float a = kgv_a1<T>(p, A + (mb + m) * p.lda, kk, rs[m]);
 #pragma unroll
                                 for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[u][c], acc[m][c]);
                             }
@@ -327,6 +441,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
         }
         kgv_reduce_out<MAXM, COLS>(p, acc, red, b, mb, n0);
     }
+    kiln_pdl_launch();
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.

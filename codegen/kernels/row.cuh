@@ -39,6 +39,8 @@
 
 extern "C" __global__ void __launch_bounds__(KILN_ROW_THREADS) KILN_KERNEL(KilnArgs p)
 {
+    kiln_pdl_wait(); // programmatic dependent launch (common.cuh)
+    kiln_pdl_launch();
     __shared__ float red[32];
     const long long row = blockIdx.x;
     const long long d = p.d;

@@ -53,6 +53,9 @@ class kiln_model_options(ctypes.Structure):
         ("nwarning_flags", c_int),
         ("progress", PROGRESS_FN),
         ("progress_user", c_void_p),
+        ("enabled", POINTER(c_char_p)),
+        ("nenabled", c_int),
+        ("no_pdl", c_int),
     ]
 
 

@@ -10,7 +10,8 @@
  *     B=1 S=1 (decode) are compared with ir_interp_run on the unfused graph:
  *     outputs and states, relative error < 2e-2 (bf16) / 1e-3 (f32). The
  *     Llama-1B layer is also run with decode_max_rows = -1 (large-shape
- *     kernels at every size).
+ *     kernels at every size), and both Llama layers with the rule norm-gemv
+ *     turned on (the decode GEMVs compute the RMSNorms).
  *  2. graphs: a run replayed from a CUDA graph equals an eager run (graphs
  *     off) bit for bit, outputs and states; new output pointers update the
  *     graph (counted) and still give the same bits.
@@ -111,8 +112,11 @@ static const kiln_dim *bench_maxd(const bench *b, int *n)
 
 /* Compile the sample (model + reference) and make random weights; use_file:
  * load them from a .safetensors file, else bind device copies. */
+static const char *const norm_gemv[] = {"norm-gemv"};
+
+/* enable_norm_gemv: compile with the rule norm-gemv (off by default) turned on. */
 static bool bench_init(bench *b, const api_sample *s, kiln_context *ctx, uint64_t seed, int decode_max_rows,
-                       bool use_file)
+                       bool use_file, bool enable_norm_gemv)
 {
     memset(b, 0, sizeof *b);
     b->s = s;
@@ -123,7 +127,8 @@ static bool bench_init(bench *b, const api_sample *s, kiln_context *ctx, uint64_
     int nmd;
     const kiln_dim *md = bench_maxd(b, &nmd);
     kiln_model_options o = {.defines = s->defines, .ndefines = s->ndefines, .max_dims = md, .nmax_dims = nmd,
-                            .decode_max_rows = decode_max_rows};
+                            .decode_max_rows = decode_max_rows, .enabled = norm_gemv,
+                            .nenabled = enable_norm_gemv ? 1 : 0};
     if (!KOK(kiln_model_compile_file(ctx, s->path, &o, &b->m), s->path)) return false;
     fe_source src;
     fe_define defs[8];
@@ -363,7 +368,7 @@ static void test_samples(kiln_context *ctx)
     for (int si = 0; si < API_NSAMPLES; si++) {
         const api_sample *s = &API_SAMPLES[si];
         bench b;
-        if (bench_init(&b, s, ctx, 100 + (uint64_t)si, 0, si == 2)) {
+        if (bench_init(&b, s, ctx, 100 + (uint64_t)si, 0, si == 2, false)) {
             int32_t p5[2] = {3, 17}, p12[2] = {0, 20}, p1[2] = {9, 31};
             run_and_check(&b, 2, 5, p5, "prefill B=2 S=5 (small-shape kernels)");
             run_and_check(&b, 2, 12, p12, "prefill B=2 S=12 (large-shape kernels)");
@@ -386,9 +391,20 @@ static void test_samples(kiln_context *ctx)
         }
         bench_free(&b);
     }
+    /* norm-gemv turned on: the decode GEMVs compute the RMSNorms (both Llama samples) */
+    for (int si = 0; si < 2; si++) {
+        bench bn;
+        if (bench_init(&bn, &API_SAMPLES[si], ctx, 300 + (uint64_t)si, 0, false, true)) {
+            int32_t p1[2] = {9, 31}, p5[2] = {3, 17};
+            run_and_check(&bn, 2, 1, p1, "decode B=2 S=1 with norm-gemv");
+            run_and_check(&bn, 1, 1, p1, "decode B=1 S=1 with norm-gemv");
+            run_and_check(&bn, 2, 5, p5, "B=2 S=5 with norm-gemv (GEMV variant)");
+        }
+        bench_free(&bn);
+    }
     /* large-shape kernels at every size */
     bench b;
-    if (bench_init(&b, &API_SAMPLES[0], ctx, 7, -1, false)) {
+    if (bench_init(&b, &API_SAMPLES[0], ctx, 7, -1, false, false)) {
         int32_t p1[2] = {4, 30};
         run_and_check(&b, 2, 1, p1, "decode B=2 S=1 with decode_max_rows=-1 (tensor-core matmul, prefill attention)");
         int32_t p3[2] = {4, 29}; /* 29 + 3 new tokens fill the 32-row cache exactly */
@@ -402,7 +418,7 @@ static void test_samples(kiln_context *ctx)
 static void test_graphs(kiln_context *ctx)
 {
     bench b;
-    if (!bench_init(&b, &API_SAMPLES[0], ctx, 21, 0, false)) {
+    if (!bench_init(&b, &API_SAMPLES[0], ctx, 21, 0, false, false)) {
         bench_free(&b);
         return;
     }
@@ -471,7 +487,7 @@ static void test_graphs(kiln_context *ctx)
 static void test_decode_vs_prefill(kiln_context *ctx)
 {
     bench b;
-    if (!bench_init(&b, &API_SAMPLES[0], ctx, 33, 0, false)) {
+    if (!bench_init(&b, &API_SAMPLES[0], ctx, 33, 0, false, false)) {
         bench_free(&b);
         return;
     }
@@ -618,7 +634,7 @@ static void *thread_main(void *arg)
     kiln_context *ctx = NULL;
     if (!KOK(kiln_context_create(&ctx, NULL), "thread context")) return NULL;
     bench b;
-    if (bench_init(&b, &API_SAMPLES[0], ctx, 1000 + (uint64_t)id, 0, false)) {
+    if (bench_init(&b, &API_SAMPLES[0], ctx, 1000 + (uint64_t)id, 0, false, false)) {
         int32_t p[2] = {2 + (int32_t)id, 9};
         for (int r = 0; r < 3; r++) {
             run_and_check(&b, 2, 5, p, id ? "thread 1 prefill" : "thread 0 prefill");
@@ -659,7 +675,7 @@ static void test_hopper(kiln_context *ctx)
      * weight. decode_max_rows -1: B=2 S=12 is 24 rows, which the default rule
      * would give an exact variant (M known <= 256: mma.sync) */
     bench b;
-    if (!bench_init(&b, &API_SAMPLES[1], ctx, 61, -1, false)) {
+    if (!bench_init(&b, &API_SAMPLES[1], ctx, 61, -1, false, false)) {
         bench_free(&b);
         return;
     }

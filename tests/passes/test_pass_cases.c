@@ -6,6 +6,7 @@
  *   # PASS: raise              run the pipeline up to and including this pass
  *   # DIMS: B=2 S=3 T=8        dims for the interpreter equivalence check
  *   # DISABLE: raise-softmax   passes or rules to turn off (optional)
+ *   # ENABLE: norm-gemv        rules that are off by default to turn on (optional)
  *   # DEFINE: D=64             -D bindings for the frontend (optional)
  * The IR after the pass and the fusion decisions are compared with
  * CASE.expected (KILN_UPDATE_GOLDEN=1 rewrites it), and the interpreter must
@@ -21,6 +22,8 @@ typedef struct header {
     char pass[64];
     char *disable[16];
     int ndisable;
+    char *enable[16];
+    int nenable;
     fe_define defs[16];
     int ndefs;
     char *dims_text;
@@ -56,6 +59,7 @@ static void parse_header(char *text, header *h)
         if ((v = strstr(line, "PASS:"))) sscanf(v + 5, " %63s", h->pass);
         else if ((v = strstr(line, "DIMS:"))) h->dims_text = strdup(v + 5);
         else if ((v = strstr(line, "DISABLE:"))) h->disable[0] = strdup(v + 8);
+        else if ((v = strstr(line, "ENABLE:"))) h->enable[0] = strdup(v + 7);
         else if ((v = strstr(line, "DEFINE:"))) h->defs[0].name = strdup(v + 7);
     }
 }
@@ -78,6 +82,9 @@ int main(int argc, char **argv)
     parse_header(copy, &h);
     char *disable_text = h.disable[0], *define_text = (char *)h.defs[0].name;
     h.disable[0] = NULL;
+    char *enable_text = h.enable[0];
+    h.enable[0] = NULL;
+    if (enable_text) h.nenable = split_words(enable_text, h.enable, 16);
     h.defs[0].name = NULL;
     if (disable_text) h.ndisable = split_words(disable_text, h.disable, 16);
     char *def_words[16];
@@ -101,7 +108,8 @@ int main(int argc, char **argv)
     diag_list_init(&d, &a);
     pass_report rep;
     pass_report_init(&rep);
-    pass_options o = {.disabled = (const char *const *)h.disable, .ndisabled = h.ndisable};
+    pass_options o = {.disabled = (const char *const *)h.disable, .ndisabled = h.ndisable,
+                      .enabled = (const char *const *)h.enable, .nenabled = h.nenable};
     CHECK(pass_options_check(&o, &d));
     pass_ctx ctx = {.opts = &o, .report = &rep, .diags = &d};
     g = harness_run_until(g, h.pass, &ctx);
@@ -176,6 +184,7 @@ int main(int argc, char **argv)
     arena_free(&a);
     free(h.dims_text);
     free(disable_text);
+    free(enable_text);
     free(define_text);
     free(copy);
     free(text);
