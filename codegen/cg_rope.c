@@ -6,7 +6,14 @@
  * %.17g, which reads back as the same doubles, so the elementwise/row
  * expression (cg_expr.c) and the attention templates' RoPE on load
  * (attention_common.cuh) rotate by exactly the interpreter's angles. A rope
- * without scaling keeps the templates' own theta^(-2i/HD) (the same formula). */
+ * without scaling keeps the templates' own theta^(-2i/HD) (the same formula).
+ *
+ * Partial rotary (ir_rope_attrs.rotary_dims = R < HD): both functions take
+ * the head dim and read R from the attrs, so callers stay as they are: the
+ * table has R/2 entries, the frequencies of a head of R, and the attention
+ * source also says KILN_ROPE_DIMS R. The attention templates rotate whole
+ * heads today, so fuse-attention keeps a partial rope out of them; a template
+ * that honours KILN_ROPE_DIMS can take it. */
 #include <stdarg.h>
 #include <stdlib.h>
 
