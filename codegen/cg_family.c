@@ -540,6 +540,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* epilogue members: elementwise, reading the anchor at the output element */
     const ir_node *slices[2] = {NULL, NULL};
     int nslices = 0, nother = 0;
+    bool heavy = false; /* an epilogue op that needs many registers per element (GELU's erf) */
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || gen->bind[i] || n == A) continue;
@@ -551,6 +552,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         }
         if (ir_op_class(n->op) != IR_CLASS_ELEMENTWISE)
             return cg_fail(gen, "%s (line %d) in a matmul epilogue is not elementwise", ir_op_name(n->op), n->loc.line);
+        heavy |= n->op == IR_OP_GELU;
         nother++;
     }
     /* SwiGLU: the result split in two halves along N by two slices */
@@ -601,8 +603,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                hb = ir_dim_value(&batch, dims, &bv);
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
                           gen->target->sm_count);
-    /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns) */
+    /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns);
+     * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
+    if (heavy && wc.ec > 64) wc.ec = 64;
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
     const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
     const bool wgmma = wg_fit && !gen->no_wgmma;
@@ -641,10 +645,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     emit_mm_epilogue(gen, hooks, &epi, false);
     if (swiglu) {
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
-        if (!gen->kern->xforms) {
-            cg_str_free(&body);
-            return cg_fail(gen, "out of memory");
-        }
+        if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
         gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half};
         if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half};
     }

@@ -98,6 +98,8 @@ void *rt_lib_load(char (*cand)[512], int n, const rt_lib_sym *syms, int nsyms, c
         }
     }
     return h;
+}
+
 int rt_write_file(const char *path, const void *data, size_t len, char *err, size_t n)
 {
     const char *slash = strrchr(path, '/');

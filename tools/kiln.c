@@ -114,7 +114,7 @@ static const opt_def options[] = {
     {"no-cache", O_NO_CACHE, no_argument, NULL, NULL, C_COMPILE,
      "compile every kernel, neither reading nor filling the cache"},
     {"timings", O_TIMINGS, no_argument, NULL, NULL, C_COMPILE, "print per-kernel compile times and cache hits"},
-    {"define", O_DEFINE, required_argument, "NAME=VALUE", "NAME=VALUE", C_MODEL,
+    {"define", O_DEFINE, required_argument, "NAME=VALUE", "NAME=VALUE", C_MODEL | C_CACHE,
      "bind a `dims` size or override a `const` (repeatable)"},
     {NULL, O_WARN, required_argument, "NAME", "a warning name", C_CHECK | C_COMPILE,
      "-Werror makes warnings errors (exit 1); -Wno-NAME, -WNAME turn the\n"
@@ -243,6 +243,7 @@ typedef struct cli {
     const char *cmd;
     const char *file;  /* the model file ("-": standard input); cache: the subcommand */
     const char *arg2;  /* cache: the subcommand's argument */
+    int cache_problems; /* cache: files reported as not Kiln's or not checkable */
     const char *emit;
     const char *out;
     kc_define defines[64];
@@ -715,7 +716,8 @@ static int cache_clear(rt_cache *cache, const cli *c)
         fprintf(stderr, "kiln: %s\n", rt_cache_error(cache));
         return EX_CANTCREAT;
     }
-    printf("removed %llu files from %s\n", (unsigned long long)removed, rt_cache_dir(cache));
+    printf("removed %llu files from %s%s\n", (unsigned long long)removed, rt_cache_dir(cache),
+           c->cache_problems ? " (files that are not Kiln's were left: listed above)" : "");
     return EX_OK;
 }
 
@@ -754,10 +756,10 @@ static const struct cache_sub {
     {"ls", NULL, cache_ls},
     {"verify", NULL, cache_verify},
     {"clear", NULL, cache_clear},
-    {"why", "FILE", cache_why},
+    {"why", "a model file", cache_why},
 };
 
-static int cache_cmd(const cli *c)
+static int cache_cmd(cli *c)
 {
     const struct cache_sub *sub = NULL;
     for (size_t i = 0; i < sizeof cache_subs / sizeof cache_subs[0]; i++)
@@ -773,10 +775,8 @@ static int cache_cmd(const cli *c)
         rt_cache_close(cache);
         return EX_CANTCREAT;
     }
-    int problems = 0;
-    rt_cache_set_problem_fn(cache, print_problem, &problems);
+    rt_cache_set_problem_fn(cache, print_problem, &c->cache_problems); /* read by cache_clear */
     int status = sub->fn(cache, c);
-    if (problems && sub->fn == cache_clear) fprintf(stderr, "kiln cache: files that are not Kiln's were left (listed above)\n");
     rt_cache_close(cache);
     return status;
 }
