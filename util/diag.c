@@ -42,6 +42,16 @@ static void add_v(diag_list *d, diag_severity sev, src_loc loc, int warning, con
     char *msg = n >= 0 ? arena_alloc(d->arena, (size_t)n + 1) : NULL;
     if (msg) vsnprintf(msg, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
+    /* the file name is kept with the diagnostic: a location may point into
+     * a graph's arena, and the graph may be freed (a pass that fails) before
+     * the diagnostics are printed */
+    const char *prev = d->count ? d->items[d->count - 1].loc.file : NULL;
+    if (loc.file && !(prev && !strcmp(prev, loc.file))) {
+        const char *copy = arena_strdup(d->arena, loc.file);
+        loc.file = copy ? copy : "?";
+    } else if (loc.file) {
+        loc.file = prev;
+    }
     d->items[d->count++] = (diag){sev, loc, msg ? msg : "(out of memory)", warning};
 }
 

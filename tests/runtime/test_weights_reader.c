@@ -119,6 +119,7 @@ static void test_not_files(void)
         fclose(mem);
         CHECK_MSG(text && strstr(text, "not a regular file") && strstr(text, why[i]), "%s", text ? text : "(null)");
         free(text);
+        diag_list_free(&d);
         arena_free(&a);
     }
     alarm(0);
