@@ -209,7 +209,10 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         gen.args = NULL;
         for (int i = 0; i < out->nargs; i++) out->args[i].offset = 8 * (size_t)i;
         out->args_size = 8 * (size_t)out->nargs;
-        out->param_prefix = 128 * (size_t)out->ntmaps; /* the maps, then KilnArgs */
+        /* the maps, then KilnArgs: both Hopper templates' parameters hold
+         * CG_MAX_TMAPS maps whether or not each is used (the matmul's output
+         * map only with the TMA store) */
+        out->param_prefix = out->ntmaps ? 128 * (size_t)CG_MAX_TMAPS : 0;
         out->param_size = out->ntmaps ? (out->param_prefix + out->args_size + 63) / 64 * 64 : out->args_size;
 
         const ir_node *A = gen.anchor;

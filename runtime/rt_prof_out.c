@@ -125,10 +125,28 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
     }
     p->nev = nrec;
     p->nk = nkern + nextra;
+    /* A kernel's time: from its start, or from the end of the replay's kernels
+     * before it when it started earlier (programmatic dependent launch starts a
+     * kernel while its predecessor runs, and it waits in griddepcontrol.wait),
+     * to its end. Without overlap that is its interval; with it, the times add
+     * up to the union of the intervals, as a serialized run's would. */
+    double *own = malloc((size_t)nrec * sizeof *own + 1);
+    if (!own) {
+        free(dur), free(bub), free(row);
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    }
+    for (int q = 0; q < runs; q++) {
+        double hi = -1e300;
+        for (int i = q * per; i < (q + 1) * per; i++) {
+            double from = p->ev[i].start_us > hi ? p->ev[i].start_us : hi;
+            own[i] = p->ev[i].end_us > from ? p->ev[i].end_us - from : 0;
+            if (p->ev[i].end_us > hi) hi = p->ev[i].end_us;
+        }
+    }
     for (int k = 0; k < p->nk; k++) {
         int cnt = 0;
         for (int i = 0; i < nrec; i++)
-            if (row[i] == k) dur[cnt++] = p->ev[i].end_us - p->ev[i].start_us;
+            if (row[i] == k) dur[cnt++] = own[i];
         rt_prof_kernel *K = &p->k[k];
         K->samples = cnt;
         K->median_us = rt_percentile(dur, cnt, 50);
@@ -154,7 +172,7 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
     p->bubbles_median_us = rt_percentile(bub, runs, 50);
     p->bubbles_p10_us = rt_percentile(bub, runs, 10);
     p->bubbles_p90_us = rt_percentile(bub, runs, 90);
-    free(dur), free(bub), free(row);
+    free(dur), free(bub), free(row), free(own);
     return RT_OK;
 }
 

@@ -90,7 +90,9 @@ int main(void)
         return CHECK_DONE();
     }
     CHECK(rt_module_kernel(m, "nope", &k, err, sizeof err) == RT_ERR_NOT_FOUND && strstr(err, "nope"));
-    CHECK(rt_module_kernel(m, "t_two", &k, err, sizeof err) == RT_ERR_INVALID && strstr(err, "more than one"));
+    /* only parameter 0 is probed (asking past the last one is an API error that
+     * compute-sanitizer reports): a kernel of two ints loads with its first one's size */
+    CHECK(rt_module_kernel(m, "t_two", &k, err, sizeof err) == RT_OK && k.param_size == sizeof(int));
     CHECK_MSG(rt_module_kernel(m, "t_axpy", &k, err, sizeof err) == RT_OK, "%s", err);
     CHECK(k.param_size == sizeof(targs) && strcmp(k.name, "t_axpy") == 0 && k.mod == m);
 

@@ -162,7 +162,8 @@ static void check_records(void)
     CHECK_MSG(rt_profile_add_records(&p, 2, rec, nr, wall, err, sizeof err) == 0, "%s", err);
     CHECK(p.nk == 4 && p.nev == 12);
     CHECK(p.k[0].samples == 3 && p.k[0].median_us == 11 && p.k[0].p10_us == 10 && p.k[0].p90_us == 12);
-    CHECK(p.k[1].samples == 3 && p.k[1].median_us == 5);
+    /* k1 starts (at 9 us) before k0 ends (at 11..13 us): it is timed from k0's end */
+    CHECK(p.k[1].samples == 3 && p.k[1].median_us == 14 - 12 && p.k[1].p10_us == 14 - 13 && p.k[1].p90_us == 14 - 11);
     int memset_row = !strcmp(p.k[2].kind, "memset") ? 2 : 3, other = 5 - memset_row;
     CHECK(!strcmp(p.k[memset_row].kind, "memset") && p.k[memset_row].samples == 3 && p.k[memset_row].median_us == 0.5 &&
           p.k[memset_row].group < 0);
@@ -190,9 +191,37 @@ static void check_records(void)
     rt_profile_free(&p);
 }
 
+/* Programmatic dependent launch: a kernel that starts while the one before it
+ * runs is timed from that one's end, so the times add up to the union. */
+static void check_overlap(void)
+{
+    rt_profile p;
+    rt_profile_init(&p);
+    p.runs = 2;
+    p.k = arena_alloc(&p.a, 8 * sizeof *p.k);
+    p.k[0] = (rt_prof_kernel){.name = "kiln_m_k0_a", .kind = "matmul", .group = 0};
+    p.k[1] = (rt_prof_kernel){.name = "kiln_m_k1_b", .kind = "row", .group = 1};
+    p.k[2] = (rt_prof_kernel){.name = "kiln_m_k2_c", .kind = "row", .group = 2};
+    rt_cupti_record rec[6];
+    int nr = 0;
+    for (int q = 0; q < 2; q++) {
+        uint64_t b = 1000000 + (uint64_t)q * 100000;
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k0_a", b, b + 10000, 7, 1};
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k1_b", b + 2000, b + 14000, 7, 1}; /* early: 4 us of its own */
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k2_c", b + 15000, b + 18000, 7, 1}; /* after a gap: 3 us */
+    }
+    double wall[2] = {19, 19};
+    char err[256];
+    CHECK_MSG(rt_profile_add_records(&p, 3, rec, nr, wall, err, sizeof err) == 0, "%s", err);
+    CHECK(p.k[0].median_us == 10 && p.k[1].median_us == 4 && p.k[2].median_us == 3);
+    CHECK_NEAR(p.bubbles_median_us, 19 - 17, 1e-9, 0);
+    rt_profile_free(&p);
+}
+
 int main(void)
 {
     check_records();
+    check_overlap();
     rt_profile p;
     synthetic(&p);
     check_finish(&p);
