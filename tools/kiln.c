@@ -603,13 +603,6 @@ static int list_passes(void)
     return EX_OK;
 }
 
-static void progress(void *user, int done, int total, const char *name, double ms)
-{
-    if (!isatty(2)) return;
-    fprintf(stderr, "\r\033[K[%d/%d] %s (%.0f ms)", done, total, name, ms);
-    if (done == total) fputc('\n', stderr);
-}
-
 /* --emit=cuda|ptx|cubin: one file per kernel into c->out. */
 static int emit_kernels(const cli *c, const kc_unit *u)
 {
@@ -632,7 +625,7 @@ static int emit_kernels(const cli *c, const kc_unit *u)
     if (!ptx && !c->no_cache && rt_cache_open(&cache, NULL) != RT_OK) cache = NULL;
     rt_compile_opts copts = {.arch = c->arch};
     rt_emit_options o = {.target = ptx ? RT_TARGET_PTX : RT_TARGET_CUBIN, .copts = &copts, .cache = cache,
-                         .progress = progress};
+                         .progress = kiln_tool_progress};
     rt_emit_result res;
     int n = kc_write_compiled(u, c->out, &target, &o, &res, err, sizeof err);
     char *w = cache ? rt_cache_take_warnings(cache) : NULL;

@@ -11,12 +11,14 @@
  * line of generated ids per prompt (stdout), then the timing on stderr. */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/kiln_generate.h"
+#include "tools/kiln_run.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kiln.h"
 
@@ -229,7 +231,8 @@ int kiln_generate_command(int argc, char **argv)
     int64_t tmax = max_seq > 0 ? (int64_t)max_seq : lmax + go.max_new;
     int64_t smax = go.prefill_chunk > 0 && go.prefill_chunk < lmax ? go.prefill_chunk : lmax;
     kiln_dim maxd[] = {{"B", bmax}, {"S", smax}, {"T", tmax}};
-    kiln_model_options mo = {.defines = defs, .ndefines = ndefs, .max_dims = maxd, .nmax_dims = 3, .lazy = 1};
+    kiln_model_options mo = {.defines = defs, .ndefines = ndefs, .max_dims = maxd, .nmax_dims = 3, .lazy = 1,
+                             .progress = isatty(2) ? kiln_tool_progress : NULL};
     kiln_model *m = NULL;
     int rc = EX_OK;
     int32_t *out = NULL;

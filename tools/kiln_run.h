@@ -45,4 +45,9 @@ int kiln_run_command(const run_opts *o);
  * once, then read from the cache directory). Same exit statuses. */
 int kiln_ceilings_command(bool json, bool remeasure);
 
+/* Compile progress on a terminal (kiln_model_options.progress, NVRTC's per-kernel
+ * callback): one line on stderr, rewritten per kernel; nothing when stderr is
+ * not a terminal. Used by kiln compile, run and generate. */
+void kiln_tool_progress(void *user, int done, int total, const char *kernel, double ms);
+
 #endif
