@@ -61,7 +61,7 @@ for tool in "${tools[@]}"; do
   case $tool in
     memcheck) opts+=(--leak-check full --report-api-errors all --check-device-heap yes) ;;
     racecheck) opts+=(--racecheck-report all) ;;
-    initcheck) opts+=(--track-unused-memory no) ;;
+    initcheck) ;;
   esac
   for r in "${runs[@]}"; do
     name=${r%%|*} cmd=${r#*|}
