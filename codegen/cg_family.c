@@ -367,6 +367,7 @@ static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv,
     wg_cfg c = {64, 128, 8, 1, ts, 128, 1};
     if (!nv || !kv || !bv) return c;
     const int64_t rb = (*mv + c.bm - 1) / c.bm, tiles = *bv * rb * ((*nv + c.bn - 1) / c.bn), ktiles = (*kv + 63) / 64;
+    if (tiles <= 0) return c; /* an empty product (a dim of 0): nothing to split */
     int64_t sp = tiles >= sm_count ? 1 : sm_count / tiles;
     const int64_t cap = *kv >= 8192 ? 4 : 2;
     if (sp > cap) sp = cap;
