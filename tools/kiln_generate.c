@@ -169,7 +169,7 @@ int kiln_generate_command(int argc, char **argv)
 
     /* prompts */
     int32_t *pv[MAX_SEQS];
-    int plen[MAX_SEQS], nseq = 0;
+    int plen[MAX_SEQS], nseq = 0, early_rc = 0; /* early_rc: a bad batch file (what was read is freed at done) */
     if (prompt) {
         if (parse_ids(prompt, &pv[0], &plen[0]) != 0 || plen[0] == 0)
             return usage_error("--prompt-ids expects token ids, got '%s'", prompt);
@@ -190,23 +190,29 @@ int kiln_generate_command(int argc, char **argv)
             if (*p == '#' || *p == '\n' || *p == '\r' || !*p) continue;
             if (nseq == MAX_SEQS) {
                 fprintf(stderr, "kiln generate: %s: more than %d prompts\n", batch_file, MAX_SEQS);
-                fclose(f);
-                return EX_USAGE;
+                early_rc = EX_USAGE;
+                break;
             }
             if (parse_ids(p, &pv[nseq], &plen[nseq]) != 0) {
                 fprintf(stderr, "kiln generate: %s:%d: not a list of token ids\n", batch_file, lineno);
-                fclose(f);
-                return EX_USAGE;
+                early_rc = EX_USAGE;
+                break;
             }
             nseq++;
         }
         free(line);
         fclose(f);
-        if (!nseq) {
+        if (!early_rc && !nseq) {
             fprintf(stderr, "kiln generate: %s: no prompts\n", batch_file);
-            return EX_USAGE;
+            early_rc = EX_USAGE;
         }
     }
+    kiln_context *ctx = NULL;
+    kiln_model *m = NULL;
+    int rc = early_rc;
+    int32_t *out = NULL;
+    int *out_len = NULL;
+    if (rc) goto done;
     int lmax = 0;
     for (int b = 0; b < nseq; b++) lmax = plen[b] > lmax ? plen[b] : lmax;
     int bmax = nseq;
@@ -222,21 +228,17 @@ int kiln_generate_command(int argc, char **argv)
     go.stop_ids = stops;
     go.nstop = nstops;
 
-    kiln_context *ctx = NULL;
     kiln_status st = kiln_context_create(&ctx, NULL);
     if (st != KILN_OK) {
         fprintf(stderr, "kiln generate: %s\n", kiln_last_error());
-        return st == KILN_ERR_NO_DEVICE ? EX_UNAVAILABLE : EX_SOFTWARE;
+        rc = st == KILN_ERR_NO_DEVICE ? EX_UNAVAILABLE : EX_SOFTWARE;
+        goto done;
     }
     int64_t tmax = max_seq > 0 ? (int64_t)max_seq : lmax + go.max_new;
     int64_t smax = go.prefill_chunk > 0 && go.prefill_chunk < lmax ? go.prefill_chunk : lmax;
     kiln_dim maxd[] = {{"B", bmax}, {"S", smax}, {"T", tmax}};
     kiln_model_options mo = {.defines = defs, .ndefines = ndefs, .max_dims = maxd, .nmax_dims = 3, .lazy = 1,
                              .progress = isatty(2) ? kiln_tool_progress : NULL};
-    kiln_model *m = NULL;
-    int rc = EX_OK;
-    int32_t *out = NULL;
-    int *out_len = NULL;
     st = kiln_model_compile_file(ctx, model, &mo, &m);
     if (st != KILN_OK) {
         fprintf(stderr, "%s\n", kiln_last_error());
