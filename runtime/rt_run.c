@@ -208,49 +208,39 @@ static int record(void *user, void *stream, char *err, size_t n)
 }
 
 /* The intermediates arena and the workspace scratch, large enough for v at dims. */
+/* Grows one device buffer of the model to hold need bytes (allocating size
+ * bytes, need rounded up), waiting for the stream first: graphs captured with
+ * the old pointer are dropped. zero: the buffer starts zeroed (counters). */
+static rt_status grow_buffer(rt_model *m, void **dev, size_t *bytes, size_t need, size_t size, bool zero, const char *what,
+                             char *err, size_t n)
+{
+    if (need <= *bytes && *dev) return RT_OK;
+    (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
+    if (*dev) (void)cudaFree(*dev);
+    *dev = NULL;
+    *bytes = 0;
+    char who[96];
+    snprintf(who, sizeof who, "%s (%zu bytes)", what, size);
+    RT_TRY(RT_CUDA_CHECK(cudaMalloc(dev, size), who, err, n));
+    if (zero) RT_TRY(RT_CUDA_CHECK(cudaMemset(*dev, 0, size), who, err, n));
+    *bytes = size;
+    rt_graph_cache_clear(m->graphs);
+    return RT_OK;
+}
+
 static rt_status ensure_memory(rt_model *m, const rt_variant *v, const int64_t *dims, char *err, size_t n)
 {
     size_t scratch = 0, counters = 0; /* sized as rt_model_memory accounts them (rt_memory.c) */
     if (!rt_kernels_workspace(v->plan.kernels, v->plan.nkernels, dims, &scratch, &counters))
         return rt_fail(RT_ERR_INTERNAL, err, n, "a workspace size of the variant does not evaluate");
-    if (m->arena_need > m->arena_bytes || !m->arena_dev) {
-        (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
-        if (m->arena_dev) (void)cudaFree(m->arena_dev);
-        m->arena_dev = NULL;
-        m->arena_bytes = 0;
-        size_t b = rt_arena_size(m->arena_need);
-        char who[96];
-        snprintf(who, sizeof who, "the intermediates arena (%zu bytes)", b);
-        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->arena_dev, b), who, err, n));
-        m->arena_bytes = b;
-        rt_graph_cache_clear(m->graphs);
-    }
-    if (scratch > m->scratch_bytes || !m->scratch_dev) {
-        (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
-        if (m->scratch_dev) (void)cudaFree(m->scratch_dev);
-        m->scratch_dev = NULL;
-        m->scratch_bytes = 0;
-        size_t b = rt_workspace_size(scratch);
-        char who[96];
-        snprintf(who, sizeof who, "kernel workspaces (%zu bytes)", b);
-        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->scratch_dev, b), who, err, n));
-        m->scratch_bytes = b;
-        rt_graph_cache_clear(m->graphs);
-    }
-    if (counters > m->counters_bytes || !m->counters_dev) {
-        (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
-        if (m->counters_dev) (void)cudaFree(m->counters_dev);
-        m->counters_dev = NULL;
-        m->counters_bytes = 0;
-        size_t b = rt_workspace_size(counters);
-        char who[96];
-        snprintf(who, sizeof who, "kernel counters (%zu bytes)", b);
-        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&m->counters_dev, b), who, err, n));
-        RT_TRY(RT_CUDA_CHECK(cudaMemset(m->counters_dev, 0, b), who, err, n));
-        m->counters_bytes = b;
-        m->counters_dirty = false;
-        rt_graph_cache_clear(m->graphs);
-    }
+    RT_TRY(grow_buffer(m, &m->arena_dev, &m->arena_bytes, m->arena_need, rt_arena_size(m->arena_need), false,
+                       "the intermediates arena", err, n));
+    RT_TRY(grow_buffer(m, &m->scratch_dev, &m->scratch_bytes, scratch, rt_workspace_size(scratch), false,
+                       "kernel workspaces", err, n));
+    void *const before = m->counters_dev;
+    RT_TRY(grow_buffer(m, &m->counters_dev, &m->counters_bytes, counters, rt_workspace_size(counters), true,
+                       "kernel counters", err, n));
+    if (m->counters_dev != before) m->counters_dirty = false; /* fresh and zeroed */
     return RT_OK;
 }
 
