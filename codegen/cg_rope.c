@@ -13,7 +13,11 @@
  * table has R/2 entries, the frequencies of a head of R, and the attention
  * source also says KILN_ROPE_DIMS R. The attention templates rotate whole
  * heads today, so fuse-attention keeps a partial rope out of them; a template
- * that honours KILN_ROPE_DIMS can take it. */
+ * that honours KILN_ROPE_DIMS can take it.
+ *
+ * The attention templates' table is __constant__: each CTA copies it once
+ * into shared memory, and compute-sanitizer initcheck reported every read of
+ * the module-initialized __device__ table as uninitialized global memory. */
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -53,7 +57,7 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
     if (r->rotary_dims > 0 && r->rotary_dims < hd) /* partial rotary: the table has KILN_ROPE_DIMS / 2 entries */
         off = put(buf, n, off, "#define KILN_ROPE_DIMS %lld\n", (long long)r->rotary_dims);
     int t = cg_rope_table(buf && (size_t)off < n ? buf + off : NULL, buf && (size_t)off < n ? n - (size_t)off : 0,
-                          "__device__ const", "kiln_rope_inv", theta, r, hd);
+                          "__constant__", "kiln_rope_inv", theta, r, hd);
     if (t < 0) return -1;
     return put(buf, n, off + t, "\n");
 }

@@ -345,7 +345,7 @@ static void attention_case(const ir_rope_attrs *r)
     if (r) {
         HAS(t, "#define KILN_ROPE_TABLE 1");
         /* f_0 = 1 always; llama3 with factor 8 scales the lowest frequency */
-        HAS(t, "__device__ const double kiln_rope_inv[32] = {1, ");
+        HAS(t, "__constant__ double kiln_rope_inv[32] = {1, ");
         HAS(t, r->scaling == IR_ROPE_YARN ? "#define KILN_ROPE_MSCALE ((float)1.2079441541679836)"
                                           : "#define KILN_ROPE_MSCALE ((float)1)");
     } else {
