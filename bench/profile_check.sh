@@ -7,8 +7,9 @@
 # Writes into $OUT (default: a new directory under /tmp): ceilings.json,
 # profile.txt, profile.json, trace.json, roofline.svg, ncu.csv and
 # compare.txt (bench/ncu_compare.py: Kiln's median against ncu's per kernel,
-# max(10%, 0.5 us)). Exits with ncu_compare's status (0: all agree), or 0
-# after the profile when there is no ncu.
+# max(10%, 0.5 us)), and the same with -nopdl for the run with --no-pdl.
+# Exits with the --no-pdl comparison's status (0: all agree), or 0 after the
+# profiles when there is no ncu.
 #   KILN_BIN   the kiln command (build/kiln)
 #   NCU        ncu (default: on PATH, else the toolkit's or /opt/nvidia's)
 #   MODEL, DIMS, POS   what to profile (samples/llama3_8b_layer.kiln, B=1,S=1,T=1024, 1023)
@@ -23,22 +24,36 @@ mkdir -p "$OUT"
 echo "profile_check: $KILN run $MODEL --dims $DIMS --pos=$POS; files in $OUT"
 "$KILN" ceilings --json >"$OUT/ceilings.json" || exit $?
 "$KILN" ceilings
-"$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random --profile --profile-runs=50 \
-    --profile-json="$OUT/profile.json" --trace="$OUT/trace.json" --roofline="$OUT/roofline.svg" | tee "$OUT/profile.txt"
-rc=${PIPESTATUS[0]}
-[ "$rc" -eq 0 ] || { echo "profile_check: kiln run --profile failed ($rc)"; exit "$rc"; }
-
 ncu=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)}
-if [ -z "$ncu" ] || [ ! -x "$ncu" ]; then
-    echo "profile_check: no ncu found (set NCU): the profile alone"
-    exit 0
-fi
-# The same run under ncu: 1 + 20 runs of the layer (--bench keeps the positions), the kernels of
-# runs 6..15 (7 kernels a run), each timed with the clocks and caches left as they are.
-nk=$(python3 -c 'import json,sys; print(sum(1 for k in json.load(open(sys.argv[1]))["kernels"] if k["group"] >= 0))' "$OUT/profile.json")
-"$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base --csv \
-    -k regex:^kiln_ --launch-skip $((5 * nk)) --launch-count $((10 * nk)) \
-    "$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random --bench 20 >"$OUT/ncu.csv" 2>"$OUT/ncu.log"
-echo "profile_check: ncu exited $? ($(grep -c gpu__time_duration "$OUT/ncu.csv") kernel samples)"
-python3 bench/ncu_compare.py "$OUT/profile.json" "$OUT/ncu.csv" | tee "$OUT/compare.txt"
-exit "${PIPESTATUS[0]}"
+# Twice: as the model runs (programmatic dependent launch on: a kernel launches under its predecessor's
+# tail, and Kiln times it from the end of the kernels before it), then with --no-pdl. ncu serializes the
+# kernels, so each pays its launch ramp there; with --no-pdl the graph does too, the like-for-like
+# comparison that decides the exit status. The difference between the two shows what PDL hides.
+status=0
+for mode in pdl no-pdl; do
+    flag=; sfx=
+    [ "$mode" = no-pdl ] && flag=--no-pdl sfx=-nopdl
+    # shellcheck disable=SC2086
+    "$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random $flag --profile --profile-runs=50 \
+        --profile-json="$OUT/profile$sfx.json" --trace="$OUT/trace$sfx.json" --roofline="$OUT/roofline$sfx.svg" |
+        tee "$OUT/profile$sfx.txt"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || { echo "profile_check: kiln run --profile $flag failed ($rc)"; exit "$rc"; }
+    if [ -z "$ncu" ] || [ ! -x "$ncu" ]; then
+        echo "profile_check: no ncu found (set NCU): the profile alone"
+        continue
+    fi
+    # The same run under ncu: 1 + 20 runs of the layer (--bench keeps the positions), the kernels of
+    # runs 6..15, each timed with the clocks and caches left as they are.
+    nk=$(python3 -c 'import json,sys; print(sum(1 for k in json.load(open(sys.argv[1]))["kernels"] if k["group"] >= 0))' \
+        "$OUT/profile$sfx.json")
+    # shellcheck disable=SC2086
+    "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base --csv \
+        -k regex:^kiln_ --launch-skip $((5 * nk)) --launch-count $((10 * nk)) \
+        "$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random $flag --bench 20 >"$OUT/ncu$sfx.csv" 2>"$OUT/ncu$sfx.log"
+    echo "profile_check ($mode): ncu exited $? ($(grep -c gpu__time_duration "$OUT/ncu$sfx.csv") kernel samples)"
+    python3 bench/ncu_compare.py "$OUT/profile$sfx.json" "$OUT/ncu$sfx.csv" | tee "$OUT/compare$sfx.txt"
+    st=${PIPESTATUS[0]}
+    [ "$mode" = no-pdl ] && status=$st
+done
+exit "$status"
