@@ -112,12 +112,17 @@ typedef struct cg_launch {
 /* A bind-time layout change the runtime must apply to a packed value before
  * this kernel reads it. INTERLEAVE_ROWS: rows of the value (axis 0, `half`*2
  * rows) are reordered so that new row 2j = old row j and new row 2j+1 = old
- * row half+j (SwiGLU: gate and up columns side by side in one output tile). */
-typedef enum cg_xform_kind { CG_XFORM_INTERLEAVE_ROWS } cg_xform_kind;
+ * row half+j (SwiGLU: gate and up columns side by side in one output tile).
+ * ROPE_PAIRS: in each of `heads` blocks of rows starting at row off + h *
+ * stride, the first `rot` rows are reordered so that new row 2i = old row i
+ * and new row 2i+1 = old row rot/2 + i (a rotation pair of RoPE side by side:
+ * the QKV epilogue rotates adjacent output columns); other rows stay. */
+typedef enum cg_xform_kind { CG_XFORM_INTERLEAVE_ROWS, CG_XFORM_ROPE_PAIRS } cg_xform_kind;
 typedef struct cg_xform {
     cg_xform_kind kind;
     int node;           /* the packed (bind-time) value, or a weight parameter */
-    ir_dim half;
+    ir_dim half;        /* INTERLEAVE_ROWS */
+    int64_t off, stride, heads, rot; /* ROPE_PAIRS */
 } cg_xform;
 
 /* A TMA tensor map the runtime encodes into the kernel's parameter when it
