@@ -547,10 +547,11 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
         const ir_type *vt = &sg->view->type;
         if (!cg_strided_of(gen, sg->view, &st) || st.base != A || st.rank != 4 || !ir_dim_eq(&st.stride[3], &one) ||
             (!cg_dim_one(&vt->dims[1]) && !ir_dim_eq(&st.stride[1], &N)) ||
-            (!cg_dim_one(&vt->dims[0]) && !ir_dim_eq(&st.stride[0], &SN)) || !ir_dim_is_const(&st.stride[2], &sg->stride) ||
-            !ir_dim_is_const(&st.off, &sg->off) || !ir_dim_is_const(&vt->dims[2], &sg->heads) ||
-            !ir_dim_is_const(&vt->dims[3], &sg->hd))
+            (!cg_dim_one(&vt->dims[0]) && !ir_dim_eq(&st.stride[0], &SN)) || !ir_dim_is_const(&st.off, &sg->off) ||
+            !ir_dim_is_const(&vt->dims[2], &sg->heads) || !ir_dim_is_const(&vt->dims[3], &sg->hd) ||
+            (sg->heads != 1 && !ir_dim_is_const(&st.stride[2], &sg->stride)))
             return cg_fail(gen, "qkv epilogue: a segment is not [B, S, heads, hd] columns of the result");
+        if (sg->heads == 1) sg->stride = sg->hd; /* one head: its axis has no stride that matters */
         sg->rot = sg->rope ? ir_rope_dims(&sg->rope->attrs.rope, sg->hd) : 0;
         if (sg->off % 2 || sg->stride % 2 || sg->hd % 2 || sg->rot % 2 || sg->rot > sg->hd || sg->hd > sg->stride)
             return cg_fail(gen, "qkv epilogue: a segment's columns are not in pairs");
