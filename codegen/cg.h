@@ -56,6 +56,13 @@ const char *const *cg_family_templates(cg_family f);
  * length (buf may be NULL), -1 when out of memory. */
 int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
                   int64_t hd);
+/* The same frequencies in turns (f / 2 pi) as "DECL float2 NAME[R/2] = {...};",
+ * each split in a float and the float of its remainder ({hi, lo}), for a
+ * rotation in float arithmetic: frac(p * (hi + lo)) with fmaf keeps the
+ * angle of a position below 2^24 to about 1e-7 of a turn (the QKV epilogue,
+ * where a double per element would cost registers the accumulators hold). */
+int cg_rope_turns_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
+                        int64_t hd);
 /* What the attention templates read for a scaled rope on load: KILN_ROPE_TABLE,
  * KILN_ROPE_MSCALE (YaRN's attention factor) and the table kiln_rope_inv. */
 int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);

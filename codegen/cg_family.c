@@ -559,23 +559,47 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
     return true;
 }
 
+/* The body is one path for every segment (its constants chosen by the
+ * segment found): the hook is inlined once per accumulator pair of a tile,
+ * under the registers that hold the accumulators, so it keeps few values
+ * live — 32-bit indices, the angle in float (cg_rope_turns_table), the cache
+ * and q stores at the end. */
 static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg)
 {
     const ir_node *A = gen->anchor;
-    for (int i = 0; i < nseg; i++) { /* the frequencies, computed on the host (codegen/cg_rope.c) */
+    for (int i = 0; i < nseg; i++) { /* the frequencies in turns, computed on the host (codegen/cg_rope.c) */
         const ir_node *r = segs[i].rope;
         if (!r) continue;
-        const char *name = cg_printf(gen, "kiln_qkv_inv%d", i);
-        int len = cg_rope_table(NULL, 0, "__device__ const", name, r->attrs.theta, &r->attrs.rope, segs[i].hd);
+        const char *name = cg_printf(gen, "kiln_qkv_turns%d", i);
+        int len = cg_rope_turns_table(NULL, 0, "__device__ const", name, r->attrs.theta, &r->attrs.rope, segs[i].hd);
         char *text = len >= 0 ? arena_alloc(gen->a, (size_t)len + 1) : NULL;
-        if (!text || cg_rope_table(text, (size_t)len + 1, "__device__ const", name, r->attrs.theta, &r->attrs.rope,
-                                   segs[i].hd) < 0)
+        if (!text || cg_rope_turns_table(text, (size_t)len + 1, "__device__ const", name, r->attrs.theta, &r->attrs.rope,
+                                         segs[i].hd) < 0)
             return cg_fail(gen, "out of memory");
         cg_str_printf(hooks, "%s\n", text);
     }
     cg_str body = {0};
     cg_begin_fn(gen, &body);
     cg_line(gen, "(void)b; (void)has1; /* every segment is pairs of columns: n + 1 is in n's head */");
+    /* which segment, head and dim: one test per segment */
+    cg_line(gen, "int seg = -1, hh = 0, jj = 0;");
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        cg_open(gen, "/* segment %d: %lld heads of %lld at column %lld + head * %lld%s */", i, (long long)sg->heads,
+                (long long)sg->hd, (long long)sg->off, (long long)sg->stride, sg->rope ? ", rotated" : "");
+        cg_line(gen, "const int c = (int)(n - %lldLL);", (long long)sg->off);
+        if (sg->stride == sg->hd)
+            cg_open(gen, "if (c >= 0 && c < %lld)", (long long)(sg->heads * sg->hd));
+        else
+            cg_open(gen, "if (c >= 0 && c < %lld && c %% %lld < %lld)", (long long)(sg->heads * sg->stride),
+                    (long long)sg->stride, (long long)sg->hd);
+        cg_line(gen, "seg = %d;", i);
+        cg_line(gen, "hh = c / %lld;", (long long)sg->stride);
+        cg_line(gen, "jj = c %% %lld;", (long long)sg->stride);
+        cg_close(gen);
+        cg_close(gen);
+    }
+    cg_line(gen, "if (seg < 0) return;");
     const char *S = cg_dim(gen, &A->type.dims[1]);
     cg_line(gen, "const long long rb = m / %s, rs = m %% %s;", S, S);
     const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
@@ -587,46 +611,55 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
         }
     }
     /* the projection's value as the interpreter holds it: rounded to its dtype */
-    cg_line(gen, "const float x0 = %s(%s), x1 = %s(%s);", rnd, x[0], rnd, x[1]);
-    for (int i = 0; i < nseg; i++) {
-        const qkv_seg *sg = &segs[i];
-        cg_open(gen, "/* segment %d: %lld heads of %lld at column %lld + head * %lld%s */", i, (long long)sg->heads,
-                (long long)sg->hd, (long long)sg->off, (long long)sg->stride, sg->rope ? ", rotated" : "");
-        cg_line(gen, "const long long c = n - %lldLL;", (long long)sg->off);
-        if (sg->stride == sg->hd)
-            cg_open(gen, "if (c >= 0 && c < %lldLL)", (long long)(sg->heads * sg->hd));
-        else
-            cg_open(gen, "if (c >= 0 && c < %lldLL && c %% %lldLL < %lldLL)", (long long)(sg->heads * sg->stride),
-                    (long long)sg->stride, (long long)sg->hd);
-        cg_line(gen, "const long long hh = c / %lldLL, jj = c %% %lldLL;", (long long)sg->stride, (long long)sg->stride);
-        cg_line(gen, "long long d0 = jj, d1 = jj + 1;");
-        cg_line(gen, "float y0 = x0, y1 = x1;");
-        if (sg->rope) {
+    cg_line(gen, "float y0 = %s(%s), y1 = %s(%s);", rnd, x[0], rnd, x[1]);
+    cg_line(gen, "int d0 = jj, d1 = jj + 1;");
+    /* the rotation: segment constants chosen, one path */
+    bool any = false;
+    for (int i = 0; i < nseg; i++) any |= segs[i].rope != NULL;
+    if (any) {
+        cg_line(gen, "int rot = 0, pp = 0; float2 g = make_float2(0.f, 0.f); float ms = 1.f;");
+        for (int i = 0; i < nseg; i++) {
+            const qkv_seg *sg = &segs[i];
+            if (!sg->rope) continue;
             const ir_node *r = sg->rope, *pos = r->ninputs > 1 ? r->inputs[1] : NULL;
-            const char *p = "rs";
+            cg_open(gen, "if (seg == %d && jj < %lld)", i, (long long)sg->rot);
+            cg_line(gen, "rot = %lld;", (long long)(sg->rot / 2));
             if (pos) {
                 cg_idx pi = cg_idx_flat(&pos->type, NULL);
                 pi.c[0] = "rb";
-                p = cg_printf(gen, "(%s + rs)", cg_int_value(gen, pos, &pi));
+                cg_line(gen, "pp = (int)(%s + rs);", cg_int_value(gen, pos, &pi));
+            } else {
+                cg_line(gen, "pp = (int)rs;");
             }
-            if (sg->rot < sg->hd) cg_open(gen, "if (jj < %lldLL) /* partial rotary: the rest passes through */", (long long)sg->rot);
-            else cg_open(gen, "%s", "");
-            cg_line(gen, "const long long ii = jj >> 1;");
-            cg_line(gen, "d0 = ii;");
-            cg_line(gen, "d1 = ii + %lldLL;", (long long)(sg->rot / 2));
-            cg_line(gen, "const double ang = (double)%s * kiln_qkv_inv%d[ii];", p, i);
-            const char *cs, *sn;
-            cg_rope_sincos(gen, "ang", ir_rope_mscale(&r->attrs.rope), &cs, &sn);
-            cg_line(gen, "y0 = x0 * %s - x1 * %s;", cs, sn);
-            cg_line(gen, "y1 = x1 * %s + x0 * %s;", cs, sn);
+            cg_line(gen, "g = kiln_qkv_turns%d[jj >> 1];", i);
+            double m = ir_rope_mscale(&r->attrs.rope);
+            if (m != 1.0) cg_line(gen, "ms = (float)%.17g;", m);
             cg_close(gen);
-            if (cg_used_outside(gen, r)) {
-                cg_idx ri = cg_idx_flat(&r->type, NULL);
-                ri.c[0] = "rb", ri.c[1] = "rs", ri.c[2] = "hh", ri.c[3] = "d0";
-                cg_store(gen, r, &ri, "y0");
-                ri.c[3] = "d1";
-                cg_store(gen, r, &ri, "y1");
-            }
+        }
+        cg_open(gen, "if (rot)");
+        cg_line(gen, "d0 = jj >> 1;");
+        cg_line(gen, "d1 = d0 + rot;");
+        /* frac(pp * (g.x + g.y)) in turns: pp * g.x split exactly by fmaf */
+        cg_line(gen, "const float xp = (float)pp, hi = xp * g.x, err = fmaf(xp, g.x, -hi);");
+        cg_line(gen, "const float tu = (hi - rintf(hi)) + fmaf(xp, g.y, err);");
+        cg_line(gen, "float cs, sn;");
+        cg_line(gen, "__sincosf(tu * 6.28318530717958648f, &sn, &cs);");
+        cg_line(gen, "cs *= ms;");
+        cg_line(gen, "sn *= ms;");
+        cg_line(gen, "const float r0 = y0 * cs - y1 * sn, r1 = y1 * cs + y0 * sn;");
+        cg_line(gen, "y0 = r0;");
+        cg_line(gen, "y1 = r1;");
+        cg_close(gen);
+    }
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        cg_open(gen, "%sif (seg == %d)", i ? "else " : "", i);
+        if (sg->rope && cg_used_outside(gen, sg->rope)) {
+            cg_idx ri = cg_idx_flat(&sg->rope->type, NULL);
+            ri.c[0] = "rb", ri.c[1] = "rs", ri.c[2] = "(long long)hh", ri.c[3] = "(long long)d0";
+            cg_store(gen, sg->rope, &ri, "y0");
+            ri.c[3] = "(long long)d1";
+            cg_store(gen, sg->rope, &ri, "y1");
         }
         for (int j = 0; j < sg->ncw; j++) {
             const ir_node *cw = sg->cw[j], *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
@@ -641,14 +674,13 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
             cg_open(gen, "if (t >= 0 && t < %s) /* positions past the cache are not written */",
                     cg_dim(gen, &cw->type.dims[2]));
             cg_idx ci = cg_idx_flat(&cw->type, NULL);
-            ci.c[0] = "rb", ci.c[1] = "hh", ci.c[2] = "t", ci.c[3] = "d0";
+            ci.c[0] = "rb", ci.c[1] = "(long long)hh", ci.c[2] = "t", ci.c[3] = "(long long)d0";
             cg_store(gen, cw, &ci, "y0");
-            ci.c[3] = "d1";
+            ci.c[3] = "(long long)d1";
             cg_store(gen, cw, &ci, "y1");
             cg_close(gen);
             cg_close(gen);
         }
-        cg_close(gen);
         cg_close(gen);
     }
     finish_fn(gen, hooks,
@@ -798,6 +830,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
     if (heavy && wc.ec > 64) wc.ec = 64;
+    /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
+     * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
+     * skinny configuration */
+    if (qkv && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
     const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
     const bool wgmma = wg_fit && !gen->no_wgmma;

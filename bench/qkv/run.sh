@@ -28,15 +28,15 @@ prof() { # name, model, dims, extra
   echo "rc=$?"
 }
 {
-  prof 8b-prefill-on samples/llama3_8b_layer.kiln B=1,S=2048,T=2048 ""
-  prof 8b-prefill-off samples/llama3_8b_layer.kiln B=1,S=2048,T=2048 --disable=fuse-qkv-epilogue
-  prof 8b-decode-on samples/llama3_8b_layer.kiln B=1,S=1,T=1024 ""
-  prof 8b-decode-off samples/llama3_8b_layer.kiln B=1,S=1,T=1024 --disable=fuse-qkv-epilogue
-  prof 1b-decode-on samples/llama3_1b_layer.kiln B=1,S=1,T=1024 ""
-  prof 1b-decode-off samples/llama3_1b_layer.kiln B=1,S=1,T=1024 --disable=fuse-qkv-epilogue
-  prof 1b-prefill-on samples/llama3_1b_layer.kiln B=1,S=2048,T=2048 ""
-  prof 1b-prefill-off samples/llama3_1b_layer.kiln B=1,S=2048,T=2048 --disable=fuse-qkv-epilogue
-  prof 8b-b4s4096-on samples/llama3_8b_layer.kiln B=4,S=4096,T=4096 ""
-  prof 8b-b4s4096-off samples/llama3_8b_layer.kiln B=4,S=4096,T=4096 --disable=fuse-qkv-epilogue
+  # QKV_MODES="on" profiles only with the epilogue (the default: on and off)
+  for mode in ${QKV_MODES:-on off}; do
+    x=""
+    [ "$mode" = off ] && x=--disable=fuse-qkv-epilogue
+    prof 8b-prefill-$mode samples/llama3_8b_layer.kiln B=1,S=2048,T=2048 "$x"
+    prof 8b-decode-$mode samples/llama3_8b_layer.kiln B=1,S=1,T=1024 "$x"
+    prof 1b-decode-$mode samples/llama3_1b_layer.kiln B=1,S=1,T=1024 "$x"
+    prof 1b-prefill-$mode samples/llama3_1b_layer.kiln B=1,S=2048,T=2048 "$x"
+    prof 8b-b4s4096-$mode samples/llama3_8b_layer.kiln B=4,S=4096,T=4096 "$x"
+  done
 } >"$out/profiles.txt" 2>&1
 echo "phase 2: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
