@@ -56,6 +56,13 @@ const char *const *cg_family_templates(cg_family f);
  * length (buf may be NULL), -1 when out of memory. */
 int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
                   int64_t hd);
+/* The same frequencies in turns (f / 2 pi) as "DECL float2 NAME[R/2] = {...};",
+ * each split in a float and the float of its remainder ({hi, lo}), for a
+ * rotation in float arithmetic: frac(p * (hi + lo)) with fmaf keeps the
+ * angle of a position below 2^24 to about 1e-7 of a turn (the QKV epilogue,
+ * where a double per element would cost registers the accumulators hold). */
+int cg_rope_turns_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
+                        int64_t hd);
 /* What the attention templates read for a scaled rope on load: KILN_ROPE_TABLE,
  * KILN_ROPE_MSCALE (YaRN's attention factor) and the table kiln_rope_inv. */
 int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);
@@ -112,12 +119,17 @@ typedef struct cg_launch {
 /* A bind-time layout change the runtime must apply to a packed value before
  * this kernel reads it. INTERLEAVE_ROWS: rows of the value (axis 0, `half`*2
  * rows) are reordered so that new row 2j = old row j and new row 2j+1 = old
- * row half+j (SwiGLU: gate and up columns side by side in one output tile). */
-typedef enum cg_xform_kind { CG_XFORM_INTERLEAVE_ROWS } cg_xform_kind;
+ * row half+j (SwiGLU: gate and up columns side by side in one output tile).
+ * ROPE_PAIRS: in each of `heads` blocks of rows starting at row off + h *
+ * stride, the first `rot` rows are reordered so that new row 2i = old row i
+ * and new row 2i+1 = old row rot/2 + i (a rotation pair of RoPE side by side:
+ * the QKV epilogue rotates adjacent output columns); other rows stay. */
+typedef enum cg_xform_kind { CG_XFORM_INTERLEAVE_ROWS, CG_XFORM_ROPE_PAIRS } cg_xform_kind;
 typedef struct cg_xform {
     cg_xform_kind kind;
     int node;           /* the packed (bind-time) value, or a weight parameter */
-    ir_dim half;
+    ir_dim half;        /* INTERLEAVE_ROWS */
+    int64_t off, stride, heads, rot; /* ROPE_PAIRS */
 } cg_xform;
 
 /* A TMA tensor map the runtime encodes into the kernel's parameter when it

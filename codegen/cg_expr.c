@@ -873,6 +873,12 @@ static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos,
         cg_line(gen, "%s", text);
         cg_line(gen, "const double %s = (double)%s * %s[%s];", ang, pexpr, tab, pair);
     }
+    cg_rope_sincos(gen, ang, ir_rope_mscale(r), cs, sn);
+    return ang;
+}
+
+void cg_rope_sincos(cg_gen *gen, const char *ang, double mscale, const char **cs, const char **sn)
+{
     *cs = new_var(gen, "c");
     *sn = new_var(gen, "s");
     /* as the attention templates rotate (attention_common.cuh, rope8): the
@@ -884,12 +890,10 @@ static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos,
     cg_line(gen, "const float %s = (float)fma(-%s, 6.2831853071795864769, %s);", red, turns, ang);
     cg_line(gen, "float %s, %s;", *cs, *sn);
     cg_line(gen, "__sincosf(%s, &%s, &%s);", red, *sn, *cs);
-    double m = ir_rope_mscale(r);
-    if (m != 1.0) { /* YaRN: cos and sin times the attention factor */
-        cg_line(gen, "%s *= (float)%.17g;", *cs, m);
-        cg_line(gen, "%s *= (float)%.17g;", *sn, m);
+    if (mscale != 1.0) { /* YaRN: cos and sin times the attention factor */
+        cg_line(gen, "%s *= (float)%.17g;", *cs, mscale);
+        cg_line(gen, "%s *= (float)%.17g;", *sn, mscale);
     }
-    return ang;
 }
 
 static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)

@@ -489,6 +489,207 @@ static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool v
               &body);
 }
 
+/* The QKV epilogue (passes/fuse_qkv_epilogue.c): the linear's result [B, S, N]
+ * is read only through segments, [B, S, heads, hd] views whose column n is
+ * off + head * stride + d; each segment is rotated by its rope (when it has
+ * one) and stored where its readers want it: the rotated rows to the rope's
+ * buffer when the rope is used outside, the rows into each cache write's state
+ * at row pos[b] + s. The weight rows of every rotated segment are permuted at
+ * bind time (CG_XFORM_ROPE_PAIRS) so that columns n, n + 1 of one epilogue call
+ * are a rotation pair (d, d + R/2), or two dims that pass through. */
+typedef struct qkv_seg {
+    const ir_node *view, *rope, *cw[2];
+    int ncw;
+    int64_t off, stride, heads, hd, rot;
+} qkv_seg;
+
+enum { QKV_MAX_SEG = 16 };
+
+static qkv_seg *qkv_seg_of(qkv_seg *segs, int *nseg, const ir_node *view)
+{
+    for (int i = 0; i < *nseg; i++)
+        if (segs[i].view == view) return &segs[i];
+    if (*nseg == QKV_MAX_SEG) return NULL;
+    qkv_seg *sg = &segs[(*nseg)++];
+    memset(sg, 0, sizeof *sg);
+    sg->view = view;
+    return sg;
+}
+
+/* The segments of the QKV epilogue from the group's ropes and cache writes. */
+static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *segs, int *nseg)
+{
+    const ir_node *A = gen->anchor;
+    *nseg = 0;
+    for (int pass = 0; pass < 2; pass++) /* ropes first, then the cache writes that read them */
+        for (int i = 0; i < nm; i++) {
+            const ir_node *n = members[i];
+            if ((n->op == IR_OP_ROPE) != (pass == 0)) continue;
+            const ir_node *v = n->op == IR_OP_ROPE ? n->inputs[0] : n->inputs[1];
+            if (n->op == IR_OP_CACHE_WRITE && v->op == IR_OP_ROPE && cg_is_member(gen, v)) v = v->inputs[0];
+            qkv_seg *sg = qkv_seg_of(segs, nseg, v);
+            if (!sg) return cg_fail(gen, "qkv epilogue: too many segments");
+            if (n->op == IR_OP_ROPE) {
+                if (sg->rope) return cg_fail(gen, "qkv epilogue: two ropes over one segment");
+                sg->rope = n;
+            } else {
+                if (sg->ncw == 2) return cg_fail(gen, "qkv epilogue: more than two cache writes of one segment");
+                if (cg_storage_node(gen, n) != cg_storage_node(gen, n->inputs[0]))
+                    return cg_fail(gen, "qkv epilogue: a cache write must update its cache in place");
+                sg->cw[sg->ncw++] = n;
+            }
+        }
+    ir_dim one = ir_dim_const(1), N = A->type.dims[2], SN;
+    if (!ir_dim_mul(A->type.dims[1], N, &SN)) return cg_fail(gen, "qkv epilogue: dimension expression too large");
+    for (int i = 0; i < *nseg; i++) {
+        qkv_seg *sg = &segs[i];
+        cg_strided st;
+        const ir_type *vt = &sg->view->type;
+        if (!cg_strided_of(gen, sg->view, &st) || st.base != A || st.rank != 4 || !ir_dim_eq(&st.stride[3], &one) ||
+            (!cg_dim_one(&vt->dims[1]) && !ir_dim_eq(&st.stride[1], &N)) ||
+            (!cg_dim_one(&vt->dims[0]) && !ir_dim_eq(&st.stride[0], &SN)) || !ir_dim_is_const(&st.off, &sg->off) ||
+            !ir_dim_is_const(&vt->dims[2], &sg->heads) || !ir_dim_is_const(&vt->dims[3], &sg->hd) ||
+            (sg->heads != 1 && !ir_dim_is_const(&st.stride[2], &sg->stride)))
+            return cg_fail(gen, "qkv epilogue: a segment is not [B, S, heads, hd] columns of the result");
+        if (sg->heads == 1) sg->stride = sg->hd; /* one head: its axis has no stride that matters */
+        sg->rot = sg->rope ? ir_rope_dims(&sg->rope->attrs.rope, sg->hd) : 0;
+        if (sg->off % 2 || sg->stride % 2 || sg->hd % 2 || sg->rot % 2 || sg->rot > sg->hd || sg->hd > sg->stride)
+            return cg_fail(gen, "qkv epilogue: a segment's columns are not in pairs");
+    }
+    return true;
+}
+
+/* The body is one path for every segment (its constants chosen by the
+ * segment found): the hook is inlined once per accumulator pair of a tile,
+ * under the registers that hold the accumulators, so it keeps few values
+ * live — 32-bit indices, the angle in float (cg_rope_turns_table), the cache
+ * and q stores at the end. */
+static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg)
+{
+    const ir_node *A = gen->anchor;
+    for (int i = 0; i < nseg; i++) { /* the frequencies in turns, computed on the host (codegen/cg_rope.c) */
+        const ir_node *r = segs[i].rope;
+        if (!r) continue;
+        const char *name = cg_printf(gen, "kiln_qkv_turns%d", i);
+        int len = cg_rope_turns_table(NULL, 0, "__device__ const", name, r->attrs.theta, &r->attrs.rope, segs[i].hd);
+        char *text = len >= 0 ? arena_alloc(gen->a, (size_t)len + 1) : NULL;
+        if (!text || cg_rope_turns_table(text, (size_t)len + 1, "__device__ const", name, r->attrs.theta, &r->attrs.rope,
+                                         segs[i].hd) < 0)
+            return cg_fail(gen, "out of memory");
+        cg_str_printf(hooks, "%s\n", text);
+    }
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "(void)b; (void)has1; /* every segment is pairs of columns: n + 1 is in n's head */");
+    /* which segment, head and dim: one test per segment */
+    cg_line(gen, "int seg = -1, hh = 0, jj = 0;");
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        cg_open(gen, "/* segment %d: %lld heads of %lld at column %lld + head * %lld%s */", i, (long long)sg->heads,
+                (long long)sg->hd, (long long)sg->off, (long long)sg->stride, sg->rope ? ", rotated" : "");
+        cg_line(gen, "const int c = (int)(n - %lldLL);", (long long)sg->off);
+        if (sg->stride == sg->hd)
+            cg_open(gen, "if (c >= 0 && c < %lld)", (long long)(sg->heads * sg->hd));
+        else
+            cg_open(gen, "if (c >= 0 && c < %lld && c %% %lld < %lld)", (long long)(sg->heads * sg->stride),
+                    (long long)sg->stride, (long long)sg->hd);
+        cg_line(gen, "seg = %d;", i);
+        cg_line(gen, "hh = c / %lld;", (long long)sg->stride);
+        cg_line(gen, "jj = c %% %lld;", (long long)sg->stride);
+        cg_close(gen);
+        cg_close(gen);
+    }
+    cg_line(gen, "if (seg < 0) return;");
+    const char *S = cg_dim(gen, &A->type.dims[1]);
+    cg_line(gen, "const long long rb = m / %s, rs = m %% %s;", S, S);
+    const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
+    const char *x[2] = {"v0", "v1"};
+    for (int c = 0; c < 2; c++) {
+        if (bias) {
+            cg_idx bi = cg_idx_flat(&bias->type, c ? "(n + 1)" : "n");
+            x[c] = cg_printf(gen, "(%s + %s)", x[c], cg_value(gen, bias, &bi));
+        }
+    }
+    /* the projection's value as the interpreter holds it: rounded to its dtype */
+    cg_line(gen, "float y0 = %s(%s), y1 = %s(%s);", rnd, x[0], rnd, x[1]);
+    cg_line(gen, "int d0 = jj, d1 = jj + 1;");
+    /* the rotation: segment constants chosen, one path */
+    bool any = false;
+    for (int i = 0; i < nseg; i++) any |= segs[i].rope != NULL;
+    if (any) {
+        cg_line(gen, "int rot = 0, pp = 0; float2 g = make_float2(0.f, 0.f); float ms = 1.f;");
+        for (int i = 0; i < nseg; i++) {
+            const qkv_seg *sg = &segs[i];
+            if (!sg->rope) continue;
+            const ir_node *r = sg->rope, *pos = r->ninputs > 1 ? r->inputs[1] : NULL;
+            cg_open(gen, "if (seg == %d && jj < %lld)", i, (long long)sg->rot);
+            cg_line(gen, "rot = %lld;", (long long)(sg->rot / 2));
+            if (pos) {
+                cg_idx pi = cg_idx_flat(&pos->type, NULL);
+                pi.c[0] = "rb";
+                cg_line(gen, "pp = (int)(%s + rs);", cg_int_value(gen, pos, &pi));
+            } else {
+                cg_line(gen, "pp = (int)rs;");
+            }
+            cg_line(gen, "g = kiln_qkv_turns%d[jj >> 1];", i);
+            double m = ir_rope_mscale(&r->attrs.rope);
+            if (m != 1.0) cg_line(gen, "ms = (float)%.17g;", m);
+            cg_close(gen);
+        }
+        cg_open(gen, "if (rot)");
+        cg_line(gen, "d0 = jj >> 1;");
+        cg_line(gen, "d1 = d0 + rot;");
+        /* frac(pp * (g.x + g.y)) in turns: pp * g.x split exactly by fmaf */
+        cg_line(gen, "const float xp = (float)pp, hi = xp * g.x, err = fmaf(xp, g.x, -hi);");
+        cg_line(gen, "const float tu = (hi - rintf(hi)) + fmaf(xp, g.y, err);");
+        cg_line(gen, "float cs, sn;");
+        cg_line(gen, "__sincosf(tu * 6.28318530717958648f, &sn, &cs);");
+        cg_line(gen, "cs *= ms;");
+        cg_line(gen, "sn *= ms;");
+        cg_line(gen, "const float r0 = y0 * cs - y1 * sn, r1 = y1 * cs + y0 * sn;");
+        cg_line(gen, "y0 = r0;");
+        cg_line(gen, "y1 = r1;");
+        cg_close(gen);
+    }
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        cg_open(gen, "%sif (seg == %d)", i ? "else " : "", i);
+        if (sg->rope && cg_used_outside(gen, sg->rope)) {
+            cg_idx ri = cg_idx_flat(&sg->rope->type, NULL);
+            ri.c[0] = "rb", ri.c[1] = "rs", ri.c[2] = "(long long)hh", ri.c[3] = "(long long)d0";
+            cg_store(gen, sg->rope, &ri, "y0");
+            ri.c[3] = "(long long)d1";
+            cg_store(gen, sg->rope, &ri, "y1");
+        }
+        for (int j = 0; j < sg->ncw; j++) {
+            const ir_node *cw = sg->cw[j], *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
+            const char *o = "0LL";
+            if (pos) {
+                cg_idx pi = cg_idx_flat(&pos->type, NULL);
+                pi.c[0] = "rb";
+                o = cg_int_value(gen, pos, &pi);
+            }
+            cg_open(gen, "%s", "");
+            cg_line(gen, "const long long t = %s + rs;", o);
+            cg_open(gen, "if (t >= 0 && t < %s) /* positions past the cache are not written */",
+                    cg_dim(gen, &cw->type.dims[2]));
+            cg_idx ci = cg_idx_flat(&cw->type, NULL);
+            ci.c[0] = "rb", ci.c[1] = "(long long)hh", ci.c[2] = "t", ci.c[3] = "(long long)d0";
+            cg_store(gen, cw, &ci, "y0");
+            ci.c[3] = "(long long)d1";
+            cg_store(gen, cw, &ci, "y1");
+            cg_close(gen);
+            cg_close(gen);
+        }
+        cg_close(gen);
+    }
+    finish_fn(gen, hooks,
+              "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
+              "long long n, float v0, float v1, bool has1)",
+              &body);
+    return !gen->failed;
+}
+
 bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
 {
     const ir_graph *g = gen->g;
@@ -540,7 +741,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 
     /* epilogue members: elementwise, reading the anchor at the output element */
     const ir_node *slices[2] = {NULL, NULL};
-    int nslices = 0, nother = 0;
+    int nslices = 0, nother = 0, nqkv = 0;
+    const ir_node *qkv_members[16];
     bool heavy = false; /* an epilogue op that needs many registers per element (GELU's erf) */
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
@@ -549,6 +751,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         for (int j = 0; j < n->ninputs; j++) direct |= n->inputs[j] == A;
         if (n->op == IR_OP_SLICE && direct && n->attrs.axis == ro - 1 && nslices < 2) {
             slices[nslices++] = n;
+            continue;
+        }
+        if (n->op == IR_OP_ROPE || n->op == IR_OP_CACHE_WRITE) {
+            if (nqkv == 16) return cg_fail(gen, "too many ropes and cache writes in a matmul epilogue");
+            qkv_members[nqkv++] = n;
             continue;
         }
         if (ir_op_class(n->op) != IR_CLASS_ELEMENTWISE)
@@ -579,6 +786,21 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     } else if (nslices == 1) {
         return cg_fail(gen, "a slice of the matmul result in its epilogue");
     }
+    qkv_seg segs[QKV_MAX_SEG];
+    int nseg = 0;
+    const bool qkv = nqkv > 0;
+    if (qkv) {
+        if (A->op != IR_OP_LINEAR || ro != 3 || nslices || nother)
+            return cg_fail(gen, "a rope or cache write in the epilogue of a matmul that is not a plain rank-3 linear");
+        if (cg_used_outside(gen, A)) return cg_fail(gen, "the result of a QKV epilogue matmul is used outside the kernel");
+        if (!qkv_segments(gen, qkv_members, nqkv, segs, &nseg)) return false;
+        bool rot = false;
+        for (int i = 0; i < nseg; i++) rot |= segs[i].rope != NULL;
+        if (rot && (!gen->bind[w->id] || (bias && !gen->bind[bias->id])))
+            return cg_fail(gen, "a rotating epilogue needs bind-time weights (to pair the rotated rows)");
+        if (rot && (ws.base != w || !ir_dim_eq(&ws.off, &(ir_dim){0}) || b_nk != 1))
+            return cg_fail(gen, "a rotating epilogue needs an [N, K] weight stored as such");
+    }
 
     /* outputs */
     const ir_node *outs[16];
@@ -587,7 +809,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || gen->bind[i] || !cg_used_outside(gen, n)) continue;
-        if (!ir_type_same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
+        if (!qkv && !ir_type_same_shape(&n->type, out_t)) return cg_fail(gen, "a matmul epilogue output has another shape");
         if (nouts == 16) return cg_fail(gen, "too many outputs");
         outs[nouts++] = n;
     }
@@ -598,7 +820,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* the TMA-store epilogue: one output, of the operands' type, rows of a
      * multiple of 8 elements (its base is checked at run time) */
     const ir_dim onb = swiglu ? half : N;
-    const bool ts_ok = nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
+    const bool ts_ok = !qkv && nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
     int64_t mv, nv, kv, bv;
     const bool hm = ir_dim_value(&M, dims, &mv), hn = ir_dim_value(&N, dims, &nv), hk = ir_dim_value(&K, dims, &kv),
                hb = ir_dim_value(&batch, dims, &bv);
@@ -608,6 +830,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
     if (heavy && wc.ec > 64) wc.ec = 64;
+    /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
+     * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
+     * skinny configuration */
+    if (qkv && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
     const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
     const bool wgmma = wg_fit && !gen->no_wgmma;
@@ -643,12 +869,30 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     }
 
     mm_epi epi = {A, bias, {slices[0], slices[1]}, outs, nouts, ro, swiglu, M, N, half, ot, out_t};
-    emit_mm_epilogue(gen, hooks, &epi, false);
+    if (qkv) {
+        if (!emit_qkv_epilogue(gen, hooks, bias, segs, nseg)) return false;
+        int nx = 0;
+        for (int i = 0; i < nseg; i++) nx += segs[i].rope ? 2 : 0;
+        gen->kern->xforms = nx ? calloc((size_t)nx, sizeof *gen->kern->xforms) : NULL;
+        if (nx && !gen->kern->xforms) return cg_fail(gen, "out of memory");
+        for (int i = 0; i < nseg; i++) {
+            const qkv_seg *sg = &segs[i];
+            if (!sg->rope) continue;
+            cg_xform x = {CG_XFORM_ROPE_PAIRS, w->id, ir_dim_const(0), sg->off, sg->stride, sg->heads, sg->rot};
+            gen->kern->xforms[gen->kern->nxforms++] = x;
+            if (bias) {
+                x.node = bias->id;
+                gen->kern->xforms[gen->kern->nxforms++] = x;
+            }
+        }
+    } else {
+        emit_mm_epilogue(gen, hooks, &epi, false);
+    }
     if (swiglu) {
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
         if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
-        gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half};
-        if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half};
+        gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half, 0, 0, 0, 0};
+        if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half, 0, 0, 0, 0};
     }
     if (wgmma && wc.ts) emit_mm_epilogue(gen, hooks, &epi, true);
 

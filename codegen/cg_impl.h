@@ -142,6 +142,10 @@ void cg_close(cg_gen *gen);
 void cg_begin_fn(cg_gen *gen, cg_str *body);
 void cg_set_subst(cg_gen *gen, const ir_node *n, const char *expr);
 void cg_clear_subst(cg_gen *gen);
+/* cos and sin of the angle `ang` (a double local) into new float locals, as
+ * every rope in Kiln rotates (the reduction to [-pi, pi], __sincosf), both
+ * times mscale (YaRN's attention factor) when it is not 1. */
+void cg_rope_sincos(cg_gen *gen, const char *ang, double mscale, const char **cs, const char **sn);
 /* A float literal: %.9g plus 'f' (".0f" for integers), infinities and NaN. */
 const char *cg_float_lit(cg_gen *gen, double v);
 

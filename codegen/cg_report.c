@@ -47,6 +47,14 @@ static int64_t interleave_half(const cg_kernel *k, int node)
     return 0;
 }
 
+/* How many rope-pair changes (CG_XFORM_ROPE_PAIRS) a kernel applies to node. */
+static int rope_pairs(const cg_kernel *k, int node)
+{
+    int c = 0;
+    for (int i = 0; i < k->nxforms; i++) c += k->xforms[i].node == node && k->xforms[i].kind == CG_XFORM_ROPE_PAIRS;
+    return c;
+}
+
 int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dims, int64_t *bytes, FILE *out,
                    char *err, size_t errlen)
 {
@@ -58,6 +66,7 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
     typedef struct copy {
         int node;
         int64_t half;
+        int pairs;
     } copy;
     copy *seen = NULL;
     int cap = 0, count = 0, rc = 0;
@@ -68,16 +77,18 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
             const cg_arg *x = &ks[k].args[i];
             if (x->node < 0) continue;
             int64_t half = interleave_half(&ks[k], x->node);
-            if (!(x->kind == CG_ARG_PACKED || (x->kind == CG_ARG_PARAM && half > 0))) continue;
+            int pairs = rope_pairs(&ks[k], x->node);
+            if (!(x->kind == CG_ARG_PACKED || (x->kind == CG_ARG_PARAM && (half > 0 || pairs > 0)))) continue;
             bool dup = false;
-            for (int j = 0; j < count && !dup; j++) dup = seen[j].node == x->node && seen[j].half == half;
+            for (int j = 0; j < count && !dup; j++)
+                dup = seen[j].node == x->node && seen[j].half == half && seen[j].pairs == pairs;
             if (dup) continue;
             if (!VEC_GROW(seen, count, cap, &a)) {
                 snprintf(err, errlen, "out of memory");
                 rc = -1;
                 break;
             }
-            seen[count++] = (copy){x->node, half};
+            seen[count++] = (copy){x->node, half, pairs};
             const ir_node *v = g->nodes[x->node];
             bool overflow = false;
             ir_dim b = ir_type_bytes(&v->type, &overflow);
@@ -92,8 +103,9 @@ int cg_bind_copies(const ir_graph *g, const cg_options *opts, const int64_t *dim
             if (out) {
                 const char *what = v->op == IR_OP_WEIGHT ? arena_printf(&a, "weight %s", v->name ? v->name : "?")
                                                          : pass_describe(&a, v);
-                fprintf(out, "  bind-time copy: %s%s, %s\n", what,
+                fprintf(out, "  bind-time copy: %s%s%s, %s\n", what,
                         half > 0 ? " with its rows interleaved (gate/up side by side for the SwiGLU epilogue)" : "",
+                        pairs > 0 ? " with its rotated rows paired (each RoPE pair side by side for the QKV epilogue)" : "",
                         pass_bytes_str(&a, g, &b));
             }
         }

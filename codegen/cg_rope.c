@@ -49,6 +49,25 @@ int cg_rope_table(char *buf, size_t n, const char *decl, const char *name, doubl
     return off;
 }
 
+int cg_rope_turns_table(char *buf, size_t n, const char *decl, const char *name, double theta, const ir_rope_attrs *r,
+                        int64_t hd)
+{
+    hd = ir_rope_dims(r, hd);
+    int64_t half = hd / 2;
+    double *inv = malloc((size_t)(half > 0 ? half : 1) * sizeof *inv);
+    if (!inv) return -1;
+    ir_rope_inv_freq(theta, r, hd, inv);
+    int off = put(buf, n, 0, "%s float2 %s[%lld] = {", decl, name, (long long)half);
+    for (int64_t i = 0; i < half; i++) {
+        const double g = inv[i] / (2.0 * 3.14159265358979323846);
+        const float hi = (float)g, lo = (float)(g - (double)hi);
+        off = put(buf, n, off, "%s{%.9gf, %.9gf}", i ? ", " : "", hi, lo);
+    }
+    off = put(buf, n, off, "};");
+    free(inv);
+    return off;
+}
+
 int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd)
 {
     int off = put(buf, n, 0, "/* RoPE scaling=%s: the frequencies computed on the host (ir_rope_inv_freq) */\n",

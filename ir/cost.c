@@ -275,7 +275,7 @@ int ir_cost_group(const ir_graph *g, int k, const int64_t *dims, const int32_t *
         if (sum > whole) sum = whole;
         out->read += sum;
         if (from_weights(r)) out->weights += sum;
-        if (r->op == IR_OP_STATE) out->states += sum;
+        if (r->op == IR_OP_STATE || is_state(g, r)) out->states += sum; /* a state, or its new value in place */
     }
     free(c.reads);
     if (c.failed) {

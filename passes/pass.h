@@ -207,6 +207,7 @@ ir_graph *pass_cse(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fuse_qkv_epilogue(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_attention(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_elementwise(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_plan_kernels(ir_graph *g, pass_ctx *ctx);

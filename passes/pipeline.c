@@ -12,6 +12,7 @@ static const char *const rules_raise[] = {PASS_RULES_RAISE(RULE_NAME) NULL};
 static const char *const rules_merge[] = {PASS_RULES_MERGE_LINEARS(RULE_NAME) NULL};
 static const char *const rules_epilogue[] = {PASS_RULES_FUSE_EPILOGUE(RULE_NAME) NULL};
 static const char *const rules_residual_norm[] = {PASS_RULES_FUSE_RESIDUAL_NORM(RULE_NAME) NULL};
+static const char *const rules_qkv_epilogue[] = {PASS_RULES_FUSE_QKV_EPILOGUE(RULE_NAME) NULL};
 static const char *const rules_attention[] = {PASS_RULES_FUSE_ATTENTION(RULE_NAME) NULL};
 static const char *const rules_elementwise[] = {PASS_RULES_FUSE_ELEMENTWISE(RULE_NAME) NULL};
 static const char *const rules_fold_norm[] = {PASS_RULES_FOLD_NORM_GEMV(RULE_NAME) NULL};
@@ -39,6 +40,7 @@ static const pass_info pipeline[] = {
     {"merge-linears", pass_merge_linears, "merge linears that share an input (Q/K/V, gate/up)", rules_merge, false},
     {"fuse-epilogue", pass_fuse_epilogue, "fuse bias, scale, activation, residual and SwiGLU into matmul epilogues", rules_epilogue, false},
     {"fuse-residual-norm", pass_fuse_residual_norm, "fuse a residual add and the norm after it into one row kernel", rules_residual_norm, false},
+    {"fuse-qkv-epilogue", pass_fuse_qkv_epilogue, "rotate Q/K and write the KV cache in the QKV matmul's epilogue", rules_qkv_epilogue, false},
     {"fuse-attention", pass_fuse_attention, "fuse RoPE and the KV-cache write into attention", rules_attention, false},
     {"fuse-elementwise", pass_fuse_elementwise, "fuse elementwise chains and reduction prologues/epilogues", rules_elementwise, false},
     {"plan-kernels", pass_plan_kernels, "group every remaining op into a kernel", NULL, true},

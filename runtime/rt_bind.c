@@ -248,9 +248,19 @@ static rt_status pack_value(rt_model *m, const rt_packed_value *value, pack_sour
     char pack_err[1024];
     if (rt_pack_eval(m->g, m->maxd, value->node, pack_get, source, false, val, bytes, pack_err, sizeof pack_err) != 0)
         return rt_fail(RT_ERR_WEIGHTS, err, n, "packing weights (%%%d): %s", value->node, pack_err);
-    if (value->half <= 0) return RT_OK;
     const ir_node *nd = m->g->nodes[value->node];
     int64_t shape[IR_MAX_RANK];
+    for (int i = 0; i < value->npairs; i++) {
+        const rt_rope_pairs *q = &value->pairs[i];
+        if (!ir_type_shape_at(&nd->type, m->maxd, shape, NULL) || nd->type.rank < 1 || shape[0] <= 0 ||
+            !rt_pack_rope_pairs(*val, shape[0], *bytes / (size_t)shape[0], q->off, q->stride, q->heads, q->rot)) {
+            free(*val);
+            *val = NULL;
+            return rt_fail(RT_ERR_INTERNAL, err, n, "pairing the rotated rows of %%%d (%lld heads of %lld rows from row %lld)",
+                           value->node, (long long)q->heads, (long long)q->rot, (long long)q->off);
+        }
+    }
+    if (value->half <= 0) return RT_OK;
     if (!ir_type_shape_at(&nd->type, m->maxd, shape, NULL) || nd->type.rank < 1 || shape[0] != 2 * value->half) {
         free(*val);
         *val = NULL;

@@ -76,6 +76,22 @@ void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t ro
     }
 }
 
+bool rt_pack_rope_pairs(void *val, int64_t rows, size_t row_bytes, int64_t off, int64_t stride, int64_t heads,
+                        int64_t rot)
+{
+    if (rot <= 0 || rot % 2 || off < 0 || stride < rot || heads < 0 || (heads && off + (heads - 1) * stride + rot > rows))
+        return false;
+    unsigned char *tmp = malloc((size_t)rot * row_bytes + 1), *v = val;
+    if (!tmp) return false;
+    for (int64_t h = 0; h < heads; h++) {
+        unsigned char *base = v + (size_t)(off + h * stride) * row_bytes;
+        memcpy(tmp, base, (size_t)rot * row_bytes);
+        rt_pack_interleave_rows(base, tmp, rot / 2, row_bytes);
+    }
+    free(tmp);
+    return true;
+}
+
 /* ---- evaluation ------------------------------------------------------------------- */
 
 typedef struct val {

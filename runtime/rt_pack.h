@@ -39,6 +39,13 @@ rt_status rt_pack_eval(const ir_graph *g, const int64_t *dims, int node, rt_pack
  * (a rank-1 value is rows of one element). dst and src must not overlap. */
 void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t row_bytes);
 
+/* CG_XFORM_ROPE_PAIRS, in place on val (rows of row_bytes bytes): in each of
+ * `heads` blocks starting at row off + h * stride, the first rot rows are
+ * interleaved as rt_pack_interleave_rows does with half rot / 2. False when a
+ * block reaches past `rows`, rot is not even and positive, or memory runs out. */
+bool rt_pack_rope_pairs(void *val, int64_t rows, size_t row_bytes, int64_t off, int64_t stride, int64_t heads,
+                        int64_t rot);
+
 /* n elements of dtype t at src to floats (i32 converted by value), and back
  * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */
 void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n);

@@ -33,11 +33,30 @@
 
 /* A value computed once when the weights are bound (runtime/rt_pack.h):
  * bind-time node `node`, rows interleaved when half > 0
- * (CG_XFORM_INTERLEAVE_ROWS: gate and up side by side). */
+ * (CG_XFORM_INTERLEAVE_ROWS: gate and up side by side), then the rotation
+ * pairs of each of pairs[0..npairs) made adjacent rows (CG_XFORM_ROPE_PAIRS:
+ * the QKV epilogue's rope). */
+enum { RT_MAX_ROPE_PAIRS = 8 };
+typedef struct rt_rope_pairs {
+    int64_t off, stride, heads, rot;
+} rt_rope_pairs;
 typedef struct rt_packed_value {
     int node;
     int64_t half;
+    int npairs;
+    rt_rope_pairs pairs[RT_MAX_ROPE_PAIRS];
 } rt_packed_value;
+
+/* The same value in the same layout. */
+static inline bool rt_packed_value_eq(const rt_packed_value *a, const rt_packed_value *b)
+{
+    if (a->node != b->node || a->half != b->half || a->npairs != b->npairs) return false;
+    for (int i = 0; i < a->npairs; i++)
+        if (a->pairs[i].off != b->pairs[i].off || a->pairs[i].stride != b->pairs[i].stride ||
+            a->pairs[i].heads != b->pairs[i].heads || a->pairs[i].rot != b->pairs[i].rot)
+            return false;
+    return true;
+}
 
 typedef struct rt_variant_plan {
     bool exact;                 /* planned for exactly `dims` (decode-shaped kernels);

@@ -75,7 +75,7 @@ void rt_variant_free(rt_variant *v)
 static int packed_slot(rt_model *m, rt_packed_value pv)
 {
     for (int i = 0; i < m->npacked; i++)
-        if (m->packed[i].value.node == pv.node && m->packed[i].value.half == pv.half) return i;
+        if (rt_packed_value_eq(&m->packed[i].value, &pv)) return i;
     if (!VEC_GROW(m->packed, m->npacked, m->cappacked, NULL)) return -1;
     rt_packed_buffer *p = &m->packed[m->npacked];
     memset(p, 0, sizeof *p);

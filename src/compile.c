@@ -393,15 +393,20 @@ static void planner_free(void *p)
     free(planner);
 }
 
-/* The interleave half kernel k applies to node (0 = none). */
-static int64_t xform_half(const kc_planner *planner, const cg_kernel *k, int node)
+/* The layout kernel k reads node in: its bind-time layout changes (half 0
+ * and no pairs: as computed). */
+static rt_packed_value xform_value(const kc_planner *planner, const cg_kernel *k, int node)
 {
-    for (int i = 0; i < k->nxforms; i++)
-        if (k->xforms[i].node == node && k->xforms[i].kind == CG_XFORM_INTERLEAVE_ROWS) {
-            int64_t h;
-            if (ir_dim_value(&k->xforms[i].half, planner->max_dims, &h)) return h;
-        }
-    return 0;
+    rt_packed_value v = {node, 0, 0, {{0}}};
+    for (int i = 0; i < k->nxforms; i++) {
+        const cg_xform *x = &k->xforms[i];
+        if (x->node != node) continue;
+        int64_t h;
+        if (x->kind == CG_XFORM_INTERLEAVE_ROWS && !v.half && ir_dim_value(&x->half, planner->max_dims, &h)) v.half = h;
+        if (x->kind == CG_XFORM_ROPE_PAIRS && v.npairs < RT_MAX_ROPE_PAIRS)
+            v.pairs[v.npairs++] = (rt_rope_pairs){x->off, x->stride, x->heads, x->rot};
+    }
+    return v;
 }
 
 /* Arena space for intermediates the memory plan did not place (values a
@@ -495,13 +500,14 @@ static rt_status list_packed(const kc_planner *planner, rt_variant_plan *v, char
     for (int k = 0; k < v->nkernels; k++)
         for (int i = 0; i < v->kernels[k].nargs; i++, slot++) {
             const cg_arg *a = &v->kernels[k].args[i];
-            int64_t half = a->node >= 0 ? xform_half(planner, &v->kernels[k], a->node) : 0;
+            rt_packed_value pv = xform_value(planner, &v->kernels[k], a->node);
+            bool changed = pv.half > 0 || pv.npairs > 0;
             *slot = -1;
-            if (a->kind != CG_ARG_PACKED && !(a->kind == CG_ARG_PARAM && half > 0)) continue;
+            if (a->kind != CG_ARG_PACKED && !(a->kind == CG_ARG_PARAM && changed)) continue;
             for (int j = 0; j < v->npacked && *slot < 0; j++)
-                if (v->packed[j].node == a->node && v->packed[j].half == half) *slot = j;
+                if (rt_packed_value_eq(&v->packed[j], &pv)) *slot = j;
             if (*slot < 0) {
-                v->packed[v->npacked] = (rt_packed_value){a->node, half};
+                v->packed[v->npacked] = pv;
                 *slot = v->npacked++;
             }
         }

@@ -730,6 +730,17 @@ static void test_packing(void)
     for (int r = 0; r < 6; r++)
         for (int c = 0; c < 3; c++) good &= dst[r * 3 + c] == order[r] * 3 + c;
     CHECK(good);
+    /* the QKV epilogue's rope pairs: in 2 heads of 5 rows from row 2, rows (i, 2 + i) of the first 4 side by side */
+    int32_t pr[12 * 2];
+    for (int i = 0; i < 24; i++) pr[i] = i;
+    CHECK(rt_pack_rope_pairs(pr, 12, 2 * sizeof(int32_t), 2, 5, 2, 4));
+    int porder[12] = {0, 1, 2, 4, 3, 5, 6, 7, 9, 8, 10, 11};
+    good = 1;
+    for (int r = 0; r < 12; r++)
+        for (int c = 0; c < 2; c++) good &= pr[r * 2 + c] == porder[r] * 2 + c;
+    CHECK(good);
+    CHECK(!rt_pack_rope_pairs(pr, 12, 2 * sizeof(int32_t), 2, 5, 3, 4)); /* a head past the rows */
+    CHECK(!rt_pack_rope_pairs(pr, 12, 2 * sizeof(int32_t), 0, 5, 2, 3)); /* an odd rotary count */
     /* conversions */
     CHECK(ir_bf16_bits_to_f32(ir_f32_to_bf16_bits(1.5f)) == 1.5f && ir_f16_bits_to_f32(ir_f32_to_f16_bits(-2.25f)) == -2.25f);
     CHECK(ir_f16_bits_to_f32(ir_f32_to_f16_bits(6.0e-8f)) == ir_round_f16(6.0e-8f) && ir_f16_bits_to_f32(ir_f32_to_f16_bits(65504.0f)) == 65504.0f);
@@ -752,7 +763,8 @@ static void test_templates(void)
     static const struct {
         const char *arch, *path, *want, *config, *fallback;
     } cases[] = {
-        {"sm_90a", "samples/llama3_8b_layer.kiln", "matmul_wgmma.cuh", "wgmma 128x", "matmul_mma.cuh"},
+        /* "wgmma 128x..." for three of them, "wgmma 64x128" for the QKV projection with RoPE and the cache write */
+        {"sm_90a", "samples/llama3_8b_layer.kiln", "matmul_wgmma.cuh", "wgmma ", "matmul_mma.cuh"},
         {"sm_80", "samples/llama3_8b_layer.kiln", "matmul_mma.cuh", "mma.sync ", NULL},
         {"sm_90a", "samples/gpt2_block.kiln", "matmul_mma.cuh", "fma ", NULL},
     };

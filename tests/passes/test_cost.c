@@ -5,7 +5,7 @@
  * Llama-3-8B layer: D = 4096, H = 32, KV = 8, HD = 128, F = 14336, bf16 (2
  * bytes). One K or V cache row of one sequence: KV * HD * 2 = 2048 bytes.
  * Kernels after the pipeline: k0 rmsnorm, k1 QKV linear (packed weight
- * [6144, 4096]), k2 rope + cache writes + attention, k3 O linear + residual,
+ * [6144, 4096]) + rope + cache writes in its epilogue, k2 attention, k3 O linear + residual,
  * k4 rmsnorm, k5 gate/up linear (packed [28672, 4096]) + SwiGLU, k6 down
  * linear + residual. */
 #include <string.h>
@@ -79,12 +79,12 @@ static void llama8b_decode(const ir_graph *g)
     const want w[] = {
         /* rmsnorm: x 4096*2 + ln1 4096*2 read; h 4096*2 written */
         {"row", 8192 + 8192, 8192, 8192, 0, 0},
-        /* QKV: h 8192 + packed weight 6144*4096*2 = 50331648; out 6144*2; 2*6144*4096 */
-        {"matmul", 8192 + 50331648, 12288, 50331648, 0, 50331648},
-        /* q, k, v slices of the QKV buffer 12288 (once) + pos 4; each cache: 1024 attended rows of
-         * which 1 comes from the fused cache write: 1023 * 2048 = 2095104 read, 1 row = 2048 written;
-         * a 4096*2 written. FLOPs: 2 * 1024 keys * 32 heads * (128 + 128) */
-        {"attention", 12288 + 4 + 2 * 2095104, 2 * 2048 + 8192, 0, 2 * 2095104 + 2 * 2048, 16777216},
+        /* QKV + rope + cache writes: h 8192 + packed weight 6144*4096*2 = 50331648 + pos 4; the
+         * rotated q 4096*2 and one new row of each cache (2048) written; 2*6144*4096 */
+        {"matmul", 8192 + 50331648 + 4, 8192 + 2 * 2048, 50331648, 2 * 2048, 50331648},
+        /* q 8192 + pos 4; each cache: 1024 attended rows 1024 * 2048 = 2097152 read; a 4096*2
+         * written. FLOPs: 2 * 1024 keys * 32 heads * (128 + 128) */
+        {"attention", 8192 + 4 + 2 * 2097152, 8192, 0, 2 * 2097152, 16777216},
         /* O: a 8192 + wo 4096*4096*2 = 33554432 + residual x 8192; x1 8192; 2*4096*4096 */
         {"matmul", 8192 + 33554432 + 8192, 8192, 33554432, 0, 33554432},
         {"row", 8192 + 8192, 8192, 8192, 0, 0},
@@ -109,29 +109,29 @@ static void llama8b_decode(const ir_graph *g)
     CHECK(!lf.flops_bound);
     CHECK_NEAR(lf.t * 1e9, 110104.576, 1e-6, 0);
     /* every kernel is bytes-bound; the sum of bytes over the 7 kernels is
-     * 24576 + 50352128 + 4214788 + 33579008 + 24576 + 234918912 + 117485568 = 440599556 */
-    CHECK(sum_floors_ns(g, dims, i32, 4e12, 800e12) == 110150); /* 440599556 / 4e12 s, rounded */
+     * 24576 + 50352132 + 4202500 + 8192 + 33579008 + 24576 + 234918912 + 117485568 = 440595464 */
+    CHECK(sum_floors_ns(g, dims, i32, 4e12, 800e12) == 110149); /* 440595464 / 4e12 s, rounded */
 
     /* without positions: the whole cache is attended (o = T - S = 1023), the same here */
     ir_cost c2;
-    CHECK(ir_cost_group(g, 2, dims, NULL, &c2, NULL, 0) == 0 && c2.read == 12288 + 4 + 2 * 2095104);
+    CHECK(ir_cost_group(g, 2, dims, NULL, &c2, NULL, 0) == 0 && c2.read == 8192 + 4 + 2 * 2097152);
 
-    /* two sequences at positions 99 and 511: 100 and 512 attended keys, 99 and 511 read from each
-     * cache; q/k/v 2 * 12288, pos 2 * 4; writes 2 rows per cache + a 2 * 8192 */
+    /* two sequences at positions 99 and 511: 100 and 512 attended keys read from each cache;
+     * q 2 * 8192, pos 2 * 4; a 2 * 8192 written (the new rows: k1's epilogue) */
     int64_t dims2[3] = {2, 1, 1024};
     int32_t pos2[2] = {99, 511};
     const int32_t *i32b[16] = {NULL, pos2};
     ir_cost c3;
     CHECK(ir_cost_group(g, 2, dims2, i32b, &c3, NULL, 0) == 0);
-    CHECK(c3.read == 2 * 12288 + 8 + 2 * (99 + 511) * 2048);
-    CHECK(c3.written == 2 * 2 * 2048 + 2 * 8192);
+    CHECK(c3.read == 2 * 8192 + 8 + 2 * (100 + 512) * 2048);
+    CHECK(c3.written == 2 * 8192);
     CHECK(c3.flops == 2 * (100 + 512) * 32 * 256); /* 2 FLOPs * keys * heads * (HD + HD) */
     ir_cost l3;
     CHECK(ir_cost_layer(g, dims2, i32b, &l3, NULL, 0) == 0 && l3.states == 2 * (100 + 512) * 2048);
-    /* out-of-range positions are clamped to T - S */
+    /* out-of-range positions are clamped to T - S: 1 and 1024 attended keys */
     int32_t pos3[2] = {-5, 5000};
     const int32_t *i32c[16] = {NULL, pos3};
-    CHECK(ir_cost_group(g, 2, dims2, i32c, &c3, NULL, 0) == 0 && c3.read == 2 * 12288 + 8 + 2 * (0 + 1023) * 2048);
+    CHECK(ir_cost_group(g, 2, dims2, i32c, &c3, NULL, 0) == 0 && c3.read == 2 * 8192 + 8 + 2 * (1 + 1024) * 2048);
 }
 
 /* The 8B layer at prefill: B=1, S=2048, T=2048, pos = 0. */
@@ -143,12 +143,12 @@ static void llama8b_prefill(const ir_graph *g)
     const int64_t act = 2048LL * 4096 * 2; /* one [1, 2048, 4096] bf16 activation: 16777216 */
     const want w[] = {
         {"row", act + 8192, act, 8192, 0, 0},
-        /* QKV out 2048*6144*2 = 25165824; 2*2048*6144*4096 */
-        {"matmul", act + 50331648, 25165824, 50331648, 0, 103079215104LL},
-        /* the QKV buffer 25165824 + pos 4; every attended row is one the fused cache write supplies:
-         * nothing read from the caches, 2048 rows * 2048 bytes written to each; causal FLOPs:
+        /* QKV + rope + cache writes: + pos 4; the rotated q (act) and 2048 rows * 2048 bytes of each
+         * cache written; 2*2048*6144*4096 */
+        {"matmul", act + 50331648 + 4, act + 2 * 4194304, 50331648, 2 * 4194304, 103079215104LL},
+        /* q + pos 4 + 2048 rows * 2048 bytes of each cache read; causal FLOPs:
          * 2048*2049/2 = 2098176 (query, key) pairs * 32 heads * 2 * 256 */
-        {"attention", 25165824 + 4, 2 * 4194304 + act, 0, 2 * 4194304, 34376515584LL},
+        {"attention", act + 4 + 2 * 4194304, act, 0, 2 * 4194304, 34376515584LL},
         {"matmul", act + 33554432 + act, act, 33554432, 0, 68719476736LL},
         {"row", act + 8192, act, 8192, 0, 0},
         /* gate/up out 2048*14336*2 = 58720256; 2*2048*28672*4096 */
@@ -183,10 +183,11 @@ static void llama1b_decode(const ir_graph *g)
     const int32_t *i32[16] = {NULL, pos};
     const want w[] = {
         {"row", 4096 + 4096, 4096, 4096, 0, 0},
-        /* QKV: packed (2048 + 512 + 512) * 2048 * 2 = 12582912; out 3072 * 2 */
-        {"matmul", 4096 + 12582912, 6144, 12582912, 0, 12582912},
-        /* 1023 cached rows of each cache read (1047552), one written (1024); 2 * 1024 keys * 32 * 128 */
-        {"attention", 6144 + 4 + 2 * 1047552, 2 * 1024 + 4096, 0, 2 * 1047552 + 2 * 1024, 8388608},
+        /* QKV + rope + cache writes: packed (2048 + 512 + 512) * 2048 * 2 = 12582912 + pos 4; q 2048 * 2
+         * and one row of each cache (1024) written */
+        {"matmul", 4096 + 12582912 + 4, 4096 + 2 * 1024, 12582912, 2 * 1024, 12582912},
+        /* q 4096 + pos 4 + 1024 rows of each cache read (1048576); 2 * 1024 keys * 32 * 128 */
+        {"attention", 4096 + 4 + 2 * 1048576, 4096, 0, 2 * 1048576, 8388608},
         {"matmul", 4096 + 8388608 + 4096, 4096, 8388608, 0, 8388608},
         {"row", 4096 + 4096, 4096, 4096, 0, 0},
         /* gate/up 16384 * 2048 * 2 = 67108864; silu(g)*u 8192 * 2 */
