@@ -107,6 +107,9 @@ int main(void)
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "wgmma.mma_async"), "%s: no wgmma.mma_async in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor"), "%s: no TMA copy in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "setmaxnreg"), "%s: no setmaxnreg in PTX", name);
+            CHECK_MSG(has_bytes(p->code.data, p->code.size, "griddepcontrol.wait") &&
+                          has_bytes(p->code.data, p->code.size, "griddepcontrol.launch_dependents"),
+                      "%s: no programmatic dependent launch (griddepcontrol) in PTX", name);
             if (cfgs[i].cols > 0)
                 CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor.3d.global.shared::cta"),
                           "%s: no TMA store in PTX", name);
