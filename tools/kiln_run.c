@@ -338,7 +338,7 @@ int kiln_run_command(const run_opts *o)
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
                              .enabled = o->enabled, .nenabled = o->nenabled,
                              .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs,
-                             .no_pdl = o->no_pdl, .progress = isatty(2) ? kiln_tool_progress : NULL};
+                             .no_pdl = o->no_pdl, .autotune = o->autotune, .progress = isatty(2) ? kiln_tool_progress : NULL};
     kiln_status cs = o->text ? kiln_model_compile_string(r.ctx, "<stdin>", o->text, &model_opts, &r.m)
                              : kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m);
     if (cs != KILN_OK) {
