@@ -765,6 +765,20 @@ static const struct cache_sub {
     {"why", "a model file", cache_why},
 };
 
+/* The kernel cache with its disk directory, or NULL after saying why not. */
+static rt_cache *open_disk_cache(void)
+{
+    rt_cache *cache = NULL;
+    if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
+        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
+        fprintf(stderr, "kiln: the kernel cache directory is not usable%s%s\n", w ? ": " : "", w ? w : "");
+        free(w);
+        rt_cache_close(cache);
+        return NULL;
+    }
+    return cache;
+}
+
 static int cache_cmd(cli *c)
 {
     const struct cache_sub *sub = NULL;
@@ -773,14 +787,8 @@ static int cache_cmd(cli *c)
     if (!sub) return usage_error(c, "'cache' needs ls, verify, clear or why FILE, not '%s'", c->file);
     if (!sub->arg && c->arg2) return usage_error(c, "unexpected argument '%s'", c->arg2);
     if (sub->arg && !c->arg2) return usage_error(c, "'cache %s' needs %s", sub->name, sub->arg);
-    rt_cache *cache = NULL;
-    if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
-        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
-        fprintf(stderr, "kiln: the kernel cache directory is not usable%s%s\n", w ? ": " : "", w ? w : "");
-        free(w);
-        rt_cache_close(cache);
-        return EX_CANTCREAT;
-    }
+    rt_cache *cache = open_disk_cache();
+    if (!cache) return EX_CANTCREAT;
     rt_cache_set_problem_fn(cache, print_problem, &c->cache_problems); /* read by cache_clear */
     int status = sub->fn(cache, c);
     rt_cache_close(cache);
@@ -792,14 +800,8 @@ static int tune_cmd(cli *c)
 {
     const bool exp = !strcmp(c->file, "export");
     if (!exp && strcmp(c->file, "import")) return usage_error(c, "'tune' needs export FILE or import FILE, not '%s'", c->file);
-    rt_cache *cache = NULL;
-    if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
-        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
-        fprintf(stderr, "kiln: the kernel cache directory is not usable%s%s\n", w ? ": " : "", w ? w : "");
-        free(w);
-        rt_cache_close(cache);
-        return EX_CANTCREAT;
-    }
+    rt_cache *cache = open_disk_cache();
+    if (!cache) return EX_CANTCREAT;
     char err[1024];
     int count = 0, rejected = 0;
     rt_status st = exp ? rt_tune_export(cache, c->arg2, &count, err, sizeof err)

@@ -7,7 +7,6 @@
  * nothing and runs the same configuration. Exits 77 without a device. */
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gpu_test_util.h"
 #include "runtime/rt_test_util.h"
 #include "src/compile.h"
 
@@ -48,31 +48,10 @@ static double gpu_time(void *user, const cg_kernel *k, const ir_graph *g, const 
 }
 
 static char err[4096];
-static uint64_t seed = 0x9e3779b97f4a7c15ull;
-static float rndf(void)
-{
-    seed ^= seed << 13;
-    seed ^= seed >> 7;
-    seed ^= seed << 17;
-    return (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
-static uint16_t bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-static float f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 static void *upload_random(size_t n, float scale)
 {
     uint16_t *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) h[i] = bf16(scale * rndf());
+    for (size_t i = 0; i < n; i++) h[i] = enc(scale * rng_normal());
     void *d = NULL;
     cudaMalloc(&d, n * 2);
     cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice);
@@ -117,22 +96,13 @@ static uint16_t *run(rt_model *m, void *x, void *w, void *b, void *y, int64_t S)
 
 int main(void)
 {
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device: skipped\n");
-        return 77;
-    }
+    if (gpu_sm90_or_skip()) return 77;
+    rng_state = 20261201;
     char *dir = make_tmpdir();
     rt_ctx_config cc = {.cache_dir = dir};
     rt_ctx *ctx = NULL, *ctx2 = NULL;
     CHECK_MSG(rt_ctx_create(&ctx, &cc, err, sizeof err) == RT_OK, "context: %s", err);
     if (!ctx) return 1;
-    if (strcmp(rt_ctx_arch(ctx), "sm_90a")) {
-        printf("not a Hopper GPU (%s): skipped\n", rt_ctx_arch(ctx));
-        rt_ctx_free(ctx);
-        rm_tree(dir);
-        return 77;
-    }
     timer t = {ctx, 0, 0, ""};
     const char *tuned_cfg = NULL, *heur_cfg = NULL, *again_cfg = NULL;
     rt_model *mt = compile(ctx, true, &t, &tuned_cfg);
@@ -156,7 +126,7 @@ int main(void)
         double num = 0, den = 0;
         size_t nan = 0;
         for (size_t i = 0; i < (size_t)rows[r] * N; i++) {
-            const double a = f32(yt[i]), c = f32(yh[i]);
+            const double a = dec(yt[i]), c = dec(yh[i]);
             if (isnan(a) || isnan(c)) nan++;
             else num += (a - c) * (a - c), den += c * c;
         }
