@@ -119,6 +119,14 @@ echo mine >"$KILN_CACHE_DIR/v1/sm_90a/notes.txt"
 expect 0 "removed 7 files .*not Kiln's" cache clear
 if [ -f "$KILN_CACHE_DIR/v1/sm_90a/notes.txt" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: cache clear deleted a file that is not Kiln's"; fi
 expect 0 '^0 entries in' cache ls
+# autotuned choices: export (none yet) and import; a damaged file is refused whole
+expect 0 '^0 choices written to' tune export "$tmp/tune.json"
+expect 0 '^0 choices imported from' tune import "$tmp/tune.json"
+echo '{"kiln_tune": 1, "entries": [], "checksum": "0"}' >"$tmp/bad_tune.json"
+expect 1 'checksum does not match' tune import "$tmp/bad_tune.json"
+expect 66 'tune import' tune import "$tmp/no_such_tune.json"
+expect 64 "'tune' needs export FILE or import FILE" tune
+expect 64 "'tune' needs export FILE or import FILE, not 'list'" tune list "$tmp/x.json"
 # an unusable cache directory: one warning, and the compiler still works
 KILN_CACHE_DIR="$tmp/a_file/cache"; : >"$tmp/a_file"
 expect 0 'warning' compile samples/gpt2_block.kiln --emit=cubin -o "$tmp/k2"
