@@ -135,6 +135,23 @@ rt_status rt_tuner_measure(rt_tuner *t, const char *problem, const cg_kernel *ca
     if (!rt_tuner_can_measure(t)) return RT_OK;
     double *us = calloc((size_t)ncands + 1, sizeof *us);
     if (!us) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    /* on a device, the candidates compile first, in parallel, into the context's cache (the
+     * timer then finds them there); a failure here shows again, per candidate, in the timer */
+    const char **names = calloc((size_t)ncands + 1, sizeof *names), **srcs = calloc((size_t)ncands + 1, sizeof *srcs);
+    rt_compile_result *res = calloc((size_t)ncands + 1, sizeof *res);
+    if (names && srcs && res && t->ctx && rt_ctx_has_device(t->ctx) && !t->ctx->no_cache) {
+        for (int i = 0; i < ncands; i++) {
+            names[i] = cands[i].name;
+            srcs[i] = cands[i].source;
+        }
+        rt_compile_opts co = {.arch = t->ctx->arch};
+        (void)rt_cache_compile_many(t->ctx->cache, ncands, names, srcs, &co, 0, res, NULL, t->ctx->compile_threads, NULL,
+                                    NULL);
+        for (int i = 0; i < ncands; i++) rt_compile_result_free(&res[i]);
+    }
+    free(names);
+    free(srcs);
+    free(res);
     for (int i = 0; i < ncands; i++) {
         char why[512] = "";
         us[i] = t->hooks.timer ? t->hooks.timer(t->hooks.timer_user, &cands[i], g, dims, why, sizeof why)

@@ -6,7 +6,8 @@
  * With autotuning on (kiln_model_options.autotune, `kiln run --autotune`) the
  * compile driver (src/compile.c) asks the tuner for each problem's choice; on
  * a miss it emits one kernel per candidate, the tuner times each on the device
- * (rt_tuner_time: compiled through the kernel cache, launched on scratch
+ * (rt_tuner_time_gpu: all candidates compiled first, in parallel, through the
+ * kernel cache, then each launched on scratch
  * operands at the dims the variant serves, median of several launches after a
  * warm-up), the fastest wins (ties: the earlier candidate) and is stored.
  *
