@@ -4,10 +4,10 @@
  * The kernel is compiled through the context's cache and loaded on its own.
  * Its operands live in one scratch allocation: every pointer field gets the
  * bytes of its node at the dims (plus its element offset), workspaces their
- * size; floating-point storage is filled with a small finite constant
- * (0x3C bytes: bf16 0.0115, f32 0.0115), integer storage (positions, token
- * ids) and the counters with zeros, so that every index the epilogue computes
- * stays in range. The launch is the one the run makes (cg_launch_eval, the
+ * size; floating-point storage is filled with random values of magnitude
+ * [0.5, 1) (a small fill kernel: tensor-core power, and so the clocks, depend
+ * on the data), integer storage (positions, token ids) and the counters with
+ * zeros, so that every index the epilogue computes stays in range. The launch is the one the run makes (cg_launch_eval, the
  * tensor maps encoded for the scratch pointers, programmatic serialization
  * off); three warm-ups, then the median of RT_TUNE_LAUNCHES launches, each
  * between two events on the context's stream. */
@@ -21,6 +21,29 @@
 #include "runtime/rt_util.h"
 
 #define RT_TUNE_LAUNCHES 15
+
+/* Random bits for the operands (tensor-core power, and so the clocks, depend on the data):
+ * values of magnitude [0.5, 1) with random signs and mantissas, per element size. */
+typedef struct fill_args {
+    void *p;
+    unsigned long long n;
+    int esize, f16;
+    unsigned long long seed;
+} fill_args;
+static const char FILL_SRC[] =
+    "struct fill_args { void *p; unsigned long long n; int esize, f16; unsigned long long seed; };\n"
+    "extern \"C\" __global__ void kiln_tune_fill(const fill_args a)\n"
+    "{\n"
+    "    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < a.n;\n"
+    "         i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+    "        unsigned long long z = (i + a.seed * 0x632be59bd9b4e019ull) * 0x9e3779b97f4a7c15ull;\n"
+    "        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;\n"
+    "        z ^= z >> 31;\n"
+    "        const unsigned h = (unsigned)z;\n"
+    "        if (a.esize == 4) ((unsigned *)a.p)[i] = (h & 0x80000000u) | 0x3F000000u | (h & 0x7FFFFFu);\n"
+    "        else ((unsigned short *)a.p)[i] = (unsigned short)((h & 0x8000u) | (a.f16 ? 0x3800u | (h & 0x3FFu) : 0x3F00u | (h & 0x7Fu)));\n"
+    "    }\n"
+    "}\n";
 
 bool rt_tune_device_of(rt_ctx *ctx, rt_tune_device *out)
 {
@@ -99,8 +122,7 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
             val = (uint64_t)x;
         } else if (a->kind != CG_ARG_NULL) {
             const ir_node *nd = a->kind == CG_ARG_WORKSPACE ? NULL : arg_node(g, a);
-            const bool fp = nd && (nd->type.dtype == IR_BF16 || nd->type.dtype == IR_F16 || nd->type.dtype == IR_F32);
-            st = RT_CUDA_CHECK(cudaMemsetAsync(slab + off[i], fp ? 0x3C : 0, bytes[i], (cudaStream_t)ctx->stream),
+            st = RT_CUDA_CHECK(cudaMemsetAsync(slab + off[i], 0, bytes[i], (cudaStream_t)ctx->stream),
                                "autotune operands", err, n);
             unsigned char *p = slab + off[i];
             int64_t eoff = 0;
@@ -130,6 +152,24 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     if (st == RT_OK && !cg_launch_eval(k, dims, grid, &block, &smem, lerr, sizeof lerr))
         st = rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", k->name, lerr);
     if (st == RT_OK && (!grid[0] || !grid[1] || !grid[2])) st = rt_fail(RT_ERR_INVALID, err, n, "kernel %s: empty grid", k->name);
+    /* floating-point operands: random (the fill kernel, compiled through the cache too) */
+    rt_compile_result fres = {0};
+    rt_module *fmod = NULL;
+    rt_kernel fill;
+    if (st == RT_OK) {
+        st = rt_cache_compile(ctx->cache, "kiln_tune_fill", FILL_SRC, &co, ctx->no_cache ? RT_CACHE_NO_CACHE : 0, &fres, NULL);
+        if (st != RT_OK) rt_fail(st, err, n, "autotune: the fill kernel: %s", fres.message ? fres.message : rt_status_str(st));
+    }
+    if (st == RT_OK) st = rt_module_load(&fmod, fres.code.data, fres.code.size, err, n);
+    if (st == RT_OK) st = rt_module_kernel(fmod, "kiln_tune_fill", &fill, err, n);
+    for (int i = 0; st == RT_OK && i < k->nargs; i++) {
+        const cg_arg *a = &k->args[i];
+        const ir_node *nd = a->kind == CG_ARG_WORKSPACE || a->kind == CG_ARG_SCALAR || a->kind == CG_ARG_NULL ? NULL : arg_node(g, a);
+        if (!nd || !(nd->type.dtype == IR_BF16 || nd->type.dtype == IR_F16 || nd->type.dtype == IR_F32)) continue;
+        fill_args fa = {slab + off[i], bytes[i] / (size_t)ir_dtype_size(nd->type.dtype), (int)ir_dtype_size(nd->type.dtype),
+                        nd->type.dtype == IR_F16, (unsigned long long)i + 1};
+        st = rt_launch(&fill, (rt_dim3){1024, 1, 1}, (rt_dim3){256, 1, 1}, 0, ctx->stream, &fa, sizeof fa, err, n);
+    }
     for (; st == RT_OK && nev < 2 * RT_TUNE_LAUNCHES; nev++) st = RT_CUDA_CHECK(cudaEventCreate(&ev[nev]), "autotune events", err, n);
     rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
     void *stream = ctx->stream;
@@ -153,7 +193,9 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     for (int i = 0; i < nev; i++) (void)cudaEventDestroy(ev[i]);
     if (slab) (void)cudaFree(slab);
     rt_module_free(mod);
+    rt_module_free(fmod);
     rt_compile_result_free(&res);
+    rt_compile_result_free(&fres);
     free(off);
     free(bytes);
     return st == RT_OK ? result : -1;

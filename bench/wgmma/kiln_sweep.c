@@ -5,13 +5,14 @@
  * one-linear model (bf16, y = linear(x, w): the TMA-store epilogue) and timed by the tuner's
  * device timer (rt_tuner_time_gpu: scratch operands, median of 15 launches); right after
  * each candidate cuBLAS (cublasGemmEx, bf16 in and out, f32 compute, default algorithm) runs
- * the same shape 15 times on operands filled the same way (the 0x3C bytes the timer uses),
- * median: both see the same clocks. All candidates are compiled first, in parallel.
+ * the same shape 15 times on random operands of the same kind (the tuner's fill: magnitudes
+ * in [0.5, 1), random signs and mantissas), median: both see the same clocks. All candidates are compiled first, in parallel.
  * Usage: kiln_sweep [OUT.csv]; prints one line per candidate and a summary per shape.
  * KILN_SWEEP_DRY=1 (no device needed): only list the candidates. */
 #define _DEFAULT_SOURCE
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,21 @@ static double sweep_time(void *user, const cg_kernel *k, const ir_graph *g, cons
     return us;
 }
 
+/* bf16 of magnitude [0.5, 1), random signs and mantissas: what the tuner's fill kernel writes */
+static void upload_random(void *dev, size_t n, uint64_t seed)
+{
+    uint16_t *h = malloc(n * 2);
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        z ^= z << 13;
+        z ^= z >> 7;
+        z ^= z << 17;
+        h[i] = (uint16_t)((z & 0x8000u) | 0x3F00u | ((z >> 20) & 0x7Fu));
+    }
+    cudaMemcpy(dev, h, n * 2, cudaMemcpyHostToDevice);
+    free(h);
+}
+
 static char *model_text(const shape *sh)
 {
     char *t = malloc(512);
@@ -173,8 +189,8 @@ int main(int argc, char **argv)
             cudaMalloc(&sw.a, (size_t)sw.M * sw.K * 2);
             cudaMalloc(&sw.w, (size_t)sw.N * sw.K * 2);
             cudaMalloc(&sw.o, (size_t)sw.M * sw.N * 2);
-            cudaMemset(sw.a, 0x3C, (size_t)sw.M * sw.K * 2);
-            cudaMemset(sw.w, 0x3C, (size_t)sw.N * sw.K * 2);
+            upload_random(sw.a, (size_t)sw.M * sw.K, 1);
+            upload_random(sw.w, (size_t)sw.N * sw.K, 2);
             /* the real device, one identity per M (the large-shape variant's problem has M=sym) */
             rt_tune_device dev;
             rt_tune_device_of(ctx, &dev);
