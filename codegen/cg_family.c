@@ -347,9 +347,10 @@ static int64_t wg_smem(const wg_cfg *c)
 }
 
 /* The configuration (docs/MATMUL.md has the measurements behind it):
- * - large M (not known to be <= 256): K > 8192, cooperative 128x256, 4
- *   stages; else ping-pong 128x128, 5 stages (6 without the TMA store); the
- *   TMA-store epilogue staging 128 output columns at a time when `ts`.
+ * - large M (not known to be <= 256): K > 8192 or N >= 4096 (every 8B
+ *   projection), cooperative 128x256, 4 stages; else (and N unknown)
+ *   ping-pong 128x128, 5 stages (6 without the TMA store); the TMA-store
+ *   epilogue staging 128 output columns at a time when `ts`.
  * - skinny M (17..256, known: a decode-shaped variant): the weights must
  *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages, split K so
  *   that the tiles fill the SMs at most once, by at most 2 (4 when K >= 8192:
@@ -361,7 +362,7 @@ static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv,
                         int sm_count)
 {
     if (!mv || *mv > 256) {
-        if (kv && *kv > 8192) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
+        if ((kv && *kv > 8192) || (nv && *nv >= 4096)) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
         return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1};
     }
     wg_cfg c = {64, 128, 8, 1, ts, 128, 1};

@@ -60,9 +60,9 @@ expect 0 'kernels \(7\)' compile samples/llama3_8b_layer.kiln --explain -o /dev/
 expect 0 'refused +residual-norm \(lines 37, 40\)' compile samples/llama3_8b_layer.kiln --explain -o /dev/null
 expect 0 'k5 +matmul +linear \(line 41\) \+ slice, slice, silu, mul' compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --emit=plan
 # the template of each kernel: the Hopper matmul at prefill dims, the GEMV at decode, mma.sync elsewhere
-expect 0 'k1 +matmul \(wgmma 128x128 s5 ping-pong tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
+expect 0 'k1 +matmul \(wgmma 128x256 s4 tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
 # k3 reads the attention output through a reshape with B=1 bound: a unit axis does not stop the template
-expect 0 'k3 +matmul \(wgmma 128x128 s5 ping-pong tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
+expect 0 'k3 +matmul \(wgmma 128x256 s4 tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
 expect 0 'k5 +gemv \(gemv 8 cols' compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --emit=plan
 expect 0 'k1 +matmul \(mma.sync 128x128x32 s3\)' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan --arch=sm_80
 expect 0 'memory plan: [0-9]+ intermediate buffers, peak' compile samples/llama3_1b_layer.kiln -D B=1 -D S=1 -D T=64 --emit=plan
