@@ -352,6 +352,14 @@ int kiln_run_command(const run_opts *o)
         goto done;
     }
     fputs(generic, stderr);
+    if (o->autotune) /* which implementation each matmul runs, and why (the large-shape variant) */
+        for (int i = 0;; i++) {
+            kiln_kernel_info ki;
+            if (kiln_model_kernel(r.m, i, &ki) != KILN_OK) break;
+            if (!strcmp(ki.template_file, "matmul_wgmma.cuh"))
+                printf("autotune: %s: %s%s\n", ki.name, ki.config,
+                       strstr(ki.config, "(autotuned)") ? "" : " (the rule's: nothing measured or stored)");
+        }
     int np = r.g->nparams;
     r.host = calloc((size_t)np + 1, sizeof *r.host);
     r.dev = calloc((size_t)np + 1, sizeof *r.dev);
