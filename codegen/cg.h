@@ -151,6 +151,14 @@ typedef struct cg_tmap {
 
 #define CG_MAX_TMAPS 3 /* matmul_wgmma: A, W, output; attention_wgmma: q, k, v */
 
+/* A configuration of the Hopper matmul template (matmul_wgmma.cuh): tile
+ * bm x bn, ring stages, ping-pong consumers (pp), output columns staged by
+ * the TMA-store epilogue at a time (ec; unused without it), split-K factor. */
+typedef struct cg_wg_choice {
+    int bm, bn, stages, pp, ec, split;
+} cg_wg_choice;
+#define CG_MAX_TUNE_CANDS 8
+
 typedef struct cg_kernel {
     int group;              /* index in g->groups */
     const char *kind;       /* the group's kind ("matmul", "row", ...) */
@@ -174,6 +182,17 @@ typedef struct cg_kernel {
      * "wgmma 128x256 s4", "mma.sync 128x128x32 s3", "gemv 8 cols split-k 4";
      * NULL for families with no configuration to name. */
     const char *config;
+    /* matmul_wgmma, autotuning (runtime/rt_autotune.h): the problem this
+     * kernel's configuration answers ("matmul_wgmma bf16 M=sym N=6144 K=4096
+     * batch=1 out=tma swiglu=0 heavy=0"), NULL for kernels with nothing to
+     * tune; its rows (M times batch, to evaluate at the dims it is timed at);
+     * the configurations worth timing, [0] the heuristic's; whether
+     * cg_options.tune chose this kernel's configuration. */
+    const char *tune_problem;
+    ir_dim tune_rows;
+    cg_wg_choice tune_cands[CG_MAX_TUNE_CANDS];
+    int ntune_cands;
+    bool tuned;
     /* matmul_wgmma: the same group as a matmul_mma kernel (same KilnArgs
      * fields in the same order), launched instead when an operand is not
      * TMA-describable at run time (rt_tmap_describable: a base pointer not
@@ -182,8 +201,9 @@ typedef struct cg_kernel {
     cg_launch launch;
     /* The template waits on the kernel before it (kiln_pdl_wait, common.cuh) before it
      * touches memory an earlier kernel may write, so the runtime may launch it with
-     * programmatic stream serialization (sm_90+): gemv, row, elementwise and decode
-     * attention. The other templates launch after the previous kernel has finished. */
+     * programmatic stream serialization (sm_90+): gemv, row, elementwise, decode
+     * attention and the Hopper matmul (its mma.sync fallback is not). The other
+     * templates launch after the previous kernel has finished. */
     bool pdl;
     cg_xform *xforms;       /* bind-time layout changes of this kernel's weights */
     int nxforms;
@@ -219,6 +239,11 @@ bool cg_target_known(const char *arch);
 
 /* Options; NULL means the defaults. */
 typedef struct cg_options {
+    /* Autotuning: asked for the configuration of each matmul_wgmma kernel by
+     * its problem (cg_kernel.tune_problem); true with *out set: use it (an
+     * illegal one is ignored: the heuristic's stands); NULL: the heuristic. */
+    bool (*tune)(void *user, const char *problem, cg_wg_choice *out);
+    void *tune_user;
     /* Values of the model's dims (g->nsyms of them) for the launch shapes
      * this variant serves, or NULL: the large-shape variant (tensor-core
      * matmul, prefill attention) where a dim is symbolic. With values, small

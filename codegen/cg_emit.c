@@ -170,6 +170,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     gen.kern = out;
     gen.no_wgmma = no_wgmma;
     gen.dims = opts ? opts->dims : NULL;
+    gen.opts = opts;
     cg_target default_target;
     if (opts && opts->target) gen.target = opts->target;
     else {
@@ -203,7 +204,8 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     if (ok) {
         out->family = plan.family;
         out->pdl = plan.family == CG_FAMILY_GEMV || plan.family == CG_FAMILY_ROW ||
-                   plan.family == CG_FAMILY_ELEMENTWISE || plan.family == CG_FAMILY_ATTENTION_DECODE;
+                   plan.family == CG_FAMILY_ELEMENTWISE || plan.family == CG_FAMILY_ATTENTION_DECODE ||
+                   plan.family == CG_FAMILY_MATMUL_WGMMA;
         out->args = gen.args;
         out->nargs = gen.nargs;
         gen.args = NULL;

@@ -347,9 +347,10 @@ static int64_t wg_smem(const wg_cfg *c)
 }
 
 /* The configuration (docs/MATMUL.md has the measurements behind it):
- * - large M (not known to be <= 256): K > 8192, cooperative 128x256, 4
- *   stages; else ping-pong 128x128, 5 stages (6 without the TMA store); the
- *   TMA-store epilogue staging 128 output columns at a time when `ts`.
+ * - large M (not known to be <= 256): K > 8192 or N >= 4096 (every 8B
+ *   projection), cooperative 128x256, 4 stages; else (and N unknown)
+ *   ping-pong 128x128, 5 stages (6 without the TMA store); the TMA-store
+ *   epilogue staging 128 output columns at a time when `ts`.
  * - skinny M (17..256, known: a decode-shaped variant): the weights must
  *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages, split K so
  *   that the tiles fill the SMs at most once, by at most 2 (4 when K >= 8192:
@@ -361,7 +362,7 @@ static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv,
                         int sm_count)
 {
     if (!mv || *mv > 256) {
-        if (kv && *kv > 8192) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
+        if ((kv && *kv > 8192) || (nv && *nv >= 4096)) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
         return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1};
     }
     wg_cfg c = {64, 128, 8, 1, ts, 128, 1};
@@ -377,6 +378,63 @@ static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv,
         sp--;
     c.split = sp < 1 ? 1 : (int)sp;
     return c;
+}
+
+/* Whether c is a configuration the template takes (its static_asserts) for
+ * a tile whose output has obn columns per bn accumulator columns (SwiGLU:
+ * half), with the staging of `ts`, `heavy`'s register cap (64 staged
+ * columns), the target's shared memory, and split-K only when the split's
+ * workspace can be sized (`can_split`: M, N, K and batch known). */
+static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, const cg_target *t)
+{
+    const int cw = c->pp ? 1 : 2;
+    if (c->bn != 128 && c->bn != 256) return false;
+    if (c->pp ? (c->bm != 64 && c->bm != 128) : (c->bm != 128 && c->bm != 256)) return false;
+    if ((c->bm / 64 / cw) * c->bn > 256 || c->stages < 2 || c->stages > 16) return false;
+    if (c->split < 1 || c->split > 16 || (c->split > 1 && !can_split)) return false;
+    const int obn = swiglu ? c->bn / 2 : c->bn;
+    if (c->ts && (c->ec < 64 || c->ec % 64 || obn % c->ec || (heavy && c->ec > 64))) return false;
+    return wg_smem(c) <= t->smem_per_block;
+}
+
+/* The configurations autotuning times for a matmul (cg_kernel.tune_cands):
+ * the heuristic's first, then its neighbours that measured close to it on
+ * some shape (docs/MATMUL.md): large M, ping-pong 128x128 at 4 and 5
+ * stages, cooperative 128x256 and 256x128, ping-pong 64x256; skinny M
+ * (known), the 64x128 tile at splits 1, 2 and 4 and the 64x256 tile. The
+ * ones the shape cannot take are left out. */
+static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, const cg_target *t,
+                         cg_wg_choice *out)
+{
+    const int ts = heur->ts, ec = heavy ? 64 : 128;
+    wg_cfg all[CG_MAX_TUNE_CANDS + 1];
+    int n = 0;
+    all[n++] = *heur;
+    if (!skinny) {
+        all[n++] = (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, ec, 1};
+        all[n++] = (wg_cfg){128, 128, 4, 1, ts, ec, 1};
+        all[n++] = (wg_cfg){128, 256, 4, 0, ts, ec, 1};
+        all[n++] = (wg_cfg){128, 256, 3, 0, ts, heavy ? 64 : 256, 1};
+        all[n++] = (wg_cfg){256, 128, 4, 0, ts, 64, 1};
+        all[n++] = (wg_cfg){64, 256, 4, 1, ts, heavy ? 64 : 256, 1};
+    } else {
+        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 1};
+        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 2};
+        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 4};
+        all[n++] = (wg_cfg){64, 256, 4, 1, ts, ec, heur->split};
+    }
+    int m = 0;
+    for (int i = 0; i < n && m < CG_MAX_TUNE_CANDS; i++) {
+        wg_cfg c = all[i];
+        if (c.ec > (swiglu ? c.bn / 2 : c.bn)) c.ec = swiglu ? c.bn / 2 : c.bn;
+        if (i > 0 && !wg_legal(&c, swiglu, heavy, can_split, t)) continue;
+        bool dup = false;
+        for (int j = 0; j < m; j++)
+            dup |= out[j].bm == c.bm && out[j].bn == c.bn && out[j].stages == c.stages && out[j].pp == c.pp &&
+                   (!ts || out[j].ec == c.ec) && out[j].split == c.split;
+        if (!dup) out[m++] = (cg_wg_choice){c.bm, c.bn, c.stages, c.pp, c.ec, c.split};
+    }
+    return m;
 }
 
 /* Whether a matmul's shape and operands fit matmul_wgmma.cuh (the choice
@@ -834,9 +892,39 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
      * skinny configuration */
     if (qkv && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
+    /* autotuning: the problem, the candidates, and the tuner's choice for it
+     * (the fallback build asks too and gets the same answer: same fields) */
+    const bool can_split = hm && hn && hk && hb;
+    if (!h.gemv && !qkv) { /* the QKV epilogue keeps its 64-row tiles (above) */
+        char mtxt[24], ntxt[24], ktxt[24], btxt[24];
+        snprintf(mtxt, sizeof mtxt, hm ? "%lld" : "sym", (long long)mv);
+        snprintf(ntxt, sizeof ntxt, hn ? "%lld" : "sym", (long long)nv);
+        snprintf(ktxt, sizeof ktxt, hk ? "%lld" : "sym", (long long)kv);
+        snprintf(btxt, sizeof btxt, hb ? "%lld" : "sym", (long long)bv);
+        gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d",
+                                            ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
+                                            ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0);
+        gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
+        gen->kern->ntune_cands = wg_candidates(&wc, hm && mv <= 256, swiglu, heavy, can_split, gen->target,
+                                               gen->kern->tune_cands);
+        cg_wg_choice tc;
+        if (gen->opts && gen->opts->tune && gen->opts->tune(gen->opts->tune_user, gen->kern->tune_problem, &tc)) {
+            wg_cfg t = {tc.bm, tc.bn, tc.stages, tc.pp ? 1 : 0, wc.ts, tc.ec, tc.split};
+            if (!t.ts) t.ec = wc.ec;
+            if (wg_legal(&t, swiglu, heavy, can_split, gen->target)) {
+                wc = t;
+                gen->kern->tuned = true;
+            }
+        }
+    }
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
     const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
     const bool wgmma = wg_fit && !gen->no_wgmma;
+    if (!wgmma) { /* only the Hopper template's configuration is tuned */
+        gen->kern->tune_problem = NULL;
+        gen->kern->ntune_cands = 0;
+        gen->kern->tuned = false;
+    }
     plan->family = h.gemv ? CG_FAMILY_GEMV : wgmma ? CG_FAMILY_MATMUL_WGMMA : CG_FAMILY_MATMUL;
     cg_ptr_strided(gen, "a", &as, false);
     cg_ptr_strided(gen, "w", &ws, false);
@@ -911,6 +999,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
+        if (gen->kern->tuned) gen->kern->config = cg_printf(gen, "%s (autotuned)", gen->kern->config);
         /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a",
          * "w"); the TMA-store epilogue's output: rows M of onb elements */
         int fa = -1, fw = -1, fo = -1;

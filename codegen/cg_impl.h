@@ -56,6 +56,7 @@ typedef struct cg_gen {
     const cg_target *target; /* the GPU: launch rules and heuristics size from it */
     bool no_wgmma;           /* the fallback of a matmul_wgmma kernel: matmul_mma only */
     const int64_t *dims;     /* the variant's dims (cg_options.dims), or NULL */
+    const cg_options *opts;  /* the emit's options (tune: cg_options.tune), or NULL */
     /* KilnArgs fields in order (the dims are appended last) */
     cg_arg *args;
     int nargs, capargs;

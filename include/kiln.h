@@ -178,6 +178,16 @@ typedef struct kiln_model_options {
                                   * when the one before it has finished (on sm_90+ a kernel
                                   * otherwise starts early and prefetches its weights while
                                   * the previous one drains; outputs are the same bits) */
+    /* ---- autotuning (issue 9) ---- */
+    int autotune;                /* 1: when a variant is planned, time the Hopper matmul's
+                                  * candidate configurations on the device (at the variant's
+                                  * dims; the large-shape variant at the max dims) and use the
+                                  * fastest; choices persist in the kernel cache directory
+                                  * (per device, driver, Kiln version and problem) and are
+                                  * reused without timing (`kiln tune export|import` moves
+                                  * them between machines). The choice is named in the
+                                  * kernel's configuration ("... (autotuned)") in
+                                  * kiln_model_describe and the profile. 0: the heuristic */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,

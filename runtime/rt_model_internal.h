@@ -114,6 +114,11 @@ rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *vp, rt_variant **out, c
 void rt_variant_free(rt_variant *v);
 rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n);
 rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n);
+/* The tensor maps of a wgmma kernel (cg_kernel.tmaps) at dims into the
+ * parameter's prefix, from the pointers in its KilnArgs (args); *ok false
+ * (RT_OK returned) when TMA cannot describe an operand (rt_run.c). */
+rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, unsigned char *param, const unsigned char *args,
+                          bool *ok, char *err, size_t n);
 /* The index in m->vars of the variant a run with these dims uses, planned
  * on first use. */
 rt_status rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, size_t n);

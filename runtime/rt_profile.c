@@ -175,7 +175,9 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         k->name = K->name;
         k->kind = K->kind;
         k->group = K->group;
-        k->tmpl = cg_family_template(K->family);
+        /* the template and its configuration (which implementation ran, and "(autotuned)" when measured) */
+        k->tmpl = K->config ? arena_printf(&p->a, "%s: %s", cg_family_template(K->family), K->config)
+                            : cg_family_template(K->family);
         k->constants = kernel_constants(&p->a, K);
         k->lines = group_lines(&p->a, g, K->group);
         if (ir_cost_group(g, K->group, r->dims, (const int32_t *const *)r->pos, &k->cost, ce, sizeof ce) != 0)

@@ -118,8 +118,8 @@ static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_o
  * prefix, from the pointers fill_args put in its KilnArgs (args). *ok false
  * (RT_OK returned) when TMA cannot describe an operand: the caller launches
  * the fallback. */
-static rt_status encode_tmaps(const run_ctx *run, const cg_kernel *K, unsigned char *param, const unsigned char *args,
-                              bool *ok, char *err, size_t n)
+rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, unsigned char *param, const unsigned char *args,
+                          bool *ok, char *err, size_t n)
 {
     rt_tmap_operand ops[CG_MAX_TMAPS];
     *ok = true;
@@ -128,7 +128,7 @@ static rt_status encode_tmaps(const run_ctx *run, const cg_kernel *K, unsigned c
         int64_t v[5];
         const ir_dim *d[5] = {&t->K, &t->rows, &t->ld, &t->batch, &t->batch_stride};
         for (int j = 0; j < 5; j++)
-            if (!ir_dim_value(d[j], run->dims, &v[j]))
+            if (!ir_dim_value(d[j], dims, &v[j]))
                 return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: tensor map %d does not evaluate", K->name, i);
         uint64_t base;
         memcpy(&base, args + K->args[t->arg].offset, 8);
@@ -170,7 +170,7 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
         size_t arg_size = K->param_size;
         if (K->ntmaps) { /* maps hold the pointers: encoded whenever the launch is recorded */
             bool ok;
-            RT_TRY(encode_tmaps(run, K, param, buf, &ok, err, n));
+            RT_TRY(rt_encode_tmaps(K, run->dims, param, buf, &ok, err, n));
             if (!ok) {
                 if (!K->fallback)
                     return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: an operand TMA cannot describe and no fallback",

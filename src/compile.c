@@ -383,12 +383,14 @@ typedef struct kc_planner {
     int64_t *node_offset; /* the memory plan: per node, -1 = none */
     int nnodes;
     size_t arena_bytes;
+    rt_tuner *tuner;      /* autotuning on: the stored choices and the timing; else NULL */
 } kc_planner;
 
 static void planner_free(void *p)
 {
     kc_planner *planner = p;
     if (!planner) return;
+    rt_tuner_free(planner->tuner);
     free(planner->node_offset);
     free(planner);
 }
@@ -514,6 +516,68 @@ static rt_status list_packed(const kc_planner *planner, rt_variant_plan *v, char
     return RT_OK;
 }
 
+/* Autotuning's answers to codegen (cg_options.tune): the stored choice, or
+ * while candidates are emitted the one being timed. */
+typedef struct tune_answer {
+    rt_tuner *tuner;
+    const char *problem; /* forced: this problem gets `choice` */
+    cg_wg_choice choice;
+} tune_answer;
+
+static bool tune_answer_fn(void *user, const char *problem, cg_wg_choice *out)
+{
+    tune_answer *t = user;
+    if (t->problem && !strcmp(problem, t->problem)) {
+        *out = t->choice;
+        return true;
+    }
+    return rt_tuner_lookup(t->tuner, problem, out, NULL);
+}
+
+/* Times the candidates of every kernel whose problem has no stored choice
+ * (each candidate: the group emitted again with that configuration), at the
+ * variant's dims or, for the large-shape variant, the max dims. True in
+ * *measured when a choice was stored (the variant is then emitted again). */
+static rt_status autotune_kernels(const kc_planner *planner, const ir_graph *g, const cg_options *base,
+                                  const rt_variant_plan *v, bool *measured, char *err, size_t n)
+{
+    *measured = false;
+    const int64_t *tdims = base->dims ? base->dims : planner->max_dims;
+    for (int i = 0; i < v->nkernels; i++) {
+        const cg_kernel *k = &v->kernels[i];
+        cg_wg_choice have;
+        if (!k->tune_problem || k->tuned || k->ntune_cands < 2) continue;
+        if (rt_tuner_lookup(planner->tuner, k->tune_problem, &have, NULL)) { /* another kernel's measurement */
+            *measured = true;
+            continue;
+        }
+        cg_kernel cands[CG_MAX_TUNE_CANDS];
+        cg_wg_choice choice[CG_MAX_TUNE_CANDS];
+        int nc = 0;
+        rt_status st = RT_OK;
+        for (int c = 0; c < k->ntune_cands && st == RT_OK; c++) {
+            tune_answer force = {planner->tuner, k->tune_problem, k->tune_cands[c]};
+            cg_options o = *base;
+            o.tune = tune_answer_fn;
+            o.tune_user = &force;
+            char cerr[1024];
+            memset(&cands[nc], 0, sizeof cands[nc]);
+            if (cg_emit_kernel_ex(g, k->group, &o, &cands[nc], cerr, sizeof cerr) != 0) continue; /* not this one */
+            if (!cands[nc].tuned) {
+                cg_kernel_free(&cands[nc]);
+                continue;
+            }
+            choice[nc++] = k->tune_cands[c];
+        }
+        int best = -1;
+        if (nc > 0) st = rt_tuner_measure(planner->tuner, k->tune_problem, cands, choice, nc, g, tdims, &best, err, n);
+        for (int c = 0; c < nc; c++) cg_kernel_free(&cands[c]);
+        if (st != RT_OK) return st;
+        if (best >= 0) *measured = true;
+    }
+    return RT_OK;
+}
+
 /* One variant: exact dims, or NULL for the large-shape variant. */
 static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v,
                               char *err, size_t n)
@@ -522,10 +586,27 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, cons
     v->exact = dims != NULL;
     if (dims) memcpy(v->dims, dims, (size_t)g->nsyms * sizeof *dims);
     cg_options o = {.dims = dims ? v->dims : NULL, .target = &planner->target};
+    tune_answer answer = {planner->tuner, NULL, {0}};
+    if (planner->tuner) {
+        o.tune = tune_answer_fn;
+        o.tune_user = &answer;
+    }
     char codegen_err[2048];
     if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, codegen_err, sizeof codegen_err) != 0)
         return rt_fail(RT_ERR_COMPILE, err, n, "codegen (%s variant) of model %s: %s", dims ? "small-shape" : "large-shape",
                        g->name, codegen_err);
+    bool measured = false;
+    if (planner->tuner && rt_tuner_can_measure(planner->tuner)) {
+        rt_status st = autotune_kernels(planner, g, &o, v, &measured, err, n);
+        if (st != RT_OK) return st;
+    }
+    if (measured) { /* again, with the choices now stored */
+        cg_kernels_free(v->kernels, v->nkernels);
+        v->kernels = NULL;
+        v->nkernels = 0;
+        if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, codegen_err, sizeof codegen_err) != 0)
+            return rt_fail(RT_ERR_COMPILE, err, n, "codegen (autotuned variant) of model %s: %s", g->name, codegen_err);
+    }
     v->node_offset = malloc(((size_t)planner->nnodes + 1) * sizeof *v->node_offset);
     if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     memcpy(v->node_offset, planner->node_offset, (size_t)planner->nnodes * sizeof *v->node_offset);
@@ -591,11 +672,13 @@ static rt_status check_sizes(const ir_graph *g, const int64_t *maxd, char *err, 
 }
 
 /* The plan of a fused, memory-planned unit (its fused graph moves into it). */
-static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *maxd, rt_plan *plan, char *err, size_t n)
+static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *maxd, rt_tuner *tuner, rt_plan *plan,
+                           char *err, size_t n)
 {
     memset(plan, 0, sizeof *plan);
     const ir_graph *g = u->fused;
     kc_planner *planner = calloc(1, sizeof *planner);
+    if (!planner) rt_tuner_free(tuner);
     plan->planner = planner;
     plan->planner_free = planner_free;
     plan->name = strdup(u->o.name);
@@ -610,6 +693,7 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     kc_print_plan(u, target, f);
     fclose(f);
     planner->target = *target;
+    planner->tuner = tuner;
     memcpy(planner->max_dims, maxd, sizeof planner->max_dims);
     memcpy(plan->max_dims, maxd, sizeof plan->max_dims);
     planner->nnodes = g->nnodes;
@@ -662,7 +746,9 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     }
     cg_target target;
     rt_ctx_target(ctx, &target);
-    if ((st = make_plan(u, &target, maxd, &plan, err, n)) != RT_OK) goto out;
+    rt_tuner *tuner = NULL;
+    if (o->autotune && (st = rt_tuner_create(ctx, &o->tune_hooks, &tuner, err, n)) != RT_OK) goto out;
+    if ((st = make_plan(u, &target, maxd, tuner, &plan, err, n)) != RT_OK) goto out; /* the plan owns the tuner */
     st = rt_model_create(ctx, &plan, &o->run, out, err, n); /* takes the plan */
     if (st == RT_OK && warnings) {
         *warnings = u->warnings;

@@ -30,6 +30,7 @@
 
 #include "codegen/cg.h"
 #include "ir/ir.h"
+#include "runtime/rt_autotune.h"
 #include "runtime/rt_cache.h"
 #include "runtime/rt_emit.h"
 #include "runtime/rt_model.h"
@@ -150,6 +151,9 @@ typedef struct kc_model_options {
     rt_model_config run;
     char **report_json;          /* not NULL: receives the fusion report as JSON with the
                                   * memory plan (malloc'd; NULL when the compile fails) */
+    bool autotune;               /* time the Hopper matmul's candidate configurations when a
+                                  * variant is planned (runtime/rt_autotune.h), reuse stored ones */
+    rt_tune_hooks tune_hooks;    /* tests: a fake timer and device (zero: the device) */
 } kc_model_options;
 
 /* Parses, fuses, plans memory at the max dims, plans the large-shape

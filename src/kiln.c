@@ -242,7 +242,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                    .progress = opts->progress,
                                    .progress_user = opts->progress_user,
                                    .no_pdl = opts->no_pdl != 0},
-                           .report_json = &m->report_json};
+                           .report_json = &m->report_json,
+                           .autotune = opts->autotune != 0};
     rt_status st = kc_compile_model(ctx->rt, &mo, &m->rt, &m->warnings, err, ERRLEN);
     free(defines);
     free(max_dims);

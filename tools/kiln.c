@@ -36,7 +36,7 @@ enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_SOFTWARE = 70
  * them) and getopt_long's option list are built from it. */
 
 enum { C_CHECK = 1 << 0, C_COMPILE = 1 << 1, C_RUN = 1 << 2, C_CEILINGS = 1 << 3, C_PASSES = 1 << 4, C_CACHE = 1 << 5,
-       C_ALL = 0xff, C_MODEL = C_CHECK | C_COMPILE | C_RUN };
+       C_TUNE = 1 << 6, C_ALL = 0xff, C_MODEL = C_CHECK | C_COMPILE | C_RUN };
 
 typedef struct command {
     const char *name;
@@ -77,6 +77,13 @@ static const command commands[] = {
      "  why FILE for each kernel of FILE: in the cache, or what changed against the\n"
      "           nearest entry\n"
      "KILN_CACHE_MAX_MB caps its size (least recently used entries go first)."},
+    {"tune", C_TUNE, "export|import FILE", 2, 2, "move the autotuned matmul choices to or from one file",
+     "The Hopper matmul configurations `kiln run --autotune` measured (kept in the\n"
+     "kernel cache directory, per device, driver, Kiln version and problem):\n"
+     "  export FILE  write every stored choice into FILE (JSON with a checksum)\n"
+     "  import FILE  store the choices of FILE here (entries whose key or the file's\n"
+     "               checksum does not check are rejected), so that a fresh machine\n"
+     "               starts tuned"},
 };
 enum { NCOMMANDS = (int)(sizeof commands / sizeof commands[0]) };
 
@@ -85,7 +92,7 @@ enum {
     O_EMIT = 256, O_ARCH, O_NO_CACHE, O_TIMINGS, O_EXPLAIN, O_REPORT, O_DISABLE, O_PRINT_BEFORE, O_PRINT_AFTER,
     O_PRINT_ALL, O_VERIFY, O_DIMS, O_WEIGHTS, O_INPUTS, O_OUTPUTS, O_STEPS, O_BENCH, O_SEED, O_RANDOM, O_CHECK,
     O_STATS, O_NO_GRAPHS, O_POS, O_PROFILE, O_PROFILE_RUNS, O_TRACE, O_ROOFLINE, O_PROFILE_JSON, O_PEAK_BW,
-    O_PEAK_FLOPS, O_JSON, O_REMEASURE, O_VERSION, O_ENABLE, O_NO_PDL,
+    O_PEAK_FLOPS, O_JSON, O_REMEASURE, O_VERSION, O_ENABLE, O_NO_PDL, O_AUTOTUNE,
 };
 
 typedef struct opt_def {
@@ -153,6 +160,10 @@ static const opt_def options[] = {
     {"no-graphs", O_NO_GRAPHS, no_argument, NULL, NULL, C_RUN, "launch kernels eagerly, never capture CUDA graphs"},
     {"no-pdl", O_NO_PDL, no_argument, NULL, NULL, C_RUN,
      "no programmatic dependent launch: each kernel starts when the one before it has finished"},
+    {"autotune", O_AUTOTUNE, no_argument, NULL, NULL, C_RUN,
+     "time the Hopper matmul's candidate configurations when a variant is\n"
+     "planned and use the fastest (stored in the cache directory: later runs\n"
+     "time nothing; `kiln tune export|import` moves them)"},
     {"profile", O_PROFILE, no_argument, NULL, NULL, C_RUN,
      "time every kernel inside graph replays (CUPTI) against its floor"},
     {"profile-runs", O_PROFILE_RUNS, required_argument, "N", "a number", C_RUN, "replays to time (default 50)"},
@@ -365,6 +376,7 @@ static int take_option(cli *c, int id, char *v)
     case O_STATS: c->run.stats = true; break;
     case O_NO_GRAPHS: c->run.no_graphs = true; break;
     case O_NO_PDL: c->run.no_pdl = true; break;
+    case O_AUTOTUNE: c->run.autotune = true; break;
     case O_POS:
         if (!int_in(v, 0, 1000000000, &c->run.pos)) return usage_error(c, "--pos expects a position >= 0, got '%s'", v);
         break;
@@ -476,6 +488,7 @@ static int parse_command(int argc, char **argv, cli *c)
     }
     if (npos < cmd->min_pos) {
         if (cmd->bit == C_CACHE) return usage_error(c, "'cache' needs ls, verify, clear or why FILE");
+        if (cmd->bit == C_TUNE) return usage_error(c, "'tune' needs export FILE or import FILE");
         if (cmd->bit == C_RUN) return usage_error(c, "'run' needs a model file");
         return usage_error(c, "'%s' needs a model file", cmd->name);
     }
@@ -540,7 +553,7 @@ static int parse_args(int argc, char **argv, cli *c, char **fixed)
     int rc = parse_command(argc - 1, argv + 1, c);
     if (rc != EX_OK) return rc;
 
-    if (c->command->bit & (C_PASSES | C_CEILINGS | C_CACHE)) return EX_OK;
+    if (c->command->bit & (C_PASSES | C_CEILINGS | C_CACHE | C_TUNE)) return EX_OK;
     if (c->file && !strcmp(c->file, "-")) {
         if (!(c->stdin_text = read_stdin())) {
             fprintf(stderr, "kiln: cannot read standard input\n");
@@ -752,6 +765,20 @@ static const struct cache_sub {
     {"why", "a model file", cache_why},
 };
 
+/* The kernel cache with its disk directory, or NULL after saying why not. */
+static rt_cache *open_disk_cache(void)
+{
+    rt_cache *cache = NULL;
+    if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
+        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
+        fprintf(stderr, "kiln: the kernel cache directory is not usable%s%s\n", w ? ": " : "", w ? w : "");
+        free(w);
+        rt_cache_close(cache);
+        return NULL;
+    }
+    return cache;
+}
+
 static int cache_cmd(cli *c)
 {
     const struct cache_sub *sub = NULL;
@@ -760,18 +787,35 @@ static int cache_cmd(cli *c)
     if (!sub) return usage_error(c, "'cache' needs ls, verify, clear or why FILE, not '%s'", c->file);
     if (!sub->arg && c->arg2) return usage_error(c, "unexpected argument '%s'", c->arg2);
     if (sub->arg && !c->arg2) return usage_error(c, "'cache %s' needs %s", sub->name, sub->arg);
-    rt_cache *cache = NULL;
-    if (rt_cache_open(&cache, NULL) != RT_OK || !rt_cache_disk_enabled(cache)) {
-        char *w = cache ? rt_cache_take_warnings(cache) : NULL;
-        fprintf(stderr, "kiln: the kernel cache directory is not usable%s%s\n", w ? ": " : "", w ? w : "");
-        free(w);
-        rt_cache_close(cache);
-        return EX_CANTCREAT;
-    }
+    rt_cache *cache = open_disk_cache();
+    if (!cache) return EX_CANTCREAT;
     rt_cache_set_problem_fn(cache, print_problem, &c->cache_problems); /* read by cache_clear */
     int status = sub->fn(cache, c);
     rt_cache_close(cache);
     return status;
+}
+
+/* `kiln tune export|import FILE`: the autotuned choices of the cache directory. */
+static int tune_cmd(cli *c)
+{
+    const bool exp = !strcmp(c->file, "export");
+    if (!exp && strcmp(c->file, "import")) return usage_error(c, "'tune' needs export FILE or import FILE, not '%s'", c->file);
+    rt_cache *cache = open_disk_cache();
+    if (!cache) return EX_CANTCREAT;
+    char err[1024];
+    int count = 0, rejected = 0;
+    rt_status st = exp ? rt_tune_export(cache, c->arg2, &count, err, sizeof err)
+                       : rt_tune_import(cache, c->arg2, &count, &rejected, err, sizeof err);
+    rt_cache_close(cache);
+    if (st != RT_OK) {
+        fprintf(stderr, "kiln: %s\n", err);
+        return st == RT_ERR_IO ? (exp ? EX_CANTCREAT : EX_NOINPUT) : EX_MODEL;
+    }
+    if (exp) printf("%d choice%s written to %s\n", count, count == 1 ? "" : "s", c->arg2);
+    else printf("%d choice%s imported from %s%s\n", count, count == 1 ? "" : "s", c->arg2,
+                rejected ? " (some entries did not check and were rejected)" : "");
+    if (rejected) fprintf(stderr, "kiln: %d entr%s of %s rejected\n", rejected, rejected == 1 ? "y" : "ies", c->arg2);
+    return rejected ? EX_MODEL : EX_OK;
 }
 
 /* Runs the pipeline on the parsed unit and writes what was asked for. */
@@ -900,6 +944,7 @@ int main(int argc, char **argv)
     if (rc == EX_OK) {
         if (!strcmp(c.cmd, "passes")) rc = list_passes();
         else if (!strcmp(c.cmd, "cache")) rc = cache_cmd(&c);
+        else if (!strcmp(c.cmd, "tune")) rc = tune_cmd(&c);
         else if (!strcmp(c.cmd, "run")) rc = kiln_run_command(&c.run);
         else if (!strcmp(c.cmd, "ceilings")) rc = kiln_ceilings_command(c.json, c.remeasure);
         else rc = run(&c);

@@ -338,7 +338,7 @@ int kiln_run_command(const run_opts *o)
                              .disabled = o->disabled, .ndisabled = o->ndisabled,
                              .enabled = o->enabled, .nenabled = o->nenabled,
                              .max_dims = r.kdims, .nmax_dims = r.nd, .no_graphs = o->no_graphs,
-                             .no_pdl = o->no_pdl, .progress = isatty(2) ? kiln_tool_progress : NULL};
+                             .no_pdl = o->no_pdl, .autotune = o->autotune, .progress = isatty(2) ? kiln_tool_progress : NULL};
     kiln_status cs = o->text ? kiln_model_compile_string(r.ctx, "<stdin>", o->text, &model_opts, &r.m)
                              : kiln_model_compile_file(r.ctx, o->file, &model_opts, &r.m);
     if (cs != KILN_OK) {
@@ -352,6 +352,14 @@ int kiln_run_command(const run_opts *o)
         goto done;
     }
     fputs(generic, stderr);
+    if (o->autotune) /* which implementation each matmul runs, and why (the large-shape variant) */
+        for (int i = 0;; i++) {
+            kiln_kernel_info ki;
+            if (kiln_model_kernel(r.m, i, &ki) != KILN_OK) break;
+            if (!strcmp(ki.template_file, "matmul_wgmma.cuh"))
+                printf("autotune: %s: %s%s\n", ki.name, ki.config,
+                       strstr(ki.config, "(autotuned)") ? "" : " (the rule's: nothing measured or stored)");
+        }
     int np = r.g->nparams;
     r.host = calloc((size_t)np + 1, sizeof *r.host);
     r.dev = calloc((size_t)np + 1, sizeof *r.dev);

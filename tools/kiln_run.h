@@ -26,6 +26,7 @@ typedef struct run_opts {
     bool stats;
     bool no_graphs;
     bool no_pdl;              /* --no-pdl: no programmatic dependent launch */
+    bool autotune;            /* --autotune: time the matmul candidates (kiln_model_options.autotune) */
     uint64_t seed;
     int pos;                  /* --pos=N: every i32 input (positions) set to N; -1: random */
     bool profile;             /* --profile (implied by the three files below) */

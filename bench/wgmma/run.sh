@@ -5,7 +5,7 @@
 # build with a planted race (-DKWG_TEST_EARLY_RELEASE: slots released before the wgmma reading
 # them has retired). Logs go to $OUT (or /tmp/wgmma_out); bench.csv holds every row.
 # DIR holds wgmma_bench.cu, common.cuh, matmul_wgmma.cuh and runtime/rt_tmap.{c,h},
-# runtime/rt_err.{c,h}, runtime/rt_launch.h (default: this tree's files).
+# runtime/rt_err.{c,h}, runtime/rt_launch.h, bench_stub.c (default: this tree's files).
 # BIN=path: run that prebuilt harness instead of building (nvcc on a machine without a GPU:
 # `NVCC_ONLY=1 bench/wgmma/run.sh` builds /tmp/wgmma_bench and stops); RACE_BIN likewise for
 # the planted-race build (none: that check is skipped).
@@ -16,8 +16,8 @@ src=${1:-}
 out=${OUT:-/tmp/wgmma_out}
 mkdir -p "$out"
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
-if [ -n "$src" ]; then inc="-I$src"; cu="$src/wgmma_bench.cu $src/runtime/rt_tmap.c $src/runtime/rt_err.c"
-else root="$here/../.."; inc="-I$root/codegen/kernels -I$root"; cu="$here/wgmma_bench.cu $root/runtime/rt_tmap.c $root/runtime/rt_err.c"; fi
+if [ -n "$src" ]; then inc="-I$src"; cu="$src/wgmma_bench.cu $src/runtime/rt_tmap.c $src/runtime/rt_err.c $src/bench_stub.c"
+else root="$here/../.."; inc="-I$root/codegen/kernels -I$root"; cu="$here/wgmma_bench.cu $root/runtime/rt_tmap.c $root/runtime/rt_err.c $here/bench_stub.c"; fi
 flags="-std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a $inc"
 bin=${BIN:-}
 race=${RACE_BIN:-}

@@ -11,8 +11,10 @@
 // with 0xFF (NaN) before each launch, compared on the GPU with cuBLAS's f32 result:
 // ||out - ref|| / ||ref|| < 1e-2 and no NaN. Timing: CUDA events around each launch, median
 // of ITERS after a warm-up, cuBLAS bf16 (cublasGemmEx, f32 compute) on the same inputs.
-// Usage: wgmma_bench [check|bench|all|small] (default all). `small` is the short correctness
-// pass meant for compute-sanitizer.
+// Usage: wgmma_bench [check|bench|all|small|table|sweep|profile] (default all). `small` is the
+// short correctness pass meant for compute-sanitizer; `sweep` times the 8B GEMMs at M = 2048 and
+// 16384 over more large-M configurations (tile, stages, staging, rasterization group) and 8-launch
+// chains with and without programmatic dependent launch.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 extern "C" {
@@ -116,6 +118,16 @@ static Cfg g_cfgs[] = {
     CFG("skinny pp 64x256 s5 splitk regs", 64, 256, 5, true, false, 64, 1),
     CFG("skinny pp 64x128 s8 splitk tma", 64, 128, 8, true, true, 128, 1),
     CFG("skinny coop 128x256 s4 splitk tma", 128, 256, 4, false, true, 128, 1),
+    // MODE=sweep only (skinny 2): the large-M neighbours of the generated configurations
+    {"pp 128x128 s5 tma128 g8", kwg_cfg_kernel<128, 128, 5, 8, true, true, 128>, 128, 128, 5, 1, 1, 1, 128, 2},
+    {"pp 128x128 s5 tma128 g4", kwg_cfg_kernel<128, 128, 5, 4, true, true, 128>, 128, 128, 5, 1, 1, 1, 128, 2},
+    {"pp 128x128 s5 tma128 g32", kwg_cfg_kernel<128, 128, 5, 32, true, true, 128>, 128, 128, 5, 1, 1, 1, 128, 2},
+    {"pp 128x128 s4 tma128", kwg_cfg_kernel<128, 128, 4, 16, true, true, 128>, 128, 128, 4, 1, 1, 1, 128, 2},
+    {"pp 128x128 s6 tma64", kwg_cfg_kernel<128, 128, 6, 16, true, true, 64>, 128, 128, 6, 1, 1, 1, 64, 2},
+    {"pp 64x256 s4 tma256", kwg_cfg_kernel<64, 256, 4, 16, true, true, 256>, 64, 256, 4, 1, 1, 1, 256, 2},
+    {"coop 256x128 s4 tma64", kwg_cfg_kernel<256, 128, 4, 16, false, true, 64>, 256, 128, 4, 1, 0, 1, 64, 2},
+    {"coop 128x256 s4 tma128 g8", kwg_cfg_kernel<128, 256, 4, 8, false, true, 128>, 128, 256, 4, 1, 0, 1, 128, 2},
+    {"coop 128x256 s4 tma64", kwg_cfg_kernel<128, 256, 4, 16, false, true, 64>, 128, 256, 4, 1, 0, 1, 64, 2},
 };
 static const int NCFG = (int)(sizeof g_cfgs / sizeof g_cfgs[0]);
 static size_t cfg_smem(const Cfg &c) { return KWG_SMEM_TOTAL(c.bm, c.bn, c.stages, c.pp, c.ts ? c.ec : 0); }
@@ -344,6 +356,29 @@ static void launch(const Cfg &c, const Launch &L)
 {
     c.fn<<<L.grid, KWG_THREADS, L.smem>>>(L.prm);
 }
+// The same launch with programmatic stream serialization (as the runtime launches the
+// template inside a graph): it may start under the previous kernel's tail.
+static void launch_pdl(const Cfg &c, const Launch &L)
+{
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute at[2];
+    int na = 0;
+    at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[na++].val.programmaticStreamSerializationAllowed = 1;
+    if (c.cm > 1) {
+        at[na].id = cudaLaunchAttributeClusterDimension;
+        at[na].val.clusterDim.x = (unsigned)c.cm;
+        at[na].val.clusterDim.y = at[na].val.clusterDim.z = 1;
+        na++;
+    }
+    lc.gridDim = dim3(L.grid);
+    lc.blockDim = dim3(KWG_THREADS);
+    lc.dynamicSmemBytes = L.smem;
+    lc.attrs = at;
+    lc.numAttrs = (unsigned)na;
+    CK(cudaLaunchKernelEx(&lc, c.fn, L.prm));
+}
+static bool g_sweep; // MODE=sweep: the skinny-2 configurations too, the 8B shapes at M 2048, 16384
 
 static int g_pass, g_fail;
 
@@ -543,7 +578,7 @@ static void bench_shape(cublasHandle_t h, const char *model, const char *what, l
     Work wk;
     for (int ci = 0; ci < NCFG; ci++) {
         const Cfg &c = g_cfgs[ci];
-        if (c.skinny != (skinny ? 1 : 0)) continue;
+        if (c.skinny != (skinny ? 1 : 0) && !(g_sweep && !skinny && c.skinny == 2)) continue;
         const int as = skinny ? auto_split(M, N, K, 1, c.bm, c.bn) : 1;
         const int splits_all[] = {1, 2, 3, 4, 6, 8, 12, 16};
         for (int split : splits_all) {
@@ -650,7 +685,35 @@ int main(int argc, char **argv)
         free_problem(P);
         work_free(wk);
     }
-    if (!strcmp(mode, "bench") || !strcmp(mode, "all") || !strcmp(mode, "table")) {
+    if (!strcmp(mode, "sweep")) { // PDL chains: 8 launches back to back, with and without the attribute
+        g_sweep = true;
+        const int chain_cfgs[] = {7, 0}; // pp 128x128 s5 tma128, coop 128x256 s4 tma128
+        struct { long long M, N, K; } cs[] = {{2048, 4096, 4096}, {2048, 6144, 4096}, {128, 4096, 4096}};
+        for (auto &q : cs)
+            for (int ci : chain_cfgs) {
+                Problem P = {q.M, q.N, q.K, 1, false, false};
+                alloc_problem(P);
+                reference(h, P);
+                Work wk;
+                Launch L;
+                const Cfg &c = g_cfgs[ci];
+                if (!prepare(c, P, L, wk)) { free_problem(P); continue; }
+                const float t0 = time_median([&](int) { for (int r = 0; r < 8; r++) launch(c, L); }, 20);
+                const float t1 = time_median([&](int) { for (int r = 0; r < 8; r++) launch_pdl(c, L); }, 20);
+                CK(cudaMemset(P.O, 0xff, (size_t)P.M * P.N * 2));
+                for (int r = 0; r < 8; r++) launch_pdl(c, L);
+                CK(cudaDeviceSynchronize());
+                unsigned long long nans;
+                const double rel = check_output(P, &nans);
+                const bool ok = nans == 0 && rel < 1e-2;
+                ok ? g_pass++ : g_fail++;
+                printf("pdl-chain %-36s M=%-5lld N=%-5lld K=%-5lld 8 launches: %.1f us plain, %.1f us PDL (%.2f us/launch saved)%s\n",
+                       c.name, q.M, q.N, q.K, t0 * 1e3, t1 * 1e3, (t0 - t1) * 1e3 / 8, ok ? "" : "  FAIL");
+                free_problem(P);
+                work_free(wk);
+            }
+    }
+    if (!strcmp(mode, "bench") || !strcmp(mode, "all") || !strcmp(mode, "table") || !strcmp(mode, "sweep")) {
         measure_ceilings(h);
         FILE *csv = getenv("BENCH_CSV") ? fopen(getenv("BENCH_CSV"), "w") : NULL;
         if (csv)
@@ -662,12 +725,14 @@ int main(int argc, char **argv)
             {"1B", "gate/up", 16384, 2048}, {"1B", "down", 2048, 8192},
         };
         const bool table = !strcmp(mode, "table") || !strcmp(mode, "all");
+        const bool only8b = g_sweep;
         const long long Ms_all[] = {1, 8, 32, 64, 128, 2048, 16384}, Ms_big[] = {2048, 16384};
         const long long *Ms = table ? Ms_all : Ms_big;
         const int nM = table ? 7 : 2;
         for (int mi = 0; mi < nM; mi++)
             for (auto &s : g) {
                 if (Ms[mi] == 16384 && s.model[0] == '1' && !table) continue;
+                if (only8b && s.model[0] != '8') continue;
                 bench_shape(h, s.model, s.what, Ms[mi], s.N, s.K, csv);
             }
         if (csv) fclose(csv);

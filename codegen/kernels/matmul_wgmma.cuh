@@ -15,6 +15,9 @@
 // group in flight, frees a slot once the group that read it has retired, and runs the
 // epilogue for its rows while the producer already fills the ring for the next tile.
 // setmaxnreg gives the consumers 232 registers and the producer 40.
+// Programmatic dependent launch: the prologue (mbarrier init, tensor-map prefetch) runs before
+// kiln_pdl_wait (common.cuh), under the previous kernel's tail; the producer lets the next
+// kernel launch (kiln_pdl_launch) once it has issued its last load.
 // Tiles (units: CM row blocks x one column block, one per cluster) are handed out round-robin
 // (unit u to CTA / cluster u mod their number) in grouped order: runs of KILN_GROUP_M row
 // blocks sweep the N blocks together, so the concurrent tiles share A and W slices in L2.
@@ -521,14 +524,20 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         kwg_bar_init(KWG_ORDER(1), 4);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+    if (threadIdx.x == 0) { // the maps live in the kernel parameter: no kernel writes them
+        kwg_tma_prefetch(ta);
+        kwg_tma_prefetch(tw);
+    }
     if (CM > 1) kwg_cluster_sync();
     else __syncthreads();
+    // Programmatic dependent launch (common.cuh): everything above touched only shared memory
+    // and the parameter; A, the epilogue's operands, the output and the split-K workspace may
+    // belong to the kernel before, so every thread waits here, under that kernel's tail.
+    kiln_pdl_wait();
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
-            kwg_tma_prefetch(ta);
-            kwg_tma_prefetch(tw);
             int s = 0;
             unsigned ph = 0;
             for (long long u = cluster; u < nunits; u += nclusters) {
@@ -554,6 +563,9 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 }
             }
         }
+        // every load of this CTA is issued: the next kernel may start launching (its own
+        // kiln_pdl_wait still waits for this whole grid; its CTAs fit only as ours leave)
+        kiln_pdl_launch();
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;

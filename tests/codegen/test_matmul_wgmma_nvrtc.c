@@ -6,7 +6,8 @@
  * and TMA stores, split-K. For each: an empty NVRTC log, the kernel's
  * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
  * PTX holding wgmma.mma_async (the asynchronous warpgroup MMA), the TMA copy
- * (cp.async.bulk.tensor) and setmaxnreg. Where `cuobjdump` runs (it needs
+ * (cp.async.bulk.tensor), setmaxnreg and griddepcontrol (programmatic dependent
+ * launch: wait and launch_dependents). Where `cuobjdump` runs (it needs
  * nvdisasm; $KILN_CUOBJDUMP names another one), the cubin's SASS must hold
  * HGMMA, the tensor-core instruction wgmma becomes; elsewhere that check is
  * skipped with a note. Needs no GPU and no driver. */
@@ -107,6 +108,9 @@ int main(void)
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "wgmma.mma_async"), "%s: no wgmma.mma_async in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor"), "%s: no TMA copy in PTX", name);
             CHECK_MSG(has_bytes(p->code.data, p->code.size, "setmaxnreg"), "%s: no setmaxnreg in PTX", name);
+            CHECK_MSG(has_bytes(p->code.data, p->code.size, "griddepcontrol.wait") &&
+                          has_bytes(p->code.data, p->code.size, "griddepcontrol.launch_dependents"),
+                      "%s: no programmatic dependent launch (griddepcontrol) in PTX", name);
             if (cfgs[i].cols > 0)
                 CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor.3d.global.shared::cta"),
                           "%s: no TMA store in PTX", name);

@@ -1,0 +1,213 @@
+/* bench/wgmma/kiln_sweep.c — the generated Hopper matmul (codegen's own kernels, not the
+ * harness's hand-written part) against cuBLAS, every autotuning candidate of each 8B GEMM at
+ * M = 2048 and 16384, in one process. The candidates are the ones `--autotune` times
+ * (cg_kernel.tune_cands: the rule's configuration first), emitted by the driver for a
+ * one-linear model (bf16, y = linear(x, w): the TMA-store epilogue) and timed by the tuner's
+ * device timer (rt_tuner_time_gpu: scratch operands, median of 15 launches); right after
+ * each candidate cuBLAS (cublasGemmEx, bf16 in and out, f32 compute, default algorithm) runs
+ * the same shape 15 times on random operands of the same kind (the tuner's fill: magnitudes
+ * in [0.5, 1), random signs and mantissas), median: both see the same clocks. All candidates are compiled first, in parallel.
+ * Usage: kiln_sweep [OUT.csv]; prints one line per candidate and a summary per shape.
+ * KILN_SWEEP_DRY=1 (no device needed): only list the candidates. */
+#define _DEFAULT_SOURCE
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_model_internal.h"
+#include "src/compile.h"
+
+static char err[4096];
+
+typedef struct collect {
+    int n;
+    char *name[64], *src[64];
+} collect;
+
+/* pass 1: remember each candidate's source (a fake time: the first wins) */
+static double collect_time(void *user, const cg_kernel *k, const ir_graph *g, const int64_t *dims, char *e, size_t n)
+{
+    collect *c = user;
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->src[i], k->source)) return 1.0;
+    if (c->n < 64) {
+        c->name[c->n] = strdup(k->name);
+        c->src[c->n++] = strdup(k->source);
+    }
+    return 1.0;
+}
+
+typedef struct shape {
+    const char *what;
+    long long N, K;
+} shape;
+
+typedef struct sweep {
+    rt_ctx *ctx;
+    cublasHandle_t h;
+    void *a, *w, *o;
+    long long M, N, K;
+    const char *what;
+    FILE *csv;
+    double best_ratio, rule_ratio;
+    int idx;
+} sweep;
+
+static int cmpf(const void *x, const void *y)
+{
+    float a = *(const float *)x, b = *(const float *)y;
+    return (a > b) - (a < b);
+}
+
+static double cublas_us(sweep *s)
+{
+    const float one = 1.f, zero = 0.f;
+    cudaEvent_t ev[32];
+    float t[15];
+    for (int i = 0; i < 32; i++) cudaEventCreate(&ev[i]);
+    for (int i = 0; i < 3 + 15; i++) {
+        if (i >= 3) cudaEventRecord(ev[2 * (i - 3)], (cudaStream_t)s->ctx->stream);
+        cublasGemmEx(s->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)s->N, (int)s->M, (int)s->K, &one, s->w, CUDA_R_16BF, (int)s->K,
+                     s->a, CUDA_R_16BF, (int)s->K, &zero, s->o, CUDA_R_16BF, (int)s->N, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT);
+        if (i >= 3) cudaEventRecord(ev[2 * (i - 3) + 1], (cudaStream_t)s->ctx->stream);
+    }
+    cudaStreamSynchronize((cudaStream_t)s->ctx->stream);
+    for (int i = 0; i < 15; i++) cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]);
+    for (int i = 0; i < 32; i++) cudaEventDestroy(ev[i]);
+    qsort(t, 15, sizeof t[0], cmpf);
+    return 1e3 * t[7];
+}
+
+/* pass 2: the device timer, then cuBLAS */
+static double sweep_time(void *user, const cg_kernel *k, const ir_graph *g, const int64_t *dims, char *e, size_t n)
+{
+    sweep *s = user;
+    double us = rt_tuner_time_gpu(s->ctx, k, g, dims, e, n);
+    double cb = cublas_us(s);
+    const double fl = 2.0 * s->M * s->N * s->K;
+    const double r = us > 0 ? cb / us : 0;
+    printf("  %-8s M=%-5lld %-58s %9.1f us %6.1f TFLOP/s | cuBLAS %9.1f us %6.1f | x%.3f%s\n", s->what, s->M, k->config,
+           us, us > 0 ? fl / us / 1e6 : 0, cb, fl / cb / 1e6, r, s->idx == 0 ? "  <- rule" : "");
+    if (s->csv)
+        fprintf(s->csv, "%s,%lld,%lld,%lld,\"%s\",%d,%.2f,%.2f,%.4f\n", s->what, s->M, s->N, s->K, k->config,
+                s->idx == 0, us, cb, r);
+    if (s->idx == 0) s->rule_ratio = r;
+    if (r > s->best_ratio) s->best_ratio = r;
+    s->idx++;
+    fflush(stdout);
+    return us;
+}
+
+/* bf16 of magnitude [0.5, 1), random signs and mantissas: what the tuner's fill kernel writes */
+static void upload_random(void *dev, size_t n, uint64_t seed)
+{
+    uint16_t *h = malloc(n * 2);
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        z ^= z << 13;
+        z ^= z >> 7;
+        z ^= z << 17;
+        h[i] = (uint16_t)((z & 0x8000u) | 0x3F00u | ((z >> 20) & 0x7Fu));
+    }
+    cudaMemcpy(dev, h, n * 2, cudaMemcpyHostToDevice);
+    free(h);
+}
+
+static char *model_text(const shape *sh)
+{
+    char *t = malloc(512);
+    snprintf(t, 512,
+             "model mm {\n  dims S\n  input x : bf16[S, %lld]\n  weight w : bf16[%lld, %lld]\n  output y = linear(x, w)\n}\n",
+             sh->K, sh->N, sh->K);
+    return t;
+}
+
+static int compile(rt_ctx *ctx, const char *text, long long M, rt_tune_hooks hooks)
+{
+    const rt_dim_value md[] = {{"S", M}};
+    kc_model_options o = {.compile = {.name = "mm.kiln", .text = text},
+                          .max_dims = md,
+                          .nmax_dims = 1,
+                          .run = {.lazy = true},
+                          .autotune = true,
+                          .tune_hooks = hooks};
+    rt_model *m = NULL;
+    rt_status st = kc_compile_model(ctx, &o, &m, NULL, err, sizeof err);
+    if (st != RT_OK) fprintf(stderr, "compile: %s\n", err);
+    rt_model_free(m);
+    return st == RT_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    char dir[] = "/tmp/kiln-sweep-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    const bool dry = getenv("KILN_SWEEP_DRY") != NULL; /* no device: list the candidates only */
+    rt_ctx_config cc = {.cache_dir = dir, .compile_threads = 16, .compile_only = dry, .arch = dry ? "sm_90a" : NULL};
+    rt_ctx *ctx = NULL;
+    if (rt_ctx_create(&ctx, &cc, err, sizeof err) != RT_OK || (!dry && !rt_ctx_has_device(ctx))) {
+        fprintf(stderr, "no device: %s\n", err);
+        return 77;
+    }
+    FILE *csv = argc > 1 ? fopen(argv[1], "w") : NULL;
+    if (csv) fprintf(csv, "gemm,M,N,K,config,rule,us,cublas_us,x_cublas\n");
+    const shape shapes[] = {{"QKV", 6144, 4096}, {"O", 4096, 4096}, {"gate/up", 28672, 4096}, {"down", 4096, 14336}};
+    const long long Ms[] = {2048, 16384};
+    /* pass 1: every candidate's source, compiled in parallel through the context's cache */
+    collect col = {0};
+    const rt_tune_device fake = {"collect", 0, 0, 0};
+    for (int s = 0; s < 4; s++) {
+        char *t = model_text(&shapes[s]);
+        if (compile(ctx, t, 2048, (rt_tune_hooks){.timer = collect_time, .timer_user = &col, .device = &fake})) return 1;
+        free(t);
+    }
+    for (int i = 0; dry && i < col.n; i++) printf("candidate %s (%zu bytes of source)\n", col.name[i], strlen(col.src[i]));
+    if (dry) return 0;
+    rt_compile_opts co = {.arch = ctx->arch};
+    rt_compile_result *res = calloc((size_t)col.n, sizeof *res);
+    rt_status cst = rt_cache_compile_many(ctx->cache, col.n, (const char *const *)col.name, (const char *const *)col.src,
+                                          &co, 0, res, NULL, 16, NULL, NULL);
+    printf("compiled %d candidates: %s\n", col.n, rt_status_str(cst));
+    for (int i = 0; i < col.n; i++) rt_compile_result_free(&res[i]);
+    free(res);
+    /* pass 2: time them, cuBLAS next to each */
+    sweep sw = {.ctx = ctx, .csv = csv};
+    cublasCreate(&sw.h);
+    cublasSetStream(sw.h, (cudaStream_t)ctx->stream);
+    for (int mi = 0; mi < 2; mi++)
+        for (int s = 0; s < 4; s++) {
+            sw.M = Ms[mi];
+            sw.N = shapes[s].N;
+            sw.K = shapes[s].K;
+            sw.what = shapes[s].what;
+            sw.idx = 0;
+            sw.best_ratio = sw.rule_ratio = 0;
+            cudaMalloc(&sw.a, (size_t)sw.M * sw.K * 2);
+            cudaMalloc(&sw.w, (size_t)sw.N * sw.K * 2);
+            cudaMalloc(&sw.o, (size_t)sw.M * sw.N * 2);
+            upload_random(sw.a, (size_t)sw.M * sw.K, 1);
+            upload_random(sw.w, (size_t)sw.N * sw.K, 2);
+            /* the real device, one identity per M (the large-shape variant's problem has M=sym) */
+            rt_tune_device dev;
+            rt_tune_device_of(ctx, &dev);
+            char nm[sizeof dev.name];
+            snprintf(nm, sizeof nm, "%.90s, sweep M=%lld", dev.name, sw.M);
+            memcpy(dev.name, nm, sizeof nm);
+            char *t = model_text(&shapes[s]);
+            int rc = compile(ctx, t, sw.M, (rt_tune_hooks){.timer = sweep_time, .timer_user = &sw, .device = &dev});
+            free(t);
+            printf("SUMMARY %-8s M=%-5lld rule x%.3f best x%.3f%s\n", sw.what, sw.M, sw.rule_ratio, sw.best_ratio,
+                   rc ? "  (compile failed)" : "");
+            cudaFree(sw.a);
+            cudaFree(sw.w);
+            cudaFree(sw.o);
+        }
+    cublasDestroy(sw.h);
+    if (csv) fclose(csv);
+    rt_ctx_free(ctx);
+    return 0;
+}

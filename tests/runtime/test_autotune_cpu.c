@@ -1,0 +1,233 @@
+/* tests/runtime/test_autotune_cpu.c — autotuning of the Hopper matmul without
+ * a GPU (runtime/rt_autotune.h): a fake device and a fake timer (the test
+ * hook, rt_tune_hooks), so no candidate is compiled.
+ *
+ *   - the first compile with autotune times every candidate of the matmul's
+ *     problem once, stores the fastest and the kernel runs it ("(autotuned)"
+ *     in its configuration); the timer's favourite is not the heuristic's
+ *     choice, so the choice is visibly the measurement's;
+ *   - a second "process" (a new context, so a new cache object, on the same
+ *     directory) times nothing and gets the same configuration;
+ *   - a damaged entry (one payload byte flipped) is deleted by the cache's
+ *     checksum, measured again and stored again;
+ *   - export to one file, import into an empty cache directory: a compile
+ *     there times nothing; a damaged export file is refused; an entry whose
+ *     fields no longer give its key is rejected;
+ *   - without autotune the heuristic's configuration, no timing;
+ *   - another device (driver version) does not see the first one's choices. */
+#define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/rt_test_util.h"
+#include "src/compile.h"
+
+static const char *MODEL = "model tune_mm {\n"
+                           "  dims S\n"
+                           "  input x : bf16[S, 1024]\n"
+                           "  weight w : bf16[2048, 1024]\n"
+                           "  output y = linear(x, w)\n"
+                           "}\n";
+
+typedef struct fake_timer {
+    int calls;
+    const char *favourite; /* the configuration text that measures fastest */
+} fake_timer;
+
+static double fake_time(void *user, const cg_kernel *k, const ir_graph *g, const int64_t *dims, char *err, size_t n)
+{
+    fake_timer *t = user;
+    t->calls++;
+    (void)g;
+    (void)dims;
+    (void)err;
+    (void)n;
+    return k->config && strstr(k->config, t->favourite) ? 10.0 : 20.0 + t->calls;
+}
+
+static char err[4096];
+
+/* The matmul kernel's configuration after compiling MODEL in cache dir `dir`. */
+static char *compile_config(const char *dir, bool autotune, fake_timer *ft, const rt_tune_device *dev)
+{
+    rt_ctx_config cc = {.compile_only = true, .arch = "sm_90a", .cache_dir = dir};
+    rt_ctx *ctx = NULL;
+    rt_status st = rt_ctx_create(&ctx, &cc, err, sizeof err);
+    CHECK_MSG(st == RT_OK, "context: %s", err);
+    if (st != RT_OK) return NULL;
+    static const rt_dim_value md[] = {{"S", 4096}};
+    kc_model_options o = {.compile = {.name = "tune_mm.kiln", .text = MODEL},
+                          .max_dims = md,
+                          .nmax_dims = 1,
+                          .run = {.lazy = true},
+                          .autotune = autotune,
+                          .tune_hooks = {.timer = fake_time, .timer_user = ft, .device = dev}};
+    rt_model *m = NULL;
+    st = kc_compile_model(ctx, &o, &m, NULL, err, sizeof err);
+    CHECK_MSG(st == RT_OK, "compile: %s", err);
+    char *cfg = NULL;
+    for (int i = 0; m && i < rt_model_num_kernels(m); i++) {
+        const cg_kernel *k = rt_model_kernel(m, i);
+        if (k->family == CG_FAMILY_MATMUL_WGMMA) {
+            cfg = strdup(k->config);
+            CHECK(k->tune_problem && strstr(k->tune_problem, "N=2048 K=1024"));
+            CHECK(k->ntune_cands >= 2);
+        }
+    }
+    CHECK_MSG(cfg, "no matmul_wgmma kernel");
+    rt_model_free(m);
+    rt_ctx_free(ctx);
+    return cfg;
+}
+
+/* The one tuning entry under dir (its path, malloc'd), or NULL. */
+static char *tune_entry(const char *dir)
+{
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/v1/sm_90a_tune", dir);
+    DIR *d = opendir(sub);
+    if (!d) return NULL;
+    char *path = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".cubin") && e->d_name[0] != '.') {
+            free(path);
+            path = malloc(strlen(sub) + strlen(e->d_name) + 2);
+            sprintf(path, "%s/%s", sub, e->d_name);
+        }
+    closedir(d);
+    return path;
+}
+
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*len + 1);
+    if (b && fread(b, 1, (size_t)*len, f) != (size_t)*len) {
+        free(b);
+        b = NULL;
+    }
+    if (b) b[*len] = 0;
+    fclose(f);
+    return b;
+}
+
+static void spit(const char *path, const char *b, long len)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    CHECK(fwrite(b, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+}
+
+int main(void)
+{
+    char *dir = make_tmpdir(), *dir2 = make_tmpdir();
+    CHECK(dir && dir2);
+    if (!dir || !dir2) return 1;
+    const rt_tune_device dev = {"Fake H200", 90, 132, 13000};
+    /* the heuristic picks ping-pong 128x128 at K = 1024; the fake device likes 128x256 */
+    fake_timer ft = {0, "128x256"};
+
+    char *heur = compile_config(dir, false, &ft, &dev);
+    CHECK(ft.calls == 0);
+    CHECK_MSG(heur && !strstr(heur, "autotuned") && !strstr(heur, "128x256"), "heuristic: %s", heur ? heur : "-");
+
+    char *c1 = compile_config(dir, true, &ft, &dev);
+    const int ncands = ft.calls;
+    CHECK_MSG(ncands >= 2, "candidates timed: %d", ncands);
+    CHECK_MSG(c1 && strstr(c1, "128x256") && strstr(c1, "(autotuned)"), "tuned: %s", c1 ? c1 : "-");
+    char *entry = tune_entry(dir);
+    CHECK_MSG(entry != NULL, "no entry under %s/v1/sm_90a_tune", dir);
+
+    /* a second process: nothing timed, the same choice */
+    ft.calls = 0;
+    char *c2 = compile_config(dir, true, &ft, &dev);
+    CHECK_MSG(ft.calls == 0, "second process timed %d candidates", ft.calls);
+    CHECK(c1 && c2 && !strcmp(c1, c2));
+
+    /* a damaged entry: deleted, measured again, stored again */
+    long len = 0;
+    char *bytes = entry ? slurp(entry, &len) : NULL;
+    CHECK(bytes && len > 60);
+    if (bytes && len > 60) {
+        bytes[len - 3] ^= 0x01; /* in the payload's last candidate line */
+        spit(entry, bytes, len);
+        ft.calls = 0;
+        char *c3 = compile_config(dir, true, &ft, &dev);
+        CHECK_MSG(ft.calls == ncands, "after damage: %d timed, want %d", ft.calls, ncands);
+        CHECK(c3 && c1 && !strcmp(c3, c1));
+        free(c3);
+        long len2 = 0;
+        char *again = slurp(entry, &len2);
+        CHECK_MSG(again && len2 == len && memcmp(again, bytes, (size_t)len) != 0, "the entry was not rewritten");
+        free(again);
+    }
+    free(bytes);
+
+    /* another driver: its own measurement */
+    const rt_tune_device dev2 = {"Fake H200", 90, 132, 13010};
+    ft.calls = 0;
+    char *c4 = compile_config(dir, true, &ft, &dev2);
+    CHECK_MSG(ft.calls == ncands, "another driver timed %d, want %d", ft.calls, ncands);
+    free(c4);
+
+    /* export, import into an empty cache */
+    char file[600], bad[600];
+    snprintf(file, sizeof file, "%s/tune.json", dir2);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir2);
+    rt_cache_config ccfg = {.dir = dir};
+    rt_cache *cache = NULL;
+    CHECK(rt_cache_open(&cache, &ccfg) == RT_OK);
+    int count = -1, rejected = -1;
+    rt_status st = rt_tune_export(cache, file, &count, err, sizeof err);
+    CHECK_MSG(st == RT_OK, "export: %s", err);
+    CHECK_MSG(count == 2, "exported %d entries (two drivers)", count);
+    rt_cache_close(cache);
+
+    char *dir3 = make_tmpdir();
+    rt_cache_config c3cfg = {.dir = dir3};
+    cache = NULL;
+    CHECK(rt_cache_open(&cache, &c3cfg) == RT_OK);
+    st = rt_tune_import(cache, file, &count, &rejected, err, sizeof err);
+    CHECK_MSG(st == RT_OK && count == 2 && rejected == 0, "import: %s (%d, %d rejected)", err, count, rejected);
+    /* a damaged file: refused whole */
+    char *text = slurp(file, &len);
+    CHECK(text != NULL);
+    if (text) {
+        char *p = strstr(text, "choice ");
+        CHECK(p != NULL);
+        if (p) p[7] = p[7] == '1' ? '2' : '1';
+        spit(bad, text, len);
+        st = rt_tune_import(cache, bad, &count, &rejected, err, sizeof err);
+        CHECK_MSG(st == RT_ERR_INVALID, "a damaged file was imported (%d)", (int)st);
+    }
+    free(text);
+    rt_cache_close(cache);
+    ft.calls = 0;
+    char *c5 = compile_config(dir3, true, &ft, &dev);
+    CHECK_MSG(ft.calls == 0, "after import timed %d", ft.calls);
+    CHECK(c5 && c1 && !strcmp(c5, c1));
+    free(c5);
+
+    free(heur);
+    free(c1);
+    free(c2);
+    free(entry);
+    rm_tree(dir);
+    rm_tree(dir2);
+    rm_tree(dir3);
+    free(dir);
+    free(dir2);
+    free(dir3);
+    return CHECK_DONE();
+}
