@@ -246,8 +246,13 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     cg_begin_fn(gen, &body);
     cg_line(gen, "(void)x;");
     if (A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM) {
-        cg_idx wi = cg_idx_flat(&A->inputs[1]->type, "i");
-        const char *av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
+        cg_idx wi = cg_idx_flat(&A->type, "i");
+        /* no gain: folded into the weights that read the norm (fold_norm_gain.c) */
+        const char *av = "v";
+        if (A->ninputs > 1) {
+            wi = cg_idx_flat(&A->inputs[1]->type, "i");
+            av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
+        }
         if (A->ninputs > 2) av = cg_printf(gen, "%s + %s", av, cg_value(gen, A->inputs[2], &wi));
         cg_line(gen, "const float y = %s;", av);
         cg_set_subst(gen, A, "y");
@@ -494,7 +499,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor, *a = A->inputs[0], *w = A->inputs[1];
     const ir_node *bias = A->op == IR_OP_LINEAR && A->ninputs > 2 ? A->inputs[2] : NULL;
-    /* a folded RMSNorm (cg_norm_folded): read its input x (same shape) and its gain */
+    /* a folded RMSNorm (cg_norm_folded, no gain: it is in the weight): read its input x (same shape) */
     const ir_node *norm = A->op == IR_OP_LINEAR && cg_norm_folded(gen, a) ? a : NULL;
     if (norm) a = norm->inputs[0];
     const ir_type *ot = &A->type;
@@ -623,10 +628,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
     if (norm && !h.gemv) return cg_fail(gen, "a folded norm needs the GEMV template");
-    if (norm) cg_ptr_named(gen, "gn", norm->inputs[1], false);
     if (h.gemv) {
         bool *ovf = &gen->dim_overflow;
-        ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf), ir_dim_const(4 * h.splitk), ovf);
+        /* partial products; with a folded norm as much again for the slices' sums of squares (gemv.cuh) */
+        ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf),
+                                  ir_dim_const(4 * h.splitk * (norm ? 2 : 1)), ovf);
         ir_dim semb = ir_dim_times(ir_dim_times(N, batch, ovf), ir_dim_const(4), ovf);
         if (h.splitk > 1) {
             cg_workspace(gen, "ws", "float *", wsb, false);
