@@ -3,8 +3,10 @@
 // acc[b][m][n] = sum_k A[b][m][k] * B(b, n, k) in float32, then kiln_epilogue2 per pair of
 // adjacent columns (codegen/kernels/CONTRACT.md, family `matmul`).
 //
-// Work split: CTA (x, y, z) owns the KILN_GEMV_COLS output columns [x*COLS, x*COLS+COLS) of
-// batch z, for ALL rows m, over K slice y of KILN_SPLITK. Its 256 threads stride along k, and
+// Work split: CTA (x, y, z) owns the column blocks cb = x, x + gridDim.x, ... (each the
+// KILN_GEMV_COLS output columns [cb*COLS, cb*COLS+COLS)) of batch z, for ALL rows m, over K
+// slice y of KILN_SPLITK: a grid of fewer CTAs than column blocks (codegen caps it at the
+// CTAs resident at once) walks them, so no partial second wave is launched. Its 256 threads stride along k, and
 // every thread works on all COLS columns and up to KILN_GEMV_MAXM rows at once: per step a
 // thread issues COLS 16-byte weight loads (8 bf16/f16 or 4 f32 each) for each of
 // KILN_GEMV_UNROLL steps before using any of them (COLS*UNROLL loads in flight), reads the
@@ -20,7 +22,7 @@
 // Split-K (KILN_SPLITK > 1): each CTA writes its partial sums to the float workspace
 // p.ws[((b*SPLITK + s)*M + m)*N + n] (batch*SPLITK*M*N floats; twice that with the folded
 // norm), then bumps the counter
-// p.sem[b*gridDim.x + x] (batch*ceil(N/COLS) ints, zero before the first launch). The CTA
+// p.sem[b*ceil(N/COLS) + cb] (batch*ceil(N/COLS) ints, zero before the first launch). The CTA
 // that brings it to SPLITK sums the slices in slice order (deterministic), runs the epilogue
 // and puts the counter back to 0, so the next launch or graph replay needs no memset.
 //
@@ -40,11 +42,11 @@
 // before the first weight loads.
 //
 // Constants: KILN_GEMV_COLS (even, columns per CTA), KILN_SPLITK (>= 1), KILN_B_NK,
-// KILN_GEMV_MAXM (rows held in registers, default 8), KILN_GEMV_UNROLL (default
-// max(1, min(4, 16/COLS)) for MAXM 1, else 1). Registers (bf16, sm_90a, ptxas): COLS 8: MAXM 1
-// 113, 2 120, 4 127, 8 171, 16 240; COLS 4: MAXM 8 97, 16 127; COLS 16 with MAXM >= 2 spills.
-// So: MAXM = the smallest power of two >= M; COLS 8 up to M = 4, COLS 4 above.
-// Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
+// KILN_GEMV_MAXM (rows held in registers, default 8: codegen gives the smallest power of two
+// >= M), KILN_GEMV_UNROLL (default 1), KILN_GEMV_MINB (CTAs per SM for __launch_bounds__:
+// 2 for MAXM <= 2 and COLS <= 8, else 1). Registers (bf16, sm_90a, ptxas): COLS 8, MAXM 1
+// and 2 at MINB 2: 106-124, no spills; MAXM 4 and more, or COLS 16: 1 CTA per SM.
+// Launch: grid (at most ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
 // Programmatic dependent launch: each thread issues its first group of weight loads, then
 // kiln_pdl_wait; kiln_pdl_launch after the main loop.
 #ifndef KILN_GEMV_CUH
@@ -83,10 +85,14 @@
 #define KILN_PREFETCH_CTAS 264
 #endif
 #ifndef KILN_GEMV_UNROLL
-// One row: COLS*UNROLL ~ 16 weight loads in flight. More rows: the A vectors and accumulators
-// take the registers, and COLS loads per step are enough.
-#define KILN_GEMV_UNROLL                                                                           \
-    (KILN_GEMV_MAXM > 1 ? 1 : (16 / KILN_GEMV_COLS) < 1 ? 1 : (16 / KILN_GEMV_COLS) > 4 ? 4 : (16 / KILN_GEMV_COLS))
+// Steps whose loads are all issued before the first use: COLS 16-byte loads each (8 per
+// thread at COLS 8: 32 KB per CTA in flight, 64 KB per SM at two CTAs).
+#define KILN_GEMV_UNROLL 1
+#endif
+#ifndef KILN_GEMV_MINB
+// CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
+// columns (ptxas then fits them in 128 registers without spilling), else one.
+#define KILN_GEMV_MINB (KILN_GEMV_MAXM <= 2 && KILN_GEMV_COLS <= 8 ? 2 : 1)
 #endif
 
 #define KGV_THREADS 256
@@ -209,9 +215,10 @@ __device__ __forceinline__ float kgv_rs(float ss, long long K)
 
 // The folded norm's split-K partial sums of squares: after the batch*SPLITK*M*N partial
 // products, one float per (batch, slice, column block, row).
-__device__ __forceinline__ float *kgv_ws_ss(const KilnArgs &p, long long b, long long s, long long m)
+__device__ __forceinline__ float *kgv_ws_ss(const KilnArgs &p, long long b, long long s, long long m, long long cb,
+                                           long long ncb)
 {
-    return p.ws + (long long)gridDim.z * KILN_SPLITK * p.M * p.N + ((b * KILN_SPLITK + s) * gridDim.x + blockIdx.x) * p.M + m;
+    return p.ws + (long long)gridDim.z * KILN_SPLITK * p.M * p.N + ((b * KILN_SPLITK + s) * ncb + cb) * p.M + m;
 }
 
 // Partial sums of this CTA (acc, per thread) -> reduced over the CTA -> epilogue, or into the
@@ -219,7 +226,8 @@ __device__ __forceinline__ float *kgv_ws_ss(const KilnArgs &p, long long b, long
 // column of each row: the folded norm's sum of squares).
 template <int MAXM, int COLS>
 __device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[MAXM][COLS], kgv_ss<MAXM> &ss,
-                                               float *red, long long b, long long mb, long long n0)
+                                               float *red, long long b, long long mb, long long n0, long long cb,
+                                               long long ncb)
 {
     constexpr int RC = COLS + 1; // row stride in red
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -262,9 +270,11 @@ __device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[M
             float *ws = p.ws + ((b * KILN_SPLITK + blockIdx.y) * M + gm) * N + gn;
             ws[0] = v0;
             if (gn + 1 < N) ws[1] = v1;
-            if (KILN_GEMV_NORM && c == 0) *kgv_ws_ss(p, b, blockIdx.y, gm) = sq;
+            if (KILN_GEMV_NORM && c == 0) *kgv_ws_ss(p, b, blockIdx.y, gm, cb, ncb) = sq;
         }
     }
+    (void)cb;
+    (void)ncb;
     __syncthreads(); // red is reused by the next row block
 }
 
@@ -279,7 +289,9 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     const int tid = threadIdx.x;
     const long long b = blockIdx.z;
     const long long M = p.M, N = p.N, K = p.K;
-    const long long n0 = (long long)blockIdx.x * COLS;
+    const long long ncb = (N + COLS - 1) / COLS; // column blocks; CTA x takes x, x + gridDim.x, ...
+    long long cb = blockIdx.x;
+    long long n0 = cb * COLS;
     const T *A = reinterpret_cast<const T *>(p.a) + b * p.sa;
     const T *W = reinterpret_cast<const T *>(p.w) + b * p.sw;
 
@@ -288,9 +300,9 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     const long long k0 = kper * blockIdx.y < K ? kper * blockIdx.y : K;
     const long long k1 = k0 + kper < K ? k0 + kper : K;
 
-    const bool vec = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
-                     (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
-    const long long kv = vec ? k0 + (k1 - k0) / VEC * VEC : k0; // end of the vectorized part
+    const bool vec_ok = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC);
+    bool vec = vec_ok && (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+    long long kv = vec ? k0 + (k1 - k0) / VEC * VEC : k0; // end of the vectorized part
 
     // Row pointers of this CTA's weight rows ([N, K]); columns past N re-read row N-1 (ignored).
     const T *wr[COLS];
@@ -317,6 +329,14 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     }
     kiln_pdl_wait();
 
+    for (; cb < ncb; cb += gridDim.x) {
+    if (cb != blockIdx.x) { // the next column block of this CTA
+        n0 = cb * COLS;
+        vec = vec_ok && (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+        kv = vec ? k0 + (k1 - k0) / VEC * VEC : k0;
+#pragma unroll
+        for (int c = 0; c < COLS; c++) wr[c] = W + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
+    }
     for (long long mb = 0; mb < M; mb += MAXM) {
         float acc[MAXM][COLS];
 #pragma unroll
@@ -440,40 +460,41 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                 }
             }
         }
-        kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0);
+        kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);
     }
-    kiln_pdl_launch();
+    if (cb + gridDim.x >= ncb) kiln_pdl_launch(); // this CTA's weights are read
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
         __threadfence(); // this CTA's workspace writes are visible device-wide ...
         __syncthreads(); // ... before thread 0 announces them
         if (tid == 0) {
-            const int prev = atomicAdd(&p.sem[b * gridDim.x + blockIdx.x], 1);
+            const int prev = atomicAdd(&p.sem[b * ncb + cb], 1);
             last_flag = (prev == KILN_SPLITK - 1);
         }
         __syncthreads();
-        if (!last_flag) return;
+        if (!last_flag) continue; // uniform over the CTA
         __threadfence();
         for (long long i = tid; i < M * (COLS / 2); i += KGV_THREADS) {
             const long long m = i / (COLS / 2), gn = n0 + (i % (COLS / 2)) * 2;
             if (gn >= N) continue;
             const bool has1 = gn + 1 < N;
             float v0 = 0.f, v1 = 0.f, sq = 0.f;
-#pragma unroll 4
+#pragma unroll 2
             for (int s = 0; s < KILN_SPLITK; s++) {
                 const float *ws = p.ws + ((b * KILN_SPLITK + s) * M + m) * N + gn;
                 v0 += __ldcg(ws);
                 if (has1) v1 += __ldcg(ws + 1);
-                if (KILN_GEMV_NORM) sq += __ldcg(kgv_ws_ss(p, b, s, m));
+                if (KILN_GEMV_NORM) sq += __ldcg(kgv_ws_ss(p, b, s, m, cb, ncb));
             }
             const float rs = kgv_rs(sq, K);
             kiln_epilogue2(p, b, m, gn, v0 * rs, v1 * rs, has1);
         }
-        if (tid == 0) p.sem[b * gridDim.x + blockIdx.x] = 0; // ready for the next launch
+        if (tid == 0) p.sem[b * ncb + cb] = 0; // ready for the next launch
+    }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(KGV_THREADS) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
+extern "C" __global__ void __launch_bounds__(KGV_THREADS, KILN_GEMV_MINB) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
 
 #endif // KILN_GEMV_CUH

@@ -289,7 +289,7 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
     size_t nws = 0, nsem = 0;
     if (cf->kind == MM_KIND_GEMV && cf->splitk > 1) {
         nws = (size_t)(B * cf->splitk * M * N) * (cf->norm ? 2 : 1); /* + the sums of squares */
-        nsem = (size_t)B * grid[0];
+        nsem = (size_t)(B * ((N + cf->cols - 1) / cf->cols)); /* one per column block */
         if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
             !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
             goto done;
@@ -696,6 +696,8 @@ static void sweep(const compiled *cs, int nc)
 #define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 0}
 #define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 0}
 #define GEMV_NORM(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 1}
+/* a grid of at most `grid` CTAs along N, each walking several column blocks */
+#define GEMV_GRID(dt, nk, epi, cols, sk, maxm, norm, grid) {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, 0, 0, 0, cols, sk, maxm, norm}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
@@ -730,6 +732,9 @@ static const mm_cfg test_cfgs[] = {
     /* 25 */ GEMV_NORM(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 4, 16),
     /* 26 */ GEMV_NORM(MM_BF16, 0, MM_EPI_STORE, 8, 3, 4),
     /* 27 */ GEMV_NORM(MM_F32, 1, MM_EPI_BIAS_RES, 4, 2, 1),
+    /* 28 */ GEMV_GRID(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 3, 4, 0, 5),
+    /* 29 */ GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 7),
+    /* 30 */ GEMV_GRID(MM_BF16, 0, MM_EPI_STORE, 8, 1, 4, 1, 3),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -754,6 +759,10 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1), GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1),
     GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 4, 1), GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1),
     GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 16, 2, 1),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 0, 132),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 4, 1, 0, 66), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 0, 264),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 396), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 528),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 2),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 256, 6, 1, 128, 2), GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
