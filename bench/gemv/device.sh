@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 prof() { # NAME SAMPLE B extra...
     local name=$1 f=$2 b=$3; shift 3
     echo "==== $name: $f B=$b $* $(el)" >> "$out/profiles.txt"
-    timeout ${PROF_TIMEOUT:-30} $K run "samples/$f.kiln" --dims B=$b,S=1,T=1024 --random --pos=1000 --profile \
+    timeout ${PROF_TIMEOUT:-14} $K run "samples/$f.kiln" --dims B=$b,S=1,T=1024 --random --pos=1000 --profile \
         --profile-runs=${PROF_RUNS:-40} "$@" >> "$out/profiles.txt" 2>&1
     echo "rc=$?" >> "$out/profiles.txt"
 }
@@ -30,11 +30,11 @@ prof 8b-b1-nofold llama3_8b_layer 1 --disable=norm-gain,norm-gemv
 prof 8b-b32 llama3_8b_layer 32
 prof 1b-b32 llama3_1b_layer 32
 echo "profiles done $(el)" >> "$out/summary.txt"
-KILN_BENCH=2 KILN_BENCH_CSV="$out/sweep.csv" timeout ${SWEEP_TIMEOUT:-60} build/tests/gpu/test_gpu_matmul > "$out/sweep.log" 2>&1
+KILN_BENCH=2 KILN_BENCH_CSV="$out/sweep.csv" timeout ${SWEEP_TIMEOUT:-40} build/tests/gpu/test_gpu_matmul > "$out/sweep.log" 2>&1
 echo "test_gpu_matmul + sweep rc=$? $(el)" >> "$out/summary.txt"
-timeout ${DECODE_TIMEOUT:-30} build/tests/gpu/test_decode_gpu > "$out/tests.log" 2>&1
+timeout ${DECODE_TIMEOUT:-15} build/tests/gpu/test_decode_gpu > "$out/tests.log" 2>&1
 echo "test_decode_gpu rc=$? $(el)" >> "$out/summary.txt"
-timeout ${API_TIMEOUT:-40} build/tests/api/test_api_gpu >> "$out/tests.log" 2>&1
+timeout ${API_TIMEOUT:-20} build/tests/api/test_api_gpu >> "$out/tests.log" 2>&1
 echo "test_api_gpu rc=$? $(el)" >> "$out/summary.txt"
 grep -E "^(FAIL|ok .*norm|ok .*grid)" "$out/sweep.log" | head -80 >> "$out/summary.txt"
 grep -E "passed|failed" "$out/sweep.log" | tail -2 >> "$out/summary.txt"

@@ -930,6 +930,7 @@ int main(void)
     }
     cublas_selfcheck(blas);
 
+    if (do_sweep) sweep(comp + NTEST + NBENCH, NSWEEP); /* first: the cases after it may be cut by a timeout */
     static mm_case cases[NTEST * 64];
     int ncase = build_cases(cases);
     for (int i = 0; i < ncase && !g_broken; i++) {
@@ -943,7 +944,6 @@ int main(void)
     }
     if (g_broken) printf("FAIL stopping: a kernel broke the CUDA context (illegal address or similar)\n");
 
-    if (do_sweep && !g_broken) sweep(comp + NTEST + NBENCH, NSWEEP);
     if (bench && !do_sweep && !g_broken) {
         bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 4096, 4096);
         bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 14336, 4096);
