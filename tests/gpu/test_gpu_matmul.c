@@ -765,7 +765,7 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 396), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 528),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 2),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4),
-    WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 256, 6, 1, 128, 2), GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 4, 32),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
