@@ -4,7 +4,7 @@
  *
  * Llama-3-8B layer: D = 4096, H = 32, KV = 8, HD = 128, F = 14336, bf16 (2
  * bytes). One K or V cache row of one sequence: KV * HD * 2 = 2048 bytes.
- * Kernels after the pipeline: k0 rmsnorm, k1 QKV linear (packed weight
+ * Kernels after the pipeline: k0 rmsnorm (its gain folded into the next weights), k1 QKV linear (packed weight
  * [6144, 4096]), k2 rope + cache writes + attention, k3 O linear + residual,
  * k4 rmsnorm, k5 gate/up linear (packed [28672, 4096]) + SwiGLU, k6 down
  * linear + residual. */
@@ -77,8 +77,8 @@ static void llama8b_decode(const ir_graph *g)
     int32_t pos[1] = {1023};
     const int32_t *i32[16] = {NULL, pos}; /* params: x, pos, ... */
     const want w[] = {
-        /* rmsnorm: x 4096*2 + ln1 4096*2 read; h 4096*2 written */
-        {"row", 8192 + 8192, 8192, 8192, 0, 0},
+        /* rmsnorm: x 4096*2 read (its gain ln1 is folded into the QKV weight: norm-gain); h 4096*2 written */
+        {"row", 8192, 8192, 0, 0, 0},
         /* QKV: h 8192 + packed weight 6144*4096*2 = 50331648; out 6144*2; 2*6144*4096 */
         {"matmul", 8192 + 50331648, 12288, 50331648, 0, 50331648},
         /* q, k, v slices of the QKV buffer 12288 (once) + pos 4; each cache: 1024 attended rows of
@@ -87,7 +87,7 @@ static void llama8b_decode(const ir_graph *g)
         {"attention", 12288 + 4 + 2 * 2095104, 2 * 2048 + 8192, 0, 2 * 2095104 + 2 * 2048, 16777216},
         /* O: a 8192 + wo 4096*4096*2 = 33554432 + residual x 8192; x1 8192; 2*4096*4096 */
         {"matmul", 8192 + 33554432 + 8192, 8192, 33554432, 0, 33554432},
-        {"row", 8192 + 8192, 8192, 8192, 0, 0},
+        {"row", 8192, 8192, 0, 0, 0},
         /* gate/up: h2 8192 + 28672*4096*2 = 234881024; silu(g)*u 14336*2 = 28672; 2*28672*4096 */
         {"matmul", 8192 + 234881024, 28672, 234881024, 0, 234881024},
         /* down: 28672 + wd 4096*14336*2 = 117440512 + residual x1 8192; y 8192; 2*4096*14336 */
@@ -109,8 +109,8 @@ static void llama8b_decode(const ir_graph *g)
     CHECK(!lf.flops_bound);
     CHECK_NEAR(lf.t * 1e9, 110104.576, 1e-6, 0);
     /* every kernel is bytes-bound; the sum of bytes over the 7 kernels is
-     * 24576 + 50352128 + 4214788 + 33579008 + 24576 + 234918912 + 117485568 = 440599556 */
-    CHECK(sum_floors_ns(g, dims, i32, 4e12, 800e12) == 110150); /* 440599556 / 4e12 s, rounded */
+     * 16384 + 50352128 + 4214788 + 33579008 + 16384 + 234918912 + 117485568 = 440583172 */
+    CHECK(sum_floors_ns(g, dims, i32, 4e12, 800e12) == 110146); /* 440583172 / 4e12 s, rounded */
 
     /* without positions: the whole cache is attended (o = T - S = 1023), the same here */
     ir_cost c2;
@@ -142,7 +142,7 @@ static void llama8b_prefill(const ir_graph *g)
     const int32_t *i32[16] = {NULL, pos};
     const int64_t act = 2048LL * 4096 * 2; /* one [1, 2048, 4096] bf16 activation: 16777216 */
     const want w[] = {
-        {"row", act + 8192, act, 8192, 0, 0},
+        {"row", act, act, 0, 0, 0}, /* the gain folded into the QKV weight (norm-gain) */
         /* QKV out 2048*6144*2 = 25165824; 2*2048*6144*4096 */
         {"matmul", act + 50331648, 25165824, 50331648, 0, 103079215104LL},
         /* the QKV buffer 25165824 + pos 4; every attended row is one the fused cache write supplies:
@@ -150,7 +150,7 @@ static void llama8b_prefill(const ir_graph *g)
          * 2048*2049/2 = 2098176 (query, key) pairs * 32 heads * 2 * 256 */
         {"attention", 25165824 + 4, 2 * 4194304 + act, 0, 2 * 4194304, 34376515584LL},
         {"matmul", act + 33554432 + act, act, 33554432, 0, 68719476736LL},
-        {"row", act + 8192, act, 8192, 0, 0},
+        {"row", act, act, 0, 0, 0},
         /* gate/up out 2048*14336*2 = 58720256; 2*2048*28672*4096 */
         {"matmul", act + 234881024, 58720256, 234881024, 0, 481036337152LL},
         {"matmul", 58720256 + 117440512 + act, act, 117440512, 0, 240518168576LL},
@@ -166,10 +166,10 @@ static void llama8b_prefill(const ir_graph *g)
     ir_floor lf = ir_floor_of(l.read, l.flops, 4e12, 800e12);
     CHECK(lf.flops_bound);
     CHECK_NEAR(lf.t * 1e6, 927729713152.0 / 800e12 * 1e6, 1e-9, 0);
-    /* per kernel at 4 TB/s and 800 TFLOP/s: rmsnorms bytes-bound (33562624 B: 8390.656 ns each),
+    /* per kernel at 4 TB/s and 800 TFLOP/s: rmsnorms bytes-bound (33554432 B: 8388.608 ns each),
      * attention flops-bound (42970.64448 ns), the matmuls flops-bound: 128849.01888, 85899.34592,
      * 601295.42144, 300647.71072 ns */
-    int64_t want_ns = (int64_t)(8390.656 * 2 + 42970.64448 + 128849.01888 + 85899.34592 + 601295.42144 +
+    int64_t want_ns = (int64_t)(8388.608 * 2 + 42970.64448 + 128849.01888 + 85899.34592 + 601295.42144 +
                                 300647.71072 + 0.5);
     CHECK(sum_floors_ns(g, dims, i32, 4e12, 800e12) == want_ns);
 }
@@ -182,13 +182,13 @@ static void llama1b_decode(const ir_graph *g)
     int32_t pos[1] = {1023};
     const int32_t *i32[16] = {NULL, pos};
     const want w[] = {
-        {"row", 4096 + 4096, 4096, 4096, 0, 0},
+        {"row", 4096, 4096, 0, 0, 0}, /* the gain folded into the QKV weight (norm-gain) */
         /* QKV: packed (2048 + 512 + 512) * 2048 * 2 = 12582912; out 3072 * 2 */
         {"matmul", 4096 + 12582912, 6144, 12582912, 0, 12582912},
         /* 1023 cached rows of each cache read (1047552), one written (1024); 2 * 1024 keys * 32 * 128 */
         {"attention", 6144 + 4 + 2 * 1047552, 2 * 1024 + 4096, 0, 2 * 1047552 + 2 * 1024, 8388608},
         {"matmul", 4096 + 8388608 + 4096, 4096, 8388608, 0, 8388608},
-        {"row", 4096 + 4096, 4096, 4096, 0, 0},
+        {"row", 4096, 4096, 0, 0, 0},
         /* gate/up 16384 * 2048 * 2 = 67108864; silu(g)*u 8192 * 2 */
         {"matmul", 4096 + 67108864, 16384, 67108864, 0, 67108864},
         {"matmul", 16384 + 33554432 + 4096, 4096, 33554432, 0, 33554432},
@@ -207,15 +207,15 @@ static void gpt2(const ir_graph *g)
     int64_t dims[2] = {1, 128};
     const int64_t act = 128LL * 768 * 4; /* 393216 */
     const want w[] = {
-        /* layernorm: x + w + b (768*4 each) */
-        {"row", act + 2 * 3072, act, 2 * 3072, 0, 0},
+        /* layernorm: x (its w and b are folded into the QKV weight and bias: norm-gain) */
+        {"row", act, act, 0, 0, 0},
         /* qkv: h + w_qkv (transposed at bind time) 768*2304*4 = 7077888 + b 2304*4; out 128*2304*4 */
         {"matmul", act + 7077888 + 9216, 1179648, 7077888 + 9216, 0, 2LL * 128 * 2304 * 768},
         /* attention: the three slices = the whole QKV buffer; causal 128*129/2 = 8256 pairs * 12
          * heads * 2 * (64 + 64) */
         {"attention", 1179648, act, 0, 0, 8256LL * 12 * 256},
         {"matmul", act + 768 * 768 * 4 + 3072 + act, act, 768 * 768 * 4 + 3072, 0, 2LL * 128 * 768 * 768},
-        {"row", act + 2 * 3072, act, 2 * 3072, 0, 0},
+        {"row", act, act, 0, 0, 0},
         /* fc + gelu: out 128*3072*4 = 1572864 */
         {"matmul", act + 768 * 3072 * 4 + 3072 * 4, 1572864, 768 * 3072 * 4 + 3072 * 4, 0, 2LL * 128 * 3072 * 768},
         {"matmul", 1572864 + 3072 * 768 * 4 + 3072 + act, act, 3072 * 768 * 4 + 3072, 0, 2LL * 128 * 768 * 3072},
