@@ -725,9 +725,10 @@ static const char *compute_along_axis(cg_gen *gen, const ir_node *n, const cg_id
         cg_close(gen);
         return cg_printf(gen, "(expf(%s - %s) / %s)", here, m, s);
     }
-    cg_idx wi = cg_idx_flat(&n->inputs[1]->type, NULL);
+    /* the gain (none: folded into the weights that read the norm) */
+    cg_idx wi = cg_idx_flat(n->ninputs > 1 ? &n->inputs[1]->type : &n->type, NULL);
     wi.c[0] = cg_idx_coord(gen, x, axis);
-    const char *w = cg_value(gen, n->inputs[1], &wi);
+    const char *w = n->ninputs > 1 ? cg_value(gen, n->inputs[1], &wi) : "1.0f";
     const char *eps = cg_float_lit(gen, n->attrs.eps);
     if (n->op == IR_OP_RMSNORM) {
         const char *ss = new_var(gen, "ss");

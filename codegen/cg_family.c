@@ -246,8 +246,13 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     cg_begin_fn(gen, &body);
     cg_line(gen, "(void)x;");
     if (A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM) {
-        cg_idx wi = cg_idx_flat(&A->inputs[1]->type, "i");
-        const char *av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
+        cg_idx wi = cg_idx_flat(&A->type, "i");
+        /* no gain: folded into the weights that read the norm (fold_norm_gain.c) */
+        const char *av = "v";
+        if (A->ninputs > 1) {
+            wi = cg_idx_flat(&A->inputs[1]->type, "i");
+            av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
+        }
         if (A->ninputs > 2) av = cg_printf(gen, "%s + %s", av, cg_value(gen, A->inputs[2], &wi));
         cg_line(gen, "const float y = %s;", av);
         cg_set_subst(gen, A, "y");
@@ -322,13 +327,30 @@ static bool batch_stride(const ir_type *ot, int nb, const ir_type *xt, const cg_
 
 /* Which template and tiles. GEMV when M (rows of the product) is known to be
  * at most 16 — decode — else the tensor-core template with 128x128x32 tiles
- * (64 wide when N <= 64), 2x2 warps, 3 stages. GEMV: 8 columns per CTA, and K
- * split until there are about two CTAs per SM (each slice >= 512 of K). */
+ * (64 wide when N <= 64), 2x2 warps, 3 stages. GEMV: gemv_choose. */
 typedef struct mm_heur {
     bool gemv;
     int bm, bn, bk, wm, wn, stages;
     int cols, splitk;
+    int64_t ctas; /* GEMV: CTAs along N at most (0: one per column block) */
 } mm_heur;
+
+/* The GEMV's split (gemv.cuh), for n columns, k and b batches: 8 columns per
+ * CTA; two CTAs of 256 threads are resident per SM up to 2 rows (gemv.cuh's
+ * KILN_GEMV_MINB), one above, so `slots` = 2 (1) * SMs CTAs run at once. K is split (by powers of two, each slice
+ * >= 512 of K) while the column blocks times the split still fit in the
+ * slots; the grid is capped at the slots, each CTA walking several column
+ * blocks when there are more: one wave, no partial second one, and every CTA
+ * resident from the start so each issues its first weight loads under the
+ * previous kernel's tail (programmatic dependent launch). */
+static void gemv_choose(mm_heur *h, int64_t m, int64_t n, int64_t k, int64_t b, int sm_count)
+{
+    const int64_t slots = (m <= 2 ? 2 : 1) * (int64_t)sm_count, cbs = (n + h->cols - 1) / h->cols * b;
+    h->splitk = 1;
+    while (cbs * h->splitk * 2 <= slots && k / (h->splitk * 2) >= 512 && h->splitk < 16) h->splitk *= 2;
+    h->ctas = cbs > 0 && b > 0 ? slots / (h->splitk * b) : 0;
+    if (h->ctas < 1 && cbs > 0) h->ctas = 1;
+}
 
 /* The Hopper template's configuration (matmul_wgmma.cuh constants): tile,
  * ring depth, ping-pong consumers, the epilogue through shared memory and TMA
@@ -459,14 +481,14 @@ static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, co
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
                            const int64_t *dims, int sm_count)
 {
-    mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1};
+    mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1, 0};
     int64_t m, n, k, b;
     if (ir_dim_value(M, dims, &m) && m <= CG_GEMV_MAX_ROWS) h.gemv = true;
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
-        if (!ir_dim_value(batch, dims, &b)) b = 1;
-        int64_t ctas = (n + h.cols - 1) / h.cols * b;
-        while (ctas * h.splitk < 2 * sm_count && k / (h.splitk * 2) >= 512 && h.splitk < 16) h.splitk *= 2;
+        const bool hb = ir_dim_value(batch, dims, &b);
+        gemv_choose(&h, m, n, k, hb ? b : 1, sm_count);
+        if (!hb) h.ctas = 0; /* the grid's other axis is not known: no cap */
     }
     return h;
 }
@@ -753,7 +775,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor, *a = A->inputs[0], *w = A->inputs[1];
     const ir_node *bias = A->op == IR_OP_LINEAR && A->ninputs > 2 ? A->inputs[2] : NULL;
-    /* a folded RMSNorm (cg_norm_folded): read its input x (same shape) and its gain */
+    /* a folded RMSNorm (cg_norm_folded, no gain: it is in the weight): read its input x (same shape) */
     const ir_node *norm = A->op == IR_OP_LINEAR && cg_norm_folded(gen, a) ? a : NULL;
     if (norm) a = norm->inputs[0];
     const ir_type *ot = &A->type;
@@ -937,10 +959,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
     if (norm && !h.gemv) return cg_fail(gen, "a folded norm needs the GEMV template");
-    if (norm) cg_ptr_named(gen, "gn", norm->inputs[1], false);
     if (h.gemv) {
         bool *ovf = &gen->dim_overflow;
-        ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf), ir_dim_const(4 * h.splitk), ovf);
+        /* partial products; with a folded norm as much again for the slices' sums of squares (gemv.cuh) */
+        ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf),
+                                  ir_dim_const(4 * h.splitk * (norm ? 2 : 1)), ovf);
         ir_dim semb = ir_dim_times(ir_dim_times(N, batch, ovf), ir_dim_const(4), ovf);
         if (h.splitk > 1) {
             cg_workspace(gen, "ws", "float *", wsb, false);
@@ -1028,16 +1051,22 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);
     } else if (h.gemv) {
         gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d", h.cols, h.splitk);
+        if (hn && h.ctas > 0 && (nv + h.cols - 1) / h.cols > h.ctas)
+            gen->kern->config = cg_printf(gen, "%s, %lld CTAs along N", gen->kern->config, (long long)h.ctas);
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
-        if (hm && mv > 8) define(plan, "KILN_GEMV_MAXM", "16");
+        /* rows held in registers: the smallest power of two >= M (gemv.cuh: fewer registers,
+         * two CTAs per SM up to 2 rows); M not known: 8 */
+        int maxm = 1;
+        while (hm && maxm < mv && maxm < 16) maxm *= 2;
+        define(plan, "KILN_GEMV_MAXM", "%d", hm ? maxm : 8);
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
             define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));
-            gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d, rmsnorm of its input", h.cols, h.splitk);
+            gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
         }
         L->block = 256;
-        L->grid[0] = grid_dim(N, h.cols, 0);
+        L->grid[0] = grid_dim(N, h.cols, h.ctas);
         L->grid[1] = grid_dim(ir_dim_const(h.splitk), 1, 0);
         L->grid[2] = grid_dim(batch, 1, 0);
     } else {

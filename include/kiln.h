@@ -172,7 +172,7 @@ typedef struct kiln_model_options {
                                   * compile, or at the first run of a shape variant); NULL: none */
     void *progress_user;         /* its first argument */
     const char *const *enabled;  /* rules that are off by default to turn on (`kiln passes`
-                                  * marks them; e.g. "norm-gemv") */
+                                  * marks them; none today: a rule on by default is accepted) */
     int nenabled;
     int no_pdl;                  /* 1: no programmatic dependent launch: each kernel starts
                                   * when the one before it has finished (on sm_90+ a kernel

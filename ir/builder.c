@@ -646,14 +646,14 @@ ir_node *ir_rmsnorm(ir_graph *g, ir_node *x, ir_node *w, double eps, src_loc loc
 {
     ir_attrs a = {.eps = eps};
     ir_node *in[2] = {x, w};
-    return make(g, IR_OP_RMSNORM, 2, in, &a, NULL, loc);
+    return make(g, IR_OP_RMSNORM, w ? 2 : 1, in, &a, NULL, loc);
 }
 
 ir_node *ir_layernorm(ir_graph *g, ir_node *x, ir_node *w, ir_node *b, double eps, src_loc loc)
 {
     ir_attrs a = {.eps = eps};
     ir_node *in[3] = {x, w, b};
-    return make(g, IR_OP_LAYERNORM, b ? 3 : 2, in, &a, NULL, loc);
+    return make(g, IR_OP_LAYERNORM, b ? 3 : w ? 2 : 1, in, &a, NULL, loc);
 }
 
 ir_node *ir_matmul(ir_graph *g, ir_node *a, ir_node *b, src_loc loc)

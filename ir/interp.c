@@ -539,7 +539,7 @@ static int run_norm(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
 {
     if (x->rank < 1 || !ir_tensor_same_shape(x, out)) return shape_mismatch(c, n, "the input", x);
     int64_t d = x->shape[x->rank - 1];
-    if (w->rank != 1 || w->shape[0] != d) return shape_mismatch(c, n, "the weight", w);
+    if (w && (w->rank != 1 || w->shape[0] != d)) return shape_mismatch(c, n, "the weight", w);
     if (b && (b->rank != 1 || b->shape[0] != d)) return shape_mismatch(c, n, "the bias", b);
     int64_t rows = d ? ir_tensor_numel(x) / d : 0;
     double eps = n->attrs.eps;
@@ -552,7 +552,7 @@ static int run_norm(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
                 ss += v * v;
             }
             double inv = 1.0 / sqrt(ss / (double)d + eps);
-            for (int64_t j = 0; j < d; j++) put(out, base + j, get(x, base + j) * inv * get(w, j));
+            for (int64_t j = 0; j < d; j++) put(out, base + j, get(x, base + j) * inv * (w ? get(w, j) : 1.0));
         } else {
             double mean = 0, var = 0;
             for (int64_t j = 0; j < d; j++) mean += get(x, base + j);
@@ -564,7 +564,7 @@ static int run_norm(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
             var /= (double)d;
             double inv = 1.0 / sqrt(var + eps);
             for (int64_t j = 0; j < d; j++) {
-                double v = (get(x, base + j) - mean) * inv * get(w, j);
+                double v = (get(x, base + j) - mean) * inv * (w ? get(w, j) : 1.0);
                 if (b) v += get(b, j);
                 put(out, base + j, v);
             }
@@ -1041,8 +1041,8 @@ static int eval_node(interp *c, const ir_node *n, const ir_tensor *const *in, ir
     case IR_OP_MEAN:
     case IR_OP_REDUCE_MAX: return run_reduce(c, n, in[0], out);
     case IR_OP_SOFTMAX: return run_softmax(c, n, in[0], out);
-    case IR_OP_RMSNORM: return run_norm(c, n, in[0], in[1], NULL, out);
-    case IR_OP_LAYERNORM: return run_norm(c, n, in[0], in[1], ni > 2 ? in[2] : NULL, out);
+    case IR_OP_RMSNORM: return run_norm(c, n, in[0], ni > 1 ? in[1] : NULL, NULL, out);
+    case IR_OP_LAYERNORM: return run_norm(c, n, in[0], ni > 1 ? in[1] : NULL, ni > 2 ? in[2] : NULL, out);
     case IR_OP_MATMUL: return run_matmul(c, n, in[0], in[1], out);
     case IR_OP_LINEAR: return run_linear(c, n, in[0], in[1], ni > 2 ? in[2] : NULL, out);
     case IR_OP_RESHAPE: return run_reshape(c, n, in[0], out);

@@ -25,10 +25,11 @@
  *   SUM MEAN REDUCE_MAX reduce over the axes in attrs.axes (bit i = axis i);
  *                       attrs.keepdim keeps them as size 1.
  *   SOFTMAX             along attrs.axis: exp(x - max) / sum(exp(x - max)).
- *   RMSNORM(x, w)       over the last axis: x / sqrt(mean(x^2) + eps) * w,
- *                       w: [D].
- *   LAYERNORM(x, w[, b]) over the last axis: (x - mean) / sqrt(var + eps) * w + b,
- *                       var the biased variance.
+ *   RMSNORM(x[, w])     over the last axis: x / sqrt(mean(x^2) + eps) * w,
+ *                       w: [D]; without w (a gain folded into the weights
+ *                       that read it, passes/fold_norm_gain.c) w = 1.
+ *   LAYERNORM(x[, w[, b]]) over the last axis: (x - mean) / sqrt(var + eps) * w
+ *                       + b, var the biased variance; no w: 1, no b: 0.
  *   MATMUL(a, b)        a [..., M, K] @ b [..., K, N] -> [..., M, N]; both rank
  *                       >= 2; batch axes broadcast.
  *   LINEAR(x, w[, b])   x [..., K], w [N, K] (PyTorch nn.Linear layout), b [N]
@@ -360,6 +361,7 @@ ir_node *ir_cast(ir_graph *g, ir_node *x, ir_dtype to, src_loc loc);
 /* axes: bit mask over x's axes (already non-negative). */
 ir_node *ir_reduce(ir_graph *g, ir_op op, ir_node *x, uint32_t axes, bool keepdim, src_loc loc);
 ir_node *ir_softmax(ir_graph *g, ir_node *x, int axis, src_loc loc);
+/* w may be NULL (no gain); a layernorm's b needs its w */
 ir_node *ir_rmsnorm(ir_graph *g, ir_node *x, ir_node *w, double eps, src_loc loc);
 ir_node *ir_layernorm(ir_graph *g, ir_node *x, ir_node *w, ir_node *b, double eps, src_loc loc);
 ir_node *ir_matmul(ir_graph *g, ir_node *a, ir_node *b, src_loc loc);

@@ -2,20 +2,25 @@
  *
  * At decode a row of the residual stream is a few KB, and the RMSNorm of it
  * is a kernel of its own that moves almost nothing: its launch and the
- * boundary cost more than its bytes. A GEMV (a linear with at most 16 rows,
- * codegen's CG_GEMV_MAX_ROWS) reads its whole input row anyway, so each of
- * its CTAs can recompute the row's sum of squares from the norm's input x,
- * and apply 1/rms and the gain to each element as it loads it (the gain is
- * a vector of K elements, read next to x from L2). Then the norm's kernel is
- * not launched and its result is never written or read back.
+ * boundary cost more than its bytes. Once fold-norm-gain has moved the gain
+ * into the weights, linear(rmsnorm(x), W') = (x @ W'^T) * rs with rs =
+ * 1/sqrt(mean(x^2) + eps) per row: a GEMV (a linear with at most 16 rows,
+ * codegen's CG_GEMV_MAX_ROWS) reads x instead of the norm's result, adds
+ * x[k]^2 to a sum of squares next to each product in its main loop (x is
+ * read anyway, so its weight loads start first and nothing runs before
+ * them), and scales the reduced dot products by rs before its epilogue
+ * (split-K: the slices' sums of squares are added with the slices). The
+ * norm's kernel is not launched and its result is never written or read
+ * back.
  *
  * The decision depends on the row count, which a variant fixes: this pass
  * marks the norm's kernel (ir_group.fold_into_gemv); codegen, for a variant
  * whose linears are GEMVs, skips that kernel (an empty launch) and has each
- * GEMV read x and the gain instead of the norm's result. Other variants
- * (tensor-core matmuls) keep the row kernel.
+ * GEMV read x instead of the norm's result. Other variants (tensor-core
+ * matmuls) keep the row kernel.
  *
  * Algorithm: after plan-kernels, for every RMSNORM anchoring a row kernel:
+ *  - it has no gain (fold-norm-gain took it into the weights),
  *  - the kernel holds the norm alone (no residual add or prologue fused in:
  *    those must still run),
  *  - its result is no model output and every consumer is a linear that
@@ -45,6 +50,7 @@ static const char *why_not(arena *a, const ir_graph *g, const pass_users *u, con
         }
     }
     if (member) return member;
+    if (n->ninputs > 1) return "its gain is not folded into the weights (rule norm-gain refused or disabled)";
     if (u->is_output[n->id]) return "its result is a model output";
     if (blocker) return blocker;
     const ir_node *x = n->inputs[0];
@@ -76,20 +82,14 @@ ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx)
         if (why) {
             pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what), "not folded: %s", why);
         } else if (!pass_rule_enabled(ctx, RULE)) {
-            if (pass_enabled(ctx, pass_rule_name(RULE)))
-                pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what),
-                            "not folded: rule %s is off unless --enable=%s names it (its GEMV prologue, each CTA "
-                            "reading the row before its weights, costs more than the norm's kernel today)",
-                            pass_rule_name(RULE), pass_rule_name(RULE));
-            else
-                pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what), "not folded: rule %s is disabled (--disable)",
-                            pass_rule_name(RULE));
+            pass_decide(ctx, g, RULE, false, bytes, nodes, nn, NZ(what), "not folded: rule %s is disabled (--disable)",
+                        pass_rule_name(RULE));
         } else {
             g->groups[n->group].fold_into_gemv = true;
             pass_decide(ctx, g, RULE, true, bytes, nodes, nn, NZ(what),
-                        "in a variant of at most 16 rows (decode) each CTA of the GEMV recomputes the row's sum of "
-                        "squares from the norm's input and applies 1/rms and the gain as it loads; the row kernel "
-                        "k%d is not launched (one kernel fewer per call; other variants keep it)",
+                        "in a variant of at most 16 rows (decode) the GEMV reads the norm's input, adds up its squares "
+                        "next to the dot products and scales them by 1/rms; the row kernel k%d is not launched "
+                        "(one kernel fewer per call; other variants keep it)",
                         n->group);
         }
     }

@@ -204,6 +204,7 @@ ir_graph *pass_canonicalize(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_raise(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_dce(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_cse(ir_graph *g, pass_ctx *ctx);
+ir_graph *pass_fold_norm_gain(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_merge_linears(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_epilogue(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx);

@@ -142,6 +142,12 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
         return RT_OK;
     }
     bool movement = n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_CONCAT || n->op == IR_OP_SLICE;
+    /* a matrix times a vector along its rows (a norm's gain folded into a weight,
+     * passes/fold_norm_gain.c): each product rounded once, as the interpreter does */
+    const bool rowscale = n->op == IR_OP_MUL && n->type.rank == 2 && n->type.dtype != IR_I32 &&
+                          ir_type_same_shape(&n->inputs[0]->type, &n->type) && n->inputs[1]->type.rank == 1 &&
+                          ir_dim_eq(&n->inputs[1]->type.dims[0], &n->type.dims[1]);
+    movement |= rowscale;
     for (int i = 0; movement && i < n->ninputs; i++)
         if (n->inputs[i]->type.dtype != n->type.dtype) movement = false;
     if (!movement || c->force_interp) return interp_node(c, n, out);
@@ -170,7 +176,24 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
         status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
         goto done;
     }
-    if (n->op == IR_OP_PERMUTE) {
+    if (rowscale) {
+        const int64_t cols = out->shape[1], rows = cols ? out->numel / cols : 0;
+        float *row = malloc((size_t)cols * sizeof *row + 1), *gv = malloc((size_t)cols * sizeof *gv + 1);
+        if (!row || !gv) {
+            free(row);
+            free(gv);
+            status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
+            goto done;
+        }
+        rt_to_f32(n->type.dtype, in[1].p, gv, cols);
+        for (int64_t r = 0; r < rows; r++) {
+            rt_to_f32(n->type.dtype, in[0].p + (size_t)(r * cols) * es, row, cols);
+            for (int64_t j = 0; j < cols; j++) row[j] *= gv[j];
+            rt_from_f32(n->type.dtype, row, out->p + (size_t)(r * cols) * es, cols);
+        }
+        free(row);
+        free(gv);
+    } else if (n->op == IR_OP_PERMUTE) {
         int r = out->rank;
         int64_t istride[IR_MAX_RANK], ostride_in[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
         int64_t s = 1;

@@ -134,7 +134,7 @@ static const opt_def options[] = {
     {"disable", O_DISABLE, required_argument, "NAME[,NAME]", "a name", C_COMPILE | C_RUN,
      "turn off a pass or a fusion rule (see `kiln passes`)"},
     {"enable", O_ENABLE, required_argument, "NAME[,NAME]", "a name", C_COMPILE | C_RUN,
-     "turn on a rule that is off by default (norm-gemv; `kiln passes` marks them)"},
+     "turn on a rule that is off by default (none today: a rule on by default is accepted; `kiln passes` marks them)"},
     {"print-ir-before", O_PRINT_BEFORE, required_argument, "PASS", "a pass name", C_COMPILE,
      "dump the IR before PASS (to stderr)"},
     {"print-ir-after", O_PRINT_AFTER, required_argument, "PASS", "a pass name", C_COMPILE, "dump the IR after PASS"},

@@ -3,8 +3,10 @@
 // acc[b][m][n] = sum_k A[b][m][k] * B(b, n, k) in float32, then kiln_epilogue2 per pair of
 // adjacent columns (codegen/kernels/CONTRACT.md, family `matmul`).
 //
-// Work split: CTA (x, y, z) owns the KILN_GEMV_COLS output columns [x*COLS, x*COLS+COLS) of
-// batch z, for ALL rows m, over K slice y of KILN_SPLITK. Its 256 threads stride along k, and
+// Work split: CTA (x, y, z) owns the column blocks cb = x, x + gridDim.x, ... (each the
+// KILN_GEMV_COLS output columns [cb*COLS, cb*COLS+COLS)) of batch z, for ALL rows m, over K
+// slice y of KILN_SPLITK: a grid of fewer CTAs than column blocks (codegen caps it at the
+// CTAs resident at once) walks them, so no partial second wave is launched. Its 256 threads stride along k, and
 // every thread works on all COLS columns and up to KILN_GEMV_MAXM rows at once: per step a
 // thread issues COLS 16-byte weight loads (8 bf16/f16 or 4 f32 each) for each of
 // KILN_GEMV_UNROLL steps before using any of them (COLS*UNROLL loads in flight), reads the
@@ -18,8 +20,9 @@
 // should transpose such weights at bind time.
 //
 // Split-K (KILN_SPLITK > 1): each CTA writes its partial sums to the float workspace
-// p.ws[((b*SPLITK + s)*M + m)*N + n] (batch*SPLITK*M*N floats), then bumps the counter
-// p.sem[b*gridDim.x + x] (batch*ceil(N/COLS) ints, zero before the first launch). The CTA
+// p.ws[((b*SPLITK + s)*M + m)*N + n] (batch*SPLITK*M*N floats; twice that with the folded
+// norm), then bumps the counter
+// p.sem[b*ceil(N/COLS) + cb] (batch*ceil(N/COLS) ints, zero before the first launch). The CTA
 // that brings it to SPLITK sums the slices in slice order (deterministic), runs the epilogue
 // and puts the counter back to 0, so the next launch or graph replay needs no memset.
 //
@@ -29,19 +32,23 @@
 // multiples of the vector width; otherwise the CTA uses scalar loads throughout. A K slice
 // that is not a multiple of the vector width ends with a scalar tail.
 //
-// RMSNorm prologue (KILN_GEMV_NORM 1, passes/fold_norm_gemv.c): A is the norm's input x
-// and p.gn its gain (K elements). Each CTA first computes rs[m] = rsqrt(mean_k x[m][k]^2 +
-// KILN_EPS) over the whole row (not just its K slice), then uses a = round(x * rs[m] *
-// gn[k]) (rounded to the storage type, as the norm's kernel would store it) wherever it
-// reads A.
+// Folded RMSNorm (KILN_GEMV_NORM 1, passes/fold_norm_gemv.c): A is the norm's input x and
+// the norm's gain is already in W (passes/fold_norm_gain.c). Next to the products each
+// thread adds x[m][k]^2 of the x elements it reads into a sum of squares; the CTA reduces it
+// with the products, and the reduced sums are scaled by rs[m] = rsqrt(sum/K + KILN_EPS)
+// before the epilogue. Split-K: each slice's sum of squares goes to the workspace after the
+// partial products (one float per batch, slice, column block and row; codegen doubles the
+// workspace), and the last CTA adds them up in slice order with the products. Nothing runs
+// before the first weight loads.
 //
 // Constants: KILN_GEMV_COLS (even, columns per CTA), KILN_SPLITK (>= 1), KILN_B_NK,
-// KILN_GEMV_MAXM (rows held in registers, default 8), KILN_GEMV_UNROLL (default
-// max(1, min(4, 16/COLS)) for MAXM 1, else 1). Registers (bf16, sm_90a, ptxas): COLS 8: MAXM 1
-// 113, 2 120, 4 127, 8 171, 16 240; COLS 4: MAXM 8 97, 16 127; COLS 16 with MAXM >= 2 spills.
-// So: MAXM = the smallest power of two >= M; COLS 8 up to M = 4, COLS 4 above.
-// Launch: grid (ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
-// Programmatic dependent launch: kiln_pdl_wait first, kiln_pdl_launch after the main loop.
+// KILN_GEMV_MAXM (rows held in registers, default 8: codegen gives the smallest power of two
+// >= M), KILN_GEMV_UNROLL (default 1), KILN_GEMV_MINB (CTAs per SM for __launch_bounds__:
+// 2 for MAXM <= 2 and COLS <= 8, else 1). Registers (bf16, sm_90a, ptxas): COLS 8, MAXM 1
+// and 2 at MINB 2: 106-124, no spills; MAXM 4 and more, or COLS 16: 1 CTA per SM.
+// Launch: grid (at most ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
+// Programmatic dependent launch: each thread issues its first group of weight loads, then
+// kiln_pdl_wait; kiln_pdl_launch after the main loop.
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -78,10 +85,14 @@
 #define KILN_PREFETCH_CTAS 264
 #endif
 #ifndef KILN_GEMV_UNROLL
-// One row: COLS*UNROLL ~ 16 weight loads in flight. More rows: the A vectors and accumulators
-// take the registers, and COLS loads per step are enough.
-#define KILN_GEMV_UNROLL                                                                           \
-    (KILN_GEMV_MAXM > 1 ? 1 : (16 / KILN_GEMV_COLS) < 1 ? 1 : (16 / KILN_GEMV_COLS) > 4 ? 4 : (16 / KILN_GEMV_COLS))
+// Steps whose loads are all issued before the first use: COLS 16-byte loads each (8 per
+// thread at COLS 8: 32 KB per CTA in flight, 64 KB per SM at two CTAs).
+#define KILN_GEMV_UNROLL 1
+#endif
+#ifndef KILN_GEMV_MINB
+// CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
+// columns (ptxas then fits them in 128 registers without spilling), else one.
+#define KILN_GEMV_MINB (KILN_GEMV_MAXM <= 2 && KILN_GEMV_COLS <= 8 ? 2 : 1)
 #endif
 
 #define KGV_THREADS 256
@@ -164,39 +175,61 @@ __device__ __forceinline__ bool kgv_aligned(const void *p, long long ld, int vec
     return ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) && (ld % vec == 0);
 }
 
-// The A operand as the GEMV uses it: x, or with the RMSNorm prologue x normalized and
-// scaled by the gain (rs: 1/rms of the row). Vector of VEC elements at k, or one element.
-template <typename T>
-__device__ __forceinline__ void kgv_a_vec(const KilnArgs &p, const T *row, long long k, float rs, float (&af)[kgv_t<T>::VEC])
+// The same load, volatile: the weights a CTA asks for before kiln_pdl_wait stay before it.
+__device__ __forceinline__ uint4 kgv_ld_stream_early(const void *p)
 {
-    kgv_t<T>::cvt(kgv_ld_vec(row + k), af);
-#if KILN_GEMV_NORM
-    float gf[kgv_t<T>::VEC];
-    kgv_t<T>::cvt(kgv_ld_vec(reinterpret_cast<const T *>(p.gn) + k), gf);
-#pragma unroll
-    for (int e = 0; e < kgv_t<T>::VEC; e++) af[e] = kgv_t<T>::rnd(af[e] * rs * gf[e]);
-#else
-    (void)p;
-    (void)rs;
-#endif
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
 }
-template <typename T> __device__ __forceinline__ float kgv_a1(const KilnArgs &p, const T *row, long long k, float rs)
+
+// The folded RMSNorm's sums of squares (KILN_GEMV_NORM; else a no-op).
+template <int MAXM> struct kgv_ss {
+#if KILN_GEMV_NORM
+    float v[MAXM];
+    __device__ __forceinline__ void zero()
+    {
+#pragma unroll
+        for (int m = 0; m < MAXM; m++) v[m] = 0.f;
+    }
+    __device__ __forceinline__ void add(int m, float a) { v[m] = fmaf(a, a, v[m]); }
+#else
+    __device__ __forceinline__ void zero() {}
+    __device__ __forceinline__ void add(int, float) {}
+#endif
+};
+
+// 1/rms of a row from its sum of squares over all of K.
+__device__ __forceinline__ float kgv_rs(float ss, long long K)
 {
 #if KILN_GEMV_NORM
-    return kgv_t<T>::rnd(kgv_t<T>::ld(row + k) * rs * kgv_t<T>::ld(reinterpret_cast<const T *>(p.gn) + k));
+    return rsqrtf(ss * (1.0f / (float)K) + KILN_EPS);
 #else
-    (void)p;
-    (void)rs;
-    return kgv_t<T>::ld(row + k);
+    (void)ss;
+    (void)K;
+    return 1.f;
 #endif
 }
 
-// Partial sums of this CTA (acc, per thread) -> reduced over the CTA -> epilogue, or into the
-// split-K workspace. red: [KGV_WARPS][MAXM*COLS] floats of shared memory.
-template <int MAXM, int COLS>
-__device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[MAXM][COLS], float *red,
-                                                      long long b, long long mb, long long n0)
+// The folded norm's split-K partial sums of squares: after the batch*SPLITK*M*N partial
+// products, one float per (batch, slice, column block, row).
+__device__ __forceinline__ float *kgv_ws_ss(const KilnArgs &p, long long b, long long s, long long m, long long cb,
+                                           long long ncb)
 {
+    return p.ws + (long long)gridDim.z * KILN_SPLITK * p.M * p.N + ((b * KILN_SPLITK + s) * ncb + cb) * p.M + m;
+}
+
+// Partial sums of this CTA (acc, per thread) -> reduced over the CTA -> epilogue, or into the
+// split-K workspace. red: [KGV_WARPS][MAXM*(COLS+1)] floats of shared memory (the last
+// column of each row: the folded norm's sum of squares).
+template <int MAXM, int COLS>
+__device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[MAXM][COLS], kgv_ss<MAXM> &ss,
+                                               float *red, long long b, long long mb, long long n0, long long cb,
+                                               long long ncb)
+{
+    constexpr int RC = COLS + 1; // row stride in red
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const long long M = p.M, N = p.N;
 #pragma unroll
@@ -207,29 +240,41 @@ __device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[M
                 float v = acc[m][c];
 #pragma unroll
                 for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-                if (lane == 0) red[warp * (MAXM * COLS) + m * COLS + c] = v;
+                if (lane == 0) red[warp * (MAXM * RC) + m * RC + c] = v;
             }
+#if KILN_GEMV_NORM
+            float v = ss.v[m];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (lane == 0) red[warp * (MAXM * RC) + m * RC + COLS] = v;
+#endif
         }
     }
+    (void)ss;
     __syncthreads();
     for (int i = tid; i < MAXM * (COLS / 2); i += KGV_THREADS) {
         const int m = i / (COLS / 2), c = (i % (COLS / 2)) * 2;
         const long long gm = mb + m, gn = n0 + c;
         if (gm >= M || gn >= N) continue;
-        float v0 = 0.f, v1 = 0.f;
+        float v0 = 0.f, v1 = 0.f, sq = 0.f;
 #pragma unroll
         for (int w = 0; w < KGV_WARPS; w++) {
-            v0 += red[w * (MAXM * COLS) + m * COLS + c];
-            v1 += red[w * (MAXM * COLS) + m * COLS + c + 1];
+            v0 += red[w * (MAXM * RC) + m * RC + c];
+            v1 += red[w * (MAXM * RC) + m * RC + c + 1];
+            if (KILN_GEMV_NORM) sq += red[w * (MAXM * RC) + m * RC + COLS];
         }
         if (KILN_SPLITK == 1) {
-            kiln_epilogue2(p, b, gm, gn, v0, v1, gn + 1 < N);
+            const float rs = kgv_rs(sq, p.K);
+            kiln_epilogue2(p, b, gm, gn, v0 * rs, v1 * rs, gn + 1 < N);
         } else {
             float *ws = p.ws + ((b * KILN_SPLITK + blockIdx.y) * M + gm) * N + gn;
             ws[0] = v0;
             if (gn + 1 < N) ws[1] = v1;
+            if (KILN_GEMV_NORM && c == 0) *kgv_ws_ss(p, b, blockIdx.y, gm, cb, ncb) = sq;
         }
     }
+    (void)cb;
+    (void)ncb;
     __syncthreads(); // red is reused by the next row block
 }
 
@@ -238,13 +283,15 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     using TR = kgv_t<T>;
     constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, U = KILN_GEMV_UNROLL;
     constexpr int STEP = KGV_THREADS * VEC; // elements of k covered by one step of the CTA
-    __shared__ float red[KGV_WARPS * MAXM * COLS];
+    __shared__ float red[KGV_WARPS * MAXM * (COLS + 1)];
     __shared__ int last_flag;
 
     const int tid = threadIdx.x;
     const long long b = blockIdx.z;
     const long long M = p.M, N = p.N, K = p.K;
-    const long long n0 = (long long)blockIdx.x * COLS;
+    const long long ncb = (N + COLS - 1) / COLS; // column blocks; CTA x takes x, x + gridDim.x, ...
+    long long cb = blockIdx.x;
+    long long n0 = cb * COLS;
     const T *A = reinterpret_cast<const T *>(p.a) + b * p.sa;
     const T *W = reinterpret_cast<const T *>(p.w) + b * p.sw;
 
@@ -253,103 +300,73 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     const long long k0 = kper * blockIdx.y < K ? kper * blockIdx.y : K;
     const long long k1 = k0 + kper < K ? k0 + kper : K;
 
-#if KILN_GEMV_NORM
-    const bool gn_ok = kgv_aligned(p.gn, 0, VEC);
-#else
-    const bool gn_ok = true;
-#endif
-    const bool vec = gn_ok && kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC) &&
-                     (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+    const bool vec_ok = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC);
+    bool vec = vec_ok && (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+    long long kv = vec ? k0 + (k1 - k0) / VEC * VEC : k0; // end of the vectorized part
 
-    // Programmatic dependent launch (common.cuh): every CTA waits for the previous kernel
-    // before it reads A or writes anything (its launch and set-up overlap that kernel's
-    // tail), and lets the next kernel launch once its weights are read. W is a weight (or
-    // a bind-time copy): no kernel of the graph writes it, so it may be prefetched first.
+    // Row pointers of this CTA's weight rows ([N, K]); columns past N re-read row N-1 (ignored).
+    const T *wr[COLS];
+#pragma unroll
+    for (int c = 0; c < COLS; c++) wr[c] = W + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
+
+    // Programmatic dependent launch (common.cuh): W is a weight (or a bind-time copy) that no
+    // kernel of the graph writes, so each thread issues its first group of weight loads (the
+    // first U steps of row block 0, COLS*U 16-byte loads) before it waits for the previous
+    // kernel; they stream while that kernel drains. Every CTA waits before it reads A or
+    // writes anything, and lets the next kernel launch once its weights are read.
     if (KILN_PDL_PREFETCH && KILN_B_NK && vec &&
         blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z) < KILN_PREFETCH_CTAS)
         for (int c = tid; c < COLS; c += KGV_THREADS)
             if (n0 + c < N) kiln_prefetch_l2(W + (n0 + c) * p.ldw + k0, (k1 - k0) * (long long)sizeof(T));
+    uint4 w[U][COLS]; // a group of weight vectors (B_NK, vectorized)
+    bool early = KILN_B_NK && vec && k0 + (long long)tid * VEC + (long long)(U - 1) * STEP < kv;
+    if (early) {
+        const long long k = k0 + (long long)tid * VEC;
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream_early(wr[c] + k + u * STEP);
+    }
     kiln_pdl_wait();
 
+    for (; cb < ncb; cb += gridDim.x) {
+    if (cb != blockIdx.x) { // the next column block of this CTA
+        n0 = cb * COLS;
+        vec = vec_ok && (KILN_B_NK || (n0 % VEC == 0 && n0 + COLS <= N && COLS % VEC == 0));
+        kv = vec ? k0 + (k1 - k0) / VEC * VEC : k0;
+#pragma unroll
+        for (int c = 0; c < COLS; c++) wr[c] = W + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
+    }
     for (long long mb = 0; mb < M; mb += MAXM) {
         float acc[MAXM][COLS];
 #pragma unroll
         for (int m = 0; m < MAXM; m++)
 #pragma unroll
             for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
-        float rs[MAXM]; // 1/rms of each row (RMSNorm prologue), else unused
-#pragma unroll
-        for (int m = 0; m < MAXM; m++) rs[m] = 1.f;
-#if KILN_GEMV_NORM
-        {
-            // the sum of squares of every row of the block over all of K (red is free here)
-            float ss[MAXM];
-#pragma unroll
-            for (int m = 0; m < MAXM; m++) ss[m] = 0.f;
-            const long long kv = vec ? K / VEC * VEC : 0;
-            for (long long k = (long long)tid * VEC; k < kv; k += STEP) {
-#pragma unroll
-                for (int m = 0; m < MAXM; m++) {
-                    if (mb + m < M) {
-                        float f[VEC];
-                        TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), f);
-#pragma unroll
-                        for (int e = 0; e < VEC; e++) ss[m] = fmaf(f[e], f[e], ss[m]);
-                    }
-                }
-            }
-            for (long long k = kv + tid; k < K; k += KGV_THREADS) {
-#pragma unroll
-                for (int m = 0; m < MAXM; m++) {
-                    if (mb + m < M) {
-                        const float f = TR::ld(A + (mb + m) * p.lda + k);
-                        ss[m] = fmaf(f, f, ss[m]);
-                    }
-                }
-            }
-            const int lane = tid & 31, warp = tid >> 5;
-#pragma unroll
-            for (int m = 0; m < MAXM; m++) {
-                float v = ss[m];
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-                if (lane == 0) red[warp * MAXM + m] = v;
-            }
-            __syncthreads();
-#pragma unroll
-            for (int m = 0; m < MAXM; m++) {
-                float v = 0.f;
-#pragma unroll
-                for (int w = 0; w < KGV_WARPS; w++) v += red[w * MAXM + m];
-                rs[m] = rsqrtf(v * (1.0f / (float)K) + KILN_EPS);
-            }
-            __syncthreads(); // red is reused by the reduction
-        }
-#endif
+        kgv_ss<MAXM> ss; // the folded norm's sums of squares of this thread's x elements
+        ss.zero();
 
         if (KILN_B_NK) {
-            // Row pointers of this CTA's weight rows; columns past N re-read row N-1 (ignored).
-            const T *wr[COLS];
-#pragma unroll
-            for (int c = 0; c < COLS; c++) wr[c] = W + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
-            long long kv = k0; // end of the vectorized part
             if (vec) {
-                kv = k0 + (k1 - k0) / VEC * VEC;
                 long long k = k0 + (long long)tid * VEC;
                 // U steps at a time: every load of the group is issued before the first use.
                 for (; k + (long long)(U - 1) * STEP < kv; k += (long long)U * STEP) {
-                    uint4 w[U][COLS];
+                    if (!early) {
 #pragma unroll
-                    for (int u = 0; u < U; u++)
+                        for (int u = 0; u < U; u++)
 #pragma unroll
-                        for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream(wr[c] + k + u * STEP);
+                            for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream(wr[c] + k + u * STEP);
+                    }
+                    early = false;
 #pragma unroll
                     for (int u = 0; u < U; u++) {
 #pragma unroll
                         for (int m = 0; m < MAXM; m++) {
                             if (mb + m < M) {
                                 float af[VEC];
-                                kgv_a_vec<T>(p, A + (mb + m) * p.lda, k + u * STEP, rs[m], af);
+                                TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k + u * STEP), af);
+#pragma unroll
+                                for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
 #pragma unroll
                                 for (int c = 0; c < COLS; c++) {
                                     float wf[VEC];
@@ -362,18 +379,20 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                     }
                 }
                 for (; k < kv; k += STEP) {
-                    uint4 w[COLS];
+                    uint4 w1[COLS];
 #pragma unroll
-                    for (int c = 0; c < COLS; c++) w[c] = kgv_ld_stream(wr[c] + k);
+                    for (int c = 0; c < COLS; c++) w1[c] = kgv_ld_stream(wr[c] + k);
 #pragma unroll
                     for (int m = 0; m < MAXM; m++) {
                         if (mb + m < M) {
                             float af[VEC];
-                            kgv_a_vec<T>(p, A + (mb + m) * p.lda, k, rs[m], af);
+                            TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), af);
+#pragma unroll
+                            for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
 #pragma unroll
                             for (int c = 0; c < COLS; c++) {
                                 float wf[VEC];
-                                TR::cvt(w[c], wf);
+                                TR::cvt(w1[c], wf);
 #pragma unroll
                                 for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
                             }
@@ -389,7 +408,8 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
 #pragma unroll
                 for (int m = 0; m < MAXM; m++) {
                     if (mb + m < M) {
-                        const float a = kgv_a1<T>(p, A + (mb + m) * p.lda, k, rs[m]);
+                        const float a = TR::ld(A + (mb + m) * p.lda + k);
+                        ss.add(m, a);
 #pragma unroll
                         for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[c], acc[m][c]);
                     }
@@ -430,7 +450,8 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
 #pragma unroll
                         for (int m = 0; m < MAXM; m++) {
                             if (mb + m < M) {
-                                const float a = kgv_a1<T>(p, A + (mb + m) * p.lda, kk, rs[m]);
+                                const float a = TR::ld(A + (mb + m) * p.lda + kk);
+                                ss.add(m, a);
 #pragma unroll
                                 for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[u][c], acc[m][c]);
                             }
@@ -439,38 +460,41 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                 }
             }
         }
-        kgv_reduce_out<MAXM, COLS>(p, acc, red, b, mb, n0);
+        kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);
     }
-    kiln_pdl_launch();
+    if (cb + gridDim.x >= ncb) kiln_pdl_launch(); // this CTA's weights are read
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
         __threadfence(); // this CTA's workspace writes are visible device-wide ...
         __syncthreads(); // ... before thread 0 announces them
         if (tid == 0) {
-            const int prev = atomicAdd(&p.sem[b * gridDim.x + blockIdx.x], 1);
+            const int prev = atomicAdd(&p.sem[b * ncb + cb], 1);
             last_flag = (prev == KILN_SPLITK - 1);
         }
         __syncthreads();
-        if (!last_flag) return;
+        if (!last_flag) continue; // uniform over the CTA
         __threadfence();
         for (long long i = tid; i < M * (COLS / 2); i += KGV_THREADS) {
             const long long m = i / (COLS / 2), gn = n0 + (i % (COLS / 2)) * 2;
             if (gn >= N) continue;
             const bool has1 = gn + 1 < N;
-            float v0 = 0.f, v1 = 0.f;
-#pragma unroll 4
+            float v0 = 0.f, v1 = 0.f, sq = 0.f;
+#pragma unroll 2
             for (int s = 0; s < KILN_SPLITK; s++) {
                 const float *ws = p.ws + ((b * KILN_SPLITK + s) * M + m) * N + gn;
                 v0 += __ldcg(ws);
                 if (has1) v1 += __ldcg(ws + 1);
+                if (KILN_GEMV_NORM) sq += __ldcg(kgv_ws_ss(p, b, s, m, cb, ncb));
             }
-            kiln_epilogue2(p, b, m, gn, v0, v1, has1);
+            const float rs = kgv_rs(sq, K);
+            kiln_epilogue2(p, b, m, gn, v0 * rs, v1 * rs, has1);
         }
-        if (tid == 0) p.sem[b * gridDim.x + blockIdx.x] = 0; // ready for the next launch
+        if (tid == 0) p.sem[b * ncb + cb] = 0; // ready for the next launch
+    }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(KGV_THREADS) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
+extern "C" __global__ void __launch_bounds__(KGV_THREADS, KILN_GEMV_MINB) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
 
 #endif // KILN_GEMV_CUH

@@ -10,8 +10,9 @@
  *     B=1 S=1 (decode) are compared with ir_interp_run on the unfused graph:
  *     outputs and states, relative error < 2e-2 (bf16) / 1e-3 (f32). The
  *     Llama-1B layer is also run with decode_max_rows = -1 (large-shape
- *     kernels at every size), and both Llama layers with the rule norm-gemv
- *     turned on (the decode GEMVs compute the RMSNorms).
+ *     kernels at every size), and both Llama layers with the norm folds
+ *     (rules norm-gain and norm-gemv, on by default: the gains in the weights,
+ *     the decode GEMVs computing the RMSNorms) turned off.
  *  2. graphs: a run replayed from a CUDA graph equals an eager run (graphs
  *     off) bit for bit, outputs and states; new output pointers update the
  *     graph (counted) and still give the same bits.
@@ -112,11 +113,11 @@ static const kiln_dim *bench_maxd(const bench *b, int *n)
 
 /* Compile the sample (model + reference) and make random weights; use_file:
  * load them from a .safetensors file, else bind device copies. */
-static const char *const norm_gemv[] = {"norm-gemv"};
+static const char *const norm_folds[] = {"norm-gain", "norm-gemv"};
 
-/* enable_norm_gemv: compile with the rule norm-gemv (off by default) turned on. */
+/* no_norm_fold: compile with the rules norm-gain and norm-gemv turned off. */
 static bool bench_init(bench *b, const api_sample *s, kiln_context *ctx, uint64_t seed, int decode_max_rows,
-                       bool use_file, bool enable_norm_gemv)
+                       bool use_file, bool no_norm_fold)
 {
     memset(b, 0, sizeof *b);
     b->s = s;
@@ -127,8 +128,8 @@ static bool bench_init(bench *b, const api_sample *s, kiln_context *ctx, uint64_
     int nmd;
     const kiln_dim *md = bench_maxd(b, &nmd);
     kiln_model_options o = {.defines = s->defines, .ndefines = s->ndefines, .max_dims = md, .nmax_dims = nmd,
-                            .decode_max_rows = decode_max_rows, .enabled = norm_gemv,
-                            .nenabled = enable_norm_gemv ? 1 : 0};
+                            .decode_max_rows = decode_max_rows, .disabled = norm_folds,
+                            .ndisabled = no_norm_fold ? 2 : 0};
     if (!KOK(kiln_model_compile_file(ctx, s->path, &o, &b->m), s->path)) return false;
     fe_source src;
     fe_define defs[8];
@@ -391,14 +392,14 @@ static void test_samples(kiln_context *ctx)
         }
         bench_free(&b);
     }
-    /* norm-gemv turned on: the decode GEMVs compute the RMSNorms (both Llama samples) */
+    /* the norm folds turned off: the norms keep their gains and kernels (both Llama samples) */
     for (int si = 0; si < 2; si++) {
         bench bn;
         if (bench_init(&bn, &API_SAMPLES[si], ctx, 300 + (uint64_t)si, 0, false, true)) {
             int32_t p1[2] = {9, 31}, p5[2] = {3, 17};
-            run_and_check(&bn, 2, 1, p1, "decode B=2 S=1 with norm-gemv");
-            run_and_check(&bn, 1, 1, p1, "decode B=1 S=1 with norm-gemv");
-            run_and_check(&bn, 2, 5, p5, "B=2 S=5 with norm-gemv (GEMV variant)");
+            run_and_check(&bn, 2, 1, p1, "decode B=2 S=1 without the norm folds");
+            run_and_check(&bn, 1, 1, p1, "decode B=1 S=1 without the norm folds");
+            run_and_check(&bn, 2, 5, p5, "B=2 S=5 without the norm folds (GEMV variant)");
         }
         bench_free(&bn);
     }

@@ -47,7 +47,7 @@ expect 0 "warning: kernel k0 \(attention, attention 'a' \(line 10\)\) runs the g
 expect 0 "warning: kernel k0 \(attention.*generic elementwise template" compile tests/cli/attention_hd16.kiln --explain -o /dev/null
 # the plan counts every weight copy made at bind time (an interleaved gate_up weight too)
 expect 0 'packed weights 96.0 MiB' compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
-expect 0 'bind-time copy: weight wgu with its rows interleaved .*, 96.0 MiB' compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
+expect 0 "bind-time copy: mul 'wgu\*ln2' \(line 8\) with its rows interleaved .*, 96.0 MiB" compile tests/cli/phi3_gate_up.kiln --emit=plan -D B=1 -D S=1
 # every kernel not fused into a neighbour says why (the gathers of a partial rotary)
 # (issue 18: the slice + rope + concat spelling is raised to one rope(dims=32) per q and k, which says why it
 # stays out of attention)

@@ -3,35 +3,40 @@
  * (tests/gpu/mm_src.h), with an empty log: bf16, f16 and f32, both B layouts,
  * both test epilogues, several tile configurations (matmul_mma) and column /
  * split-K / row-block configurations (gemv). Each cubin must hold the kernel's
- * name. A few configurations are compiled again with ptxas -v: no stack frame,
+ * name; the GEMV also with the folded RMSNorm. A few configurations are compiled again with ptxas -v: no stack frame,
  * no spills. Needs no GPU and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "gpu/mm_src.h"
 
 static const mm_cfg cfgs[] = {
-    /* kind dt nk epi  bm bn bk wm wn st  cols sk maxm */
-    {MM_KIND_MMA, MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4, 0, 0, 0},
-    {MM_KIND_MMA, MM_BF16, 0, MM_EPI_BIAS_RES, 128, 128, 32, 2, 2, 4, 0, 0, 0},
-    {MM_KIND_MMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 32, 2, 2, 3, 0, 0, 0},
-    {MM_KIND_MMA, MM_BF16, 0, MM_EPI_STORE, 128, 256, 32, 2, 4, 3, 0, 0, 0},
-    {MM_KIND_MMA, MM_BF16, 1, MM_EPI_STORE, 128, 128, 64, 2, 4, 2, 0, 0, 0},
-    {MM_KIND_MMA, MM_F16, 1, MM_EPI_STORE, 128, 64, 64, 2, 2, 3, 0, 0, 0},
-    {MM_KIND_MMA, MM_F16, 0, MM_EPI_BIAS_RES, 64, 128, 32, 2, 2, 2, 0, 0, 0},
-    {MM_KIND_MMA, MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1, 0, 0, 0},
-    {MM_KIND_MMA, MM_F32, 0, MM_EPI_BIAS_RES, 64, 128, 32, 2, 2, 1, 0, 0, 0},
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 1, 1},
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 4, 16},
-    {MM_KIND_GEMV, MM_BF16, 0, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 1, 4},
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 16, 2, 2},
-    {MM_KIND_GEMV, MM_F16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 4, 3, 4},
-    {MM_KIND_GEMV, MM_F32, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 4, 2, 4},
-    {MM_KIND_GEMV, MM_F32, 0, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 1, 16},
+    /* kind dt nk epi  bm bn bk wm wn st  cols sk maxm norm */
+    {MM_KIND_MMA, MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_BF16, 0, MM_EPI_BIAS_RES, 128, 128, 32, 2, 2, 4, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 32, 2, 2, 3, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_BF16, 0, MM_EPI_STORE, 128, 256, 32, 2, 4, 3, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_BF16, 1, MM_EPI_STORE, 128, 128, 64, 2, 4, 2, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_F16, 1, MM_EPI_STORE, 128, 64, 64, 2, 2, 3, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_F16, 0, MM_EPI_BIAS_RES, 64, 128, 32, 2, 2, 2, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1, 0, 0, 0, 0},
+    {MM_KIND_MMA, MM_F32, 0, MM_EPI_BIAS_RES, 64, 128, 32, 2, 2, 1, 0, 0, 0, 0},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 1, 1, 0},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 4, 16, 0},
+    {MM_KIND_GEMV, MM_BF16, 0, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 1, 4, 0},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 16, 2, 2, 0},
+    {MM_KIND_GEMV, MM_F16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 4, 3, 4, 0},
+    {MM_KIND_GEMV, MM_F32, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 4, 2, 4, 0},
+    {MM_KIND_GEMV, MM_F32, 0, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 1, 16, 0},
+    /* the folded RMSNorm (KILN_GEMV_NORM) */
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 1, 1, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 4, 16, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 16, 2, 1, 1},
+    {MM_KIND_GEMV, MM_BF16, 0, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 3, 4, 1},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
 /* Checked again with ptxas -v (indices into cfgs). */
-static const int vcfgs[] = {0, 3, 9, 10};
+static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18};
 enum { NV = (int)(sizeof vcfgs / sizeof vcfgs[0]) };
 
 static int has_bytes(const unsigned char *p, size_t n, const char *s)

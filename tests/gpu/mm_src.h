@@ -87,9 +87,10 @@ typedef struct mm_cfg {
     /* matmul_mma; matmul_wgmma uses bm, bn, stages, and wm = ping-pong
      * consumers (0/1), wn = CTAs per cluster along M (1/2) */
     int bm, bn, bk, wm, wn, stages;
-    /* gemv; matmul_wgmma: cols = output columns staged by the TMA-store
+    /* gemv (bm > 0: at most bm CTAs along N); matmul_wgmma: cols = output columns staged by the TMA-store
      * epilogue (0: the epilogue from registers), splitk = split-K factor */
     int cols, splitk, maxm;
+    int norm; /* gemv: KILN_GEMV_NORM (A is x; the result scaled by 1/rms of its row) */
 } mm_cfg;
 
 static inline const char *mm_dt_name(int dt)
@@ -112,8 +113,9 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
     else
-        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
-                 c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm);
+        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d%s%s%.0d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+                 c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm, c->norm ? "_norm" : "",
+                 c->bm ? "_grid" : "", c->bm);
 }
 
 /* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory).
@@ -138,8 +140,9 @@ static inline void mm_grid(const mm_cfg *c, long long M, long long N, long long 
     if (c->kind == MM_KIND_MMA) {
         g[0] = (unsigned)((N + c->bn - 1) / c->bn);
         g[1] = (unsigned)((M + c->bm - 1) / c->bm);
-    } else {
+    } else { /* gemv: bm > 0 caps the CTAs along N (each then walks several column blocks) */
         g[0] = (unsigned)((N + c->cols - 1) / c->cols);
+        if (c->bm > 0 && g[0] > (unsigned)c->bm) g[0] = (unsigned)c->bm;
         g[1] = (unsigned)c->splitk;
     }
     g[2] = (unsigned)batch;
@@ -178,8 +181,8 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   "#define KILN_WARPS_N %d\n#define KILN_STAGES %d\n",
                   c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
     else
-        nu_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n", c->cols,
-                  c->splitk, c->maxm);
+        nu_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n%s", c->cols,
+                  c->splitk, c->maxm, c->norm ? "#define KILN_GEMV_NORM 1\n#define KILN_EPS 1e-5f\n" : "");
     nu_printf(&b, "%s", mm_struct_text);
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0)

@@ -15,10 +15,12 @@
  *     (the check can fail).
  *  3. rebinding: weights bound again to other values after a run change
  *     the decode output to the other model's (bind-time work is redone).
- *  4. norm-gemv (off by default) on and off: with --enable=norm-gemv the
- *     decode GEMVs compute the RMSNorms (5 kernels launched per eager run
- *     instead of 7); outputs and caches agree with the rule off within bf16
- *     tolerance (2e-2 relative); at S=5 (also a GEMV variant) too. Against
+ *  4. the norm folds (rules norm-gain and norm-gemv, on by default) on and
+ *     off: with them the gains are in the weights and the decode GEMVs
+ *     compute the RMSNorms (5 kernels launched per eager run instead of 7);
+ *     outputs and caches agree with the rules off within bf16 tolerance
+ *     (2e-2 relative); at S=5 (also a GEMV variant) too. The rebinding of 3
+ *     runs with the folds on, so the folded weights are made again. Against
  *     the interpreter: tests/api/test_api_gpu. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -56,12 +58,12 @@ typedef struct weights {
 
 static char err[4096];
 
-static rt_model *make(rt_ctx *ctx, const rt_model_config *cfg, const char *const *enabled, int nenabled)
+static rt_model *make(rt_ctx *ctx, const rt_model_config *cfg, const char *const *disabled, int ndisabled)
 {
     static const kc_define defs[] = {{"D", "1024"}, {"H", "16"}, {"KV", "4"}, {"F", "2048"}};
     static const rt_dim_value md[] = {{"B", MAXB}, {"S", MAXS}, {"T", T}};
-    kc_model_options o = {.compile = {.name = SAMPLE, .defines = defs, .ndefines = 4, .enabled = enabled,
-                                      .nenabled = nenabled},
+    kc_model_options o = {.compile = {.name = SAMPLE, .defines = defs, .ndefines = 4, .disabled = disabled,
+                                      .ndisabled = ndisabled},
                           .max_dims = md,
                           .nmax_dims = 3,
                           .run = *cfg};
@@ -316,8 +318,8 @@ static double rel(const uint16_t *a, const uint16_t *b, size_t n)
 static void test_norm_fold(rt_ctx *ctx)
 {
     rt_model_config eager = {.no_graphs = true};
-    static const char *const on[] = {"norm-gemv"};
-    rt_model *m = make(ctx, &eager, on, 1), *mn = make(ctx, &eager, NULL, 0);
+    static const char *const off[] = {"norm-gain", "norm-gemv"};
+    rt_model *m = make(ctx, &eager, NULL, 0), *mn = make(ctx, &eager, off, 2);
     weights w = {0};
     if (!m || !mn) goto out;
     weights_make(m, &w);

@@ -25,8 +25,10 @@
  * Environment: KILN_MM_FILTER=substr runs only configurations whose name
  * contains substr; KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
  * decode GEMVs and a prefill matmul against cuBLAS (median of 50 launches,
- * CUDA events, inputs rotated so weights do not sit in L2). No test asserts
- * a time. */
+ * CUDA events, inputs rotated so weights do not sit in L2); KILN_BENCH=2
+ * instead sweeps GEMV and skinny configurations over the Llama layers'
+ * projections (sweep(): CUPTI kernel durations, CSV to $KILN_BENCH_CSV).
+ * No test asserts a time. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -39,6 +41,7 @@
 
 #include "gpu/mm_src.h"
 #include "ir/ir.h"
+#include "runtime/rt_cupti.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_tmap.h"
 
@@ -285,8 +288,8 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
         goto done;
     size_t nws = 0, nsem = 0;
     if (cf->kind == MM_KIND_GEMV && cf->splitk > 1) {
-        nws = (size_t)(B * cf->splitk * M * N);
-        nsem = (size_t)B * grid[0];
+        nws = (size_t)(B * cf->splitk * M * N) * (cf->norm ? 2 : 1); /* + the sums of squares */
+        nsem = (size_t)(B * ((N + cf->cols - 1) / cf->cols)); /* one per column block */
         if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
             !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
             goto done;
@@ -323,6 +326,15 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
             goto done;
         for (size_t i = 0; i < no; i++) acc[i] = hC[i];
     }
+    if (cf->norm) /* the folded RMSNorm: each row's products times 1/rms of its A row */
+        for (long long b = 0; b < B; b++)
+            for (long long m = 0; m < M; m++) {
+                const float *a = hA.val + t->a_off + b * sa + m * lda;
+                double ss = 0;
+                for (long long k = 0; k < K; k++) ss += (double)a[k] * a[k];
+                const double rs = 1.0 / sqrt(ss / (double)K + 1e-5);
+                for (long long n = 0; n < N; n++) acc[(b * M + m) * N + n] *= rs;
+            }
     if (cf->epi == MM_EPI_BIAS_RES)
         for (size_t i = 0; i < no; i++) acc[i] += (double)hBias.val[i % (size_t)N] + hRes.val[i];
 
@@ -580,13 +592,116 @@ out:
     ht_free(&hW);
 }
 
+/* ---- the GEMV sweep (KILN_BENCH=2) ------------------------------------------------- */
+/* Every configuration of cs[0..nc) that covers M, on each projection of the Llama-3.2-1B and
+ * Llama-3-8B layers at M = 1 and 32: kernel durations from CUPTI (GPU timestamps of each
+ * launch, launched back to back, inputs rotated over >= 180 MB so the weights come from
+ * HBM), median and p10/p90 of SWEEP_ITERS launches; one line each on stdout and in the CSV
+ * file $KILN_BENCH_CSV (when set). TB/s counts the weight, A and output bytes. */
+enum { SWEEP_ITERS = 40 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sweep(const compiled *cs, int nc)
+{
+    static const struct { const char *name; long long N, K; } shapes[] = {
+        {"1b.qkv", 3072, 2048},  {"1b.o", 2048, 2048},  {"1b.gate_up", 16384, 2048}, {"1b.down", 2048, 8192},
+        {"8b.qkv", 6144, 4096},  {"8b.o", 4096, 4096},  {"8b.gate_up", 28672, 4096}, {"8b.down", 4096, 14336},
+    };
+    static const long long rows[] = {1, 32};
+    const char *csv_path = getenv("KILN_BENCH_CSV");
+    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+    if (csv) fprintf(csv, "shape,M,N,K,config,us_median,us_p10,us_p90,weight_MB,TBps\n");
+    char err[512];
+    rt_cupti *cu = NULL;
+    if (rt_cupti_open(&cu, err, sizeof err) != RT_OK) {
+        printf("sweep: no CUPTI: %s\n", err);
+        if (csv) fclose(csv);
+        return;
+    }
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !g_broken; si++)
+        for (int ri = 0; ri < 2 && !g_broken; ri++) {
+            const long long M = rows[ri], N = shapes[si].N, K = shapes[si].K;
+            const size_t wbytes = (size_t)(N * K) * 2, abytes = (size_t)(M * K) * 2, obytes = (size_t)(M * N) * 2;
+            int nrot = (int)((180u << 20) / wbytes) + 1;
+            if (nrot < 2) nrot = 2;
+            if (nrot > 16) nrot = 16;
+            void *A[16] = {0}, *W[16] = {0}, *O[16] = {0};
+            htensor hA = {0}, hW = {0};
+            float *ws = NULL;
+            int *sem = NULL;
+            if (!ht_random(&hA, MM_BF16, (size_t)(M * K)) || !ht_random(&hW, MM_BF16, (size_t)(N * K))) goto next;
+            for (int r = 0; r < nrot; r++)
+                if (!CK(cudaMalloc(&A[r], abytes)) || !CK(cudaMalloc(&W[r], wbytes)) || !CK(cudaMalloc(&O[r], obytes)) ||
+                    !CK(cudaMemcpy(A[r], hA.raw, abytes, cudaMemcpyHostToDevice)) ||
+                    !CK(cudaMemcpy(W[r], hW.raw, wbytes, cudaMemcpyHostToDevice)))
+                    goto next;
+            if (!CK(cudaMalloc((void **)&ws, (size_t)(2 * 16 * M * N) * sizeof(float))) ||
+                !CK(cudaMalloc((void **)&sem, (size_t)(N + 1) * sizeof(int))) ||
+                !CK(cudaMemset(sem, 0, (size_t)(N + 1) * sizeof(int))))
+                goto next;
+            for (int i = 0; i < nc && !g_broken; i++) {
+                const compiled *c = &cs[i];
+                if (!c->ok) continue;
+                if (c->cfg.kind == MM_KIND_GEMV && c->cfg.maxm < M) continue;
+                if (c->cfg.kind == MM_KIND_WGMMA && M == 1) continue;
+                bench_ctx b = {.c = c, .nrot = nrot, .A = A, .W = W, .O = O, .ws = ws, .sem = sem, .M = M, .N = N, .K = K};
+                int ok = 1;
+                for (int it = 0; it < 3 && ok; it++) ok = bench_kiln(&b, it);
+                if (!ok || !CK(cudaDeviceSynchronize()) || rt_cupti_flush(cu, err, sizeof err) != RT_OK) continue;
+                rt_cupti_clear(cu);
+                for (int it = 0; it < SWEEP_ITERS && ok; it++) ok = bench_kiln(&b, it);
+                if (!ok || !CK(cudaDeviceSynchronize()) || rt_cupti_flush(cu, err, sizeof err) != RT_OK) continue;
+                int nrec = 0;
+                uint64_t dropped = 0, d[SWEEP_ITERS];
+                rt_cupti_record *rec = rt_cupti_take(cu, &nrec, &dropped);
+                int nd = 0;
+                for (int r = 0; r < nrec && nd < SWEEP_ITERS; r++)
+                    if (rec[r].kind == RT_CUPTI_KERNEL) d[nd++] = rec[r].end - rec[r].start;
+                free(rec);
+                if (nd < 3) {
+                    printf("sweep %s M=%lld %s: %d kernel records\n", shapes[si].name, M, c->name, nd);
+                    continue;
+                }
+                qsort(d, (size_t)nd, sizeof d[0], cmp_u64);
+                const double med = d[nd / 2] * 1e-3, p10 = d[nd / 10] * 1e-3, p90 = d[nd * 9 / 10] * 1e-3;
+                const double tbs = (double)(wbytes + abytes + obytes) / (med * 1e-6) / 1e12;
+                printf("sweep %-12s M=%-3lld %-44s %8.2f us (p10 %.2f, p90 %.2f)  %.2f TB/s\n", shapes[si].name, M,
+                       c->name, med, p10, p90, tbs);
+                if (csv)
+                    fprintf(csv, "%s,%lld,%lld,%lld,%s,%.3f,%.3f,%.3f,%.2f,%.3f\n", shapes[si].name, M, N, K, c->name, med,
+                            p10, p90, wbytes / 1e6, tbs);
+                fflush(stdout);
+            }
+        next:
+            for (int r = 0; r < 16; r++) {
+                cudaFree(A[r]);
+                cudaFree(W[r]);
+                cudaFree(O[r]);
+            }
+            cudaFree(ws);
+            cudaFree(sem);
+            ht_free(&hA);
+            ht_free(&hW);
+        }
+    rt_cupti_close(cu);
+    if (csv) fclose(csv);
+}
+
 /* ---- the configurations and cases -------------------------------------------------- */
-#define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0}
-#define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm}
+#define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 0}
+#define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 0}
+#define GEMV_NORM(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 1}
+/* a grid of at most `grid` CTAs along N, each walking several column blocks */
+#define GEMV_GRID(dt, nk, epi, cols, sk, maxm, norm, grid) {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, 0, 0, 0, cols, sk, maxm, norm}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
-#define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0}
+#define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
-#define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0}
+#define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0, 0}
 
 static const mm_cfg test_cfgs[] = {
     /* 0 */ MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
@@ -613,6 +728,13 @@ static const mm_cfg test_cfgs[] = {
     /* 21 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 256, 4, 1, 128, 4),
     /* 22 */ WGMMA_X(MM_F16, MM_EPI_STORE, 64, 256, 5, 1, 0, 3),
     /* 23 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 5),
+    /* 24 */ GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 1, 4),
+    /* 25 */ GEMV_NORM(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 4, 16),
+    /* 26 */ GEMV_NORM(MM_BF16, 0, MM_EPI_STORE, 8, 3, 4),
+    /* 27 */ GEMV_NORM(MM_F32, 1, MM_EPI_BIAS_RES, 4, 2, 1),
+    /* 28 */ GEMV_GRID(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 3, 4, 0, 5),
+    /* 29 */ GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 7),
+    /* 30 */ GEMV_GRID(MM_BF16, 0, MM_EPI_STORE, 8, 1, 4, 1, 3),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -625,6 +747,28 @@ static const mm_cfg bench_cfgs[] = {
     WGMMA(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
 };
 enum { NBENCH = (int)(sizeof bench_cfgs / sizeof bench_cfgs[0]), NGEMV_BENCH = 4 };
+
+/* KILN_BENCH=2: the sweep's configurations (GEMVs at M = 1, the folded norm, and at M = 32
+ * the skinny wgmma split-K that codegen picks against multi-row GEMVs) */
+static const mm_cfg sweep_cfgs[] = {
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1),      GEMV(MM_BF16, 1, MM_EPI_STORE, 4, 2, 1),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 4, 4, 1),      GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1),      GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 4, 1),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 8, 8, 1),      GEMV(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 16, 2, 1),     GEMV(MM_BF16, 1, MM_EPI_STORE, 16, 4, 1),
+    GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1), GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1),
+    GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 8, 4, 1), GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1),
+    GEMV_NORM(MM_BF16, 1, MM_EPI_STORE, 16, 2, 1),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 0, 132),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 4, 1, 0, 66), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 0, 264),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132),
+    GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 396), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 528),
+    WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 2),
+    WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
+    GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 4, 32),
+};
+enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
 static const long long Ms[] = {1, 3, 16, 77, 512}, Ns[] = {8, 200, 4096}, Ks[] = {64, 100, 4096};
 
@@ -640,7 +784,7 @@ static int build_cases(mm_case *cs)
     int n = 0;
     for (int cfg = 0; cfg < NTEST; cfg++) {
         const mm_cfg *c = &test_cfgs[cfg];
-        const int full = cfg == 0 || cfg == 7 || cfg == 8; /* the whole shape grid */
+        const int full = cfg == 0 || cfg == 7 || cfg == 8 || cfg == 25; /* the whole shape grid */
         for (int mi = 0; mi < 5; mi++)
             for (int ni = 0; ni < 3; ni++)
                 for (int ki = 0; ki < 3; ki++) {
@@ -680,22 +824,25 @@ int main(void)
     g_rng = seed;
     const char *filter = getenv("KILN_MM_FILTER");
     const int bench = getenv("KILN_BENCH") && atoi(getenv("KILN_BENCH")) > 0;
+    const int do_sweep = bench && atoi(getenv("KILN_BENCH")) == 2;
     struct cudaDeviceProp prop;
     if (CK(cudaGetDeviceProperties(&prop, 0)))
         printf("device: %s, %d SMs, %.0f MB L2; seed %llu (KILN_SEED to repeat)\n", prop.name,
                prop.multiProcessorCount, prop.l2CacheSize / 1048576.0, (unsigned long long)seed);
 
     /* compile everything at once */
-    const int ncomp = NTEST + (bench ? NBENCH : 0);
-    mm_cfg all[NTEST + NBENCH];
-    compiled comp[NTEST + NBENCH];
-    rt_compile_result res[NTEST + NBENCH];
+    const int ncomp = NTEST + (bench ? NBENCH : 0) + (do_sweep ? NSWEEP : 0);
+    enum { NALL = NTEST + NBENCH + NSWEEP };
+    mm_cfg all[NALL];
+    static compiled comp[NALL];
+    rt_compile_result res[NALL];
     memset(comp, 0, sizeof comp);
-    for (int i = 0; i < ncomp; i++) all[i] = i < NTEST ? test_cfgs[i] : bench_cfgs[i - NTEST];
+    for (int i = 0; i < ncomp; i++)
+        all[i] = i < NTEST ? test_cfgs[i] : i < NTEST + NBENCH ? bench_cfgs[i - NTEST] : sweep_cfgs[i - NTEST - NBENCH];
     /* KILN_MM_FILTER: only the configurations whose name holds it are compiled and run */
-    int sel[NTEST + NBENCH], nsel = 0;
-    mm_cfg pick[NTEST + NBENCH];
-    rt_compile_result pres[NTEST + NBENCH];
+    int sel[NALL], nsel = 0;
+    mm_cfg pick[NALL];
+    rt_compile_result pres[NALL];
     for (int i = 0; i < ncomp; i++) {
         char nm[128];
         mm_cfg_name(&all[i], nm, sizeof nm);
@@ -706,7 +853,7 @@ int main(void)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     mm_compile_all(pick, nsel, 0, pres);
-    int kidx[NTEST + NBENCH]; /* configuration i is kernel kiln_test_mm<kidx[i]> of its unit */
+    int kidx[NALL]; /* configuration i is kernel kiln_test_mm<kidx[i]> of its unit */
     for (int j = 0; j < nsel; j++) res[sel[j]] = pres[j], kidx[sel[j]] = j;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("compiled %d kernels in %.1f s\n", nsel, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
@@ -783,6 +930,7 @@ int main(void)
     }
     cublas_selfcheck(blas);
 
+    if (do_sweep) sweep(comp + NTEST + NBENCH, NSWEEP); /* first: the cases after it may be cut by a timeout */
     static mm_case cases[NTEST * 64];
     int ncase = build_cases(cases);
     for (int i = 0; i < ncase && !g_broken; i++) {
@@ -796,7 +944,7 @@ int main(void)
     }
     if (g_broken) printf("FAIL stopping: a kernel broke the CUDA context (illegal address or similar)\n");
 
-    if (bench && !g_broken) {
+    if (bench && !do_sweep && !g_broken) {
         bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 4096, 4096);
         bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 14336, 4096);
         bench_shape(comp + NTEST + NGEMV_BENCH, NBENCH - NGEMV_BENCH, blas, 2048, 4096, 4096);
