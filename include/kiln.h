@@ -178,6 +178,12 @@ typedef struct kiln_model_options {
                                   * when the one before it has finished (on sm_90+ a kernel
                                   * otherwise starts early and prefetches its weights while
                                   * the previous one drains; outputs are the same bits) */
+    int head_sample;             /* 1: the LM head goes to the fused sampler (generation models):
+                                  * the model's one output, a linear(x, W) of a bf16 weight W
+                                  * [V, D], becomes output "head_in" = x, and kiln_generate (or a
+                                  * sampler, kiln_sampler_run_head) computes the head with the
+                                  * sampling in one kernel; the logits reach memory only when
+                                  * asked for */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,
@@ -523,6 +529,12 @@ kiln_status kiln_sampler_create(kiln_model *m, const kiln_sampling *s, int max_r
 /* stream NULL: the context's (where kiln_model_run runs with a NULL stream). */
 kiln_status kiln_sampler_run(kiln_sampler *s, const void *logits, int rows, void *ids_out, void *stream);
 void kiln_sampler_free(kiln_sampler *s); /* NULL-safe */
+/* A sampler of a model compiled with head_sample computes the LM head too:
+ * hidden is the model's output head_in (bf16 [rows, D], device); logits_out
+ * (bf16 [rows, V]) is written only when not NULL. kiln_sampler_run is for
+ * the others. */
+kiln_status kiln_sampler_run_head(kiln_sampler *s, const void *hidden, int rows, void *ids_out, void *logits_out,
+                                  void *stream);
 
 typedef struct kiln_generate_options {
     kiln_sampling sampling;
@@ -533,7 +545,8 @@ typedef struct kiln_generate_options {
     const int *buckets;         /* batch sizes calls are padded to, ascending (NULL: 1, 2, 4, 8,
                                  * 16, 32), within the model's max B */
     int nbuckets;
-    const char *ids_name, *pos_name, *logits_name; /* NULL: "ids", "pos", "logits" */
+    const char *ids_name, *pos_name, *logits_name; /* NULL: "ids", "pos", "logits" (with head_sample:
+                                 * "head_in") */
 } kiln_generate_options;
 
 typedef struct kiln_generate_stats {

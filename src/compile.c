@@ -27,6 +27,7 @@ struct kc_unit {
     const int64_t *max_dims; /* what the memory plan was made at (NULL: constant dims) */
     const cg_target *target; /* the kernels' target for the plan text (NULL: the default) */
     bool have_plan;
+    int head_param; /* head_sample: the LM head's weight (a param index), else -1 */
     char *warnings; /* without diag_out: the rendered warnings of the steps that succeeded */
 };
 
@@ -88,6 +89,7 @@ rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err,
     if (!o || !o->name) return rt_fail(RT_ERR_INVALID, err, n, "compile: no model name");
     if (o->ndefines < 0 || (o->ndefines && !o->defines)) return rt_fail(RT_ERR_INVALID, err, n, "defines: NULL array");
     kc_unit *u = calloc(1, sizeof *u);
+    if (u) u->head_param = -1;
     if (!u) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     u->o = *o;
     u->diag_out = diag_out;
@@ -164,6 +166,33 @@ rt_status kc_parse(kc_unit *u, char *err, size_t n)
     return RT_OK;
 }
 
+/* head_sample: the one output that is linear(x, W) of a weight W [V, D],
+ * with x bf16 [..., D], becomes output head_in = x; the linear goes with DCE
+ * and the sampler computes it (runtime/rt_sample.h, kiln_sample_head). */
+static rt_status split_head(kc_unit *u, ir_graph *g, char *err, size_t n)
+{
+    int found = -1;
+    for (int i = 0; i < g->noutputs; i++) {
+        const ir_node *v = g->outputs[i].value;
+        if (v->op != IR_OP_LINEAR || v->ninputs != 2 || v->inputs[1]->op != IR_OP_WEIGHT || v->inputs[1]->type.rank != 2 ||
+            v->inputs[0]->type.dtype != IR_BF16 || v->inputs[1]->type.dtype != IR_BF16)
+            continue;
+        if (found >= 0)
+            return rt_fail(RT_ERR_INVALID, err, n, "head_sample: model %s has two outputs that are linears of a weight (%s, %s)",
+                           g->name, g->outputs[found].name, g->outputs[i].name);
+        found = i;
+    }
+    if (found < 0 || g->noutputs != 1)
+        return rt_fail(RT_ERR_INVALID, err, n,
+                       "head_sample: model %s needs one output, a linear(x, W) of a bf16 weight W [V, D] (the LM head)",
+                       g->name);
+    ir_node *lin = g->outputs[found].value;
+    u->head_param = lin->inputs[1]->param;
+    g->outputs[found].value = lin->inputs[0];
+    g->outputs[found].name = "head_in";
+    return RT_OK;
+}
+
 rt_status kc_fuse(kc_unit *u, char *err, size_t n)
 {
     const kc_options *o = &u->o;
@@ -187,6 +216,11 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
         return RT_ERR_INVALID;
     }
     ir_graph *g = u->written;
+    u->head_param = -1;
+    if (o->head_sample) {
+        rt_status hs = split_head(u, g, err, n);
+        if (hs != RT_OK) return hs;
+    }
     u->written = NULL;
     if (o->keep_written) { /* the unfused graph, for the interpreter to compare against */
         diag_list d2;
@@ -620,6 +654,8 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     plan->plan_variant = plan_exact_variant;
     plan->graph = u->fused;
     u->fused = NULL;
+    plan->head = u->head_param >= 0;
+    plan->head_weight = u->head_param;
     return RT_OK;
 }
 

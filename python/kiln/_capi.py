@@ -56,6 +56,7 @@ class kiln_model_options(ctypes.Structure):
         ("enabled", POINTER(c_char_p)),
         ("nenabled", c_int),
         ("no_pdl", c_int),
+        ("head_sample", c_int),
     ]
 
 
