@@ -352,6 +352,10 @@ typedef struct kiln_counters {
     uint64_t weight_packs;      /* times the packed weights were (re)computed */
     uint64_t tma_fallbacks;     /* Hopper (wgmma + TMA) matmul launches recorded as their mma.sync fallback
                                  * because TMA could not describe an operand (a pointer not 16-byte aligned) */
+    uint64_t weight_bytes_released; /* device bytes of weights loaded from files that were freed because
+                                 * packed copies (merged Q/K/V, interleaved gate/up) replaced them: such a
+                                 * weight exists once on the device, packed; one bound from device memory
+                                 * is never freed or overwritten (its packed copy is the one extra) */
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
 

@@ -651,6 +651,7 @@ kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
     out->eager_fallbacks = c.eager_fallbacks;
     out->weight_packs = c.weight_packs;
     out->tma_fallbacks = c.tma_fallbacks;
+    out->weight_bytes_released = c.weight_bytes_released;
     return KILN_OK;
 }
 

@@ -171,6 +171,16 @@ int main(int argc, char **argv)
         kiln_model_counters(m, &c);
         printf("compiled %llu, disk hits %llu\n", (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_disk);
         kiln_model_free(m);
+        mo.head_sample = 1; /* section 4's model */
+        if (kiln_model_compile_file(ctx, model, &mo, &m) == KILN_OK) {
+            int hsets[][2] = {{1, 8}, {1, 1}, {4, 5}, {4, 1}};
+            for (size_t i = 0; i < sizeof hsets / sizeof hsets[0]; i++) {
+                kiln_dim d[] = {{"B", hsets[i][0]}, {"S", hsets[i][1]}, {"T", MAXT}};
+                kiln_status st = kiln_model_prepare(m, d, 3);
+                printf("head_sample: prepare B=%d S=%d: %s\n", hsets[i][0], hsets[i][1], st == KILN_OK ? "ok" : kiln_last_error());
+            }
+            kiln_model_free(m);
+        } else printf("head_sample compile: %s\n", kiln_last_error());
         kiln_context_free(ctx);
         return 0;
     }
@@ -235,8 +245,14 @@ int main(int argc, char **argv)
     printf("teacher forcing: %d steps, %d greedy tokens compared (margin over twice the tolerance)\n", STEPS, checked);
     kiln_counters c;
     kiln_model_counters(m, &c);
-    printf("counters: compiled %llu, disk hits %llu, captures %llu, replays %llu\n", (unsigned long long)c.kernels_compiled,
-           (unsigned long long)c.cache_hits_disk, (unsigned long long)c.graph_captures, (unsigned long long)c.graph_replays);
+    printf("counters: compiled %llu, disk hits %llu, captures %llu, replays %llu, weight bytes released %llu\n",
+           (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_disk,
+           (unsigned long long)c.graph_captures, (unsigned long long)c.graph_replays,
+           (unsigned long long)c.weight_bytes_released);
+    /* merged Q/K/V and interleaved gate/up replace the loaded originals: 2 layers x (q, k, v, gate, up) of the small
+     * model (D 256, KV 2 x HD 64, F 512), bf16; Qwen2 adds its Q/K/V biases */
+    CHECK_MSG(c.weight_bytes_released >= 2ull * 2 * (256 * 256 + 2 * 128 * 256 + 2 * 512 * 256),
+              "weight bytes released: %llu", (unsigned long long)c.weight_bytes_released);
     CHECK(c.graph_replays >= STEPS - 3);
     kiln_sampler_free(greedy);
 
