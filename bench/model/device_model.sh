@@ -25,7 +25,7 @@ prompt=$($py -c "import json; print(','.join(map(str, json.load(open('build/hf/l
 {
   echo "kiln generate (greedy, fused head):"
   build/kiln generate samples/models/llama3_2_1b.kiln --weights build/hf/llama --prompt-ids "$prompt" --max-new 33 \
-    --buckets 1 --max-seq 64 $D
+    --buckets 1 --max-seq 64 --fused-head $D
   echo "transformers' greedy:"
   $py -c "import json; print(','.join(map(str, json.load(open('build/hf/llama.json'))['greedy'])))"
 } > "$out/cli.txt" 2>&1
