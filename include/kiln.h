@@ -247,7 +247,8 @@ const char *kiln_model_describe(kiln_model *m);
 
 /* What kernel i of the large-shape variant is (strings owned by the model). */
 typedef struct kiln_kernel_info {
-    const char *name;     /* kiln_<model>_k<i>_<kind> */
+    const char *name;     /* kiln_<model>_k<i>_<kind>; a kernel that is the same program as an
+                           * earlier one (identical layers) has that one's name */
     const char *kind;     /* the kernel group's kind: "matmul", "attention", "row", ... */
     const char *template_file; /* the template it instantiates: "matmul_wgmma.cuh", "matmul_mma.cuh", ... */
     const char *config;   /* the template's configuration: "wgmma 128x256 s4", "mma.sync 128x128x32 s3", or "" */

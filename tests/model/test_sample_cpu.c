@@ -79,6 +79,17 @@ static void head_split(void)
                   "output %s [%lld]", ti.name, (long long)ti.shape[2]);
         CHECK(kiln_model_find_tensor(m, "model.embed_tokens.weight", NULL, 0, &ti) == KILN_OK && ti.kind == KILN_WEIGHT);
         nk[h] = kiln_model_num_kernels(m);
+        /* identical layers: the second layer's 7 kernels at least are the first one's programs (same name) */
+        int distinct = 0;
+        for (int i = 0; i < nk[h]; i++) {
+            kiln_kernel_info ki, kj;
+            CHECK(kiln_model_kernel(m, i, &ki) == KILN_OK);
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++) seen = kiln_model_kernel(m, j, &kj) == KILN_OK && !strcmp(ki.name, kj.name);
+            distinct += !seen;
+        }
+        printf("head_sample %d: %d kernels, %d distinct programs\n", h, nk[h], distinct);
+        CHECK_MSG(distinct <= nk[h] - 7, "%d kernels, %d distinct (each layer has 7)", nk[h], distinct);
         kiln_model_free(m);
     }
     CHECK_MSG(nk[1] == nk[0] - 1, "kernels: %d with the head, %d without", nk[0], nk[1]);
