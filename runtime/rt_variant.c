@@ -144,7 +144,7 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         same[i] = -1;
         if (!k) continue;
         for (int u = 0; u < nu && same[i] < 0; u++)
-            if (srcs[u] == k->source && !strcmp(names[u], k->name)) same[i] = u;
+            if (k->source && srcs[u] == k->source && names[u] == k->name) same[i] = u; /* shared: same pointers */
         if (same[i] >= 0) continue;
         ks[nu] = k;
         which[nu] = i;
