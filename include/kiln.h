@@ -188,6 +188,12 @@ typedef struct kiln_model_options {
                                   * them between machines). The choice is named in the
                                   * kernel's configuration ("... (autotuned)") in
                                   * kiln_model_describe and the profile. 0: the heuristic */
+    int head_sample;             /* 1: the LM head goes to the fused sampler (generation models):
+                                  * the model's one output, a linear(x, W) of a bf16 weight W
+                                  * [V, D], becomes output "head_in" = x, and kiln_generate (or a
+                                  * sampler, kiln_sampler_run_head) computes the head with the
+                                  * sampling in one kernel; the logits reach memory only when
+                                  * asked for */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,
@@ -251,7 +257,8 @@ const char *kiln_model_describe(kiln_model *m);
 
 /* What kernel i of the large-shape variant is (strings owned by the model). */
 typedef struct kiln_kernel_info {
-    const char *name;     /* kiln_<model>_k<i>_<kind> */
+    const char *name;     /* kiln_<model>_k<i>_<kind>; a kernel that is the same program as an
+                           * earlier one (identical layers) has that one's name */
     const char *kind;     /* the kernel group's kind: "matmul", "attention", "row", ... */
     const char *template_file; /* the template it instantiates: "matmul_wgmma.cuh", "matmul_mma.cuh", ... */
     const char *config;   /* the template's configuration: "wgmma 128x256 s4", "mma.sync 128x128x32 s3", or "" */
@@ -356,6 +363,10 @@ typedef struct kiln_counters {
     uint64_t weight_packs;      /* times the packed weights were (re)computed */
     uint64_t tma_fallbacks;     /* Hopper (wgmma + TMA) matmul launches recorded as their mma.sync fallback
                                  * because TMA could not describe an operand (a pointer not 16-byte aligned) */
+    uint64_t weight_bytes_released; /* device bytes of weights loaded from files that were freed because
+                                 * packed copies (merged Q/K/V, interleaved gate/up) replaced them: such a
+                                 * weight exists once on the device, packed; one bound from device memory
+                                 * is never freed or overwritten (its packed copy is the one extra) */
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
 
@@ -533,6 +544,12 @@ kiln_status kiln_sampler_create(kiln_model *m, const kiln_sampling *s, int max_r
 /* stream NULL: the context's (where kiln_model_run runs with a NULL stream). */
 kiln_status kiln_sampler_run(kiln_sampler *s, const void *logits, int rows, void *ids_out, void *stream);
 void kiln_sampler_free(kiln_sampler *s); /* NULL-safe */
+/* A sampler of a model compiled with head_sample computes the LM head too:
+ * hidden is the model's output head_in (bf16 [rows, D], device); logits_out
+ * (bf16 [rows, V]) is written only when not NULL. kiln_sampler_run is for
+ * the others. */
+kiln_status kiln_sampler_run_head(kiln_sampler *s, const void *hidden, int rows, void *ids_out, void *logits_out,
+                                  void *stream);
 
 typedef struct kiln_generate_options {
     kiln_sampling sampling;
@@ -543,7 +560,8 @@ typedef struct kiln_generate_options {
     const int *buckets;         /* batch sizes calls are padded to, ascending (NULL: 1, 2, 4, 8,
                                  * 16, 32), within the model's max B */
     int nbuckets;
-    const char *ids_name, *pos_name, *logits_name; /* NULL: "ids", "pos", "logits" */
+    const char *ids_name, *pos_name, *logits_name; /* NULL: "ids", "pos", "logits" (with head_sample:
+                                 * "head_in") */
 } kiln_generate_options;
 
 typedef struct kiln_generate_stats {

@@ -1,6 +1,17 @@
 /* runtime/rt_bind.c — what a model reads besides its inputs: weights (bound
  * device pointers or loaded from safetensors), the packed (bind-time) values
- * computed from them, and states (rt_model.h). */
+ * computed from them, and states (rt_model.h).
+ *
+ * Packed weights do not double the memory of weights loaded from a file: once
+ * the packed copies are made, a file-loaded weight that no kernel of any
+ * variant reads directly but a packed copy does is freed (released); the
+ * packed copy is then its only form on the device. A pack made later (a new
+ * variant's layout, a rebind of another weight) and a variant that reads the
+ * weight directly read it again from its file. A weight bound from device
+ * memory is the user's: never freed, never written; its packed copy is the one
+ * extra. Packing itself stays one function of the original values
+ * (rt_pack_eval over the bind-time node), whatever the passes put there. */
+#define _XOPEN_SOURCE 700
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +56,9 @@ static void set_weight(rt_model *m, int param, void *dev, bool owned)
     if (m->weight_owned[param] && m->weight_ptr[param] && m->weight_ptr[param] != dev) (void)cudaFree(m->weight_ptr[param]);
     m->weight_ptr[param] = dev;
     m->weight_owned[param] = owned;
+    m->weight_released[param] = false;
+    free(m->weight_src[param]);
+    m->weight_src[param] = NULL;
     invalidate_packs(m);
     rt_graph_cache_clear(m->graphs); /* the graphs hold the old pointer */
 }
@@ -193,6 +207,8 @@ rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *e
             return st;
         }
         set_weight(m, p, dev, true);
+        /* the file, to read the weight again once released (NULL: never released) */
+        m->weight_src[p] = f.path ? realpath(f.path, NULL) : NULL;
     }
     /* the copies are done before any run reads them */
     rt_status end = rt_upload_end(&up, err, n);
@@ -214,11 +230,83 @@ rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flag
 
 /* ---- packed values ------------------------------------------------------------------------ */
 
+/* Whether bind-time node nd reads weight param (through its inputs). */
+static bool node_reads(const ir_node *nd, int param)
+{
+    if (nd->op == IR_OP_WEIGHT) return nd->param == param;
+    for (int i = 0; i < nd->ninputs; i++)
+        if (node_reads(nd->inputs[i], param)) return true;
+    return false;
+}
+
+/* Whether a kernel of v (or its fallback: the same arguments) reads weight
+ * param itself rather than a packed copy. */
+static bool reads_directly(const rt_model *m, const rt_variant *v, int param)
+{
+    const int *packed_of = v->plan.arg_packed;
+    for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
+        const cg_kernel *K = &v->plan.kernels[k];
+        for (int i = 0; i < K->nargs; i++)
+            if (K->args[i].kind == CG_ARG_PARAM && K->args[i].index == param && packed_of[i] < 0) return true;
+    }
+    (void)m;
+    return false;
+}
+
+/* After the packs are made: frees the file-loaded weights that only packed
+ * copies read (see the top of this file). */
+static rt_status release_packed_weights(rt_model *m, char *err, size_t n)
+{
+    for (int p = 0; p < m->g->nparams; p++) {
+        if (m->g->params[p]->op != IR_OP_WEIGHT || !m->weight_owned[p] || !m->weight_src[p] || !m->weight_ptr[p] ||
+            m->weight_released[p])
+            continue;
+        bool direct = false, packed = false;
+        for (int i = 0; i < m->nvars && !direct; i++) direct = reads_directly(m, m->vars[i], p);
+        for (int i = 0; i < m->npacked && !packed; i++) packed = node_reads(m->g->nodes[m->packed[i].value.node], p);
+        if (direct || !packed) continue;
+        int64_t shape[IR_MAX_RANK];
+        size_t bytes;
+        if (rt_model_param_bytes(m, p, shape, &bytes) != 0)
+            return rt_fail(RT_ERR_INTERNAL, err, n, "weight '%s': the shape does not evaluate", m->g->params[p]->name);
+        char who[512];
+        snprintf(who, sizeof who, "releasing weight '%s' (packed)", m->g->params[p]->name);
+        RT_TRY(RT_CUDA_CHECK(cudaFree(m->weight_ptr[p]), who, err, n));
+        m->weight_ptr[p] = NULL;
+        m->weight_released[p] = true;
+        m->cnt.weight_bytes_released += bytes;
+    }
+    return RT_OK;
+}
+
 /* Host bytes of weights for packing: copied from the device once per pack. */
 typedef struct pack_source {
     rt_model *m;
     void **host;
 } pack_source;
+
+/* Weight `param`'s bytes from the file it was loaded from, to dst (host or
+ * device memory: copied with cudaMemcpy). */
+static rt_status read_from_file(rt_model *m, int param, void *dst, size_t bytes, char *err, size_t n)
+{
+    const char *name = m->g->params[param]->name;
+    if (!m->weight_src[param]) return rt_fail(RT_ERR_WEIGHTS, err, n, "weight '%s': no file to read it from", name);
+    rt_st_file f;
+    rt_status st = rt_st_open(m->weight_src[param], &f, err, n);
+    if (st != RT_OK) return st;
+    const rt_st_tensor *t = rt_st_find(&f, name);
+    if (!t || (size_t)(t->end - t->begin) != bytes || !t->kiln_dtype || t->dtype != m->g->params[param]->type.dtype)
+        st = rt_fail(RT_ERR_WEIGHTS, err, n,
+                     "weight '%s' was released once packed and is needed again, but %s no longer holds it as loaded",
+                     name, m->weight_src[param]);
+    else {
+        char who[512];
+        snprintf(who, sizeof who, "reading weight '%s' again from %s", name, m->weight_src[param]);
+        st = RT_CUDA_CHECK(cudaMemcpy(dst, t->data, bytes, cudaMemcpyDefault), who, err, n);
+    }
+    rt_st_close(&f);
+    return st;
+}
 
 static int pack_get(void *user, int param, const void **data, char *err, size_t n)
 {
@@ -228,6 +316,14 @@ static int pack_get(void *user, int param, const void **data, char *err, size_t 
         int64_t shape[IR_MAX_RANK];
         size_t bytes;
         if (rt_model_param_bytes(m, param, shape, &bytes) != 0) return rt_fail(-1, err, n, "weight shape does not evaluate");
+        if (m->weight_released[param]) { /* from its file */
+            source->host[param] = malloc(bytes + 1);
+            if (!source->host[param]) return rt_fail(-1, err, n, "out of memory");
+            rt_status st = read_from_file(m, param, source->host[param], bytes, err, n);
+            if (st != RT_OK) return st;
+            *data = source->host[param];
+            return 0;
+        }
         if (!m->weight_ptr[param]) return rt_fail(-1, err, n, "weight '%s' is not bound", m->g->params[param]->name);
         source->host[param] = malloc(bytes + 1);
         if (!source->host[param]) return rt_fail(-1, err, n, "out of memory");
@@ -333,7 +429,34 @@ rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
     }
     for (int i = 0; i < m->g->nparams; i++) free(host[i]);
     free(host);
+    if (st == RT_OK) st = release_packed_weights(m, err, n);
     return st;
+}
+
+rt_status rt_model_restore_weights(rt_model *m, const rt_variant *v, char *err, size_t n)
+{
+    for (int p = 0; p < m->g->nparams; p++) {
+        if (!m->weight_released[p] || !reads_directly(m, v, p)) continue;
+        int64_t shape[IR_MAX_RANK];
+        size_t bytes;
+        if (rt_model_param_bytes(m, p, shape, &bytes) != 0)
+            return rt_fail(RT_ERR_INTERNAL, err, n, "weight '%s': the shape does not evaluate", m->g->params[p]->name);
+        void *dev = NULL;
+        char who[512];
+        snprintf(who, sizeof who, "weight '%s' (%zu bytes), read again for a kernel that reads it directly",
+                 m->g->params[p]->name, bytes);
+        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&dev, bytes ? bytes : 1), who, err, n));
+        rt_status st = read_from_file(m, p, dev, bytes, err, n);
+        if (st != RT_OK) {
+            (void)cudaFree(dev);
+            return st;
+        }
+        m->weight_ptr[p] = dev;
+        m->weight_released[p] = false;
+        m->cnt.weight_bytes_released -= bytes;
+        rt_graph_cache_clear(m->graphs);
+    }
+    return RT_OK;
 }
 
 /* ---- states ------------------------------------------------------------------------------ */

@@ -68,11 +68,13 @@ rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg
     rt_status st = RT_OK;
     m->weight_ptr = calloc((size_t)np + 1, sizeof *m->weight_ptr);
     m->weight_owned = calloc((size_t)np + 1, sizeof *m->weight_owned);
+    m->weight_src = calloc((size_t)np + 1, sizeof *m->weight_src);
+    m->weight_released = calloc((size_t)np + 1, sizeof *m->weight_released);
     m->state_ptr = calloc((size_t)np + 1, sizeof *m->state_ptr);
     m->state_bytes = calloc((size_t)np + 1, sizeof *m->state_bytes);
     m->types = calloc((size_t)(np + g->noutputs) + 1, sizeof *m->types);
     m->graphs = rt_graph_cache_new(cfg->max_graphs > 0 ? cfg->max_graphs : 16);
-    if (!m->weight_ptr || !m->weight_owned || !m->state_ptr || !m->state_bytes || !m->types || !m->graphs) {
+    if (!m->weight_ptr || !m->weight_owned || !m->weight_src || !m->weight_released || !m->state_ptr || !m->state_bytes || !m->types || !m->graphs) {
         st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
@@ -123,6 +125,7 @@ void rt_model_free(rt_model *m)
         for (int i = 0; i < m->g->nparams; i++) {
             if (m->weight_ptr && m->weight_owned && m->weight_owned[i] && m->weight_ptr[i]) (void)cudaFree(m->weight_ptr[i]);
             if (m->state_ptr && m->state_ptr[i]) (void)cudaFree(m->state_ptr[i]);
+            if (m->weight_src) free(m->weight_src[i]);
         }
     for (int i = 0; i < m->npacked; i++)
         if (m->packed[i].dev) (void)cudaFree(m->packed[i].dev);
@@ -132,6 +135,8 @@ void rt_model_free(rt_model *m)
     free(m->packed);
     free(m->weight_ptr);
     free(m->weight_owned);
+    free(m->weight_src);
+    free(m->weight_released);
     free(m->state_ptr);
     free(m->state_bytes);
     free(m->types);

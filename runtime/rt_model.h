@@ -149,6 +149,7 @@ typedef struct rt_model_counters {
     uint64_t kernels_compiled, cache_hits_memory, cache_hits_disk, variants;
     uint64_t runs, launches, graph_captures, graph_replays, graph_updates, eager_runs, eager_fallbacks;
     uint64_t weight_packs;
+    uint64_t weight_bytes_released; /* device bytes of file-loaded weights freed: packed copies replaced them */
     uint64_t tma_fallbacks; /* wgmma launches recorded as their mma.sync fallback (operands TMA cannot describe) */
 } rt_model_counters;
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c);

@@ -67,6 +67,13 @@ struct rt_model {
     bool pdl;            /* programmatic dependent launch (kernels compiled for sm_90+, not no_pdl) */
     void **weight_ptr;   /* per param: weights: the bound device pointer */
     bool *weight_owned;
+    /* Weights loaded from a file (rt_bind.c): the file (weight_src, for reading
+     * one again), and released when no kernel of any variant reads it but a
+     * packed copy does: its device copy is freed once the packed copies are
+     * made (the copies replace it), and read again from the file when a pack
+     * or a new variant needs it. Weights the user binds are never released. */
+    char **weight_src;
+    bool *weight_released;
     void **state_ptr;    /* per param: states: the device buffer */
     size_t *state_bytes;
     bool states_ready;
@@ -129,7 +136,10 @@ rt_status rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *er
  * returns how many. */
 int rt_missing_weights(const rt_model *m, bool (*missing)(const rt_model *m, int param, const void *user),
                        const void *user, char *list, size_t n);
-/* Computes and uploads the packed values not valid yet. */
+/* Computes and uploads the packed values not valid yet, then releases the
+ * weights loaded from files that only packed copies read. */
 rt_status rt_model_update_packs(rt_model *m, char *err, size_t n);
+/* Reads back from its file every released weight a kernel of v reads directly. */
+rt_status rt_model_restore_weights(rt_model *m, const rt_variant *v, char *err, size_t n);
 
 #endif

@@ -99,6 +99,9 @@ typedef struct rt_plan {
     rt_plan_variant_fn plan_variant; /* NULL: only the variants above */
     void *planner;
     void (*planner_free)(void *planner);
+    bool head;                   /* the LM head is left to the fused sampler (kc_options.head_sample):
+                                  * output head_in is its input, param head_weight its weight */
+    int head_weight;
 } rt_plan;
 
 /* Frees everything a plan holds (NULL-safe); the struct itself is the caller's. */

@@ -304,7 +304,7 @@ static rt_status bind_tensors(const rt_model *m, const rt_tensor_ptr *inputs, in
 static bool not_bound(const rt_model *m, int param, const void *user)
 {
     (void)user;
-    return !m->weight_ptr[param];
+    return !m->weight_ptr[param] && !m->weight_released[param]; /* released: packed, in its file */
 }
 
 static void count_graph_run(rt_model *m, const rt_variant *v, rt_graph_how how)
@@ -351,6 +351,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     if ((st = rt_variant_pick(m, dims, &vi, err, n)) != RT_OK) goto done;
     rt_variant *v = m->vars[vi];
     if ((st = rt_variant_load(m, v, err, n)) != RT_OK) goto done;
+    if ((st = rt_model_restore_weights(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_model_update_packs(m, err, n)) != RT_OK) goto done;
     if ((st = ensure_memory(m, v, dims, err, n)) != RT_OK) goto done;
     if (!stream) stream = m->ctx->stream;

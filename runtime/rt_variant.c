@@ -132,14 +132,20 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
     rt_compile_result *res = calloc(2 * (size_t)nk + 1, sizeof *res);
     rt_cache_lookup *how = calloc(2 * (size_t)nk + 1, sizeof *how);
     v->cubins = calloc(2 * (size_t)nk + 1, sizeof *v->cubins);
+    int *same = calloc(2 * (size_t)nk + 1, sizeof *same); /* kernel i's unit when it repeats one, else -1 */
     rt_status st = RT_OK;
-    if (!names || !srcs || !ks || !which || !res || !how || !v->cubins) {
+    if (!names || !srcs || !ks || !which || !res || !how || !v->cubins || !same) {
         st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
         goto out;
     }
+    /* kernels that share one source (identical layers: src/compile.c) compile once */
     for (int i = 0; i < 2 * nk; i++) {
         const cg_kernel *k = i < nk ? &v->plan.kernels[i] : v->plan.kernels[i - nk].fallback;
+        same[i] = -1;
         if (!k) continue;
+        for (int u = 0; u < nu && same[i] < 0; u++)
+            if (k->source && srcs[u] == k->source && names[u] == k->name) same[i] = u; /* shared: same pointers */
+        if (same[i] >= 0) continue;
         ks[nu] = k;
         which[nu] = i;
         names[nu] = k->name;
@@ -166,6 +172,18 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         if (st == RT_OK) st = rt_fail(RT_ERR_COMPILE, err, n, "NVRTC: %s", rt_status_str(compile_st));
         goto out;
     }
+    for (int i = 0; i < 2 * nk; i++) /* the repeats: a copy of their unit's cubin (counted as memory hits) */
+        if (same[i] >= 0) {
+            m->cnt.cache_hits_memory++;
+            const rt_blob *b = &res[same[i]].code;
+            v->cubins[i].data = malloc(b->size + 1);
+            if (!v->cubins[i].data) {
+                st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+                goto out;
+            }
+            memcpy(v->cubins[i].data, b->data, b->size);
+            v->cubins[i].size = b->size;
+        }
     for (int i = 0; i < nu; i++) {
         v->cubins[which[i]] = res[i].code;
         memset(&res[i].code, 0, sizeof res[i].code);
@@ -180,6 +198,7 @@ out:
     free(srcs);
     free(ks);
     free(which);
+    free(same);
     return st;
 }
 

@@ -52,10 +52,14 @@ typedef struct rt_gen_stats {
 /* The batch size for nseq sequences (rt_gen_config's rule); -1 when nseq > max_b. */
 int rt_gen_bucket(const int *buckets, int nbuckets, int nseq, int64_t max_b, int *miss);
 
-/* Vocabulary size and the batch dims' symbols of a generation model: checks
- * that it has dims B, S, T, inputs ids i32[B, S] and pos i32[B] and one output
- * logits [B, 1, V]. */
-rt_status rt_gen_check_model(const rt_model *m, const rt_gen_config *cfg, int64_t *vocab, char *err, size_t n);
+/* Vocabulary size of a generation model: checks that it has dims B, S, T,
+ * inputs ids i32[B, S] and pos i32[B] and one output logits [B, 1, V] (*dmodel
+ * 0), or, compiled with head_sample (rt_plan.head), one output head_in [B, 1,
+ * D] and the head's weight [V, D] (*dmodel D: the sampler computes the head). */
+rt_status rt_gen_check_model(const rt_model *m, const rt_gen_config *cfg, int64_t *vocab, int64_t *dmodel, char *err,
+                             size_t n);
+/* The bound LM head weight of a head_sample model (NULL: none, or not bound yet). */
+const void *rt_model_head_weight(const rt_model *m);
 
 /* A sampler for the model's context (rt_sampler_create on its device and cache). */
 rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_sample_config *cfg, rt_sampler **out,

@@ -41,11 +41,13 @@ static int find_sym(const ir_graph *g, const char *name)
     return -1;
 }
 
-rt_status rt_gen_check_model(const rt_model *m, const rt_gen_config *cfg, int64_t *vocab, char *err, size_t n)
+rt_status rt_gen_check_model(const rt_model *m, const rt_gen_config *cfg, int64_t *vocab, int64_t *dmodel, char *err,
+                             size_t n)
 {
     const ir_graph *g = m->g;
+    const bool head = m->plan.head;
     const char *ids = or_default(cfg->ids, "ids"), *pos = or_default(cfg->pos, "pos"),
-               *logits = or_default(cfg->logits, "logits");
+               *logits = or_default(cfg->logits, head ? "head_in" : "logits");
     const char *dims[] = {"B", "S", "T"};
     for (int i = 0; i < 3; i++)
         if (find_sym(g, dims[i]) < 0)
@@ -65,13 +67,24 @@ rt_status rt_gen_check_model(const rt_model *m, const rt_gen_config *cfg, int64_
     if (ni != 2 || rt_model_find_param(m, ids) < 0 || rt_model_find_param(m, pos) < 0)
         return rt_fail(RT_ERR_INVALID, err, n, "generate: model %s needs the inputs %s : i32[B, S] and %s : i32[B]", g->name,
                        ids, pos);
+    const char *want = head ? "[B, 1, D] (the LM head's input: compiled with head_sample)" : "[B, 1, V]";
     if (g->noutputs != 1 || strcmp(g->outputs[0].name, logits))
-        return rt_fail(RT_ERR_INVALID, err, n, "generate: model %s needs exactly one output, %s [B, 1, V]", g->name, logits);
+        return rt_fail(RT_ERR_INVALID, err, n, "generate: model %s needs exactly one output, %s %s", g->name, logits, want);
     const ir_type *t = &g->outputs[0].value->type;
     int64_t shape[IR_MAX_RANK];
     if (t->dtype != IR_BF16 || t->rank < 2 || !ir_type_shape_at(t, m->maxd, shape, NULL))
-        return rt_fail(RT_ERR_INVALID, err, n, "generate: output %s must be bf16 [B, 1, V]", logits);
+        return rt_fail(RT_ERR_INVALID, err, n, "generate: output %s must be bf16 %s", logits, want);
     *vocab = shape[t->rank - 1];
+    *dmodel = 0;
+    if (head) {
+        int64_t ws[IR_MAX_RANK];
+        const ir_type *wt = &g->params[m->plan.head_weight]->type;
+        if (!ir_type_shape_at(wt, m->maxd, ws, NULL) || wt->rank != 2 || ws[1] != shape[t->rank - 1])
+            return rt_fail(RT_ERR_INVALID, err, n, "generate: the LM head's weight %s does not take the %lld-wide %s",
+                           g->params[m->plan.head_weight]->name, (long long)shape[t->rank - 1], logits);
+        *dmodel = ws[1];
+        *vocab = ws[0];
+    }
     return RT_OK;
 }
 
@@ -113,12 +126,25 @@ static int row_tokens(const rt_gen_config *cfg, const int32_t *hist, int cap, in
     return k;
 }
 
+/* One sampler step over the model's output: logits, or (head_w) the LM head's input. */
+static rt_status sample(rt_sampler *smp, const void *head_w, const void *model_out, void *ids, int rows,
+                        const rt_sample_extra *x, void *stream, char *err, size_t n)
+{
+    if (head_w) return rt_sampler_run_head(smp, model_out, head_w, NULL, ids, rows, x, stream, err, n);
+    return rt_sampler_run_ex(smp, model_out, ids, rows, x, stream, err, n);
+}
+
 rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int nseq, const int32_t *const *prompts,
                       const int *len, int32_t *out, int *out_len, rt_gen_stats *stats, char *err, size_t n)
 {
     memset(stats, 0, sizeof *stats);
-    int64_t vocab;
-    RT_TRY(rt_gen_check_model(m, cfg, &vocab, err, n));
+    int64_t vocab, dmodel;
+    RT_TRY(rt_gen_check_model(m, cfg, &vocab, &dmodel, err, n));
+    if (rt_sampler_is_head(smp) != (dmodel > 0))
+        return rt_fail(RT_ERR_INVALID, err, n, "generate: the model %s the LM head to the sampler, the sampler %s",
+                       dmodel > 0 ? "leaves" : "computes", rt_sampler_is_head(smp) ? "computes it too" : "does not");
+    const void *head_w = dmodel > 0 ? m->weight_ptr[m->plan.head_weight] : NULL;
+    int64_t out_w = dmodel > 0 ? dmodel : vocab; /* the model output's width: the head's input or the logits */
     const ir_graph *g = m->g;
     int sb = find_sym(g, "B"), ss = find_sym(g, "S"), stt = find_sym(g, "T");
     int64_t maxb = m->maxd[sb], maxs = m->maxd[ss], maxt = m->maxd[stt];
@@ -170,7 +196,7 @@ rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, in
     RT_TRY_GOTO(st, out, RT_CUDA_CHECK(cudaMalloc((void **)&d.pos, rows * 4), "generate", err, n));
     RT_TRY_GOTO(st, out, RT_CUDA_CHECK(cudaMalloc((void **)&d.force, rows * (size_t)fcap * 4), "generate", err, n));
     RT_TRY_GOTO(st, out, RT_CUDA_CHECK(cudaMalloc((void **)&d.force_len, rows * 4), "generate", err, n));
-    RT_TRY_GOTO(st, out, RT_CUDA_CHECK(cudaMalloc(&d.logits, rows * (size_t)vocab * 2), "generate", err, n));
+    RT_TRY_GOTO(st, out, RT_CUDA_CHECK(cudaMalloc(&d.logits, rows * (size_t)out_w * 2), "generate", err, n));
     /* the prompts' tails as forced tokens */
     for (int b = 0; b < batch; b++)
         for (int j = 0; j < fcap; j++)
@@ -182,7 +208,7 @@ rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, in
     RT_TRY_GOTO(st, out, rt_sampler_reset(smp, stream, err, n));
     RT_TRY_GOTO(st, out, RT_CUDA_CHECK(cudaStreamSynchronize(stream), "generate", err, n));
     const char *ids_name = or_default(cfg->ids, "ids"), *pos_name = or_default(cfg->pos, "pos"),
-               *logits_name = or_default(cfg->logits, "logits");
+               *logits_name = or_default(cfg->logits, dmodel > 0 ? "head_in" : "logits");
     int64_t dims[IR_MAX_SYMS];
     for (int i = 0; i < g->nsyms; i++) dims[i] = m->maxd[i];
     dims[sb] = batch;
@@ -207,7 +233,7 @@ rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, in
         stats->prefill_calls++;
         if (off + c == lmin) {
             rt_sample_extra x = {d.pos, c, d.force, d.force_len, fcap};
-            RT_TRY_GOTO(st, out, rt_sampler_run_ex(smp, d.logits, d.ids_step, batch, &x, stream, err, n));
+            RT_TRY_GOTO(st, out, sample(smp, head_w, d.logits, d.ids_step, batch, &x, stream, err, n));
         }
     }
     /* decode: one S = 1 call per step for the whole batch */
@@ -224,7 +250,7 @@ rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, in
     int total_steps = (lmax - lmin) + cfg->max_new;
     while (steps < total_steps) {
         RT_TRY_GOTO(st, out, rt_model_run(m, dims, ins, 2, outs, 1, NULL, err, n));
-        RT_TRY_GOTO(st, out, rt_sampler_run_ex(smp, d.logits, d.ids_step, batch, &x, stream, err, n));
+        RT_TRY_GOTO(st, out, sample(smp, head_w, d.logits, d.ids_step, batch, &x, stream, err, n));
         steps++;
         stats->decode_steps++;
         if (tt < 0 && steps > first_all) {
@@ -267,4 +293,9 @@ rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_samp
                                   char *err, size_t n)
 {
     return rt_sampler_create(m->ctx, source, cfg, out, err, n);
+}
+
+const void *rt_model_head_weight(const rt_model *m)
+{
+    return m->plan.head ? m->weight_ptr[m->plan.head_weight] : NULL;
 }

@@ -56,6 +56,9 @@ typedef struct kc_options {
     bool report;                 /* collect the fusion report (--explain, --report) */
     bool keep_written;           /* keep the graph as written next to the fused one (--verify) */
     diag_options warnings;       /* -Werror, -Wno-NAME (zero: every warning on, none an error) */
+    bool head_sample;            /* the LM head goes to the fused sampler: the output that is
+                                  * linear(x, W) of a weight W [V, D] becomes output head_in = x
+                                  * (the plan names W: rt_plan.head_weight) */
 } kc_options;
 
 /* One model going through the driver. */

@@ -232,7 +232,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                        .ndisabled = opts->ndisabled,
                                        .warnings = wopts,
                                        .enabled = opts->enabled,
-                                       .nenabled = opts->nenabled},
+                                       .nenabled = opts->nenabled,
+                                       .head_sample = opts->head_sample != 0},
                            .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
                            .run = {.no_graphs = opts->no_graphs != 0,
@@ -651,6 +652,7 @@ kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
     out->eager_fallbacks = c.eager_fallbacks;
     out->weight_packs = c.weight_packs;
     out->tma_fallbacks = c.tma_fallbacks;
+    out->weight_bytes_released = c.weight_bytes_released;
     return KILN_OK;
 }
 

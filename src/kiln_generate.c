@@ -17,7 +17,7 @@ struct kiln_sampler {
 };
 
 static kiln_status make_sampler(kiln_model *m, const kiln_sampling *s, int max_rows, int hist_cap, int64_t vocab,
-                                rt_sampler **out)
+                                int64_t dmodel, rt_sampler **out)
 {
     const char *src = cg_template_text("sample.cuh");
     if (!src) return kiln_model_fail_(m, KILN_ERR_INTERNAL, "the sampler's template is not embedded");
@@ -28,17 +28,18 @@ static kiln_status make_sampler(kiln_model *m, const kiln_sampling *s, int max_r
                             .top_k = s ? s->top_k : 0,
                             .top_p = s ? s->top_p : 0,
                             .seed = s ? s->seed : 0,
-                            .hist_cap = hist_cap};
+                            .hist_cap = hist_cap,
+                            .dmodel = dmodel};
     char err[GEN_ERRLEN] = "";
     rt_status st = rt_model_sampler_create(kiln_model_rt_(m), src, &cfg, out, err, sizeof err);
     return st == RT_OK ? KILN_OK : kiln_model_fail_(m, (kiln_status)st, err);
 }
 
-static kiln_status model_vocab(kiln_model *m, const kiln_generate_options *o, int64_t *vocab)
+static kiln_status model_vocab(kiln_model *m, const kiln_generate_options *o, int64_t *vocab, int64_t *dmodel)
 {
     rt_gen_config cfg = {.ids = o ? o->ids_name : NULL, .pos = o ? o->pos_name : NULL, .logits = o ? o->logits_name : NULL};
     char err[1024] = "";
-    rt_status st = rt_gen_check_model(kiln_model_rt_(m), &cfg, vocab, err, sizeof err);
+    rt_status st = rt_gen_check_model(kiln_model_rt_(m), &cfg, vocab, dmodel, err, sizeof err);
     return st == RT_OK ? KILN_OK : kiln_model_fail_(m, (kiln_status)st, err);
 }
 
@@ -49,13 +50,13 @@ kiln_status kiln_sampler_create(kiln_model *m, const kiln_sampling *s, int max_r
         return kiln_model_fail_(m, KILN_ERR_INVALID_ARGUMENT, "kiln_sampler_create: NULL model or out, or max_rows < 1");
     }
     *out = NULL;
-    int64_t vocab;
-    kiln_status ks = model_vocab(m, NULL, &vocab);
+    int64_t vocab, dmodel;
+    kiln_status ks = model_vocab(m, NULL, &vocab, &dmodel);
     if (ks != KILN_OK) return ks;
     kiln_sampler *k = calloc(1, sizeof *k);
     if (!k) return kiln_model_fail_(m, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     k->m = m;
-    ks = make_sampler(m, s, max_rows, 0, vocab, &k->rt);
+    ks = make_sampler(m, s, max_rows, 0, vocab, dmodel, &k->rt);
     if (ks != KILN_OK) {
         free(k);
         return ks;
@@ -69,6 +70,21 @@ kiln_status kiln_sampler_run(kiln_sampler *s, const void *logits, int rows, void
     if (!s) return kiln_model_fail_(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_sampler_run: NULL sampler");
     char err[1024] = "";
     rt_status st = rt_sampler_run(s->rt, logits, ids_out, rows, stream, err, sizeof err);
+    return st == RT_OK ? KILN_OK : kiln_model_fail_(s->m, (kiln_status)st, err);
+}
+
+kiln_status kiln_sampler_run_head(kiln_sampler *s, const void *hidden, int rows, void *ids_out, void *logits_out,
+                                  void *stream)
+{
+    if (!s) return kiln_model_fail_(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_sampler_run_head: NULL sampler");
+    const void *w = rt_model_head_weight(kiln_model_rt_(s->m));
+    if (!rt_sampler_is_head(s->rt) || !w)
+        return kiln_model_fail_(s->m, KILN_ERR_INVALID_ARGUMENT,
+                                "kiln_sampler_run_head: the model was not compiled with head_sample, or its LM head weight is "
+                                "not bound");
+    char err[1024] = "";
+    rt_sample_extra none = {0};
+    rt_status st = rt_sampler_run_head(s->rt, hidden, w, logits_out, ids_out, rows, &none, stream, err, sizeof err);
     return st == RT_OK ? KILN_OK : kiln_model_fail_(s->m, (kiln_status)st, err);
 }
 
@@ -89,8 +105,8 @@ kiln_status kiln_generate(kiln_model *m, int nseq, const int32_t *const *prompts
     for (int i = 1; i < o->nbuckets; i++)
         if (o->buckets[i] <= o->buckets[i - 1] || o->buckets[0] < 1)
             return kiln_model_fail_(m, KILN_ERR_INVALID_ARGUMENT, "kiln_generate: buckets must be positive and ascending");
-    int64_t vocab;
-    kiln_status ks = model_vocab(m, o, &vocab);
+    int64_t vocab, dmodel;
+    kiln_status ks = model_vocab(m, o, &vocab, &dmodel);
     if (ks != KILN_OK) return ks;
     int lmin = lens[0], lmax = lens[0];
     for (int b = 1; b < nseq; b++) {
@@ -114,7 +130,7 @@ kiln_status kiln_generate(kiln_model *m, int nseq, const int32_t *const *prompts
     int batch = rt_gen_bucket(o->buckets, o->nbuckets, nseq, maxb, &miss);
     if (batch < 0) batch = nseq; /* rt_generate reports it */
     rt_sampler *smp = NULL;
-    ks = make_sampler(m, &o->sampling, batch, (lmax - lmin) + o->max_new, vocab, &smp);
+    ks = make_sampler(m, &o->sampling, batch, (lmax - lmin) + o->max_new, vocab, dmodel, &smp);
     if (ks != KILN_OK) return ks;
     kiln_generate_stats local;
     if (!stats) stats = &local;

@@ -4,7 +4,12 @@
  *   kiln generate MODEL.kiln --weights DIR|INDEX|FILE (--prompt-ids 1,2,3 | --batch-file F)
  *       [--max-new N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
  *       [--stop ID,ID...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T]
- *       [-D NAME=VALUE]...
+ *       [--fused-head] [-D NAME=VALUE]...
+ *
+ * The LM head is the model's own kernel, its logits sampled by the two-kernel
+ * sampler; --fused-head runs the head in the sampler's one kernel instead
+ * (head_sample: the logits never reach memory; slower today at every batch
+ * size measured, see the README).
  *
  * --batch-file F: one prompt per line, token ids separated by commas or
  * blanks; blank lines and lines starting with '#' are skipped. Prints one
@@ -30,7 +35,8 @@ enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE =
 static const char usage[] =
     "usage: kiln generate MODEL.kiln --weights DIR (--prompt-ids 1,2,3 | --batch-file F)\n"
     "           [--max-new N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-    "           [--stop ID,...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T] [-D NAME=V]\n";
+    "           [--stop ID,...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T] [--fused-head]\n"
+    "           [-D NAME=V]\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -89,6 +95,7 @@ int kiln_generate_command(int argc, char **argv)
     kiln_generate_options go = {.max_new = 64};
     int32_t *stops = NULL, *buckets32 = NULL;
     int nstops = 0, nb = 0;
+    bool fused_head = false;
     double max_seq = 0;
     kiln_define defs[MAX_DEFINES];
     int ndefs = 0;
@@ -144,6 +151,8 @@ int kiln_generate_command(int argc, char **argv)
             NEED_VALUE();
             free(buckets32);
             if (parse_ids(v, &buckets32, &nb) != 0 || nb == 0) return usage_error("--buckets expects sizes, got '%s'", v);
+        } else if (!strcmp(a, "--fused-head")) {
+            fused_head = true;
         } else if (!strcmp(a, "--max-seq")) {
             NEED_VALUE();
             if (!num_arg(v, 1, 1e9, &max_seq) || max_seq != (int)max_seq)
@@ -238,7 +247,7 @@ int kiln_generate_command(int argc, char **argv)
     int64_t smax = go.prefill_chunk > 0 && go.prefill_chunk < lmax ? go.prefill_chunk : lmax;
     kiln_dim maxd[] = {{"B", bmax}, {"S", smax}, {"T", tmax}};
     kiln_model_options mo = {.defines = defs, .ndefines = ndefs, .max_dims = maxd, .nmax_dims = 3, .lazy = 1,
-                             .progress = isatty(2) ? kiln_tool_progress : NULL};
+                             .progress = isatty(2) ? kiln_tool_progress : NULL, .head_sample = fused_head};
     st = kiln_model_compile_file(ctx, model, &mo, &m);
     if (st != KILN_OK) {
         fprintf(stderr, "%s\n", kiln_last_error());

@@ -21,6 +21,17 @@
 //                        pos_add) advance in device memory, so a decode step needs
 //                        no host copy and a CUDA-graph replay of these launches
 //                        samples the next token with the next random number.
+//   kiln_sample_head     the LM head and the sampler in one kernel: grid (nct),
+//                        256 threads, rows * chunk floats of dynamic shared
+//                        memory. CTA c computes the logits of tokens
+//                        [c * chunk, (c + 1) * chunk) for every row (a GEMV over
+//                        its slice of the head's weight with 16-byte loads, each
+//                        logit rounded to bf16 as the model's linear rounds it),
+//                        writes them to logits only when that is given (else the
+//                        logits never reach HBM), and its K best per row to the
+//                        candidate workspace; the last CTA to finish (an atomic
+//                        counter) merges the rows' nct sorted lists (a warp per
+//                        row) and picks each row's token as the combine does.
 // Ties between equal logits go to the lower token id (as argmax does).
 // Header-free: bf16 logits are read as raw 16-bit patterns.
 
@@ -40,6 +51,11 @@ struct SampleArgs {
     int rows, nct, k, chunk;
     float temperature, top_p;
     int hist_cap, pos_add, force_cap, pad_;
+    // kiln_sample_head only
+    unsigned long long hidden;   // bf16 [rows, dmodel]: the LM head's input
+    unsigned long long weight;   // bf16 [vocab, dmodel]: the LM head ([out, in])
+    unsigned long long counter;  // int: CTAs done (left at 0 by the last one)
+    long long dmodel;
 };
 
 #define KILN_SAMPLE_THREADS 256
@@ -124,6 +140,56 @@ __device__ __forceinline__ unsigned long long kiln_mix64(unsigned long long z)
     return z ^ (z >> 31);
 }
 
+// The token of row `row` from its kk best candidates (top_v/top_i, best
+// first): the forced token, the best one (greedy) or a draw; then the history,
+// the step, the random state and the position advance. One thread.
+__device__ void kiln_sample_finish(const SampleArgs &a, int row, const float *top_v, const int *top_i, int kk)
+{
+    int *step = (int *)a.step;
+    int s = step[row];
+    int tok = top_i[0];
+    bool forced = a.force && s < ((const int *)a.force_len)[row];
+    if (forced) {
+        tok = ((const int *)a.force)[(long long)row * a.force_cap + s];
+    } else if (a.temperature > 0.0f) {
+        unsigned long long *rng = (unsigned long long *)a.rng;
+        unsigned long long draw = rng[row];
+        rng[row] = draw + 1;
+        unsigned long long bits = kiln_mix64(a.seed ^ kiln_mix64(((unsigned long long)row << 40) ^ draw));
+        double u = (double)(bits >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
+        float m = top_v[0];
+        float p[64];
+        double total = 0;
+        int valid = 0;
+        for (int r = 0; r < kk; r++) {
+            if (top_i[r] < 0 || !(top_v[r] > KILN_NEG_INF)) break;
+            p[r] = __expf((top_v[r] - m) / a.temperature);
+            total += p[r];
+            valid++;
+        }
+        // top-p: the smallest best-first prefix holding at least top_p of the mass
+        double keep = 0, limit = (a.top_p > 0.0f && a.top_p < 1.0f ? (double)a.top_p : 1.0) * total;
+        int nk = 0;
+        while (nk < valid) {
+            keep += p[nk++];
+            if (keep >= limit) break;
+        }
+        double target = u * keep, acc = 0;
+        tok = top_i[nk - 1];
+        for (int r = 0; r < nk; r++) {
+            acc += p[r];
+            if (target < acc) {
+                tok = top_i[r];
+                break;
+            }
+        }
+    }
+    ((int *)a.out)[row] = tok;
+    if (a.hist && s < a.hist_cap) ((int *)a.hist)[(long long)row * a.hist_cap + s] = tok;
+    step[row] = s + 1;
+    if (a.pos) ((int *)a.pos)[row] += a.pos_add;
+}
+
 extern "C" __global__ void __launch_bounds__(KILN_SAMPLE_THREADS) kiln_sample_combine(SampleArgs a)
 {
     extern __shared__ float kiln_sbuf[];
@@ -185,48 +251,187 @@ extern "C" __global__ void __launch_bounds__(KILN_SAMPLE_THREADS) kiln_sample_co
         }
         __syncthreads();
     }
-    if (threadIdx.x != 0) return;
-    int *step = (int *)a.step;
-    int s = step[row];
-    int tok = top_i[0];
-    bool forced = a.force && s < ((const int *)a.force_len)[row];
-    if (forced) {
-        tok = ((const int *)a.force)[(long long)row * a.force_cap + s];
-    } else if (a.temperature > 0.0f) {
-        unsigned long long *rng = (unsigned long long *)a.rng;
-        unsigned long long draw = rng[row];
-        rng[row] = draw + 1;
-        unsigned long long bits = kiln_mix64(a.seed ^ kiln_mix64(((unsigned long long)row << 40) ^ draw));
-        double u = (double)(bits >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
-        float m = top_v[0];
-        float p[64];
-        double total = 0;
-        int valid = 0;
-        for (int r = 0; r < kk; r++) {
-            if (top_i[r] < 0 || !(top_v[r] > KILN_NEG_INF)) break;
-            p[r] = __expf((top_v[r] - m) / a.temperature);
-            total += p[r];
-            valid++;
+    if (threadIdx.x == 0) kiln_sample_finish(a, row, top_v, top_i, kk);
+}
+
+#define KILN_HEAD_WARPS (KILN_SAMPLE_THREADS / 32)
+#define KILN_HEAD_MAX_NCT 512
+#define KILN_HEAD_ROWS_AT_ONCE 4
+
+__device__ __forceinline__ float kiln_dot8(uint4 w, uint4 h)
+{
+    const unsigned *wp = (const unsigned *)&w, *hp = (const unsigned *)&h;
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        s = fmaf(__int_as_float(wp[j] << 16), __int_as_float(hp[j] << 16), s);
+        s = fmaf(__int_as_float(wp[j] & 0xffff0000u), __int_as_float(hp[j] & 0xffff0000u), s);
+    }
+    return s;
+}
+
+// f rounded to the nearest bf16 (ties to even), as a float and as its bits.
+__device__ __forceinline__ float kiln_round_bf16(float f, unsigned short *bits)
+{
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    *bits = (unsigned short)(u >> 16);
+    return __uint_as_float(u);
+}
+
+// The warp's best (value, id, owner lane) of the lanes' (v, i); every lane gets it.
+__device__ __forceinline__ void kiln_warp_best(float &v, int &i, int &who)
+{
+    who = threadIdx.x & 31;
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        int oi = __shfl_xor_sync(0xffffffffu, i, o);
+        int ow = __shfl_xor_sync(0xffffffffu, who, o);
+        bool take = oi >= 0 && (i < 0 || kiln_better(ov, oi, v, i) || (ov == v && oi == i && ow < who));
+        if (take) {
+            v = ov;
+            i = oi;
+            who = ow;
         }
-        // top-p: the smallest best-first prefix holding at least top_p of the mass
-        double keep = 0, limit = (a.top_p > 0.0f && a.top_p < 1.0f ? (double)a.top_p : 1.0) * total;
-        int nk = 0;
-        while (nk < valid) {
-            keep += p[nk++];
-            if (keep >= limit) break;
+    }
+}
+
+// This lane's best not yet taken among s[lane], s[lane + 32], ... (-inf: taken).
+__device__ __forceinline__ void kiln_lane_best(const float *s, int n, int base, float &v, int &i)
+{
+    v = KILN_NEG_INF;
+    i = -1;
+    for (int j = threadIdx.x & 31; j < n; j += 32)
+        if (s[j] > KILN_NEG_INF && (i < 0 || kiln_better(s[j], base + j, v, i))) {
+            v = s[j];
+            i = base + j;
         }
-        double target = u * keep, acc = 0;
-        tok = top_i[nk - 1];
-        for (int r = 0; r < nk; r++) {
-            acc += p[r];
-            if (target < acc) {
-                tok = top_i[r];
-                break;
+}
+
+extern "C" __global__ void __launch_bounds__(KILN_SAMPLE_THREADS) kiln_sample_head(SampleArgs a)
+{
+    extern __shared__ float kiln_sbuf[]; // [rows][chunk] logits of this CTA's tokens
+    __shared__ int heads[KILN_HEAD_WARPS][KILN_HEAD_MAX_NCT];
+    __shared__ float top_v[KILN_HEAD_WARPS][64];
+    __shared__ int top_i[KILN_HEAD_WARPS][64];
+    __shared__ int last;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, c = blockIdx.x;
+    const long long begin = (long long)c * a.chunk;
+    const int n = (int)(begin + a.chunk < a.vocab ? a.chunk : a.vocab - begin);
+    const int d8 = (int)(a.dmodel / 8);
+    const uint4 *hid = (const uint4 *)a.hidden;
+    // 1. the logits: warp w takes tokens w, w + 8, ... of the slice
+    for (int t = warp; t < n; t += KILN_HEAD_WARPS) {
+        const uint4 *wr = (const uint4 *)a.weight + (begin + t) * d8;
+        for (int r0 = 0; r0 < a.rows; r0 += KILN_HEAD_ROWS_AT_ONCE) {
+            float acc[KILN_HEAD_ROWS_AT_ONCE] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int i = lane; i < d8; i += 32) {
+                uint4 w = __ldg(wr + i);
+#pragma unroll
+                for (int rr = 0; rr < KILN_HEAD_ROWS_AT_ONCE; rr++)
+                    if (r0 + rr < a.rows) acc[rr] += kiln_dot8(w, __ldg(hid + (long long)(r0 + rr) * d8 + i));
+            }
+#pragma unroll
+            for (int rr = 0; rr < KILN_HEAD_ROWS_AT_ONCE; rr++) {
+                float v = acc[rr];
+                for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                if (lane == 0 && r0 + rr < a.rows) {
+                    unsigned short bits;
+                    kiln_sbuf[(r0 + rr) * a.chunk + t] = kiln_round_bf16(v, &bits);
+                }
             }
         }
     }
-    ((int *)a.out)[row] = tok;
-    if (a.hist && s < a.hist_cap) ((int *)a.hist)[(long long)row * a.hist_cap + s] = tok;
-    step[row] = s + 1;
-    if (a.pos) ((int *)a.pos)[row] += a.pos_add;
+    __syncthreads();
+    if (a.logits) // asked for: the bf16 logits [rows, ld]
+        for (int r = 0; r < a.rows; r++)
+            for (int t = threadIdx.x; t < n; t += blockDim.x) {
+                unsigned short bits;
+                kiln_round_bf16(kiln_sbuf[r * a.chunk + t], &bits);
+                ((unsigned short *)a.logits)[(long long)r * a.ld + begin + t] = bits;
+            }
+    __syncthreads();
+    // 2. this CTA's K best per row, best first: a warp per row
+    for (int r = warp; r < a.rows; r += KILN_HEAD_WARPS) {
+        float *s = kiln_sbuf + r * a.chunk;
+        float *ov = (float *)a.cand_val + ((long long)r * a.nct + c) * a.k;
+        int *oi = (int *)a.cand_idx + ((long long)r * a.nct + c) * a.k;
+        float v;
+        int i, who;
+        kiln_lane_best(s, n, (int)begin, v, i);
+        for (int q = 0; q < a.k; q++) {
+            float bv = v;
+            int bi = i;
+            kiln_warp_best(bv, bi, who);
+            if (lane == 0) {
+                ov[q] = bi >= 0 ? bv : KILN_NEG_INF;
+                oi[q] = bi;
+            }
+            if (bi < 0) continue;
+            if (lane == who) {
+                s[bi - (int)begin] = KILN_NEG_INF;
+                kiln_lane_best(s, n, (int)begin, v, i);
+            }
+            __syncwarp();
+        }
+    }
+    // 3. the last CTA merges every row's nct lists and samples
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd((int *)a.counter, 1) == a.nct - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int r = warp; r < a.rows; r += KILN_HEAD_WARPS) {
+        const float *cv = (const float *)a.cand_val + (long long)r * a.nct * a.k;
+        const int *ci = (const int *)a.cand_idx + (long long)r * a.nct * a.k;
+        int *hd = heads[warp];
+        for (int l = lane; l < a.nct; l += 32) hd[l] = 0;
+        __syncwarp();
+        // this lane's best list head among lists lane, lane + 32, ...
+        float v = KILN_NEG_INF;
+        int i = -1, lst = -1;
+        for (int l = lane; l < a.nct; l += 32) {
+            int j = __ldcg(ci + (long long)l * a.k);
+            float x = __ldcg(cv + (long long)l * a.k);
+            if (j >= 0 && (i < 0 || kiln_better(x, j, v, i))) {
+                v = x;
+                i = j;
+                lst = l;
+            }
+        }
+        for (int q = 0; q < a.k; q++) {
+            float bv = v;
+            int bi = i, who;
+            kiln_warp_best(bv, bi, who);
+            if (lane == 0) {
+                top_v[warp][q] = bi >= 0 ? bv : KILN_NEG_INF;
+                top_i[warp][q] = bi;
+            }
+            if (bi >= 0 && lane == who) {
+                hd[lst]++;
+                v = KILN_NEG_INF;
+                i = -1;
+                lst = -1;
+                for (int l = lane; l < a.nct; l += 32) {
+                    if (hd[l] >= a.k) continue;
+                    long long at = (long long)l * a.k + hd[l];
+                    int j = __ldcg(ci + at);
+                    float x = __ldcg(cv + at);
+                    if (j >= 0 && (i < 0 || kiln_better(x, j, v, i))) {
+                        v = x;
+                        i = j;
+                        lst = l;
+                    }
+                }
+            }
+            __syncwarp();
+        }
+        __syncwarp();
+        if (lane == 0) kiln_sample_finish(a, r, top_v[warp], top_i[warp], a.k);
+        __syncwarp();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) *(int *)a.counter = 0;
 }

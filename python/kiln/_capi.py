@@ -57,6 +57,7 @@ class kiln_model_options(ctypes.Structure):
         ("nenabled", c_int),
         ("no_pdl", c_int),
         ("autotune", c_int),
+        ("head_sample", c_int),
     ]
 
 
@@ -89,6 +90,7 @@ class kiln_tensor_arg(ctypes.Structure):
 COUNTER_FIELDS = [
     "kernels_compiled", "cache_hits_memory", "cache_hits_disk", "variants", "runs", "launches", "graph_captures",
     "graph_replays", "graph_updates", "eager_runs", "eager_fallbacks", "weight_packs", "tma_fallbacks",
+    "weight_bytes_released",
 ]
 
 

@@ -91,15 +91,21 @@ def greedy_with_margins(model, prompt):
     return gen, tf, margin, atol
 
 
-def ckpt_1b(out_dir):
-    """A random checkpoint shaped like Llama-3.2-1B (16 layers, tied), in two
-    shards with an index, for tests/model/bench_load.c; prints the page-cache
-    read and pinned host-to-device bandwidths measured here."""
+def ckpt_random(out_dir, kind="1b"):
+    """A random checkpoint shaped like Llama-3.2-1B (16 layers, tied; 2 shards)
+    or Llama-3-8B (32 layers, its own lm_head; 4 shards), with an index, for
+    tests/model/bench_load.c and bench/model/run.sh; prints the page-cache read
+    and pinned host-to-device bandwidths measured here."""
     import os
     import time
     from safetensors.torch import save_file
-    V, D, KV, F, NL = 128256, 2048, 512, 8192, 16
+    if kind == "8b":
+        V, D, KV, F, NL, nshards = 128256, 4096, 1024, 14336, 32, 4
+    else:
+        V, D, KV, F, NL, nshards = 128256, 2048, 512, 8192, 16, 2
     shapes = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,)}
+    if kind == "8b":
+        shapes["lm_head.weight"] = (V, D)
     for i in range(NL):
         p = f"model.layers.{i}."
         shapes.update({p + "input_layernorm.weight": (D,), p + "post_attention_layernorm.weight": (D,),
@@ -109,22 +115,29 @@ def ckpt_1b(out_dir):
                        p + "mlp.down_proj.weight": (D, F)})
     os.makedirs(out_dir, exist_ok=True)
     names = list(shapes)
-    half = len(names) // 2
-    wmap, total = {}, 0
-    for k, part in enumerate((names[:half], names[half:])):
-        fn = f"model-0000{k + 1}-of-00002.safetensors"
+    per = (len(names) + nshards - 1) // nshards
+    wmap, total, files = {}, 0, []
+    for k in range(nshards):
+        part = names[k * per:(k + 1) * per]
+        fn = f"model-{k + 1:05d}-of-{nshards:05d}.safetensors"
         ts = {n: (torch.randn(shapes[n], device="cuda", dtype=torch.bfloat16) * 0.02).cpu() for n in part}
         save_file(ts, os.path.join(out_dir, fn))
+        files.append(fn)
         for n in part:
             wmap[n] = fn
             total += ts[n].numel() * 2
+        del ts
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f)
     t = time.perf_counter()
     n = 0
-    for k in (1, 2):
-        with open(os.path.join(out_dir, f"model-0000{k}-of-00002.safetensors"), "rb") as f:
-            n += len(f.read())
+    for fn in files:
+        with open(os.path.join(out_dir, fn), "rb") as f:
+            while True:
+                b = f.read(1 << 28)
+                if not b:
+                    break
+                n += len(b)
     read = n / (time.perf_counter() - t)
     h = torch.empty(1 << 30, dtype=torch.uint8).pin_memory()
     d = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -135,14 +148,14 @@ def ckpt_1b(out_dir):
         d.copy_(h, non_blocking=True)
     torch.cuda.synchronize()
     h2d = 4 * (1 << 30) / (time.perf_counter() - t)
-    print(f"ckpt_1b: {total / 1e9:.3f} GB in 2 shards; file read (page cache) {read / 1e9:.2f} GB/s, "
+    print(f"ckpt_{kind}: {total / 1e9:.3f} GB in {nshards} shards; file read (page cache) {read / 1e9:.2f} GB/s, "
           f"pinned host-to-device {h2d / 1e9:.2f} GB/s", flush=True)
 
 
 def main():
     for spec in sys.argv[1:]:
-        if spec.startswith("ckpt1b:"):
-            ckpt_1b(spec.split(":", 1)[1])
+        if spec.startswith("ckpt1b:") or spec.startswith("ckpt8b:"):
+            ckpt_random(spec.split(":", 1)[1], spec[4:6])
         else:
             one(*spec.split(":"))
 

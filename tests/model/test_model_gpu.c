@@ -24,6 +24,12 @@
  *      near-ties), which ends the comparison.
  *   3. sampling: temperature/top-k/top-p with a seed gives the same tokens
  *      twice, tokens inside the vocabulary; a stop token ends the sequence.
+ *   4. the fused LM head (head_sample): teacher forcing again with the head in
+ *      the sampler's kernel (its optional logits output within the tolerance of
+ *      transformers', its token their argmax and transformers' greedy one
+ *      where the margin allows); kiln_generate's ragged batch gives the unfused
+ *      sampler's tokens wherever those match transformers'; a seeded sampled
+ *      run reports how many tokens equal the unfused sampler's.
  * KILN_MODEL_WARM=1: compile-only, prepares every shape the test runs (fills
  * the kernel cache; no device needed) and exits. */
 #include "api/api_util.h"
@@ -165,6 +171,16 @@ int main(int argc, char **argv)
         kiln_model_counters(m, &c);
         printf("compiled %llu, disk hits %llu\n", (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_disk);
         kiln_model_free(m);
+        mo.head_sample = 1; /* section 4's model */
+        if (kiln_model_compile_file(ctx, model, &mo, &m) == KILN_OK) {
+            int hsets[][2] = {{1, 8}, {1, 1}, {4, 5}, {4, 1}};
+            for (size_t i = 0; i < sizeof hsets / sizeof hsets[0]; i++) {
+                kiln_dim d[] = {{"B", hsets[i][0]}, {"S", hsets[i][1]}, {"T", MAXT}};
+                kiln_status st = kiln_model_prepare(m, d, 3);
+                printf("head_sample: prepare B=%d S=%d: %s\n", hsets[i][0], hsets[i][1], st == KILN_OK ? "ok" : kiln_last_error());
+            }
+            kiln_model_free(m);
+        } else printf("head_sample compile: %s\n", kiln_last_error());
         kiln_context_free(ctx);
         return 0;
     }
@@ -185,7 +201,7 @@ int main(int argc, char **argv)
     kiln_sampler *greedy = NULL;
     kiln_sampling gs = {0};
     CHECK_MSG(kiln_sampler_create(m, &gs, 4, &greedy) == KILN_OK, "%s", kiln_last_error());
-    uint16_t *hl = malloc((size_t)V * 2);
+    uint16_t *hl = malloc((size_t)V * 2), *unfused = malloc((size_t)STEPS * (size_t)V * 2);
     int checked = 0;
     for (int s = 0; s < STEPS; s++) {
         int S = s == 0 ? r.plen : 1;
@@ -202,6 +218,7 @@ int main(int argc, char **argv)
         CHECK(kiln_sampler_run(greedy, logits, 1, tok, NULL) == KILN_OK);
         CHECK(kiln_model_sync(m) == KILN_OK);
         CHECK(kiln_copy_to_host(ctx, hl, logits, (size_t)V * 2) == KILN_OK);
+        memcpy(unfused + (size_t)s * (size_t)V, hl, (size_t)V * 2);
         int32_t t;
         CHECK(kiln_copy_to_host(ctx, &t, tok, 4) == KILN_OK);
         const float *want = r.logits + (size_t)s * (size_t)V;
@@ -228,8 +245,14 @@ int main(int argc, char **argv)
     printf("teacher forcing: %d steps, %d greedy tokens compared (margin over twice the tolerance)\n", STEPS, checked);
     kiln_counters c;
     kiln_model_counters(m, &c);
-    printf("counters: compiled %llu, disk hits %llu, captures %llu, replays %llu\n", (unsigned long long)c.kernels_compiled,
-           (unsigned long long)c.cache_hits_disk, (unsigned long long)c.graph_captures, (unsigned long long)c.graph_replays);
+    printf("counters: compiled %llu, disk hits %llu, captures %llu, replays %llu, weight bytes released %llu\n",
+           (unsigned long long)c.kernels_compiled, (unsigned long long)c.cache_hits_disk,
+           (unsigned long long)c.graph_captures, (unsigned long long)c.graph_replays,
+           (unsigned long long)c.weight_bytes_released);
+    /* merged Q/K/V and interleaved gate/up replace the loaded originals: 2 layers x (q, k, v, gate, up) of the small
+     * model (D 256, KV 2 x HD 64, F 512), bf16; Qwen2 adds its Q/K/V biases */
+    CHECK_MSG(c.weight_bytes_released >= 2ull * 2 * (256 * 256 + 2 * 128 * 256 + 2 * 512 * 256),
+              "weight bytes released: %llu", (unsigned long long)c.weight_bytes_released);
     CHECK(c.graph_replays >= STEPS - 3);
     kiln_sampler_free(greedy);
 
@@ -244,6 +267,8 @@ int main(int argc, char **argv)
         pp[b] = pbuf[b];
     }
     kiln_generate_options go = {.max_new = STEPS};
+    int32_t greedy_unfused[4 * STEPS], sampled_unfused[STEPS];
+    int greedy_len[4] = {0};
     if (kiln_generate(m, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
         CHECK(olen[0] == STEPS && st.batch == 1);
         compare_greedy("generate", out, olen[0], r.cont[0], r.cmargin[0], r.catol[0], STEPS);
@@ -266,6 +291,8 @@ int main(int argc, char **argv)
     go.nbuckets = 0;
     if (kiln_generate(m, r.nseq, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
         CHECK(st.batch == 4);
+        memcpy(greedy_unfused, out, sizeof greedy_unfused);
+        memcpy(greedy_len, olen, sizeof greedy_len);
         for (int b = 0; b < r.nseq; b++) {
             char what[64];
             snprintf(what, sizeof what, "generate, ragged batch, sequence %d (%d tokens)", b, r.lens[b]);
@@ -281,6 +308,7 @@ int main(int argc, char **argv)
     if (kiln_generate(m, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK &&
         kiln_generate(m, 1, pp, r.lens, &go, out2, olen2, &st) == KILN_OK) {
         CHECK(olen[0] == STEPS && olen2[0] == STEPS && !memcmp(out, out2, sizeof(int32_t) * STEPS));
+        memcpy(sampled_unfused, out, sizeof sampled_unfused);
         bool inside = true, varied = false;
         for (int k = 0; k < STEPS; k++) {
             inside &= out[k] >= 0 && out[k] < V;
@@ -296,7 +324,89 @@ int main(int argc, char **argv)
         CHECK_MSG(olen2[0] == first + 1 && out2[first] == stop, "stop token: %d tokens, want %d", olen2[0], first + 1);
     } else CHECK_MSG(0, "sampling: %s", kiln_last_error());
 
+    /* 4. the fused LM head (head_sample): the same model with the head in the sampler's kernel */
+    kiln_model *fm = NULL;
+    mo.head_sample = 1;
+    CHECK_MSG(kiln_model_compile_file(ctx, model, &mo, &fm) == KILN_OK, "compile head_sample: %s", kiln_last_error());
+    if (fm && kiln_model_load_checkpoint(fm, ckpt, 0) == KILN_OK && kiln_model_alloc_states(fm) == KILN_OK) {
+        kiln_tensor_info hi;
+        CHECK(kiln_model_find_tensor(fm, "head_in", NULL, 0, &hi) == KILN_OK);
+        int D = (int)hi.shape[2];
+        void *hidden = NULL;
+        CHECK(kiln_device_alloc(ctx, (size_t)4 * D * 2, &hidden) == KILN_OK);
+        kiln_sampler *fs = NULL;
+        CHECK_MSG(kiln_sampler_create(fm, &gs, 4, &fs) == KILN_OK, "%s", kiln_last_error());
+        CHECK(kiln_sampler_run(fs, logits, 1, tok, NULL) != KILN_OK); /* it computes the head: run_head */
+        double worst = 0;
+        int same_bits = 0, fchecked = 0;
+        for (int s = 0; s < STEPS && fs; s++) {
+            int S = s == 0 ? r.plen : 1;
+            int32_t in[64];
+            int32_t p = s == 0 ? 0 : r.plen + s - 1;
+            if (s == 0) memcpy(in, r.prompt, (size_t)r.plen * 4);
+            else in[0] = r.greedy[s - 1];
+            CHECK(kiln_copy_to_device(ctx, ids, in, (size_t)S * 4) == KILN_OK);
+            CHECK(kiln_copy_to_device(ctx, pos, &p, 4) == KILN_OK);
+            kiln_dim d[] = {{"B", 1}, {"S", S}, {"T", MAXT}};
+            kiln_tensor_arg ia[] = {{"ids", ids}, {"pos", pos}}, oa[] = {{"head_in", hidden}};
+            CHECK_MSG(kiln_model_run(fm, d, 3, ia, 2, oa, 1, NULL) == KILN_OK, "fused step %d: %s", s, kiln_last_error());
+            CHECK(kiln_sampler_run_head(fs, hidden, 1, tok, logits, NULL) == KILN_OK);
+            CHECK(kiln_model_sync(fm) == KILN_OK);
+            CHECK(kiln_copy_to_host(ctx, hl, logits, (size_t)V * 2) == KILN_OK);
+            int32_t t;
+            CHECK(kiln_copy_to_host(ctx, &t, tok, 4) == KILN_OK);
+            const float *want = r.logits + (size_t)s * (size_t)V;
+            const uint16_t *uf = unfused + (size_t)s * (size_t)V;
+            double maxdiff = 0, maxu = 0;
+            int am = 0;
+            for (int v = 0; v < V; v++) {
+                double g = bf2f(hl[v]);
+                if (fabs(g - want[v]) > maxdiff) maxdiff = fabs(g - want[v]);
+                if (fabs(g - bf2f(uf[v])) > maxu) maxu = fabs(g - bf2f(uf[v]));
+                same_bits += hl[v] == uf[v];
+                if (bf2f(hl[v]) > bf2f(hl[am])) am = v;
+            }
+            if (maxu > worst) worst = maxu;
+            CHECK_MSG(maxdiff <= r.atol[s], "fused step %d: max |diff| %.4g against transformers (tolerance %.4g)", s,
+                      maxdiff, r.atol[s]);
+            CHECK_MSG(t == am, "fused step %d: the fused sampler's token %d, its logits' argmax %d", s, t, am);
+            if (r.margin[s] > 2 * r.atol[s]) {
+                fchecked++;
+                CHECK_MSG(t == r.greedy[s], "fused step %d: greedy token %d, transformers' %d", s, t, r.greedy[s]);
+            }
+        }
+        printf("fused head, teacher forcing: %d greedy tokens compared; logits against the unfused head: max |diff| %.4g, "
+               "%.1f%% identical bits\n", fchecked, worst, 100.0 * same_bits / ((double)STEPS * V));
+        kiln_sampler_free(fs);
+        kiln_device_free(ctx, hidden);
+        /* generation: the fused sampler gives the unfused one's tokens (greedy; and sampled, same seed) */
+        go.sampling = (kiln_sampling){0};
+        go.stop_ids = NULL;
+        go.nstop = 0;
+        if (kiln_generate(fm, r.nseq, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+            CHECK(st.batch == 4);
+            for (int b = 0; b < r.nseq; b++) {
+                char what[80];
+                snprintf(what, sizeof what, "fused head, ragged batch, sequence %d", b);
+                int k = compare_greedy(what, out + b * STEPS, olen[b], r.cont[b], r.cmargin[b], r.catol[b], STEPS);
+                int same = 0;
+                while (same < olen[b] && same < greedy_len[b] && out[b * STEPS + same] == greedy_unfused[b * STEPS + same]) same++;
+                CHECK_MSG(same >= k, "fused head, sequence %d: equal to the unfused sampler for %d tokens, to transformers for %d",
+                          b, same, k);
+            }
+        } else CHECK_MSG(0, "fused generate: %s", kiln_last_error());
+        go.sampling = (kiln_sampling){.temperature = 0.8f, .top_k = 20, .top_p = 0.9f, .seed = 7};
+        if (kiln_generate(fm, 1, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+            int same = 0;
+            while (same < STEPS && out[same] == sampled_unfused[same]) same++;
+            printf("fused head, sampled (seed 7): %d of %d tokens equal to the unfused sampler's\n", same, STEPS);
+            CHECK(olen[0] == STEPS && same >= 1);
+        } else CHECK_MSG(0, "fused sampling: %s", kiln_last_error());
+    } else CHECK_MSG(0, "fused head model: %s", kiln_last_error());
+    kiln_model_free(fm);
+
     free(hl);
+    free(unfused);
     free(r.logits);
     kiln_device_free(ctx, ids);
     kiln_device_free(ctx, pos);
