@@ -161,5 +161,8 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
 bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
+/* codegen/cg_moe.c: an EXPERT_LINEAR or TOPK anchor (cg_moe_anchor) */
+bool cg_moe_anchor(const ir_node *anchor);
+bool cg_gen_moe(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 
 #endif
