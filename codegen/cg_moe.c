@@ -76,12 +76,24 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 {
     const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor, *x = A->inputs[0], *w = A->inputs[1], *idx = A->inputs[2];
+    /* gated (passes/fuse_moe.c, moe-gated): act(A) * up, up = expert_linear(x, w2, idx) */
+    const ir_node *up = NULL, *act = NULL, *mul = NULL;
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
-        if (n->group == gen->k && n != A && !gen->bind[i] && !pass_is_view(n))
-            return cg_fail(gen, "%s (line %d) in the kernel of an expert_linear (its template takes none)",
+        if (n->group != gen->k || n == A || gen->bind[i] || pass_is_view(n)) continue;
+        if (n->op == IR_OP_EXPERT_LINEAR && !up && n->inputs[0] == x && n->inputs[2] == idx) up = n;
+        else if (ir_op_class(n->op) == IR_CLASS_ELEMENTWISE && n->ninputs == 1 && n->inputs[0] == A && !act) act = n;
+        else if (n->op == IR_OP_MUL && !mul) mul = n;
+        else
+            return cg_fail(gen, "%s (line %d) in the kernel of an expert_linear (its template takes a gate alone)",
                            ir_op_name(n->op), n->loc.line);
     }
+    const bool gated = up || act || mul;
+    if (gated && !(up && act && mul &&
+                   ((mul->inputs[0] == act && mul->inputs[1] == up) || (mul->inputs[0] == up && mul->inputs[1] == act))))
+        return cg_fail(gen, "the expert kernel's members are not act(gate) * up");
+    if (gated && (cg_used_outside(gen, A) || cg_used_outside(gen, up) || cg_used_outside(gen, act)))
+        return cg_fail(gen, "a projection of a gated expert kernel is used outside it");
     if (!half_type(x->type.dtype) || w->type.dtype != x->type.dtype || A->type.dtype != x->type.dtype)
         return cg_fail(gen, "the expert matmul takes bf16 or f16 operands and result of one type (x %s, w %s)",
                        ir_dtype_name(x->type.dtype), ir_dtype_name(w->type.dtype));
@@ -96,6 +108,10 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     const bool per_slot = rx == ri + 1;
     if (!ir_dim_eq(&xs.stride[rx - 1], &one)) return cg_fail(gen, "the expert matmul's input rows are not contiguous");
     if (!ir_dim_eq(&wsd.stride[2], &one)) return cg_fail(gen, "the expert weights' K axis is not contiguous");
+    cg_strided w2s;
+    if (gated && (!cg_strided_of(gen, up->inputs[1], &w2s) || !ir_dim_eq(&w2s.stride[0], &wsd.stride[0]) ||
+                  !ir_dim_eq(&w2s.stride[1], &wsd.stride[1]) || !ir_dim_eq(&w2s.stride[2], &one)))
+        return cg_fail(gen, "the gate and up weights of the expert kernel differ in layout");
     ir_dim ldx;
     if (!rows_stride(&x->type, &xs, rx - 1, &ldx)) return cg_fail(gen, "the expert matmul's input rows do not flatten to one stride");
     ir_dim P = ir_type_numel(&idx->type, 0, ri, &gen->dim_overflow);
@@ -111,6 +127,7 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     plan->family = CG_FAMILY_MOE;
     cg_ptr_strided(gen, "x", &xs, false);
     cg_ptr_strided(gen, "w", &wsd, false);
+    if (gated) cg_ptr_strided(gen, "w2", &w2s, false);
     cg_ptr_strided(gen, "idx", &is, false);
     cg_scalar(gen, "P", P);
     cg_scalar(gen, "top", top);
@@ -124,19 +141,32 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 
     cg_str body = {0};
     cg_begin_fn(gen, &body);
-    cg_idx oi = cg_idx_flat(&A->type, cg_printf(gen, "(j * %s + n)", cg_dim(gen, &N)));
-    cg_store(gen, A, &oi, "v");
-    finish_fn(hooks, "__device__ __forceinline__ void kiln_moe_store(const KilnArgs &p, long long j, long long n, float v)",
+    const ir_node *o = gated ? mul : A;
+    cg_idx oi = cg_idx_flat(&o->type, cg_printf(gen, "(j * %s + n)", cg_dim(gen, &N)));
+    if (gated) {
+        cg_set_subst(gen, A, "vg");
+        cg_set_subst(gen, up, "vu");
+        cg_store(gen, o, &oi, cg_value(gen, o, &oi));
+        cg_clear_subst(gen);
+    } else {
+        cg_store(gen, o, &oi, "v");
+    }
+    finish_fn(hooks,
+              gated ? "__device__ __forceinline__ void kiln_moe_store2(const KilnArgs &p, long long j, long long n, float vg, "
+                      "float vu)"
+                    : "__device__ __forceinline__ void kiln_moe_store(const KilnArgs &p, long long j, long long n, float v)",
               &body);
 
     define(plan, "KILN_MOE_ROUTER", "0");
     define(plan, "KILN_MOE_MMA", "%d", mma ? 1 : 0);
-    const int cols = mma ? 64 : 16;
+    const int cols = mma ? 64 : gated ? 8 : 16;
     define(plan, "KILN_MOE_COLS", "%d", cols);
+    define(plan, "KILN_MOE_GATED", "%d", gated ? 1 : 0);
     if (!mma) define(plan, "KILN_MOE_MAXP", "%d", maxp);
     if (x->type.dtype == IR_F16) define(plan, "KILN_MOE_F16", "1");
-    gen->kern->config = mma ? cg_printf(gen, "mma.sync 64x%d over the chosen experts", cols)
-                            : cg_printf(gen, "gemv %d cols x %d pairs over the chosen experts", cols, maxp);
+    gen->kern->config = mma ? cg_printf(gen, "mma.sync 64x%d%s over the chosen experts", cols, gated ? " gated" : "")
+                            : cg_printf(gen, "gemv %d cols x %d pairs%s over the chosen experts", cols, maxp,
+                                        gated ? " gated" : "");
     cg_launch *L = &gen->kern->launch;
     L->block = 256;
     L->grid[0] = grid_dim(N, cols, 0);

@@ -34,7 +34,10 @@
 // staged through shared memory with the next step's loads in registers.
 // Both: 16-byte loads when K, ldx, ldw, sw are multiples of 8 and the bases 16-byte aligned,
 // else scalar loads. Hook: kiln_moe_store(p, j, n, v) stores out[j][n] (once per j, n).
-// Args: `x, w, idx` pointers, then scalars `P, top, E, N, K, ldx, xslot, sw, ldw`.
+// KILN_MOE_GATED 1 (rule moe-gated): a second weight p.w2 of the same layout (the up
+// projection next to the gate's), both accumulated side by side, and the hook
+// kiln_moe_store2(p, j, n, vg, vu) stores act(vg) * vu instead (GEMV form: 8 columns).
+// Args: `x, w, [w2,] idx` pointers, then scalars `P, top, E, N, K, ldx, xslot, sw, ldw`.
 // Launch: grid (ceil(N / KILN_MOE_COLS), min(P, E)), block 256, no dynamic shared memory.
 #ifndef KILN_MOE_CUH
 #define KILN_MOE_CUH
@@ -142,6 +145,10 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
 #ifndef KILN_MOE_UNROLL
 #define KILN_MOE_UNROLL 4
 #endif
+#ifndef KILN_MOE_GATED
+#define KILN_MOE_GATED 0
+#endif
+#define KILN_MOE_NW (KILN_MOE_GATED ? 2 : 1)
 #define KILN_MOE_CAP (KILN_MOE_MMA ? 64 : KILN_MOE_MAXP)
 static_assert(KILN_MOE_MMA || (KILN_MOE_COLS % 8 == 0 && KILN_MOE_MAXP >= 1 && KILN_MOE_MAXP <= 32),
               "moe.cuh: GEMV columns a multiple of the 8 warps, at most 32 pairs");
@@ -199,6 +206,16 @@ __device__ __forceinline__ float dot8(uint4 a, uint4 b)
     return s;
 }
 
+// Stores pair j's column n from the accumulators of the NW weights.
+__device__ __forceinline__ void store(const KilnArgs &p, long long j, long long n, const float *v)
+{
+#if KILN_MOE_GATED
+    kiln_moe_store2(p, j, n, v[0], v[1]);
+#else
+    kiln_moe_store(p, j, n, v[0]);
+#endif
+}
+
 } // namespace kmoe
 
 extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
@@ -220,10 +237,18 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
     if (e < 0 || e >= E) return;
     if (tid == 0) pos = 0;
     const long long N = p.N, K = p.K;
-    const kiln_t *__restrict__ wb = p.w + (long long)e * p.sw;
+    constexpr int NW = KILN_MOE_NW;
+    const kiln_t *wb[NW];
+    wb[0] = p.w + (long long)e * p.sw;
+#if KILN_MOE_GATED
+    wb[1] = p.w2 + (long long)e * p.sw;
+    const bool w2_ok = (reinterpret_cast<unsigned long long>(p.w2) & 15) == 0;
+#else
+    const bool w2_ok = true;
+#endif
     const bool vec = (K % 8) == 0 && (p.ldx % 8) == 0 && (p.ldw % 8) == 0 && (p.sw % 8) == 0 &&
                      (reinterpret_cast<unsigned long long>(p.x) & 15) == 0 &&
-                     (reinterpret_cast<unsigned long long>(p.w) & 15) == 0;
+                     (reinterpret_cast<unsigned long long>(p.w) & 15) == 0 && w2_ok;
 #if !KILN_MOE_MMA
     constexpr int CPW = KILN_MOE_COLS / 8; // weight rows per warp
     const long long n0 = (long long)blockIdx.x * KILN_MOE_COLS + warp * CPW;
@@ -236,22 +261,27 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
             const long long j = i < cnt ? list[i] : list[0];
             xr[i] = p.x + (p.xslot ? j : j / p.top) * p.ldx;
         }
-        float acc[CPW][KILN_MOE_MAXP];
+        float acc[NW][CPW][KILN_MOE_MAXP];
 #pragma unroll
-        for (int c = 0; c < CPW; c++)
+        for (int q = 0; q < NW; q++)
 #pragma unroll
-            for (int i = 0; i < KILN_MOE_MAXP; i++) acc[c][i] = 0.0f;
+            for (int c = 0; c < CPW; c++)
+#pragma unroll
+                for (int i = 0; i < KILN_MOE_MAXP; i++) acc[q][c][i] = 0.0f;
         if (vec) {
             for (long long k0 = (long long)lane * 8; k0 < K; k0 += 256LL * KILN_MOE_UNROLL) {
-                uint4 wv[KILN_MOE_UNROLL][CPW];
+                uint4 wv[KILN_MOE_UNROLL][NW][CPW];
 #pragma unroll
                 for (int u = 0; u < KILN_MOE_UNROLL; u++)
 #pragma unroll
-                    for (int c = 0; c < CPW; c++) {
-                        const long long k = k0 + 256LL * u, n = n0 + c;
-                        wv[u][c] = k < K && n < N ? __ldg(reinterpret_cast<const uint4 *>(wb + n * p.ldw + k))
-                                                  : make_uint4(0, 0, 0, 0);
-                    }
+                    for (int q = 0; q < NW; q++)
+#pragma unroll
+                        for (int c = 0; c < CPW; c++) {
+                            const long long k = k0 + 256LL * u, n = n0 + c;
+                            wv[u][q][c] = k < K && n < N
+                                              ? __ldg(reinterpret_cast<const uint4 *>(wb[q] + n * p.ldw + k))
+                                              : make_uint4(0, 0, 0, 0);
+                        }
 #pragma unroll
                 for (int u = 0; u < KILN_MOE_UNROLL; u++) {
                     const long long k = k0 + 256LL * u;
@@ -261,35 +291,41 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
                         if (i >= cnt) break;
                         const uint4 xv = __ldg(reinterpret_cast<const uint4 *>(xr[i] + k));
 #pragma unroll
-                        for (int c = 0; c < CPW; c++) acc[c][i] += kmoe::dot8(wv[u][c], xv);
+                        for (int q = 0; q < NW; q++)
+#pragma unroll
+                            for (int c = 0; c < CPW; c++) acc[q][c][i] += kmoe::dot8(wv[u][q][c], xv);
                     }
                 }
             }
         } else {
             for (long long k = lane; k < K; k += 32)
 #pragma unroll
-                for (int c = 0; c < CPW; c++) {
-                    const long long n = n0 + c;
-                    const float wv = n < N ? kiln_ld(wb + n * p.ldw + k) : 0.0f;
+                for (int q = 0; q < NW; q++)
 #pragma unroll
-                    for (int i = 0; i < KILN_MOE_MAXP; i++)
-                        if (i < cnt) acc[c][i] += wv * kiln_ld(xr[i] + k);
-                }
+                    for (int c = 0; c < CPW; c++) {
+                        const long long n = n0 + c;
+                        const float wv = n < N ? kiln_ld(wb[q] + n * p.ldw + k) : 0.0f;
+#pragma unroll
+                        for (int i = 0; i < KILN_MOE_MAXP; i++)
+                            if (i < cnt) acc[q][c][i] += wv * kiln_ld(xr[i] + k);
+                    }
         }
 #pragma unroll
         for (int c = 0; c < CPW; c++)
 #pragma unroll
             for (int i = 0; i < KILN_MOE_MAXP; i++) {
                 if (i >= cnt) break;
-                const float v = kiln_warp_sum(acc[c][i]);
-                if (lane == 0 && n0 + c < N) kiln_moe_store(p, list[i], n0 + c, v);
+                float v[NW];
+#pragma unroll
+                for (int q = 0; q < NW; q++) v[q] = kiln_warp_sum(acc[q][c][i]);
+                if (lane == 0 && n0 + c < N) kmoe::store(p, list[i], n0 + c, v);
             }
         if (cnt < KILN_MOE_CAP) return;
     }
 #else
     constexpr int BK = 32, LD = BK + 8;
     __shared__ __align__(16) kiln_t As[64][LD];
-    __shared__ __align__(16) kiln_t Bs[64][LD];
+    __shared__ __align__(16) kiln_t Bs[NW][64][LD];
     const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, t = lane & 3;
     const long long n0 = (long long)blockIdx.x * 64;
     const int lr = tid >> 2, lk = (tid & 3) * 8; // the 16 bytes this thread loads of each tile
@@ -301,14 +337,18 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
             const long long j = list[lr];
             xrow = p.x + (p.xslot ? j : j / p.top) * p.ldx;
         }
-        const kiln_t *wrow = n0 + lr < N ? wb + (n0 + lr) * p.ldw : NULL;
-        float acc[2][2][4];
+        const kiln_t *wrow[NW];
 #pragma unroll
-        for (int a = 0; a < 2; a++)
+        for (int q = 0; q < NW; q++) wrow[q] = n0 + lr < N ? wb[q] + (n0 + lr) * p.ldw : NULL;
+        float acc[NW][2][2][4];
 #pragma unroll
-            for (int b = 0; b < 2; b++)
+        for (int q = 0; q < NW; q++)
 #pragma unroll
-                for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
+            for (int a = 0; a < 2; a++)
+#pragma unroll
+                for (int b = 0; b < 2; b++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) acc[q][a][b][c] = 0.0f;
         auto load = [&](const kiln_t *r, long long k) -> uint4 {
             if (!r) return make_uint4(0, 0, 0, 0);
             if (vec) return k < K ? __ldg(reinterpret_cast<const uint4 *>(r + k)) : make_uint4(0, 0, 0, 0);
@@ -318,18 +358,22 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
             for (int i = 0; i < 8; i++) kiln_st(h + i, k + i < K ? kiln_ld(r + k + i) : 0.0f);
             return v;
         };
-        uint4 ra = load(xrow, lk), rb = load(wrow, lk);
+        uint4 ra = load(xrow, lk), rb[NW];
+#pragma unroll
+        for (int q = 0; q < NW; q++) rb[q] = load(wrow[q], lk);
         for (long long k0 = 0; k0 < K; k0 += BK) {
             *reinterpret_cast<uint4 *>(&As[lr][lk]) = ra;
-            *reinterpret_cast<uint4 *>(&Bs[lr][lk]) = rb;
+#pragma unroll
+            for (int q = 0; q < NW; q++) *reinterpret_cast<uint4 *>(&Bs[q][lr][lk]) = rb[q];
             __syncthreads();
             if (k0 + BK < K) {
                 ra = load(xrow, k0 + BK + lk);
-                rb = load(wrow, k0 + BK + lk);
+#pragma unroll
+                for (int q = 0; q < NW; q++) rb[q] = load(wrow[q], k0 + BK + lk);
             }
 #pragma unroll
             for (int kb = 0; kb < BK; kb += 16) {
-                unsigned af[2][4], bf[2][2];
+                unsigned af[2][4], bf[NW][2][2];
 #pragma unroll
                 for (int mi = 0; mi < 2; mi++) {
                     const int r0 = wm * 32 + mi * 16 + g;
@@ -339,16 +383,20 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
                     af[mi][3] = *reinterpret_cast<const unsigned *>(&As[r0 + 8][kb + 2 * t + 8]);
                 }
 #pragma unroll
-                for (int ni = 0; ni < 2; ni++) {
-                    const int c0 = wn * 16 + ni * 8 + g;
-                    bf[ni][0] = *reinterpret_cast<const unsigned *>(&Bs[c0][kb + 2 * t]);
-                    bf[ni][1] = *reinterpret_cast<const unsigned *>(&Bs[c0][kb + 2 * t + 8]);
-                }
+                for (int q = 0; q < NW; q++)
+#pragma unroll
+                    for (int ni = 0; ni < 2; ni++) {
+                        const int c0 = wn * 16 + ni * 8 + g;
+                        bf[q][ni][0] = *reinterpret_cast<const unsigned *>(&Bs[q][c0][kb + 2 * t]);
+                        bf[q][ni][1] = *reinterpret_cast<const unsigned *>(&Bs[q][c0][kb + 2 * t + 8]);
+                    }
+#pragma unroll
+                for (int q = 0; q < NW; q++)
 #pragma unroll
                 for (int mi = 0; mi < 2; mi++)
 #pragma unroll
                     for (int ni = 0; ni < 2; ni++) {
-                        float *d = acc[mi][ni];
+                        float *d = acc[q][mi][ni];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
                         asm volatile(
 #ifdef KILN_MOE_F16
@@ -358,8 +406,8 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
 #endif
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                            : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bf[ni][0]),
-                              "r"(bf[ni][1]));
+                            : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bf[q][ni][0]),
+                              "r"(bf[q][ni][1]));
 #endif
                     }
             }
@@ -375,8 +423,11 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
                     const long long n = n0 + wn * 16 + ni * 8 + 2 * t;
                     if (r >= cnt) continue;
                     const long long j = list[r];
-                    if (n < N) kiln_moe_store(p, j, n, acc[mi][ni][2 * h]);
-                    if (n + 1 < N) kiln_moe_store(p, j, n + 1, acc[mi][ni][2 * h + 1]);
+                    float v0[NW], v1[NW];
+#pragma unroll
+                    for (int q = 0; q < NW; q++) v0[q] = acc[q][mi][ni][2 * h], v1[q] = acc[q][mi][ni][2 * h + 1];
+                    if (n < N) kmoe::store(p, j, n, v0);
+                    if (n + 1 < N) kmoe::store(p, j, n + 1, v1);
                 }
         if (cnt < 64) return;
     }
