@@ -108,6 +108,10 @@ bool cg_used_outside(const cg_gen *gen, const ir_node *n);
 /* Follows free views from n down to stored data; false when the layout is
  * not affine per axis or n is computed by this kernel. */
 bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out);
+/* n, a view of a weight that bind time would materialize (a transpose, a
+ * reshape), as strides over the weight as stored: a template that can read
+ * that layout reads the weight in place and no copy is made. */
+bool cg_weight_view_of(cg_gen *gen, const ir_node *n, cg_strided *out);
 
 /* ---- indices and values ------------------------------------------------------- */
 
