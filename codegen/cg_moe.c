@@ -176,6 +176,16 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     return !gen->failed;
 }
 
+/* Does member n read the chosen values (tv, post), directly or through members? */
+static bool reads_route(const cg_gen *gen, const ir_node *n, const ir_node *tv, const ir_node *post, int depth)
+{
+    if (n == tv || n == post) return true;
+    if (depth > 64 || n->group != gen->k) return false;
+    for (int i = 0; i < n->ninputs; i++)
+        if (reads_route(gen, n->inputs[i], tv, post, depth + 1)) return true;
+    return false;
+}
+
 static bool gen_router(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 {
     const ir_graph *g = gen->g;
@@ -210,6 +220,7 @@ static bool gen_router(cg_gen *gen, cg_plan *plan, cg_str *hooks)
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || gen->bind[i] || pass_is_view(n) || n->op == IR_OP_TOPK || n == pre || n == post)
             continue;
+        if (ir_type_same_shape(&n->type, &in->type) && !reads_route(gen, n, tv, post, 0)) continue; /* the scores' prologue */
         if (!ir_type_same_shape(&n->type, &A->type)) return cg_fail(gen, "a router member of another shape than the route");
         for (int j = 0; j < n->ninputs; j++) {
             const ir_node *q = n->inputs[j];

@@ -12,7 +12,9 @@
  *               over all experts that only they read, a softmax over the
  *               chosen values and the single-consumer elementwise chain
  *               after it (a cast) become one router kernel, anchored at
- *               the indices: one warp per token computes the whole route.
+ *               the indices: one warp per token computes the whole route
+ *               (with the single-consumer elementwise ops that make the
+ *               scores, a cast of the logits, as it reads them).
  *   moe-gated   act(expert_linear(x, wg, idx)) * expert_linear(x, wu, idx)
  *               (the SwiGLU of an expert FFN: the same input, the same
  *               experts) becomes one expert kernel that reads both weights
@@ -65,6 +67,7 @@ static void router(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool *
     ir_node *tail = tv;
     ir_node *post = tv ? only_user(g, u, tv) : NULL;
     if (post && last_axis_softmax(post) && free_node(post, bt)) chain[nc++] = post, tail = post;
+    else post = NULL;
     while (tail && nc < 4) {
         ir_node *c = only_user(g, u, tail);
         if (!c || ir_op_class(c->op) != IR_CLASS_ELEMENTWISE || !free_node(c, bt) || c->ninputs != 1 ||
@@ -93,7 +96,16 @@ static void router(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool *
                 "one warp per token reads its %s scores once, %s the top %lld%s and stores the experts and their "
                 "weights; one kernel instead of %d",
                 pre ? "router" : "router's", pre ? "softmaxes them, picks" : "picks", (long long)ti->attrs.topk,
-                nc && chain[0] == post ? ", softmaxes the chosen" : "", 1 + (tv ? 1 : 0) + (pre ? 1 : 0) + (nc ? 1 : 0));
+                post ? ", softmaxes the chosen" : "", 1 + (tv ? 1 : 0) + (pre ? 1 : 0) + (nc ? 1 : 0));
+    /* the elementwise work that only makes the scores (a cast of the logits) runs as they are read */
+    for (ir_node *c = pre ? pre->inputs[0] : x; free_node(c, bt) && ir_op_class(c->op) == IR_CLASS_ELEMENTWISE &&
+                                               c->ninputs == 1 && !u->is_output[c->id];
+         c = c->inputs[0]) {
+        bool inside = true;
+        for (int j = 0; j < u->count[c->id]; j++) inside &= g->nodes[u->users[c->id][j]]->group == k;
+        if (!inside) break;
+        c->group = k;
+    }
 }
 
 static bool same_route(const ir_node *a, const ir_node *b)
