@@ -19,20 +19,12 @@
 
 #include "codegen/cg_impl.h"
 
-static void define(cg_plan *plan, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void define(cg_plan *plan, const char *name, const char *fmt, ...)
-{
-    cg_str_printf(&plan->defines, "#define %s ", name);
-    va_list ap;
-    va_start(ap, fmt);
-    cg_str_vprintf(&plan->defines, fmt, ap);
-    va_end(ap);
-    cg_str_append(&plan->defines, "\n", 1);
-}
+/* "#define NAME value" lines go straight into plan->defines; hooks are
+ * "signature { body }" blocks (cg_family.c's helpers are its own). */
+#define DEFINE(plan, name, fmt, ...) cg_str_printf(&(plan)->defines, "#define " name " " fmt "\n", __VA_ARGS__)
+#define GRID(n, div, cap) ((cg_grid_dim){(n), (div), (cap), ir_dim_const(0), 0})
 
-static cg_grid_dim grid_dim(ir_dim n, int64_t div, int64_t cap) { return (cg_grid_dim){n, div, cap, ir_dim_const(0), 0}; }
-
-static void finish_fn(cg_str *hooks, const char *signature, cg_str *body)
+static void add_hook(cg_str *hooks, const char *signature, cg_str *body)
 {
     cg_str_printf(hooks, "%s\n{\n%s}\n\n", signature, body->s ? body->s : "");
     if (body->oom) hooks->oom = true;
@@ -151,28 +143,28 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     } else {
         cg_store(gen, o, &oi, "v");
     }
-    finish_fn(hooks,
+    add_hook(hooks,
               gated ? "__device__ __forceinline__ void kiln_moe_store2(const KilnArgs &p, long long j, long long n, float vg, "
                       "float vu)"
                     : "__device__ __forceinline__ void kiln_moe_store(const KilnArgs &p, long long j, long long n, float v)",
               &body);
 
-    define(plan, "KILN_MOE_ROUTER", "0");
-    define(plan, "KILN_MOE_MMA", "%d", mma ? 1 : 0);
+    DEFINE(plan, "KILN_MOE_ROUTER", "%d", 0);
+    DEFINE(plan, "KILN_MOE_MMA", "%d", mma ? 1 : 0);
     const int cols = mma ? 64 : gated ? 8 : 16;
-    define(plan, "KILN_MOE_COLS", "%d", cols);
-    define(plan, "KILN_MOE_GATED", "%d", gated ? 1 : 0);
-    if (!mma) define(plan, "KILN_MOE_MAXP", "%d", maxp);
-    if (x->type.dtype == IR_F16) define(plan, "KILN_MOE_F16", "1");
+    DEFINE(plan, "KILN_MOE_COLS", "%d", cols);
+    DEFINE(plan, "KILN_MOE_GATED", "%d", gated ? 1 : 0);
+    if (!mma) DEFINE(plan, "KILN_MOE_MAXP", "%d", maxp);
+    if (x->type.dtype == IR_F16) DEFINE(plan, "KILN_MOE_F16", "%d", 1);
     gen->kern->config = mma ? cg_printf(gen, "mma.sync 64x%d%s over the chosen experts", cols, gated ? " gated" : "")
                             : cg_printf(gen, "gemv %d cols x %d pairs%s over the chosen experts", cols, maxp,
                                         gated ? " gated" : "");
     cg_launch *L = &gen->kern->launch;
     L->block = 256;
-    L->grid[0] = grid_dim(N, cols, 0);
+    L->grid[0] = GRID(N, cols, 0);
     /* min(P, E): one CTA per chosen expert at decode, one per expert else */
-    L->grid[1] = ev > 0 ? grid_dim(P, 1, ev) : grid_dim(E, 1, 0);
-    L->grid[2] = grid_dim(one, 1, 0);
+    L->grid[1] = ev > 0 ? GRID(P, 1, ev) : GRID(E, 1, 0);
+    L->grid[2] = GRID(one, 1, 0);
     return !gen->failed;
 }
 
@@ -236,7 +228,7 @@ static bool gen_router(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     cg_begin_fn(gen, &body);
     cg_idx xi = cg_idx_flat(&in->type, cg_printf(gen, "(row * %lldLL + e)", (long long)ev));
     cg_line(gen, "return %s;", cg_value(gen, in, &xi));
-    finish_fn(hooks, "__device__ __forceinline__ float kiln_router_in(const KilnArgs &p, long long row, int e)", &body);
+    add_hook(hooks, "__device__ __forceinline__ float kiln_router_in(const KilnArgs &p, long long row, int e)", &body);
 
     cg_begin_fn(gen, &body);
     if (tv) cg_set_subst(gen, tv, "vt");
@@ -252,23 +244,23 @@ static bool gen_router(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     }
     cg_clear_subst(gen);
     cg_line(gen, "(void)vt; (void)v; (void)id;");
-    finish_fn(hooks,
+    add_hook(hooks,
               "__device__ __forceinline__ void kiln_router_store(const KilnArgs &p, long long row, int j, int id, float vt, "
               "float v)",
               &body);
     if (nouts == 0) return cg_fail(gen, "the router's results are not used");
 
-    define(plan, "KILN_MOE_ROUTER", "1");
-    define(plan, "KILN_ROUTER_E", "%lld", (long long)ev);
-    define(plan, "KILN_ROUTER_K", "%lld", (long long)kv);
-    define(plan, "KILN_ROUTER_SOFTMAX_ALL", "%d", pre ? 1 : 0);
-    define(plan, "KILN_ROUTER_SOFTMAX_CHOSEN", "%d", post ? 1 : 0);
+    DEFINE(plan, "KILN_MOE_ROUTER", "%d", 1);
+    DEFINE(plan, "KILN_ROUTER_E", "%lld", (long long)ev);
+    DEFINE(plan, "KILN_ROUTER_K", "%lld", (long long)kv);
+    DEFINE(plan, "KILN_ROUTER_SOFTMAX_ALL", "%d", pre ? 1 : 0);
+    DEFINE(plan, "KILN_ROUTER_SOFTMAX_CHOSEN", "%d", post ? 1 : 0);
     gen->kern->config = cg_printf(gen, "router top-%lld of %lld%s%s", (long long)kv, (long long)ev,
                                   pre ? ", softmax over all" : "", post ? ", softmax over the chosen" : "");
     cg_launch *L = &gen->kern->launch;
     L->block = 256;
-    L->grid[0] = grid_dim(rows, 8, 0);
-    L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);
+    L->grid[0] = GRID(rows, 8, 0);
+    L->grid[1] = L->grid[2] = GRID(ir_dim_const(1), 1, 0);
     return !gen->failed;
 }
 
