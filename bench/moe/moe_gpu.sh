@@ -12,15 +12,15 @@ export KILN_CACHE_DIR=/tmp/kiln_moe_cache KILN_TEST_SEED=${KILN_TEST_SEED:-20261
 M=samples/mixtral_8x7b_layer.kiln
 DIMS=B=1,S=1,T=512
 t0=$(date +%s)
-timeout 30 $B/tests/gpu/test_gpu_moe >"$OUT/test_gpu_moe.txt" 2>&1
+timeout 20 $B/tests/gpu/test_gpu_moe >"$OUT/test_gpu_moe.txt" 2>&1
 echo "rc=$? wall=$(($(date +%s) - t0))" >>"$OUT/test_gpu_moe.txt"
 t0=$(date +%s)
-timeout 40 $B/kiln run $M --dims $DIMS --random --check >"$OUT/mixtral_check.txt" 2>&1
+timeout 25 $B/kiln run $M --dims $DIMS --random --check >"$OUT/mixtral_check.txt" 2>&1
 echo "rc=$? wall=$(($(date +%s) - t0))" >>"$OUT/mixtral_check.txt"
 t0=$(date +%s)
-timeout 40 ncu --metrics dram__bytes_read.sum,gpu__time_duration.sum -k regex:_gather \
+timeout 20 ncu --metrics dram__bytes_read.sum,gpu__time_duration.sum -k regex:_gather \
     $B/kiln run $M --dims $DIMS --random --no-graphs >"$OUT/ncu_decode.txt" 2>&1
 echo "rc=$? wall=$(($(date +%s) - t0))" >>"$OUT/ncu_decode.txt"
 t0=$(date +%s)
-timeout 40 compute-sanitizer --tool memcheck --error-exitcode 3 $B/tests/gpu/test_gpu_moe >"$OUT/memcheck.txt" 2>&1
+timeout 18 compute-sanitizer --tool memcheck --error-exitcode 3 $B/tests/gpu/test_gpu_moe >"$OUT/memcheck.txt" 2>&1
 echo "rc=$? wall=$(($(date +%s) - t0))" >>"$OUT/memcheck.txt"
