@@ -459,7 +459,8 @@ static void case_rope_scaled(ir_dtype dt, int64_t B, int64_t S, int64_t T)
  * experts get no pair, and a token often names one expert in two of its slots) with the
  * token's row shared by its slots and with a row per slot; K = 256 (16-byte loads) and 100
  * (scalar loads), N = 200 (a partial column block). decode: the variant's dims are given
- * (GEMV form up to 16 pairs), else the mma.sync form. */
+ * (named "variant": the GEMV form up to 16 pairs, mma.sync above), else always the mma.sync
+ * form ("mma"). */
 static void case_moe_experts(int64_t B, int64_t S, int top, int K, bool decode)
 {
     ir_graph *g = new_graph("moe_experts");
@@ -476,7 +477,7 @@ static void case_moe_experts(int64_t B, int64_t S, int top, int K, bool decode)
     ir_graph_add_group(g, per, IR_GROUP_GATHER);
     char name[128];
     snprintf(name, sizeof name, "moe experts B=%lld S=%lld top %d K=%d %s", (long long)B, (long long)S, top, K,
-             decode ? "decode" : "mma");
+             decode ? "variant" : "mma");
     int64_t dims[3] = {B, S, 1};
     cg_options o = {.dims = dims};
     run_case_ex(name, g, dims, tol_of(IR_BF16), decode ? &o : NULL);
@@ -500,7 +501,7 @@ static void case_moe_gated(int64_t B, int64_t S, int top, bool decode)
     up->group = act->group = m->group = k;
     char name[128];
     snprintf(name, sizeof name, "moe gated B=%lld S=%lld top %d %s", (long long)B, (long long)S, top,
-             decode ? "decode" : "mma");
+             decode ? "variant" : "mma");
     int64_t dims[3] = {B, S, 1};
     cg_options o = {.dims = dims};
     run_case_ex(name, g, dims, tol_of(IR_BF16), decode ? &o : NULL);
