@@ -40,6 +40,7 @@ typedef enum cg_family {
     CG_FAMILY_ATTENTION_DECODE, /* attention_decode.cuh: split-KV */
     CG_FAMILY_MATMUL_WGMMA,     /* matmul_wgmma.cuh: Hopper (sm_90a) wgmma + TMA, large M */
     CG_FAMILY_ATTENTION_WGMMA,  /* attention_wgmma.cuh: Hopper (sm_90a) prefill, wgmma + TMA */
+    CG_FAMILY_MOE,              /* moe.cuh: the router and the grouped expert matmul (cg_moe.c) */
 } cg_family;
 
 const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */

@@ -2,7 +2,8 @@
  *
  * For kernel group k: pick the family from the group's kind and anchor
  * (matmul -> matmul_wgmma/matmul/gemv, attention -> attention prefill/decode, row -> row,
- * everything else -> elementwise), generate its hooks and constants
+ * a gather anchored by expert_linear or topk -> moe, everything else -> elementwise),
+ * generate its hooks and constants
  * (cg_family.c), and assemble the translation unit
  *
  *     common.cuh | generated part | <family>.cuh
@@ -51,6 +52,7 @@ const char *cg_family_name(cg_family f)
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode";
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma";
     case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma";
+    case CG_FAMILY_MOE: return "moe";
     }
     return "?";
 }
@@ -66,6 +68,7 @@ const char *cg_family_template(cg_family f)
     case CG_FAMILY_ATTENTION_DECODE: return "attention_decode.cuh";
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma.cuh";
     case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma.cuh";
+    case CG_FAMILY_MOE: return "moe.cuh";
     }
     return "?";
 }
@@ -82,6 +85,7 @@ const char *const *cg_family_templates(cg_family f)
     /* the attention helpers, then the wgmma/TMA/mbarrier helpers of matmul_wgmma.cuh (its
      * kernel left out: the generated part defines KILN_WGMMA_NO_KERNEL) */
     static const char *const att_wgmma[] = {"attention_common.cuh", "matmul_wgmma.cuh", "attention_wgmma.cuh", NULL};
+    static const char *const moe[] = {"moe.cuh", NULL};
     switch (f) {
     case CG_FAMILY_ELEMENTWISE: return elementwise;
     case CG_FAMILY_ROW: return row;
@@ -91,6 +95,7 @@ const char *const *cg_family_templates(cg_family f)
     case CG_FAMILY_ATTENTION_DECODE: return decode;
     case CG_FAMILY_MATMUL_WGMMA: return wgmma;
     case CG_FAMILY_ATTENTION_WGMMA: return att_wgmma;
+    case CG_FAMILY_MOE: return moe;
     }
     static const char *const none[] = {NULL};
     return none;
@@ -189,6 +194,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     else if (g->groups[k].kind == IR_GROUP_MATMUL) ok = cg_gen_matmul(&gen, &plan, &hooks, dims);
     else if (g->groups[k].kind == IR_GROUP_ATTENTION) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
     else if (g->groups[k].kind == IR_GROUP_ROW) ok = cg_gen_row(&gen, &plan, &hooks);
+    else if (g->groups[k].kind == IR_GROUP_GATHER && cg_moe_anchor(gen.anchor)) ok = cg_gen_moe(&gen, &plan, &hooks);
     else ok = cg_gen_elementwise(&gen, &plan, &hooks);
     if (gen.dim_overflow)
         ok = cg_fail(&gen, "a size in the kernel of %s (line %d) does not fit in 64 bits", ir_op_name(gen.anchor->op),
@@ -363,7 +369,9 @@ static int emit_kernel(const ir_graph *g, int k, const cg_options *opts, pass_an
         ir_group_kind gk = g->groups[k].kind;
         const char *kind = ir_group_kind_name(gk);
         /* the template families fall back to the generic kernel */
-        if (attempt == 0 && (gk == IR_GROUP_MATMUL || gk == IR_GROUP_ROW || gk == IR_GROUP_ATTENTION) &&
+        if (attempt == 0 &&
+            (gk == IR_GROUP_MATMUL || gk == IR_GROUP_ROW || gk == IR_GROUP_ATTENTION ||
+             (gk == IR_GROUP_GATHER && cg_moe_anchor(g->groups[k].anchor))) &&
             strcmp(why, "out of memory"))
             continue;
         if (attempt == 0) snprintf(err, errlen, "kernel k%d (%s): %s", k, kind, why);

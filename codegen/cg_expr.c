@@ -447,12 +447,15 @@ static bool reshape_strides(cg_gen *gen, const ir_type *it, const cg_strided *in
     return i == ni && j == no;
 }
 
-bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out)
+/* weight_views: follow views computed at bind time too, down to a weight
+ * (cg_weight_view_of); else only free views, down to any stored value. */
+static bool strided_of(cg_gen *gen, const ir_node *n, cg_strided *out, bool weight_views)
 {
     memset(out, 0, sizeof *out);
-    if (cg_is_free_view(gen, n)) {
+    const bool view = weight_views ? pass_is_view(n) && (n->group < 0 || n->group == gen->k) : cg_is_free_view(gen, n);
+    if (view) {
         cg_strided in;
-        if (!cg_strided_of(gen, n->inputs[0], &in)) return false;
+        if (!strided_of(gen, n->inputs[0], &in, weight_views)) return false;
         const ir_type *it = &n->inputs[0]->type;
         *out = in;
         out->rank = n->type.rank;
@@ -470,6 +473,7 @@ bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out)
         default: return false;
         }
     }
+    if (weight_views && n->op != IR_OP_WEIGHT) return false;
     if (cg_is_member(gen, n) && n != gen->anchor) return false;
     out->base = n;
     out->rank = n->type.rank;
@@ -480,6 +484,13 @@ bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out)
         if (!ir_dim_mul(s, n->type.dims[i], &s)) return false;
     }
     return true;
+}
+
+bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out) { return strided_of(gen, n, out, false); }
+
+bool cg_weight_view_of(cg_gen *gen, const ir_node *n, cg_strided *out)
+{
+    return pass_is_view(n) && gen->bind[n->id] && strided_of(gen, n, out, true);
 }
 
 /* ---- indices ------------------------------------------------------------------- */

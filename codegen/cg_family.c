@@ -785,6 +785,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (!cg_strided_of(gen, a, &as)) return cg_fail(gen, "the left operand is not a strided view of stored data");
     if (!cg_strided_of(gen, w, &ws)) return cg_fail(gen, "the right operand is not a strided view of stored data");
     ir_dim one = ir_dim_const(1);
+    /* weights as stored: a view of a weight that leaves its K axis contiguous (a transposed
+     * 3-D weight of x @ transpose(w), a reshaped one) is read in place, not copied at bind time */
+    cg_strided wv;
+    if (cg_weight_view_of(gen, w, &wv) && ir_dim_eq(&wv.stride[A->op == IR_OP_LINEAR ? rw - 1 : rw - 2], &one)) ws = wv;
     ir_dim M, N, K, batch = one, lda, ldw, sa = ir_dim_const(0), sw = ir_dim_const(0);
     int b_nk;
     if (!ir_dim_eq(&as.stride[ra - 1], &one)) return cg_fail(gen, "the left operand's K axis is not contiguous");

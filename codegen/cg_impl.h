@@ -109,6 +109,10 @@ bool cg_used_outside(const cg_gen *gen, const ir_node *n);
 /* Follows free views from n down to stored data; false when the layout is
  * not affine per axis or n is computed by this kernel. */
 bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out);
+/* n, a view of a weight that bind time would materialize (a transpose, a
+ * reshape), as strides over the weight as stored: a template that can read
+ * that layout reads the weight in place and no copy is made. */
+bool cg_weight_view_of(cg_gen *gen, const ir_node *n, cg_strided *out);
 
 /* ---- indices and values ------------------------------------------------------- */
 
@@ -166,5 +170,8 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
 bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
+/* codegen/cg_moe.c: an EXPERT_LINEAR or TOPK anchor (cg_moe_anchor) */
+bool cg_moe_anchor(const ir_node *anchor);
+bool cg_gen_moe(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 
 #endif

@@ -262,7 +262,7 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
         const ir_type *w = &in[1]->type;
         if (!same_dtype(g, name, x, in[1], d, loc) || !need_float(name, x, d, loc)) return false;
         if (x->type.rank < 1 || w->rank != 2) {
-            err(d, loc, "linear: weight must be [N, K] and input [..., K], got %s and %s",
+            err(d, loc, "linear: weight must be [N, K] (or [E, N, K]) and input [..., K], got %s and %s",
                 shape_str(g, &x->type, b1), shape_str(g, w, b2));
             return false;
         }
@@ -662,8 +662,34 @@ ir_node *ir_matmul(ir_graph *g, ir_node *a, ir_node *b, src_loc loc)
     return make(g, IR_OP_MATMUL, 2, in, NULL, NULL, loc);
 }
 
+/* A 3-D weight [E, N, K] (experts stacked, as stored): every expert's
+ * linear at once, result [..., E, N] — a linear over the weight viewed as
+ * [E*N, K] (the bias [E, N] as [E*N]), reshaped; the views cost nothing. */
+static ir_node *linear_3d(ir_graph *g, ir_node *x, ir_node *w, ir_node *bias, src_loc loc)
+{
+    const ir_type *t = &w->type;
+    ir_dim en, flat[2];
+    if (!ir_dim_mul(t->dims[0], t->dims[1], &en) || x->type.rank < 1 || x->type.rank >= IR_MAX_RANK) {
+        ir_node *in[3] = {x, w, bias};
+        return make(g, IR_OP_LINEAR, bias ? 3 : 2, in, NULL, NULL, loc); /* reports the shapes */
+    }
+    flat[0] = en;
+    flat[1] = t->dims[2];
+    ir_node *wf = ir_reshape(g, w, 2, flat, loc);
+    ir_node *bf = bias && bias->type.rank == 2 ? ir_reshape(g, bias, 1, &en, loc) : bias;
+    ir_node *in[3] = {x, wf, bf};
+    ir_node *y = wf && (!bias || bf) ? make(g, IR_OP_LINEAR, bias ? 3 : 2, in, NULL, NULL, loc) : NULL;
+    if (!y) return NULL;
+    ir_dim dims[IR_MAX_RANK];
+    for (int i = 0; i + 1 < x->type.rank; i++) dims[i] = x->type.dims[i];
+    dims[x->type.rank - 1] = t->dims[0];
+    dims[x->type.rank] = t->dims[1];
+    return ir_reshape(g, y, x->type.rank + 1, dims, loc);
+}
+
 ir_node *ir_linear(ir_graph *g, ir_node *x, ir_node *w, ir_node *bias, src_loc loc)
 {
+    if (x && w && w->type.rank == 3) return linear_3d(g, x, w, bias, loc);
     ir_node *in[3] = {x, w, bias};
     return make(g, IR_OP_LINEAR, bias ? 3 : 2, in, NULL, NULL, loc);
 }

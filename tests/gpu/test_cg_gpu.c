@@ -135,7 +135,8 @@ static size_t node_bytes(const ir_node *n, const int64_t *dims)
     return (size_t)e * (size_t)ir_dtype_size(n->type.dtype);
 }
 
-static int run_case(const char *name, ir_graph *g, const int64_t *dims, double tol)
+/* opts: codegen's options (the variant's dims pick the decode forms), or NULL */
+static int run_case_ex(const char *name, ir_graph *g, const int64_t *dims, double tol, const cg_options *opts)
 {
     char err[4096];
     int failed = 0;
@@ -172,7 +173,7 @@ static int run_case(const char *name, ir_graph *g, const int64_t *dims, double t
     for (int i = 0; i < g->noutputs; i++) ds.output[i] = poisoned(node_bytes(g->outputs[i].value, dims));
     for (int k = 0; k < g->ngroups && !failed; k++) {
         cg_kernel kern;
-        if (cg_emit_kernel(g, k, &kern, err, sizeof err) != 0) {
+        if (cg_emit_kernel_ex(g, k, opts, &kern, err, sizeof err) != 0) {
             fprintf(stderr, "%s: codegen: %s\n", name, err);
             failed = 1;
             break;
@@ -279,6 +280,11 @@ done:
     free(outs);
     CHECK_MSG(!failed, "%s", name);
     return failed;
+}
+
+static int run_case(const char *name, ir_graph *g, const int64_t *dims, double tol)
+{
+    return run_case_ex(name, g, dims, tol, NULL);
 }
 
 /* ---- the cases -------------------------------------------------------------------------- */
@@ -448,6 +454,105 @@ static void case_rope_scaled(ir_dtype dt, int64_t B, int64_t S, int64_t T)
     ir_graph_free(g);
 }
 
+#ifdef KILN_MOE_ONLY /* test_gpu_moe: the mixture-of-experts cases */
+/* The grouped expert matmul (moe.cuh) over 50 experts (ids are random in [0, 50): most
+ * experts get no pair, and a token often names one expert in two of its slots) with the
+ * token's row shared by its slots and with a row per slot; K = 256 (16-byte loads) and 100
+ * (scalar loads), N = 200 (a partial column block). decode: the variant's dims are given
+ * (named "variant": the GEMV form up to 16 pairs, mma.sync above), else always the mma.sync
+ * form ("mma"). */
+static void case_moe_experts(int64_t B, int64_t S, int top, int K, bool decode)
+{
+    ir_graph *g = new_graph("moe_experts");
+    const int E = 50, N = 200;
+    ir_node *x = in(g, "x", ty(IR_BF16, 3, -1, -2, K));
+    ir_node *xs = in(g, "xs", ty(IR_BF16, 4, -1, -2, top, K));
+    ir_node *ids = in(g, "ids", ty(IR_I32, 3, -1, -2, top));
+    ir_type wt = ty(IR_BF16, 3, E, N, K);
+    ir_node *w = ir_param(g, IR_OP_WEIGHT, "w", &wt, L0);
+    ir_node *shared = ir_expert_linear(g, x, w, ids, L0), *per = ir_expert_linear(g, xs, w, ids, L0);
+    ir_graph_add_output(g, "shared", shared, L0);
+    ir_graph_add_output(g, "per", per, L0);
+    ir_graph_add_group(g, shared, IR_GROUP_GATHER);
+    ir_graph_add_group(g, per, IR_GROUP_GATHER);
+    char name[128];
+    snprintf(name, sizeof name, "moe experts B=%lld S=%lld top %d K=%d %s", (long long)B, (long long)S, top, K,
+             decode ? "variant" : "mma");
+    int64_t dims[3] = {B, S, 1};
+    cg_options o = {.dims = dims};
+    run_case_ex(name, g, dims, tol_of(IR_BF16), decode ? &o : NULL);
+    ir_graph_free(g);
+}
+
+/* The gated expert kernel (rule moe-gated): silu(x @ wg[e]) * (x @ wu[e]) stored alone. */
+static void case_moe_gated(int64_t B, int64_t S, int top, bool decode)
+{
+    ir_graph *g = new_graph("moe_gated");
+    const int E = 50, N = 136, K = 264;
+    ir_node *x = in(g, "x", ty(IR_BF16, 3, -1, -2, K));
+    ir_node *ids = in(g, "ids", ty(IR_I32, 3, -1, -2, top));
+    ir_type wt = ty(IR_BF16, 3, E, N, K);
+    ir_node *wg = ir_param(g, IR_OP_WEIGHT, "wg", &wt, L0), *wu = ir_param(g, IR_OP_WEIGHT, "wu", &wt, L0);
+    ir_node *gate = ir_expert_linear(g, x, wg, ids, L0), *up = ir_expert_linear(g, x, wu, ids, L0);
+    ir_node *act = ir_unary(g, IR_OP_SILU, gate, L0);
+    ir_node *m = ir_binary(g, IR_OP_MUL, act, up, L0);
+    ir_graph_add_output(g, "h", m, L0);
+    int k = ir_graph_add_group(g, gate, IR_GROUP_GATHER);
+    up->group = act->group = m->group = k;
+    char name[128];
+    snprintf(name, sizeof name, "moe gated B=%lld S=%lld top %d %s", (long long)B, (long long)S, top,
+             decode ? "variant" : "mma");
+    int64_t dims[3] = {B, S, 1};
+    cg_options o = {.dims = dims};
+    run_case_ex(name, g, dims, tol_of(IR_BF16), decode ? &o : NULL);
+    ir_graph_free(g);
+}
+
+/* The router (moe.cuh): Mixtral's softmax over the chosen and Qwen-MoE's softmax over all
+ * before the top k, one kernel each (the group passes/fuse_moe.c builds). */
+static void case_moe_router(int64_t B, int64_t S, int E, int k, bool over_all)
+{
+    ir_graph *g = new_graph("moe_router");
+    ir_node *l = in(g, "logits", ty(IR_F32, 3, -1, -2, E));
+    ir_node *sm = over_all ? ir_softmax(g, l, 2, L0) : NULL;
+    ir_node *src = over_all ? sm : l;
+    ir_node *gv = ir_topk(g, src, k, false, L0), *gi = ir_topk(g, src, k, true, L0);
+    ir_node *post = over_all ? NULL : ir_softmax(g, gv, 2, L0);
+    ir_node *gw = ir_cast(g, over_all ? gv : post, IR_BF16, L0);
+    ir_graph_add_output(g, "gi", gi, L0);
+    ir_graph_add_output(g, "gw", gw, L0);
+    int r = ir_graph_add_group(g, gi, IR_GROUP_GATHER);
+    gv->group = gw->group = r;
+    if (sm) sm->group = r;
+    if (post) post->group = r;
+    char name[128];
+    snprintf(name, sizeof name, "moe router B=%lld S=%lld top %d of %d%s", (long long)B, (long long)S, k, E,
+             over_all ? " softmax over all" : "");
+    int64_t dims[3] = {B, S, 1};
+    run_case(name, g, dims, tol_of(IR_BF16));
+    ir_graph_free(g);
+}
+
+static void moe_cases(void)
+{
+    static const int64_t shapes[3][2] = {{1, 1}, {8, 1}, {1, 64}};
+    for (int i = 0; i < 3; i++) {
+        const int64_t B = shapes[i][0], S = shapes[i][1];
+        case_moe_router(B, S, 8, 2, false);
+        /* probabilities a float ulp apart may order differently in f32 and the interpreter's
+         * f64 softmax: few rows for the softmax-over-all route */
+        if (B * S <= 8) case_moe_router(B, S, 60, 4, true);
+        case_moe_experts(B, S, 2, 256, true); /* the variant's form: GEMV at B*S*2 <= 16 */
+        case_moe_gated(B, S, 2, true);
+    }
+    case_moe_gated(8, 1, 4, false);
+    case_moe_experts(1, 1, 4, 100, true);  /* scalar loads, GEMV */
+    case_moe_experts(8, 1, 4, 256, false); /* 32 pairs in mma tiles */
+    case_moe_experts(1, 64, 4, 100, false);
+    case_moe_router(2, 3, 40, 8, false);   /* two score registers per lane */
+}
+#endif
+
 int main(void)
 {
     char why[256];
@@ -460,6 +565,10 @@ int main(void)
     rng_state = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u + 1;
     if (!rng_state) rng_state = 1;
     printf("seed %llu (set KILN_TEST_SEED to repeat)\n", (unsigned long long)rng_state);
+#ifdef KILN_MOE_ONLY
+    moe_cases();
+    return CHECK_DONE();
+#endif
 
     static const int Ds[] = {8, 100, 1000, 4096, 4100, 20000};
     for (size_t i = 0; i < sizeof Ds / sizeof Ds[0]; i++) {

@@ -1,0 +1,438 @@
+// codegen/kernels/moe.cuh — family `moe`: mixture-of-experts kernels (issue 18).
+//
+// Two kernels, chosen by KILN_MOE_ROUTER:
+//
+// ---- KILN_MOE_ROUTER 1: the router -------------------------------------------------------
+// One warp per row (token) of E router scores (E = KILN_ROUTER_E <= 256): the scores are read
+// through the hook kiln_router_in(p, row, e) (the logits, or whatever the group computes from
+// them), optionally turned into probabilities over all E (KILN_ROUTER_SOFTMAX_ALL: softmax,
+// max subtracted), then the KILN_ROUTER_K largest are chosen (ties: the lower expert first, as
+// the interpreter), optionally softmaxed over the chosen (KILN_ROUTER_SOFTMAX_CHOSEN) and
+// stored by lane j < K through kiln_router_store(p, row, j, id, vt, v): id the expert, vt the
+// chosen score, v the chosen weight (== vt without KILN_ROUTER_SOFTMAX_CHOSEN).
+// Args: `long long rows` first. Launch: grid ceil(rows / 8), block 256, no dynamic smem.
+//
+// ---- KILN_MOE_ROUTER 0: the grouped expert matmul ----------------------------------------
+// out[j][n] = sum_k X(j)[k] * w[idx[j]][n][k] over the P = p.P (token, slot) pairs j, with w
+// [E, N, K] (k contiguous, expert e at p.w + e*p.sw, row n at + n*p.ldw) and X(j) the row
+// p.x + (p.xslot ? j : j / p.top) * p.ldx (the slot's own row, or the token's row shared by
+// its slots). Expert ids come from device memory (p.idx, P ints); an id outside [0, E) is
+// never computed.
+// Work split: CTA (x, y) owns the output columns of block x of expert e, for every pair routed
+// to e: e = y when P >= E (grid.y = E), else e = idx[y] and the CTA exits unless y is the
+// first pair with that expert (grid.y = P: at decode only the chosen experts get CTAs). The
+// CTA gathers its pairs by scanning p.idx (all 256 threads, 256 ids a step, ballots and a
+// shared prefix; order kept) into a shared list of at most CAP pairs at a time, and loops
+// until the ids are exhausted; a CTA with no pairs exits before reading any weight. So the
+// weights of an expert no pair chose are never read, and each chosen expert's weights are
+// read once per CAP pairs (once at decode).
+// KILN_MOE_MMA 0 (decode, few pairs): CAP = KILN_MOE_MAXP (<= 16); 8 warps, each owns
+// KILN_MOE_COLS/8 weight rows; lanes stride along k with 16-byte loads (KILN_MOE_UNROLL steps
+// in flight), the X rows read alongside (L1/L2 hits), f32 accumulators per (row, pair), warp
+// sums. KILN_MOE_MMA 1 (prefill): CAP = 64 pairs x KILN_MOE_COLS (64) columns tiles,
+// mma.sync m16n8k16 (bf16/f16, f32 accumulate), 8 warps as 2 x 4 of 32 x 16, K steps of 32
+// staged through shared memory with the next step's loads in registers.
+// Both: 16-byte loads when K, ldx, ldw, sw are multiples of 8 and the bases 16-byte aligned,
+// else scalar loads. Hook: kiln_moe_store(p, j, n, v) stores out[j][n] (once per j, n).
+// KILN_MOE_GATED 1 (rule moe-gated): a second weight p.w2 of the same layout (the up
+// projection next to the gate's), both accumulated side by side, and the hook
+// kiln_moe_store2(p, j, n, vg, vu) stores act(vg) * vu instead (GEMV form: 8 columns).
+// Args: `x, w, [w2,] idx` pointers, then scalars `P, top, E, N, K, ldx, xslot, sw, ldw`.
+// Launch: grid (ceil(N / KILN_MOE_COLS), min(P, E)), block 256, no dynamic shared memory.
+#ifndef KILN_MOE_CUH
+#define KILN_MOE_CUH
+
+#ifndef KILN_T
+#error "moe.cuh: the generated part must define KILN_T"
+#endif
+#ifndef KILN_MOE_ROUTER
+#define KILN_MOE_ROUTER 0
+#endif
+
+#if KILN_MOE_ROUTER
+#ifndef KILN_ROUTER_E
+#error "moe.cuh: the router needs KILN_ROUTER_E"
+#endif
+#ifndef KILN_ROUTER_K
+#error "moe.cuh: the router needs KILN_ROUTER_K"
+#endif
+#ifndef KILN_ROUTER_SOFTMAX_ALL
+#define KILN_ROUTER_SOFTMAX_ALL 0
+#endif
+#ifndef KILN_ROUTER_SOFTMAX_CHOSEN
+#define KILN_ROUTER_SOFTMAX_CHOSEN 0
+#endif
+static_assert(KILN_ROUTER_E >= 1 && KILN_ROUTER_E <= 256, "moe.cuh: at most 256 experts");
+static_assert(KILN_ROUTER_K >= 1 && KILN_ROUTER_K <= 32 && KILN_ROUTER_K <= KILN_ROUTER_E, "moe.cuh: 1 <= K <= 32, K <= E");
+#define KILN_ROUTER_EV ((KILN_ROUTER_E + 31) / 32)
+
+extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
+{
+    const int lane = threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+    if (row >= p.rows) return;
+    float s[KILN_ROUTER_EV];
+    bool taken[KILN_ROUTER_EV];
+#pragma unroll
+    for (int i = 0; i < KILN_ROUTER_EV; i++) {
+        const int e = lane + 32 * i;
+        s[i] = e < KILN_ROUTER_E ? kiln_router_in(p, row, e) : -KILN_INF;
+        taken[i] = e >= KILN_ROUTER_E;
+    }
+#if KILN_ROUTER_SOFTMAX_ALL
+    {
+        float m = -KILN_INF;
+#pragma unroll
+        for (int i = 0; i < KILN_ROUTER_EV; i++) m = fmaxf(m, s[i]);
+        m = kiln_warp_max(m);
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < KILN_ROUTER_EV; i++) {
+            s[i] = lane + 32 * i < KILN_ROUTER_E ? expf(s[i] - m) : 0.0f;
+            sum += s[i];
+        }
+        sum = kiln_warp_sum(sum);
+#pragma unroll
+        for (int i = 0; i < KILN_ROUTER_EV; i++) s[i] = s[i] / sum;
+    }
+#endif
+    // K rounds of a warp argmax: larger value first, the lower expert on ties
+    float my_v = 0.0f;
+    int my_id = 0;
+#pragma unroll 1
+    for (int r = 0; r < KILN_ROUTER_K; r++) {
+        float bv = -KILN_INF;
+        int be = 0x7fffffff;
+#pragma unroll
+        for (int i = 0; i < KILN_ROUTER_EV; i++) {
+            const int e = lane + 32 * i;
+            if (!taken[i] && (be == 0x7fffffff || s[i] > bv)) bv = s[i], be = e;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int oe = __shfl_xor_sync(0xffffffffu, be, o);
+            if (oe != 0x7fffffff && (be == 0x7fffffff || ov > bv || (ov == bv && oe < be))) bv = ov, be = oe;
+        }
+#pragma unroll
+        for (int i = 0; i < KILN_ROUTER_EV; i++)
+            if (lane + 32 * i == be) taken[i] = true;
+        if (lane == r) my_v = bv, my_id = be;
+    }
+    float w = my_v;
+#if KILN_ROUTER_SOFTMAX_CHOSEN
+    {
+        const float m = __shfl_sync(0xffffffffu, my_v, 0); // the first chosen is the largest
+        float ex = lane < KILN_ROUTER_K ? expf(my_v - m) : 0.0f;
+        const float sum = kiln_warp_sum(ex);
+        w = ex / sum;
+    }
+#endif
+    if (lane < KILN_ROUTER_K) kiln_router_store(p, row, lane, my_id, my_v, w);
+}
+
+#else // the grouped expert matmul
+
+#ifndef KILN_MOE_MMA
+#define KILN_MOE_MMA 0
+#endif
+#ifndef KILN_MOE_COLS
+#define KILN_MOE_COLS (KILN_MOE_MMA ? 64 : 16)
+#endif
+#ifndef KILN_MOE_MAXP
+#define KILN_MOE_MAXP 16
+#endif
+#ifndef KILN_MOE_UNROLL
+#define KILN_MOE_UNROLL 4
+#endif
+#ifndef KILN_MOE_GATED
+#define KILN_MOE_GATED 0
+#endif
+#define KILN_MOE_NW (KILN_MOE_GATED ? 2 : 1)
+#define KILN_MOE_CAP (KILN_MOE_MMA ? 64 : KILN_MOE_MAXP)
+static_assert(KILN_MOE_MMA || (KILN_MOE_COLS % 8 == 0 && KILN_MOE_MAXP >= 1 && KILN_MOE_MAXP <= 32),
+              "moe.cuh: GEMV columns a multiple of the 8 warps, at most 32 pairs");
+static_assert(!KILN_MOE_MMA || KILN_MOE_COLS == 64, "moe.cuh: the mma tile is 64 x 64");
+
+namespace kmoe {
+
+// Appends the pairs j >= *pos with idx[j] == e to list (in order) until it holds cap of
+// them or the ids run out; *pos (shared) moves past the last pair taken. Every thread of
+// the CTA calls it; returns the count (the same in every thread).
+__device__ __forceinline__ int gather(const int *__restrict__ idx, long long P, int e, int *list, int cap,
+                                      long long *pos, int *scratch)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int cnt = 0;
+    __syncthreads();
+    long long q = *pos;
+    while (q < P && cnt < cap) {
+        const long long j = q + tid;
+        const bool hit = j < P && __ldg(idx + j) == e;
+        const unsigned m = __ballot_sync(0xffffffffu, hit);
+        if (lane == 0) scratch[warp] = __popc(m);
+        __syncthreads();
+        int before = 0, total = 0;
+#pragma unroll
+        for (int w = 0; w < 8; w++) {
+            const int c = scratch[w];
+            before += w < warp ? c : 0;
+            total += c;
+        }
+        const int rank = cnt + before + __popc(m & ((1u << lane) - 1u));
+        if (hit && rank < cap) list[rank] = (int)j;
+        long long next = q + 256;
+        if (cnt + total > cap) { // the first hit not taken is where the next chunk starts
+            if (hit && rank == cap) scratch[8] = tid;
+            __syncthreads();
+            next = q + scratch[8];
+        }
+        cnt = min(cnt + total, cap);
+        q = next;
+        __syncthreads();
+    }
+    if (tid == 0) *pos = q;
+    __syncthreads();
+    return cnt;
+}
+
+__device__ __forceinline__ float dot8(uint4 a, uint4 b)
+{
+    const kiln_t *x = reinterpret_cast<const kiln_t *>(&a);
+    const kiln_t *y = reinterpret_cast<const kiln_t *>(&b);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s += kiln_ld(x + i) * kiln_ld(y + i);
+    return s;
+}
+
+// Stores pair j's column n from the accumulators of the NW weights.
+__device__ __forceinline__ void store(const KilnArgs &p, long long j, long long n, const float *v)
+{
+#if KILN_MOE_GATED
+    kiln_moe_store2(p, j, n, v[0], v[1]);
+#else
+    kiln_moe_store(p, j, n, v[0]);
+#endif
+}
+
+} // namespace kmoe
+
+extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
+{
+    __shared__ int list[KILN_MOE_CAP];
+    __shared__ int scratch[9];
+    __shared__ long long pos;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const long long P = p.P;
+    const int E = (int)p.E;
+    int e;
+    if (P >= E) {
+        e = blockIdx.y;
+    } else {
+        e = __ldg(p.idx + blockIdx.y);
+        for (unsigned j = 0; j < blockIdx.y; j++)
+            if (__ldg(p.idx + j) == e) return; // an earlier CTA serves this expert
+    }
+    if (e < 0 || e >= E) return;
+    if (tid == 0) pos = 0;
+    const long long N = p.N, K = p.K;
+    constexpr int NW = KILN_MOE_NW;
+    const kiln_t *wb[NW];
+    wb[0] = p.w + (long long)e * p.sw;
+#if KILN_MOE_GATED
+    wb[1] = p.w2 + (long long)e * p.sw;
+    const bool w2_ok = (reinterpret_cast<unsigned long long>(p.w2) & 15) == 0;
+#else
+    const bool w2_ok = true;
+#endif
+    const bool vec = (K % 8) == 0 && (p.ldx % 8) == 0 && (p.ldw % 8) == 0 && (p.sw % 8) == 0 &&
+                     (reinterpret_cast<unsigned long long>(p.x) & 15) == 0 &&
+                     (reinterpret_cast<unsigned long long>(p.w) & 15) == 0 && w2_ok;
+#if !KILN_MOE_MMA
+    constexpr int CPW = KILN_MOE_COLS / 8; // weight rows per warp
+    const long long n0 = (long long)blockIdx.x * KILN_MOE_COLS + warp * CPW;
+    for (;;) {
+        const int cnt = kmoe::gather(p.idx, P, e, list, KILN_MOE_CAP, &pos, scratch);
+        if (cnt == 0) return;
+        const kiln_t *xr[KILN_MOE_MAXP];
+#pragma unroll
+        for (int i = 0; i < KILN_MOE_MAXP; i++) {
+            const long long j = i < cnt ? list[i] : list[0];
+            xr[i] = p.x + (p.xslot ? j : j / p.top) * p.ldx;
+        }
+        float acc[NW][CPW][KILN_MOE_MAXP];
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+#pragma unroll
+            for (int c = 0; c < CPW; c++)
+#pragma unroll
+                for (int i = 0; i < KILN_MOE_MAXP; i++) acc[q][c][i] = 0.0f;
+        if (vec) {
+            for (long long k0 = (long long)lane * 8; k0 < K; k0 += 256LL * KILN_MOE_UNROLL) {
+                uint4 wv[KILN_MOE_UNROLL][NW][CPW];
+#pragma unroll
+                for (int u = 0; u < KILN_MOE_UNROLL; u++)
+#pragma unroll
+                    for (int q = 0; q < NW; q++)
+#pragma unroll
+                        for (int c = 0; c < CPW; c++) {
+                            const long long k = k0 + 256LL * u, n = n0 + c;
+                            wv[u][q][c] = k < K && n < N
+                                              ? __ldg(reinterpret_cast<const uint4 *>(wb[q] + n * p.ldw + k))
+                                              : make_uint4(0, 0, 0, 0);
+                        }
+#pragma unroll
+                for (int u = 0; u < KILN_MOE_UNROLL; u++) {
+                    const long long k = k0 + 256LL * u;
+                    if (k >= K) break;
+#pragma unroll
+                    for (int i = 0; i < KILN_MOE_MAXP; i++) {
+                        if (i >= cnt) break;
+                        const uint4 xv = __ldg(reinterpret_cast<const uint4 *>(xr[i] + k));
+#pragma unroll
+                        for (int q = 0; q < NW; q++)
+#pragma unroll
+                            for (int c = 0; c < CPW; c++) acc[q][c][i] += kmoe::dot8(wv[u][q][c], xv);
+                    }
+                }
+            }
+        } else {
+            for (long long k = lane; k < K; k += 32)
+#pragma unroll
+                for (int q = 0; q < NW; q++)
+#pragma unroll
+                    for (int c = 0; c < CPW; c++) {
+                        const long long n = n0 + c;
+                        const float wv = n < N ? kiln_ld(wb[q] + n * p.ldw + k) : 0.0f;
+#pragma unroll
+                        for (int i = 0; i < KILN_MOE_MAXP; i++)
+                            if (i < cnt) acc[q][c][i] += wv * kiln_ld(xr[i] + k);
+                    }
+        }
+#pragma unroll
+        for (int c = 0; c < CPW; c++)
+#pragma unroll
+            for (int i = 0; i < KILN_MOE_MAXP; i++) {
+                if (i >= cnt) break;
+                float v[NW];
+#pragma unroll
+                for (int q = 0; q < NW; q++) v[q] = kiln_warp_sum(acc[q][c][i]);
+                if (lane == 0 && n0 + c < N) kmoe::store(p, list[i], n0 + c, v);
+            }
+        if (cnt < KILN_MOE_CAP) return;
+    }
+#else
+    constexpr int BK = 32, LD = BK + 8;
+    __shared__ __align__(16) kiln_t As[64][LD];
+    __shared__ __align__(16) kiln_t Bs[NW][64][LD];
+    const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, t = lane & 3;
+    const long long n0 = (long long)blockIdx.x * 64;
+    const int lr = tid >> 2, lk = (tid & 3) * 8; // the 16 bytes this thread loads of each tile
+    for (;;) {
+        const int cnt = kmoe::gather(p.idx, P, e, list, 64, &pos, scratch);
+        if (cnt == 0) return;
+        const kiln_t *xrow = NULL;
+        if (lr < cnt) {
+            const long long j = list[lr];
+            xrow = p.x + (p.xslot ? j : j / p.top) * p.ldx;
+        }
+        const kiln_t *wrow[NW];
+#pragma unroll
+        for (int q = 0; q < NW; q++) wrow[q] = n0 + lr < N ? wb[q] + (n0 + lr) * p.ldw : NULL;
+        float acc[NW][2][2][4];
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+#pragma unroll
+            for (int a = 0; a < 2; a++)
+#pragma unroll
+                for (int b = 0; b < 2; b++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) acc[q][a][b][c] = 0.0f;
+        auto load = [&](const kiln_t *r, long long k) -> uint4 {
+            if (!r) return make_uint4(0, 0, 0, 0);
+            if (vec) return k < K ? __ldg(reinterpret_cast<const uint4 *>(r + k)) : make_uint4(0, 0, 0, 0);
+            uint4 v;
+            kiln_t *h = reinterpret_cast<kiln_t *>(&v);
+#pragma unroll
+            for (int i = 0; i < 8; i++) kiln_st(h + i, k + i < K ? kiln_ld(r + k + i) : 0.0f);
+            return v;
+        };
+        uint4 ra = load(xrow, lk), rb[NW];
+#pragma unroll
+        for (int q = 0; q < NW; q++) rb[q] = load(wrow[q], lk);
+        for (long long k0 = 0; k0 < K; k0 += BK) {
+            *reinterpret_cast<uint4 *>(&As[lr][lk]) = ra;
+#pragma unroll
+            for (int q = 0; q < NW; q++) *reinterpret_cast<uint4 *>(&Bs[q][lr][lk]) = rb[q];
+            __syncthreads();
+            if (k0 + BK < K) {
+                ra = load(xrow, k0 + BK + lk);
+#pragma unroll
+                for (int q = 0; q < NW; q++) rb[q] = load(wrow[q], k0 + BK + lk);
+            }
+#pragma unroll
+            for (int kb = 0; kb < BK; kb += 16) {
+                unsigned af[2][4], bf[NW][2][2];
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++) {
+                    const int r0 = wm * 32 + mi * 16 + g;
+                    af[mi][0] = *reinterpret_cast<const unsigned *>(&As[r0][kb + 2 * t]);
+                    af[mi][1] = *reinterpret_cast<const unsigned *>(&As[r0 + 8][kb + 2 * t]);
+                    af[mi][2] = *reinterpret_cast<const unsigned *>(&As[r0][kb + 2 * t + 8]);
+                    af[mi][3] = *reinterpret_cast<const unsigned *>(&As[r0 + 8][kb + 2 * t + 8]);
+                }
+#pragma unroll
+                for (int q = 0; q < NW; q++)
+#pragma unroll
+                    for (int ni = 0; ni < 2; ni++) {
+                        const int c0 = wn * 16 + ni * 8 + g;
+                        bf[q][ni][0] = *reinterpret_cast<const unsigned *>(&Bs[q][c0][kb + 2 * t]);
+                        bf[q][ni][1] = *reinterpret_cast<const unsigned *>(&Bs[q][c0][kb + 2 * t + 8]);
+                    }
+#pragma unroll
+                for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < 2; ni++) {
+                        float *d = acc[q][mi][ni];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+                        asm volatile(
+#ifdef KILN_MOE_F16
+                            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#else
+                            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#endif
+                            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                            : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bf[q][ni][0]),
+                              "r"(bf[q][ni][1]));
+#endif
+                    }
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int r = wm * 32 + mi * 16 + g + 8 * h;
+                    const long long n = n0 + wn * 16 + ni * 8 + 2 * t;
+                    if (r >= cnt) continue;
+                    const long long j = list[r];
+                    float v0[NW], v1[NW];
+#pragma unroll
+                    for (int q = 0; q < NW; q++) v0[q] = acc[q][mi][ni][2 * h], v1[q] = acc[q][mi][ni][2 * h + 1];
+                    if (n < N) kmoe::store(p, j, n, v0);
+                    if (n + 1 < N) kmoe::store(p, j, n + 1, v1);
+                }
+        if (cnt < 64) return;
+    }
+#endif
+}
+
+#endif // KILN_MOE_ROUTER
+#endif
