@@ -11,12 +11,12 @@ export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$PWD/build/kcache}
 san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
 nvidia-smi -L > "$R/device.txt" 2>&1
 t0=$(date +%s)
-( time timeout 75 $san --tool memcheck build/tests/gpu/test_gpu_attention ) > "$R/memcheck.log" 2>&1; echo "rc=$?" >> "$R/memcheck.log"
+( time timeout ${SAN_S:-45} $san --tool memcheck build/tests/gpu/test_gpu_attention ) > "$R/memcheck.log" 2>&1; echo "rc=$?" >> "$R/memcheck.log"
 echo "memcheck $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
-DECODE_ONLY=1 KILN_DECODE_BENCH=2 timeout 90 bench/attn/run.sh build "$R" > /dev/null 2>&1
+DECODE_ONLY=1 KILN_DECODE_BENCH=2 timeout ${TABLE_S:-50} bench/attn/run.sh build "$R" > /dev/null 2>&1
 echo "table $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
 for m in llama3_1b_layer llama3_8b_layer gemma_2b_layer phi3_mini_layer; do
-  timeout 40 build/kiln run samples/$m.kiln --random --dims B=1,S=1,T=1024 --pos=1023 --profile > "$R/profile_$m.txt" 2>&1
+  timeout ${PROFILE_S:-16} build/kiln run samples/$m.kiln --random --dims B=1,S=1,T=1024 --pos=1023 --profile > "$R/profile_$m.txt" 2>&1
   echo "rc=$?" >> "$R/profile_$m.txt"
   echo "profile $m $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
 done
@@ -24,7 +24,7 @@ done
   grep -E "gemma_2b_layer|phi3_mini_layer|WINDOW=100|attention-cache-write|attention_hd16" tests/cli/run_gpu.sh
   echo 'echo "$pass passed, $fail failed"'; } > "$R/run_gpu_subset.sh"
 sed -i "s|\$(dirname \"\$0\")/expect.sh|tests/cli/expect.sh|" "$R/run_gpu_subset.sh"
-timeout 60 bash "$R/run_gpu_subset.sh" build/kiln > "$R/run_gpu.log" 2>&1; echo "rc=$?" >> "$R/run_gpu.log"
+timeout ${CHECK_S:-25} bash "$R/run_gpu_subset.sh" build/kiln > "$R/run_gpu.log" 2>&1; echo "rc=$?" >> "$R/run_gpu.log"
 echo "run_gpu $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
 { cat "$R/times.txt"; tail -4 "$R/memcheck.log"; cat "$R/decode_table.md" 2>/dev/null; tail -3 "$R/run_gpu.log"
   for m in llama3_1b_layer llama3_8b_layer gemma_2b_layer phi3_mini_layer; do echo "== $m"; grep -iE "attention|floor|total|graph" "$R/profile_$m.txt" | head -12; done
