@@ -756,7 +756,11 @@ static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims
     return cg_attention_decode_splits(b, h, sm_count);
 }
 
-int cg_attention_decode_threads(int64_t hd) { return hd > 128 ? 32 : 64; }
+int cg_attention_decode_warps(int64_t hd) { return hd > 128 ? 1 : 2; }
+int cg_attention_decode_threads(int64_t hd, int64_t bkv)
+{
+    return bkv > 0 && bkv <= 16 ? 128 : 32 * cg_attention_decode_warps(hd);
+}
 
 /* The Hopper prefill template (attention_wgmma.cuh): key tiles of 128 rows (64 above head
  * dim 128), 2 stages; its KILN_ATT_SMEM formula: both consumers' Q buffers, the K and V
@@ -925,9 +929,11 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_launch *L = &gen->kern->launch;
     if (decode) {
         /* one CTA per (split, KV head, batch) serves the whole GQA group */
-        int threads = cg_attention_decode_threads(hd);
+        int64_t b_val, kv_val;
+        bool known = ir_dim_value(&qt->dims[0], dims, &b_val) && ir_dim_value(&ct->dims[1], dims, &kv_val);
+        int threads = cg_attention_decode_threads(hd, known ? b_val * kv_val : 0);
         define(plan, "KILN_SPLITS", "%d", splits);
-        define(plan, "KILN_DEC_WARPS", "%d", threads / 32);
+        define(plan, "KILN_DEC_WARPS", "%d", cg_attention_decode_warps(hd));
         define(plan, "KILN_ATT_THREADS", "%d", threads);
         L->block = threads;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);

@@ -13,7 +13,9 @@
  * serves every decode step and a short cache costs few splits to combine.
  *
  * Inside a CTA, KILN_DEC_WARPS warps take 16 keys each of a tile of
- * 16*KILN_DEC_WARPS keys; tiles stream through a KILN_DEC_STAGES-deep
+ * 16*KILN_DEC_WARPS keys (KILN_ATT_THREADS may hold more warps than that: at a
+ * small batch the extra warps help issue the loads and do the combine, which
+ * reads every split's partial); tiles stream through a KILN_DEC_STAGES-deep
  * cp.async ring (16-byte loads). The first tiles' cached rows (positions < o,
  * written by earlier steps, never by this graph's kernels) are issued before
  * the programmatic-launch wait, so they are in flight while the previous
@@ -42,7 +44,8 @@
  *
  * Head dims: any multiple of 16 up to 256 (rows padded to CHP chunks in
  * shared memory). Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
- * (= 32 * KILN_DEC_WARPS; codegen: cg_attention_decode_warps), static shared
+ * (a multiple of 32, at least 32 * KILN_DEC_WARPS; codegen:
+ * cg_attention_decode_threads), static shared
  * memory only (<= 48 KB). Any S works (rows beyond 16 take further passes
  * over the split), but the kernel is made for G*S <= 16. An invalid offset
  * (o < 0 or o + S > T) writes NaN to the output rows.
@@ -69,9 +72,9 @@
 #define KILN_DEC_QSMEM (KILN_HD > 128)
 #endif
 #ifndef KILN_DEC_MINKEYS
-/* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V, so a short
- * cache is cut into few splits (fewer partials to combine) */
-#define KILN_DEC_MINKEYS (8192 / (KILN_HD * 2))
+/* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V (32 KB above
+ * head dim 128), so a short cache is cut into few splits (fewer partials to combine) */
+#define KILN_DEC_MINKEYS (KILN_HD > 128 ? 32 : 8192 / (KILN_HD * 2))
 #endif
 #ifndef KILN_ATT_WINDOW
 #define KILN_ATT_WINDOW 0
@@ -105,14 +108,15 @@ __device__ __forceinline__ void qk_sq(float (&sc)[NK / 8][4], const uint4 *sQ, c
 }
 } /* namespace katt */
 
-static_assert(KILN_ATT_THREADS == 32 * KILN_DEC_WARPS, "decode: KILN_ATT_THREADS must be 32 * KILN_DEC_WARPS");
+static_assert(KILN_ATT_THREADS % 32 == 0 && KILN_ATT_THREADS >= 32 * KILN_DEC_WARPS && KILN_ATT_THREADS <= 512,
+              "decode: KILN_ATT_THREADS a multiple of 32, at least 32 * KILN_DEC_WARPS, at most 512");
 static_assert(KILN_DEC_STAGES >= 2, "decode: KILN_DEC_STAGES >= 2");
 static_assert(KILN_SPLITS >= 1 && KILN_SPLITS <= 256, "decode: KILN_SPLITS 1..256");
 
 extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
-    constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW;
+    constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW, NWT = NT / 32;
     constexpr int STG = KILN_DEC_STAGES, SPL = KILN_SPLITS, WIN = KILN_ATT_WINDOW;
     constexpr float CAP = (float)(KILN_ATT_SOFTCAP);
     constexpr int STAGE = 2 * TK * CHP; /* uint4s per stage: K tile, then V tile */
@@ -273,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
             cp_commit();
             const uint4 *sk = sbuf + (t % STG) * STAGE, *sv = sk + TK * CHP;
             const int jw = j0 + t * TK + warp * 16;
-            if (jw < j1) {
+            if (warp < NW && jw < j1) {
                 float sc[2][4];
 #if KILN_DEC_QSMEM
                 qk_sq<16>(sc, sQ, sk, warp * 16, lane);
@@ -307,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         __syncthreads(); /* every warp is done with the stages */
         float *sm_m = (float *)sbuf, *sm_l = sm_m + NW * 16, *sm_acc = sm_l + NW * 16;
         const int r = lane >> 2;
-        if ((lane & 3) == 0) {
+        if (warp < NW && (lane & 3) == 0) {
             sm_m[warp * 16 + r] = m[0];
             sm_m[warp * 16 + r + 8] = m[1];
             sm_l[warp * 16 + r] = l[0];
@@ -315,6 +319,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         }
 #pragma unroll
         for (int d = 0; d < HD / 8; d++) {
+            if (warp >= NW) break;
             *(float2 *)&sm_acc[(warp * 16 + r) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][0], acc[d][1]);
             *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
         }
@@ -358,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         const int nr = min(16, R - mt * 16);
         __syncthreads();
         /* a warp per row, a lane per split: the weights exp2(m_c - M) / sum_c exp2(m_c - M) l_c */
-        for (int rw = warp; rw < nr; rw += NW) {
+        for (int rw = warp; rw < nr; rw += NWT) {
             const long long rb = row_base(mt * 16 + rw);
             float2 ml[(SPL + 31) / 32];
             float M = ninf();

@@ -145,7 +145,8 @@ static att_cfg case_cfg(const tcase *c)
 {
     att_cfg g = {.decode = c->decode, .bf16 = c->bf16, .hd = c->HD, .causal = c->causal,
                  .rope = c->rope, .append = c->append, .splits = c->decode ? c->splits : 16,
-                 .theta = THETA, .scaling = scalings[c->scaling], .window = c->window, .softcap = c->softcap};
+                 .theta = THETA, .scaling = scalings[c->scaling], .window = c->window, .softcap = c->softcap,
+                 .threads = c->decode ? cg_attention_decode_threads(c->HD, (int64_t)c->B * c->KV) : 0};
     return g;
 }
 
@@ -238,7 +239,7 @@ static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st
     if (c->decode) {
         grid.x = (unsigned)c->splits;
         grid.y = (unsigned)c->KV;
-        block.x = (unsigned)cg_attention_decode_threads(c->HD);
+        block.x = (unsigned)cg_attention_decode_threads(c->HD, (int64_t)c->B * c->KV);
     } else {
         grid.x = (unsigned)((c->S + PREFILL_BQ - 1) / PREFILL_BQ);
         grid.y = (unsigned)c->H;
