@@ -1,8 +1,9 @@
-"""bench/attn/decode_table.py KILN_LOG SDPA_DECODE_JSONL — the decode attention table (markdown)
-from tests/gpu/test_gpu_attention's "bench decode" lines (KILN_BENCH=1: the kernel's time per
-launch inside a CUDA graph) and sdpa_decode.py's output: per row Kiln's µs and TB/s, SDPA's best
-backend, and both as % of the floor (the KV bytes read / the read bandwidth measured by
-sdpa_decode.py in the same run). The other Kiln rows (other head dims, a window, form (a)) follow."""
+"""bench/attn/decode_table.py KILN_LOG SDPA_DECODE_JSONL [CEILINGS] — the decode attention table
+(markdown) from tests/gpu/test_gpu_attention's "bench decode" lines (KILN_BENCH=1: the kernel's time
+per launch inside a CUDA graph) and sdpa_decode.py's output: per row Kiln's µs and TB/s, SDPA's best
+backend, and both as % of the floor (the KV bytes read / the read bandwidth: `kiln ceilings`' output
+in CEILINGS when given, the measure Kiln's profiler uses, else sdpa_decode.py's, both from the same
+run). The other Kiln rows (other head dims, a window, form (a)) follow."""
 import json
 import re
 import sys
@@ -24,7 +25,13 @@ for line in open(sys.argv[2]):
         bw = o["ceiling_tbps"]
     elif "us" in o:
         sd.setdefault((o["B"], o["T"]), []).append(o)
-print(f"read bandwidth (a 2 GiB streaming read, torch): {bw:.2f} TB/s\n" if bw else "read bandwidth: not measured\n")
+src = "torch, a 2 GiB sum"
+if len(sys.argv) > 3:
+    for line in open(sys.argv[3]):
+        m = re.match(r"read bandwidth: ([\d.]+) TB/s", line)
+        if m:
+            bw, src = float(m.group(1)), "kiln ceilings, a 2 GiB streaming read"
+print(f"read bandwidth ({src}): {bw:.2f} TB/s\n" if bw else "read bandwidth: not measured\n")
 print("| B | cache | heads q/kv x hd | Kiln us | Kiln TB/s | Kiln % floor | SDPA best | SDPA us | SDPA TB/s | SDPA % floor | SDPA / Kiln |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 rest = []

@@ -6,7 +6,7 @@
 # ceiling measured by sdpa.py). Decode: Kiln's attention_decode.cuh (tests/gpu/test_gpu_attention
 # with KILN_BENCH=1: B 1, 8, 32 x cache 1024, 8192, 32768, per launch inside a CUDA graph) against
 # SDPA's backends (bench/attn/sdpa_decode.py), µs, TB/s and % of the floor (KV bytes / the read
-# bandwidth measured by sdpa_decode.py). DECODE_ONLY=1 skips the prefill table; KILN_DECODE_BENCH=2
+# bandwidth `kiln ceilings` measures). DECODE_ONLY=1 skips the prefill table; KILN_DECODE_BENCH=2
 # skips the decode test's correctness cases (run on their own, e.g. under compute-sanitizer).
 # Writes OUT_DIR/kiln_attn.log, sdpa.jsonl, attn_table.md, kiln_decode.log, sdpa_decode.jsonl and
 # decode_table.md. Needs an H100/H200 and PyTorch.
@@ -22,5 +22,6 @@ if [ "${DECODE_ONLY:-0}" = 0 ]; then
 fi
 KILN_BENCH=${KILN_DECODE_BENCH:-1} "$build/tests/gpu/test_gpu_attention" > "$out/kiln_decode.log" 2>&1; echo "kiln test rc=$?" >> "$out/kiln_decode.log"
 python3 "$here/sdpa_decode.py" > "$out/sdpa_decode.jsonl" 2> "$out/sdpa_decode.err"
-python3 "$here/decode_table.py" "$out/kiln_decode.log" "$out/sdpa_decode.jsonl" > "$out/decode_table.md"
+"$build/kiln" ceilings > "$out/ceilings.txt" 2>&1
+python3 "$here/decode_table.py" "$out/kiln_decode.log" "$out/sdpa_decode.jsonl" "$out/ceilings.txt" > "$out/decode_table.md"
 cat "$out/decode_table.md"
