@@ -2,7 +2,7 @@
 table (bench/attn/run.sh): one query row per sequence over a cache of T keys, 32 query and 8 KV
 heads of 128, each backend tried (flash, cuDNN, efficient, math; with enable_gqa, else K/V
 expanded), plus the read-bandwidth ceiling (a streaming read of 2 GiB, 20 calls). CUDA events,
-median of 30 calls after warm-up, input sets rotated so that the caches are not all in L2.
+median of 30 calls after warm-up (sdpa.timed), input sets rotated so that the caches are not all in L2.
 Writes one JSON object per line to stdout."""
 import json
 
@@ -10,31 +10,18 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
+from sdpa import timed  # bench/attn/sdpa.py: CUDA events, median, p10, p90
+
 ROWS = [(b, t) for b in (1, 8, 32) for t in (1024, 8192, 32768)]  # B, T; H 32, KV 8, HD 128
 H, KV, HD = 32, 8, 128
 BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)]
 
 
-def timed(fn, reps=30):
-    fn(0)
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(i)
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2], ts[len(ts) // 10], ts[(len(ts) * 9) // 10]
-
-
 def bandwidth():
     x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda").view(torch.float32)
     x.uniform_()
-    med, _, _ = timed(lambda i: x.sum(), 20)
+    med, _, _ = timed(lambda i=0: x.sum(), 20)
     return x.numel() * 4 / (med * 1e-3) / 1e12
 
 
@@ -55,12 +42,12 @@ def main():
                 row = {"B": B, "T": T, "H": H, "KV": KV, "HD": HD, "backend": name, "gqa": gqa}
                 try:
                     if gqa:
-                        fn = lambda i: F.scaled_dot_product_attention(*sets[i % nsets], enable_gqa=True)
+                        fn = lambda i=0: F.scaled_dot_product_attention(*sets[i % nsets], enable_gqa=True)
                     else:  # expanded once, outside the timing: the read is still of the KV bytes per head
                         ex = [(q, k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)) for q, k, v in sets]
-                        fn = lambda i: F.scaled_dot_product_attention(*ex[i % nsets])
+                        fn = lambda i=0: F.scaled_dot_product_attention(*ex[i % nsets])
                     with sdpa_kernel([be]):
-                        med, p10, p90 = timed(fn)
+                        med, p10, p90 = timed(fn, 30)
                     row.update(us=med * 1e3, p10_us=p10 * 1e3, p90_us=p90 * 1e3,
                                tbps=kv_bytes / (med * 1e-3) / 1e12)
                 except Exception as e:  # a backend that refuses the shape

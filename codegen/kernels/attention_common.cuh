@@ -38,6 +38,15 @@
 #ifndef KILN_ROPE_MSCALE
 #define KILN_ROPE_MSCALE 1.0f
 #endif
+/* attention_wgmma.cuh and attention_decode.cuh: a sliding window W > 0 (key j visible to
+ * query position P only when P - j < W) and a logit soft-cap c > 0 (scores become
+ * c * tanh(score * scale / c)); 0: none */
+#ifndef KILN_ATT_WINDOW
+#define KILN_ATT_WINDOW 0
+#endif
+#ifndef KILN_ATT_SOFTCAP
+#define KILN_ATT_SOFTCAP 0.0
+#endif
 
 namespace katt {
 

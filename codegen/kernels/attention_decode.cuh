@@ -76,12 +76,6 @@
  * head dim 128), so a short cache is cut into few splits (fewer partials to combine) */
 #define KILN_DEC_MINKEYS (KILN_HD > 128 ? 32 : 8192 / (KILN_HD * 2))
 #endif
-#ifndef KILN_ATT_WINDOW
-#define KILN_ATT_WINDOW 0
-#endif
-#ifndef KILN_ATT_SOFTCAP
-#define KILN_ATT_SOFTCAP 0.0
-#endif
 
 /* ---- the decode kernel --------------------------------------------------- */
 
