@@ -15,7 +15,7 @@ if [ "${QUICK:-0}" = 1 ]; then # the test's cases and timings without the saniti
   ( time KILN_BENCH=1 timeout 60 build/tests/gpu/test_gpu_attention ) > "$R/kiln_decode.log" 2>&1; echo "rc=$?" >> "$R/kiln_decode.log"
   echo "test $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
   for m in llama3_1b_layer llama3_8b_layer gemma_2b_layer phi3_mini_layer; do
-    timeout ${PROFILE_S:-16} build/kiln run samples/$m.kiln --random --dims B=1,S=1,T=1024 --pos=1023 --profile > "$R/profile_$m.txt" 2>&1
+    timeout ${PROFILE_S:-16} build/kiln run $( [ -f samples/$m.kiln ] && echo samples/$m.kiln || echo bench/attn/$m.kiln ) --random --dims B=1,S=1,T=1024 --pos=1023 --profile > "$R/profile_$m.txt" 2>&1
     echo "rc=$?" >> "$R/profile_$m.txt"
   done
   { cat "$R/times.txt"; grep -E "FAIL|passed|bench decode" "$R/kiln_decode.log"
@@ -29,7 +29,7 @@ echo "memcheck $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
 DECODE_ONLY=1 KILN_DECODE_BENCH=2 timeout ${TABLE_S:-50} bench/attn/run.sh build "$R" > /dev/null 2>&1
 echo "table $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
 for m in llama3_1b_layer llama3_8b_layer gemma_2b_layer phi3_mini_layer; do
-  timeout ${PROFILE_S:-16} build/kiln run samples/$m.kiln --random --dims B=1,S=1,T=1024 --pos=1023 --profile > "$R/profile_$m.txt" 2>&1
+  timeout ${PROFILE_S:-16} build/kiln run $( [ -f samples/$m.kiln ] && echo samples/$m.kiln || echo bench/attn/$m.kiln ) --random --dims B=1,S=1,T=1024 --pos=1023 --profile > "$R/profile_$m.txt" 2>&1
   echo "rc=$?" >> "$R/profile_$m.txt"
   echo "profile $m $(( $(date +%s) - t0 )) s" >> "$R/times.txt"
 done

@@ -42,7 +42,7 @@ expect 0 'check step 5: output y' run samples/llama3_1b_layer.kiln -D F=256 -D R
 # decode attention (attention_decode.cuh) against the reference past its tiles: head dim 256 with one
 # KV head, 96 with as many KV heads as query heads, Gemma-2's sliding window and soft-cap, and the
 # unfused form (RoPE and the cache write in their own kernels: the attention only reads)
-expect 0 'check step 2: state +vc' run samples/gemma_2b_layer.kiln -D D=256 -D F=512 --dims B=2,S=1,T=1100 --random --pos=1040 --steps 3 --check
+expect 0 'check step 2: state +vc' run bench/attn/gemma_2b_layer.kiln -D D=256 -D F=512 --dims B=2,S=1,T=1100 --random --pos=1040 --steps 3 --check
 expect 0 'check step 2: state +vc' run samples/phi3_mini_layer.kiln -D D=384 -D H=4 -D KV=4 -D F=512 --dims B=2,S=1,T=1100 --random --pos=1040 --steps 3 --check
 expect 0 'check step 2: output y' run samples/gemma2_2b_layer.kiln -D D=256 -D F=512 -D WINDOW=100 --dims B=2,S=1,T=400 --random --pos=300 --steps 3 --check
 expect 0 'check step 2: output y' run samples/gemma2_2b_layer.kiln -D D=256 -D F=512 -D WINDOW=100 --dims B=2,S=1,T=400 --random --pos=300 --steps 3 --check --disable=attention-rope,attention-cache-write
