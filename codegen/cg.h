@@ -73,6 +73,16 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
  * of decode attention's query rows and of a folded norm (README, "Decode"). */
 #define CG_GEMV_MAX_ROWS 16
 
+/* The warps of a decode attention CTA that take keys (attention_decode.cuh: KILN_DEC_WARPS,
+ * 16 keys each of a tile) at head dim hd, and the CTA's threads (KILN_ATT_THREADS) for bkv
+ * (sequences times KV heads; <= 0: not known): at a small batch extra warps that issue loads
+ * and combine, as cg_gen_attention launches it. */
+int cg_attention_decode_warps(int64_t hd);
+int cg_attention_decode_threads(int64_t hd, int64_t bkv);
+/* The grid's splits of a decode attention (KILN_SPLITS) for b sequences of kv KV heads on
+ * sm_count SMs: the kernel uses at most that many, fewer on a short cache. */
+int cg_attention_decode_splits(int64_t b, int64_t kv, int sm_count);
+
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {
     CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */

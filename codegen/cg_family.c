@@ -1104,15 +1104,28 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 /* ---- attention ------------------------------------------------------------------------- */
 
 /* Prefill: 64 queries and 64 keys per tile, 4 warps. Decode (S known and
- * <= 16): split the cache in chunks so that B*KV*SPLITS covers the SMs
- * twice, 1..32. */
+ * <= 16): the grid's splits, so that B*KV*SPLITS covers the SMs twice (1..32; 64 with
+ * one or two KV heads per sequence at B=1); the kernel cuts the cache length it reads
+ * from the device into at most that many, a tile of keys or more each. */
+int cg_attention_decode_splits(int64_t b, int64_t kv, int sm_count)
+{
+    if (b * kv <= 0) return 8;
+    int s = 1, most = b * kv <= 2 ? 64 : 32;
+    while (s < most && b * kv * s < 2 * sm_count) s *= 2;
+    return s;
+}
+
 static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims, int sm_count)
 {
     int64_t b, h;
-    if (!ir_dim_value(B, dims, &b) || !ir_dim_value(H, dims, &h) || b * h <= 0) return 8;
-    int s = 1;
-    while (s < 32 && b * h * s < 2 * sm_count) s *= 2;
-    return s;
+    if (!ir_dim_value(B, dims, &b) || !ir_dim_value(H, dims, &h)) return 8;
+    return cg_attention_decode_splits(b, h, sm_count);
+}
+
+int cg_attention_decode_warps(int64_t hd) { return hd > 128 ? 1 : 2; }
+int cg_attention_decode_threads(int64_t hd, int64_t bkv)
+{
+    return bkv > 0 && bkv <= 16 ? 128 : 32 * cg_attention_decode_warps(hd);
 }
 
 /* The Hopper prefill template (attention_wgmma.cuh): key tiles of 128 rows (64 above head
@@ -1204,9 +1217,6 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         if ((n == rope_q || n == rope_k) && cg_used_outside(gen, n))
             return cg_fail(gen, "attention: the rotated %s is also used outside the kernel", n == rope_q ? "q" : "k");
     }
-    if (A->attrs.window > 0 || A->attrs.softcap > 0) /* the generic kernel applies them */
-        return cg_fail(gen, "attention: the templates take no %s yet",
-                       A->attrs.window > 0 ? "sliding window (window=)" : "soft-capping (softcap=)");
     const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
     int64_t hd;
     if (qt->dtype != IR_BF16 && qt->dtype != IR_F16) return cg_fail(gen, "attention: the templates take bf16 or f16");
@@ -1216,9 +1226,17 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     int64_t s_val;
     bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= CG_GEMV_MAX_ROWS;
     bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
-    if (!wgmma && hd != 64 && hd != 128)
-        return cg_fail(gen, "attention: the templates take head dimension 64 or 128 (any multiple of 16 up to 256 on "
-                            "sm_90a prefill without RoPE on load or a fused cache write)");
+    if (hd % 16 || hd < 16 || hd > 256)
+        return cg_fail(gen, "attention: the templates take head dimensions that are multiples of 16 up to 256");
+    if (!decode && !wgmma && hd != 64 && hd != 128)
+        return cg_fail(gen, "attention: the templates take head dimension 64 or 128 at prefill (any multiple of 16 up "
+                            "to 256 at decode, and on sm_90a prefill without RoPE on load or a fused cache write)");
+    bool variant = A->attrs.window > 0 || A->attrs.softcap > 0;
+    if (variant && !decode && !wgmma) /* the generic kernel applies them */
+        return cg_fail(gen, "attention: the prefill template with %s takes no %s (attention_wgmma.cuh does, on sm_90a "
+                            "without RoPE on load or a fused cache write)",
+                       rope_q || append ? "RoPE on load or a fused cache write" : "mma.sync tiles",
+                       A->attrs.window > 0 ? "sliding window (window=)" : "soft-capping (softcap=)");
     plan->family = decode ? CG_FAMILY_ATTENTION_DECODE : wgmma ? CG_FAMILY_ATTENTION_WGMMA : CG_FAMILY_ATTENTION_PREFILL;
 
     cg_strided qs, ks, vs;
@@ -1272,13 +1290,18 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     define(plan, "KILN_ROPE", "%d", rope_q ? 1 : 0);
     define(plan, "KILN_THETA", "%s", cg_float_lit(gen, rope_q ? rope_q->attrs.theta : 10000.0));
     define(plan, "KILN_APPEND", "%d", append ? 1 : 0);
+    if (A->attrs.window > 0) define(plan, "KILN_ATT_WINDOW", "%lld", (long long)A->attrs.window);
+    if (A->attrs.softcap > 0) define(plan, "KILN_ATT_SOFTCAP", "%s", cg_float_lit(gen, A->attrs.softcap));
     cg_launch *L = &gen->kern->launch;
     if (decode) {
         /* one CTA per (split, KV head, batch) serves the whole GQA group */
+        int64_t b_val, kv_val;
+        bool known = ir_dim_value(&qt->dims[0], dims, &b_val) && ir_dim_value(&ct->dims[1], dims, &kv_val);
+        int threads = cg_attention_decode_threads(hd, known ? b_val * kv_val : 0);
         define(plan, "KILN_SPLITS", "%d", splits);
-        define(plan, "KILN_DEC_WARPS", "2");
-        define(plan, "KILN_ATT_THREADS", "64");
-        L->block = 64;
+        define(plan, "KILN_DEC_WARPS", "%d", cg_attention_decode_warps(hd));
+        define(plan, "KILN_ATT_THREADS", "%d", threads);
+        L->block = threads;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {

@@ -31,6 +31,15 @@ int cg_fallback_print(const ir_graph *g, const cg_kernel *k, FILE *out)
     if (!strncmp(why, "generic fallback: ", 18)) why += 18;
     fprintf(out, "warning: kernel k%d (%s, %s) runs the generic %s template, not the %s one: %s\n", k->group, k->kind,
             pass_describe(&a, anchor), cg_family_name(k->family), k->kind, why);
+    int64_t h, kv, hd;
+    if (anchor && anchor->op == IR_OP_ATTENTION && ir_dim_is_const(&anchor->inputs[0]->type.dims[2], &h) &&
+        ir_dim_is_const(&anchor->inputs[1]->type.dims[1], &kv) && ir_dim_is_const(&anchor->inputs[0]->type.dims[3], &hd) &&
+        kv > 0)
+        /* the generic kernel computes each output element alone: two passes over its query's keys
+         * (scores, then the weighted sum), each reading whole K rows */
+        fprintf(out, "  expected cost: every output element reads its keys' K rows twice and a V column, about %.0fx "
+                     "the K/V bytes of the attention template (G*(HD+1/2), G=%lld query heads per KV head, HD=%lld)\n",
+                (double)(h / kv) * ((double)hd + 0.5), (long long)(h / kv), (long long)hd);
     arena_free(&a);
     return 1;
 }

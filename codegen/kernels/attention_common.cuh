@@ -38,6 +38,15 @@
 #ifndef KILN_ROPE_MSCALE
 #define KILN_ROPE_MSCALE 1.0f
 #endif
+/* attention_wgmma.cuh and attention_decode.cuh: a sliding window W > 0 (key j visible to
+ * query position P only when P - j < W) and a logit soft-cap c > 0 (scores become
+ * c * tanh(score * scale / c)); 0: none */
+#ifndef KILN_ATT_WINDOW
+#define KILN_ATT_WINDOW 0
+#endif
+#ifndef KILN_ATT_SOFTCAP
+#define KILN_ATT_SOFTCAP 0.0
+#endif
 
 namespace katt {
 
@@ -45,8 +54,11 @@ typedef KILN_T elem;
 constexpr int HD = KILN_HD;
 constexpr int CH = HD / 8;   /* 16-byte chunks per row */
 constexpr int HCH = HD / 16; /* chunks per half row (RoPE pairs chunk c with c + HCH) */
-/* attention_prefill.cuh and attention_decode.cuh take 64 and 128 (their swizzle needs
- * HD / 8 to be a multiple of 8); attention_wgmma.cuh any multiple of 16 up to 256 */
+/* A shared-memory row holds CHP >= CH chunks, a multiple of 8 (the swizzle permutes chunks
+ * within groups of 8): CHP == CH at head dims 64, 128, 256. attention_prefill.cuh takes
+ * 64 and 128 (its tiles are sized by CH); attention_decode.cuh and attention_wgmma.cuh any
+ * multiple of 16 up to 256. */
+constexpr int CHP = (CH + 7) & ~7;
 static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256, "attention templates: KILN_HD a multiple of 16, at most 256");
 
 template <class T> struct is_bf16 { static constexpr bool value = false; };
@@ -59,9 +71,9 @@ static_assert(is_bf16<elem>::value || is_f16<elem>::value,
 
 __device__ __forceinline__ float ninf() { return __int_as_float(0xff800000); }
 
-/* Shared-memory tiles are rows of CH 16-byte chunks; chunk c of row r lives
- * at c ^ (r & 7), so ldmatrix's 8 row addresses hit 8 different bank groups. */
-__device__ __forceinline__ int swz(int r, int c) { return r * CH + (c ^ (r & 7)); }
+/* Shared-memory tiles are rows of CHP 16-byte chunks (the first CH used); chunk c of row r
+ * lives at c ^ (r & 7), so ldmatrix's 8 row addresses hit 8 different bank groups. */
+__device__ __forceinline__ int swz(int r, int c) { return r * CHP + (c ^ (r & 7)); }
 
 __device__ __forceinline__ unsigned smem_u32(const void *ptr)
 {

@@ -1,23 +1,30 @@
 /* codegen/kernels/attention_decode.cuh — attention for a few query rows per
- * sequence (decode, S = 1..8), split-KV ("flash-decoding") on tensor cores.
+ * sequence (decode, S = 1..16), split-KV ("flash-decoding") on tensor cores.
  *
  * grid (KILN_SPLITS, KV, B): one CTA per (split c, KV head, batch b) serves
  * ALL query heads of its GQA group: its rows are the G*S pairs (s, g)
  * (G = H / KV, row r = s*G + g, head h = kvhead*G + g), packed into mma
  * m-tiles of 16 rows, so each K/V byte of the split is read once for the
  * whole group. The valid length L = o + S comes from p.pos on the device
- * (o = pos[b], or T - S without pos): split c takes keys
- * [c*per, min(L, (c+1)*per)), per = ceil(L / KILN_SPLITS) rounded up to 16,
- * so the same launch serves every decode step; a split past L publishes an
- * empty partial (m = -inf, l = 0) at once.
+ * (o = pos[b], or T - S without pos), and so does the split count: the keys
+ * any row sees, [lo, L) (lo = 0, or o + 1 - W with a sliding window), are cut
+ * into n = ceil((L - lo) / per) splits of per = ceil((L - lo) / KILN_SPLITS)
+ * keys rounded up to a tile, KILN_DEC_MINKEYS at least; CTAs c >= n return at once, so the same launch
+ * serves every decode step and a short cache costs few splits to combine.
  *
  * Inside a CTA, KILN_DEC_WARPS warps take 16 keys each of a tile of
- * 16*KILN_DEC_WARPS keys; tiles stream through a KILN_DEC_STAGES-deep
- * cp.async ring (16-byte loads). Each warp keeps its own online softmax
- * (m, l, acc) in registers; at the end the warps are merged in shared memory
- * into the CTA's partial, written to p.ws. The last CTA of each (b, KV head)
- * to finish (atomic counter p.sem[b*KV + kvhead], reset to 0 by that CTA so
- * graph replays work) merges the KILN_SPLITS partials and writes o.
+ * 16*KILN_DEC_WARPS keys (KILN_ATT_THREADS may hold more warps than that: at a
+ * small batch the extra warps help issue the loads and do the combine, which
+ * reads every split's partial); tiles stream through a KILN_DEC_STAGES-deep
+ * cp.async ring (16-byte loads). The first tiles' cached rows (positions < o,
+ * written by earlier steps, never by this graph's kernels) are issued before
+ * the programmatic-launch wait, so they are in flight while the previous
+ * kernel ends; q and the new rows are read after it. Each warp keeps its own
+ * online softmax (m, l, acc) in registers; at the end the warps are merged in
+ * shared memory into the CTA's partial, written to p.ws. The last of the n
+ * CTAs of each (b, KV head) to finish (atomic counter p.sem[b*KV + kvhead],
+ * reset to 0 by that CTA so graph replays work) merges the n partials and
+ * writes o.
  *
  * p.ws (float): B*S*H*KILN_SPLITS*HD accumulators, then B*S*H*KILN_SPLITS
  * (m, l) pairs; row (b, s, h) split c at index ((b*S + s)*H + h)*SPLITS + c.
@@ -28,52 +35,93 @@
  * from p.k_new / p.v_new (k rotated), never from the cache, and the CTA whose
  * split holds position o + s writes row s into the caches: one writer per
  * (b, KV head, s), and no CTA reads a row another CTA of the launch writes.
+ * Without KILN_APPEND the caches already hold the new rows (the attention is
+ * a pure read of q and the caches).
  *
- * Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
- * (= 32 * KILN_DEC_WARPS; default 2 warps: 64 threads; stages default
- * 2 for HD 128, 4 for HD 64: 32 KB),
- * static shared memory only (<= 48 KB). Any S works (rows beyond 16 take
- * further passes over the split), but the kernel is made for G*S <= 16.
- * An invalid offset (o < 0 or o + S > T) writes NaN to the output rows.
+ * KILN_ATT_WINDOW W > 0: query position P sees key j only when P - j < W
+ * (only the window is read); KILN_ATT_SOFTCAP c > 0: scores become
+ * c * tanh(score * scale / c) (as attention_wgmma.cuh and ir/interp.c).
+ *
+ * Head dims: any multiple of 16 up to 256 (rows padded to CHP chunks in
+ * shared memory). Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
+ * (a multiple of 32, at least 32 * KILN_DEC_WARPS; codegen:
+ * cg_attention_decode_threads), static shared
+ * memory only (<= 48 KB). Any S works (rows beyond 16 take further passes
+ * over the split), but the kernel is made for G*S <= 16. An invalid offset
+ * (o < 0 or o + S > T) writes NaN to the output rows.
  */
 
 #ifndef KILN_ATT_HELPERS
 #error "attention_decode.cuh: attention_common.cuh must come before it (codegen/kernels/CONTRACT.md)"
 #endif
-#ifndef KILN_PDL_PREFETCH
-/* 1: prefetch this split's cached rows into L2 before waiting on the previous kernel
- * (off by default, as in gemv.cuh) */
-#define KILN_PDL_PREFETCH 0
-#endif
 #ifndef KILN_SPLITS
 #define KILN_SPLITS 16
 #endif
 #ifndef KILN_DEC_WARPS
-#define KILN_DEC_WARPS 2
+#define KILN_DEC_WARPS (KILN_HD > 128 ? 1 : 2)
 #endif
 #ifndef KILN_DEC_STAGES
-#define KILN_DEC_STAGES (KILN_HD >= 128 ? 2 : 4)
+#define KILN_DEC_STAGES (KILN_HD > 64 ? 2 : 4)
 #endif
 #ifndef KILN_ATT_THREADS
 #define KILN_ATT_THREADS (32 * KILN_DEC_WARPS)
 #endif
+#ifndef KILN_DEC_QSMEM
+/* 1: q's fragments are read from shared memory for every key tile instead of held in
+ * registers (head dims above 128: the registers go to the accumulators) */
+#define KILN_DEC_QSMEM (KILN_HD > 128)
+#endif
+#ifndef KILN_DEC_MINKEYS
+/* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V (32 KB above
+ * head dim 128), so a short cache is cut into few splits (fewer partials to combine) */
+#define KILN_DEC_MINKEYS (KILN_HD > 128 ? 32 : 8192 / (KILN_HD * 2))
+#endif
 
 /* ---- the decode kernel --------------------------------------------------- */
 
-static_assert(KILN_ATT_THREADS == 32 * KILN_DEC_WARPS, "decode: KILN_ATT_THREADS must be 32 * KILN_DEC_WARPS");
+namespace katt {
+/* katt::qk with q's A fragments read from the 16-row tile sQ as they are needed. */
+template <int NK>
+__device__ __forceinline__ void qk_sq(float (&sc)[NK / 8][4], const uint4 *sQ, const uint4 *sK, int key0, int lane)
+{
+    const int mi = lane >> 3;
+#pragma unroll
+    for (int n = 0; n < NK / 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++) {
+        unsigned a[4];
+        ldsm4(a, &sQ[swz((mi & 1) * 8 + (lane & 7), ks * 2 + (mi >> 1))]);
+#pragma unroll
+        for (int np = 0; np < NK / 16; np++) {
+            unsigned bf[4];
+            ldsm4(bf, &sK[swz(key0 + np * 16 + (mi >> 1) * 8 + (lane & 7), ks * 2 + (mi & 1))]);
+            mma(sc[2 * np], a, bf[0], bf[1]);
+            mma(sc[2 * np + 1], a, bf[2], bf[3]);
+        }
+    }
+}
+} /* namespace katt */
+
+static_assert(KILN_ATT_THREADS % 32 == 0 && KILN_ATT_THREADS >= 32 * KILN_DEC_WARPS && KILN_ATT_THREADS <= 512,
+              "decode: KILN_ATT_THREADS a multiple of 32, at least 32 * KILN_DEC_WARPS, at most 512");
 static_assert(KILN_DEC_STAGES >= 2, "decode: KILN_DEC_STAGES >= 2");
 static_assert(KILN_SPLITS >= 1 && KILN_SPLITS <= 256, "decode: KILN_SPLITS 1..256");
 
 extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
-    constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW;
-    constexpr int STG = KILN_DEC_STAGES, SPL = KILN_SPLITS;
-    constexpr int STAGE = 2 * TK * CH; /* uint4s per stage: K tile, then V tile */
-    static_assert(STG * STAGE * 16 <= 47 * 1024, "decode stages exceed 47 KB of shared memory");
+    constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW, NWT = NT / 32;
+    constexpr int STG = KILN_DEC_STAGES, SPL = KILN_SPLITS, WIN = KILN_ATT_WINDOW;
+    constexpr float CAP = (float)(KILN_ATT_SOFTCAP);
+    constexpr int STAGE = 2 * TK * CHP; /* uint4s per stage: K tile, then V tile */
+    static_assert(STG * STAGE * 16 + (KILN_DEC_QSMEM ? 16 * CHP * 16 : 0) <= 47 * 1024,
+                  "decode stages exceed 47 KB of shared memory");
     static_assert(NW * 16 * (HD + 2) * 4 <= STG * STAGE * 16, "decode: warp merge does not fit");
-    static_assert(2 * 16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
+    static_assert(16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
     __shared__ __align__(128) uint4 sbuf[STG * STAGE];
+#if KILN_DEC_QSMEM
+    __shared__ __align__(128) uint4 sQbuf[16 * CHP]; /* q stays here for the whole split */
+#endif
 #if KILN_ROPE
     __shared__ double sInv[HD / 2];
 #else
@@ -85,22 +133,12 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
     const int G = H / KV, R = G * S;
+    /* positions are an input (no kernel of the graph writes them): read before the wait */
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
     elem *out = (elem *)p.o;
-    /* Programmatic dependent launch (common.cuh): wait for the previous kernel before
-     * touching q, o or the caches' new rows. The cached rows [0, o) were written by earlier
-     * steps, never by this graph's kernels, so they may be prefetched first (positions
-     * are an input). */
-    if (KILN_PDL_PREFETCH && o >= 0 && L <= T && tid < 2) {
-        const int pper = ((L + SPL - 1) / SPL + 15) & ~15;
-        const int pj0 = c * pper, pj1 = min(o, pj0 + pper);
-        if (pj1 > pj0)
-            kiln_prefetch_l2((const elem *)(tid ? p.v : p.k) + (((long long)b * KV + kvh) * T + pj0) * HD,
-                             (long long)(pj1 - pj0) * HD * (long long)sizeof(elem));
-    }
-    kiln_pdl_wait();
     if (o < 0 || L > T) { /* run-time error: make it visible (split 0 writes) */
+        kiln_pdl_wait();
         if (c == 0)
             for (int i = tid; i < R * HD; i += NT) {
                 const int rr = i / HD, s = rr / G, h = kvh * G + rr % G;
@@ -108,44 +146,30 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
             }
         return;
     }
-#if KILN_ROPE
-    rope_table(sInv, tid, NT);
-    __syncthreads();
-#endif
-    const int per = ((L + SPL - 1) / SPL + 15) & ~15;
-    const int j0 = c * per, j1 = min(L, j0 + per);
-    const int ntiles = j1 > j0 ? (j1 - j0 + TK - 1) / TK : 0;
+    /* the split count, from the keys any row sees: [lo, L) */
+    const int lo = WIN > 0 ? max(0, o + 1 - WIN) : 0;
+    constexpr int MINK = (KILN_DEC_MINKEYS + TK - 1) / TK * TK;
+    const int per = max(MINK, ((L - lo + SPL - 1) / SPL + TK - 1) / TK * TK);
+    const int nsp = (L - lo + per - 1) / per;
+    if (c >= nsp) return; /* not a split at this length: the counter waits for nsp CTAs */
+    const int j0 = lo + c * per, j1 = min(L, j0 + per);
+    const int ntiles = (j1 - j0 + TK - 1) / TK;
 
     const elem *kc = (const elem *)p.k + ((long long)b * KV + kvh) * T * HD;
     const elem *vc = (const elem *)p.v + ((long long)b * KV + kvh) * T * HD;
 #if KILN_APPEND
     const elem *kn = (const elem *)p.k_new + (long long)b * p.kn_sb + (long long)kvh * p.kn_sh;
     const elem *vn = (const elem *)p.v_new + (long long)b * p.vn_sb + (long long)kvh * p.vn_sh;
-    /* the cache write: the split that holds position o + s writes row s */
-    for (int i = tid; i < S * HCH; i += NT) {
-        const int s = i / HCH, cc = i % HCH;
-        if (o + s >= j0 && o + s < j1) {
-            append_pair((elem *)kc + (long long)(o + s) * HD, kn + (long long)s * p.kn_ss, cc,
-                        KILN_ROPE, o + s, sInv);
-            append_pair((elem *)vc + (long long)(o + s) * HD, vn + (long long)s * p.vn_ss, cc, false,
-                        0, sInv);
-        }
-    }
 #endif
 
-    float *wsacc = (float *)p.ws;
-    float *wsml = wsacc + (long long)B * S * H * SPL * HD;
-    /* index of packed row rr's partials (split 0) */
-    auto row_base = [&](int rr) -> long long {
-        const int s = rr / G, h = kvh * G + rr % G;
-        return (((long long)b * S + s) * H + h) * SPL;
-    };
-
-    /* keys t*TK .. of this split into stage st (zeros past j1) */
-    auto load_tile = [&](int t, int st) {
-        uint4 *sk = sbuf + st * STAGE, *sv = sk + TK * CH;
+    /* keys t*TK .. of this split into stage st. part 0: only the cached rows (< o: no
+     * kernel of this graph writes them); 1: only the others (new rows, zeros past j1);
+     * 2: all. */
+    auto load_tile = [&](int t, int st, int part) {
+        uint4 *sk = sbuf + st * STAGE, *sv = sk + TK * CHP;
         for (int i = tid; i < TK * HCH; i += NT) {
             const int r = i / HCH, cc = i % HCH, j = j0 + t * TK + r;
+            if ((part == 0 && j >= o) || (part == 1 && j < o && j < j1)) continue;
             const elem *ks = nullptr, *vs = nullptr;
             bool rot = false;
             if (j < j1) {
@@ -166,16 +190,59 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         }
     };
 
-    if (ntiles == 0) {
-        for (int rr = tid; rr < R; rr += NT) {
-            const long long pi = row_base(rr) + c;
-            wsml[2 * pi] = ninf();
-            wsml[2 * pi + 1] = 0.f;
+    /* the first tiles' cached rows, before the wait: in flight while the previous kernel ends */
+#pragma unroll
+    for (int st = 0; st < STG - 1; st++) {
+        if (st < ntiles) load_tile(st, st, 0);
+        cp_commit();
+    }
+    /* Programmatic dependent launch (common.cuh): wait for the previous kernel before
+     * touching q, o, the workspace or the caches' new rows. */
+    kiln_pdl_wait();
+#if KILN_ROPE
+    rope_table(sInv, tid, NT);
+    __syncthreads();
+#endif
+#if KILN_APPEND
+    /* the cache write: the split that holds position o + s writes row s */
+    for (int i = tid; i < S * HCH; i += NT) {
+        const int s = i / HCH, cc = i % HCH;
+        if (o + s >= j0 && o + s < j1) {
+            append_pair((elem *)kc + (long long)(o + s) * HD, kn + (long long)s * p.kn_ss, cc,
+                        KILN_ROPE, o + s, sInv);
+            append_pair((elem *)vc + (long long)(o + s) * HD, vn + (long long)s * p.vn_ss, cc, false,
+                        0, sInv);
         }
     }
-    for (int mt = 0; ntiles > 0 && mt * 16 < R; mt++) {
-        __syncthreads(); /* sbuf free (previous m-tile's merge is done) */
+#endif
+
+    float *wsacc = (float *)p.ws;
+    float *wsml = wsacc + (long long)B * S * H * SPL * HD;
+    /* index of packed row rr's partials (split 0) */
+    auto row_base = [&](int rr) -> long long {
+        const int s = rr / G, h = kvh * G + rr % G;
+        return (((long long)b * S + s) * H + h) * SPL;
+    };
+    const float SL2 = (CAP > 0.f ? 1.f : (float)(KILN_SCALE)) * 1.4426950408889634f;
+
+    for (int mt = 0; mt * 16 < R; mt++) {
+#if KILN_DEC_QSMEM
+        uint4 *sQ = sQbuf;
+#else
         uint4 *sQ = sbuf + (STG - 1) * STAGE; /* the stage the prologue leaves alone */
+#endif
+        if (mt > 0) {
+            __syncthreads(); /* sbuf free (previous m-tile's merge is done) */
+#pragma unroll
+            for (int st = 0; st < STG - 1; st++) {
+                if (st < ntiles) load_tile(st, st, 2);
+                cp_commit();
+            }
+        } else {
+#pragma unroll
+            for (int st = 0; st < STG - 1; st++)
+                if (st < ntiles) load_tile(st, st, 1);
+        }
         const elem *qb = (const elem *)p.q + (long long)b * p.q_sb;
         for (int i = tid; i < 16 * HCH; i += NT) {
             const int r = i / HCH, cc = i % HCH, rr = mt * 16 + r;
@@ -184,15 +251,12 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
                      KILN_ROPE, (p.pos ? o : 0) + s, sInv);
         }
         cp_commit();
-#pragma unroll
-        for (int st = 0; st < STG - 1; st++) {
-            if (st < ntiles) load_tile(st, st);
-            cp_commit();
-        }
-        cp_wait<STG - 1>(); /* the Q group */
+        cp_wait<0>(); /* q and the prologue's tiles */
         __syncthreads();
+#if !KILN_DEC_QSMEM
         unsigned qf[HD / 16][4];
         load_q_frags(qf, sQ, 0, lane);
+#endif
 
         float acc[HD / 8][4];
 #pragma unroll
@@ -203,22 +267,30 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         for (int t = 0; t < ntiles; t++) {
             cp_wait<STG - 2>();
             __syncthreads(); /* tile t landed; every warp is done with tile t-1's stage */
-            if (t + STG - 1 < ntiles) load_tile(t + STG - 1, (t + STG - 1) % STG);
+            if (t + STG - 1 < ntiles) load_tile(t + STG - 1, (t + STG - 1) % STG, 2);
             cp_commit();
-            const uint4 *sk = sbuf + (t % STG) * STAGE, *sv = sk + TK * CH;
+            const uint4 *sk = sbuf + (t % STG) * STAGE, *sv = sk + TK * CHP;
             const int jw = j0 + t * TK + warp * 16;
-            if (jw < j1) {
+            if (warp < NW && jw < j1) {
                 float sc[2][4];
+#if KILN_DEC_QSMEM
+                qk_sq<16>(sc, sQ, sk, warp * 16, lane);
+#else
                 qk<16>(sc, qf, sk, warp * 16, lane);
+#endif
 #pragma unroll
                 for (int n = 0; n < 2; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const int j = jw + n * 8 + (lane & 3) * 2 + (e & 1);
-                        if (j >= j1 || (KILN_CAUSAL && j > o + ((e >> 1) ? sr1 : sr0)))
+                        const int P = o + ((e >> 1) ? sr1 : sr0); /* the row's query position */
+                        if (CAP > 0.f) sc[n][e] = CAP * tanhf(sc[n][e] * ((float)(KILN_SCALE) / CAP));
+                        if (j >= j1 || (KILN_CAUSAL && j > P) || (WIN > 0 && P - j >= WIN))
                             sc[n][e] = ninf();
                     }
-                softmax_step<16>(sc, m, l, acc);
+                float al[2];
+                softmax_p<16>(sc, m, l, al, SL2);
+                rescale(acc, al);
                 pv<16>(acc, sc, sv, warp * 16, lane);
             }
         }
@@ -233,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         __syncthreads(); /* every warp is done with the stages */
         float *sm_m = (float *)sbuf, *sm_l = sm_m + NW * 16, *sm_acc = sm_l + NW * 16;
         const int r = lane >> 2;
-        if ((lane & 3) == 0) {
+        if (warp < NW && (lane & 3) == 0) {
             sm_m[warp * 16 + r] = m[0];
             sm_m[warp * 16 + r + 8] = m[1];
             sm_l[warp * 16 + r] = l[0];
@@ -241,79 +313,91 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         }
 #pragma unroll
         for (int d = 0; d < HD / 8; d++) {
+            if (warp >= NW) break;
             *(float2 *)&sm_acc[(warp * 16 + r) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][0], acc[d][1]);
             *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
         }
         __syncthreads();
-        for (int i = tid; i < 16 * HD; i += NT) {
-            const int rw = i / HD, d = i % HD, rr = mt * 16 + rw;
-            if (rr >= R) break;
+        const int nr = min(16, R - mt * 16);
+        for (int i = tid; i < nr * (HD / 4); i += NT) {
+            const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4;
             float M = ninf();
 #pragma unroll
             for (int w = 0; w < NW; w++) M = fmaxf(M, sm_m[w * 16 + rw]);
-            float ls = 0.f, a = 0.f;
+            float ls = 0.f;
+            float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
             for (int w = 0; w < NW; w++) {
                 const float mw = sm_m[w * 16 + rw];
                 const float f = mw == ninf() ? 0.f : exp2f(mw - M);
+                const float4 v = *(const float4 *)&sm_acc[(w * 16 + rw) * HD + d];
                 ls += f * sm_l[w * 16 + rw];
-                a += f * sm_acc[(w * 16 + rw) * HD + d];
+                a.x += f * v.x;
+                a.y += f * v.y;
+                a.z += f * v.z;
+                a.w += f * v.w;
             }
-            const long long pi = row_base(rr) + c;
-            wsacc[pi * HD + d] = a;
-            if (d == 0) {
-                wsml[2 * pi] = M;
-                wsml[2 * pi + 1] = ls;
-            }
+            const long long pi = row_base(mt * 16 + rw) + c;
+            __stcg((float4 *)&wsacc[pi * HD + d], a);
+            if (d == 0) __stcg((float2 *)&wsml[2 * pi], make_float2(M, ls));
         }
     }
 
     kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
-    /* publish; the last CTA of (b, KV head) merges the splits */
+    /* publish; the last of the nsp CTAs of (b, KV head) merges the splits */
     __threadfence();
     __syncthreads();
     int *sem = (int *)p.sem + (long long)b * KV + kvh;
-    if (tid == 0) sLast = atomicAdd(sem, 1) == SPL - 1;
+    if (tid == 0) sLast = atomicAdd(sem, 1) == nsp - 1;
     __syncthreads();
     if (!sLast) return;
     __threadfence();
-    float *sw = (float *)sbuf, *sl = sw + 16 * SPL; /* [16][SPL]: m then weights; l */
+    float *sw = (float *)sbuf; /* [16][SPL]: the splits' weights of each row */
     for (int mt = 0; mt * 16 < R; mt++) {
-        __syncthreads();
         const int nr = min(16, R - mt * 16);
-        for (int i = tid; i < nr * SPL; i += NT) { /* independent loads, all in flight */
-            const long long pi = row_base(mt * 16 + i / SPL) + i % SPL;
-            sw[i] = __ldcg(&wsml[2 * pi]);
-            sl[i] = __ldcg(&wsml[2 * pi + 1]);
-        }
         __syncthreads();
-        for (int rw = tid; rw < nr; rw += NT) {
-            float M = ninf(), ls = 0.f;
-            for (int cc = 0; cc < SPL; cc++) M = fmaxf(M, sw[rw * SPL + cc]);
-            for (int cc = 0; cc < SPL; cc++) {
-                const float mc = sw[rw * SPL + cc];
-                const float f = mc == ninf() ? 0.f : exp2f(mc - M);
-                sw[rw * SPL + cc] = f;
-                ls += f * sl[rw * SPL + cc];
+        /* a warp per row, a lane per split: the weights exp2(m_c - M) / sum_c exp2(m_c - M) l_c */
+        for (int rw = warp; rw < nr; rw += NWT) {
+            const long long rb = row_base(mt * 16 + rw);
+            float2 ml[(SPL + 31) / 32];
+            float M = ninf();
+#pragma unroll
+            for (int k = 0; k < (SPL + 31) / 32; k++) {
+                const int cc = k * 32 + lane;
+                ml[k] = cc < nsp ? __ldcg((const float2 *)&wsml[2 * (rb + cc)]) : make_float2(ninf(), 0.f);
+                M = fmaxf(M, ml[k].x);
             }
+#pragma unroll
+            for (int off = 16; off; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+            float ls = 0.f;
+#pragma unroll
+            for (int k = 0; k < (SPL + 31) / 32; k++) {
+                ml[k].x = ml[k].x == ninf() ? 0.f : exp2f(ml[k].x - M);
+                ls += ml[k].x * ml[k].y;
+            }
+#pragma unroll
+            for (int off = 16; off; off >>= 1) ls += __shfl_xor_sync(0xffffffffu, ls, off);
             const float inv = ls > 0.f ? 1.f / ls : 0.f;
-            for (int cc = 0; cc < SPL; cc++) sw[rw * SPL + cc] *= inv;
+#pragma unroll
+            for (int k = 0; k < (SPL + 31) / 32; k++)
+                if (k * 32 + lane < nsp) sw[rw * SPL + k * 32 + lane] = ml[k].x * inv;
         }
         __syncthreads();
-        for (int i = tid; i < nr * (HD / 2); i += NT) {
-            const int rw = i / (HD / 2), d = (i % (HD / 2)) * 2, rr = mt * 16 + rw;
-            const float2 *src = (const float2 *)&wsacc[row_base(rr) * HD + d];
-            float a0 = 0.f, a1 = 0.f;
-#pragma unroll 8
-            for (int cc = 0; cc < SPL; cc++) {
-                /* empty splits left their accumulators unwritten: select, never multiply */
+        for (int i = tid; i < nr * (HD / 4); i += NT) {
+            const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4, rr = mt * 16 + rw;
+            const float4 *src = (const float4 *)&wsacc[row_base(rr) * HD + d];
+            float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+            for (int cc = 0; cc < nsp; cc++) {
                 const float w = sw[rw * SPL + cc];
-                const float2 v = __ldcg(src + (long long)cc * (HD / 2));
-                a0 += w != 0.f ? w * v.x : 0.f;
-                a1 += w != 0.f ? w * v.y : 0.f;
+                const float4 v = __ldcg(src + (long long)cc * (HD / 4));
+                a.x += w * v.x;
+                a.y += w * v.y;
+                a.z += w * v.z;
+                a.w += w * v.w;
             }
             const int s = rr / G, h = kvh * G + rr % G;
-            *(unsigned *)(out + (((long long)b * S + s) * H + h) * HD + d) = pack2(a0, a1);
+            *(uint2 *)(out + (((long long)b * S + s) * H + h) * HD + d) = make_uint2(pack2(a.x, a.y), pack2(a.z, a.w));
         }
     }
     if (tid == 0) *sem = 0;

@@ -76,12 +76,6 @@
 #ifndef KILN_ATT_STAGES
 #define KILN_ATT_STAGES 2
 #endif
-#ifndef KILN_ATT_WINDOW
-#define KILN_ATT_WINDOW 0
-#endif
-#ifndef KILN_ATT_SOFTCAP
-#define KILN_ATT_SOFTCAP 0.0
-#endif
 #ifndef KILN_ATT_VARLEN
 #define KILN_ATT_VARLEN 0
 #endif

@@ -35,10 +35,18 @@ expect 0 'check step 0: output y' run samples/qwen3_8b_layer.kiln -D D=256 -D H=
 expect 0 'check step 0: output y' run samples/mixtral_8x7b_layer.kiln -D D=256 -D H=2 -D KV=1 -D F=512 --dims B=2,S=5,T=16 --random --check
 expect 0 'check step 3: output y' run samples/mixtral_8x7b_layer.kiln -D D=256 -D H=2 -D KV=1 -D F=512 --dims B=1,S=1,T=16 --random --steps 4 --check
 expect 0 'check step 0: output y' run samples/qwen_moe_layer.kiln -D D=256 -D H=2 -D FE=64 -D FS=128 -D E=8 --dims B=2,S=5,T=16 --random --check
-# a kernel of the run's variant on the generic template is a warning, with the reason (the large-shape variant at 40 rows, a decode-shaped one at 1)
+# a kernel of the run's variant on the generic template is a warning, with the reason (the large-shape variant at 40 rows; at 1 row the decode template takes head dim 16)
 expect 0 "warning: kernel k0 \\(attention, attention 'a' \\(line 10\\)\\) runs the generic elementwise template.*head dimension 64 or 128" run tests/cli/attention_hd16.kiln --dims B=1,S=40,T=64 --random --check
-expect 0 "warning: kernel k0 \\(attention.*generic elementwise template" run tests/cli/attention_hd16.kiln --dims B=1,S=1,T=8 --random --check
+expect 0 'check step 0: output a' run tests/cli/attention_hd16.kiln --dims B=1,S=1,T=8 --random --check
 expect 0 'check step 5: output y' run samples/llama3_1b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=1,T=16 --random --steps 6 --check
+# decode attention (attention_decode.cuh) against the reference past its tiles: head dim 256 with one
+# KV head, 96 with as many KV heads as query heads, Gemma-2's sliding window and soft-cap, and the
+# unfused form (RoPE and the cache write in their own kernels: the attention only reads)
+expect 0 'check step 2: state +vc' run bench/attn/gemma_2b_layer.kiln -D D=256 -D F=512 --dims B=2,S=1,T=1100 --random --pos=1040 --steps 3 --check
+expect 0 'check step 2: state +vc' run samples/phi3_mini_layer.kiln -D D=384 -D H=4 -D KV=4 -D F=512 --dims B=2,S=1,T=1100 --random --pos=1040 --steps 3 --check
+expect 0 'check step 2: output y' run samples/gemma2_2b_layer.kiln -D D=256 -D F=512 -D WINDOW=100 --dims B=2,S=1,T=400 --random --pos=300 --steps 3 --check
+expect 0 'check step 2: output y' run samples/gemma2_2b_layer.kiln -D D=256 -D F=512 -D WINDOW=100 --dims B=2,S=1,T=400 --random --pos=300 --steps 3 --check --disable=attention-rope,attention-cache-write
+expect 0 'check step 2: state +vc' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=2,S=1,T=1100 --random --pos=1040 --steps 3 --check --disable=attention-rope,attention-cache-write
 expect 0 'check step 0: output y' run samples/llama3_1_8b_layer.kiln -D F=256 -D ROPE_ORIG=4 --dims B=2,S=3,T=16 --random --check
 expect 0 'replays [1-9]' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=16 --random --steps 8 --stats
 expect 0 'eager runs [1-9]' run samples/llama3_1b_layer.kiln -D D=256 -D F=512 --dims B=1,S=1,T=16 --random --steps 3 --stats --no-graphs

@@ -2,9 +2,11 @@
  * NVRTC for sm_90a, with a hand-written generated part, with an empty log:
  * prefill and decode, bf16 and f16, HD 64 and 128, every combination of
  * KILN_CAUSAL, KILN_ROPE, KILN_APPEND (64 units), and RoPE with the llama3
- * and YaRN frequency tables (codegen/cg_rope.c). The all-on variants are
- * compiled again with ptxas -v to check for local memory: no stack frame,
- * no spills. Needs no GPU and no driver (NVRTC only). */
+ * and YaRN frequency tables (codegen/cg_rope.c); decode at head dims 16, 80,
+ * 96, 112, 192 and 256 with a sliding window and soft-capping. The all-on
+ * variants (and the decode ones at 80, 96, 256) are compiled again with
+ * ptxas -v to check for local memory: no stack frame, no spills. Needs no GPU
+ * and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "gpu/attention_src.h"
@@ -22,8 +24,9 @@ static int num_before(const char *line, const char *what)
 
 int main(void)
 {
-    enum { NPLAIN = 64, NV = 8, NSCALED = 8 };
-    att_job jobs[NPLAIN + NV + NSCALED];
+    enum { NPLAIN = 64, NV = 8, NSCALED = 8, NHD = 12 };
+    static const int hds[NHD / 2] = {16, 80, 96, 112, 192, 256};
+    att_job jobs[NPLAIN + NV + NSCALED + NHD];
     memset(jobs, 0, sizeof jobs);
     int n = 0;
     for (int i = 0; i < NPLAIN; i++) {
@@ -49,6 +52,13 @@ int main(void)
                                         .beta_fast = 32, .beta_slow = 1, .mscale = ir_rope_yarn_mscale(4, 1)};
         if (i >= 4) c.hd = (i & 1) ? 64 : 128;
         jobs[n++].cfg = c;
+    }
+    for (int i = 0; i < NHD; i++) { /* decode head dims; window and soft-cap; form (a) and (b) */
+        att_cfg c = {.decode = 1, .bf16 = !(i & 1), .hd = hds[i / 2], .causal = 1, .rope = i & 1,
+                     .append = i & 1, .splits = 32, .theta = 10000.0, .window = (i & 2) ? 0 : 100,
+                     .softcap = (i & 2) ? 0 : 50.0};
+        jobs[n].cfg = c;
+        jobs[n++].verbose_ptxas = c.hd == 80 || c.hd == 96 || c.hd == 256;
     }
     att_compile_all(jobs, n, 0);
 

@@ -51,13 +51,23 @@ typedef struct att_cfg {
     int splits;   /* decode: KILN_SPLITS */
     double theta; /* KILN_THETA when rope */
     ir_rope_attrs scaling; /* when rope: frequency scaling (its table as codegen writes it) */
+    int window;            /* decode: KILN_ATT_WINDOW (0: none) */
+    double softcap;        /* decode: KILN_ATT_SOFTCAP (0: none) */
+    int threads;           /* decode: KILN_ATT_THREADS (0: cg_attention_decode_threads(hd, 0)) */
 } att_cfg;
+
+/* The decode CTA's threads of c (as cg_gen_attention chooses them when threads is 0). */
+static inline int att_decode_threads(const att_cfg *c)
+{
+    return c->threads ? c->threads : cg_attention_decode_threads(c->hd, 0);
+}
 
 static inline int att_cfg_eq(const att_cfg *a, const att_cfg *b)
 {
     return a->decode == b->decode && a->bf16 == b->bf16 && a->hd == b->hd &&
            a->causal == b->causal && a->rope == b->rope && a->append == b->append &&
-           (!a->decode || a->splits == b->splits) &&
+           (!a->decode || a->splits == b->splits) && a->window == b->window && a->softcap == b->softcap &&
+           (!a->decode || att_decode_threads(a) == att_decode_threads(b)) &&
            (!a->rope || (a->theta == b->theta && ir_rope_attrs_eq(&a->scaling, &b->scaling)));
 }
 
@@ -71,7 +81,15 @@ static inline void att_cfg_name(const att_cfg *c, char *buf, size_t n)
     }
     if (c->decode) {
         size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "_s%d", c->splits);
+        snprintf(buf + l, n - l, "_s%d_t%d", c->splits, att_decode_threads(c));
+    }
+    if (c->window) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "_w%d", c->window);
+    }
+    if (c->softcap > 0) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "_cap%g", c->softcap);
     }
 }
 
@@ -110,6 +128,12 @@ static inline char *att_source(const att_cfg *c)
         free(t);
     }
     if (c->decode) nu_printf(&b, "#define KILN_SPLITS %d\n", c->splits);
+    if (c->decode) { /* as cg_gen_attention writes them */
+        nu_printf(&b, "#define KILN_DEC_WARPS %d\n#define KILN_ATT_THREADS %d\n", cg_attention_decode_warps(c->hd),
+                  att_decode_threads(c));
+    }
+    if (c->window) nu_printf(&b, "#define KILN_ATT_WINDOW %d\n", c->window);
+    if (c->softcap > 0) nu_printf(&b, "#define KILN_ATT_SOFTCAP %.9ef\n", c->softcap);
     nu_printf(&b, "%s\n", att_struct_text);
     for (int i = 0; i < nt; i++) nu_printf(&b, "%s%s", i ? "\n" : "", tmpl[i]);
     free(common);

@@ -22,7 +22,7 @@
  * Prints one line per case and "N passed, N failed"; exits 77 without a
  * device of compute capability 9.x.
  *
- * KILN_BENCH=1 adds timings (median of 50 launches, CUDA events, after
+ * KILN_BENCH=1 adds timings (KILN_BENCH=2: the timings alone) (median of 50 launches, CUDA events, after
  * warm-up, rotating input sets so the data is not all in L2): decode
  * B=1 and B=32, H=32, KV=8, HD=128, context 1024 (KV bytes read, GB/s), for a
  * few KILN_SPLITS; prefill B=1, S=2048, H=32, KV=8, HD=128, causal (TFLOP/s,
@@ -43,7 +43,6 @@
 
 #define PREFILL_BQ 64       /* KILN_BQ default */
 #define PREFILL_THREADS 128 /* 2 * KILN_BQ */
-#define DECODE_THREADS 64   /* 32 * KILN_DEC_WARPS default */
 #define THETA 500000.0
 
 static float rnd(double v) { return dec(enc((float)v)); }
@@ -81,40 +80,64 @@ typedef struct tcase {
     int use_pos;
     int pos[8];
     int scaling; /* index into scalings[] */
+    int window;     /* decode: sliding window (0: none) */
+    double softcap; /* decode: logit soft-cap (0: none) */
 } tcase;
 
 static const tcase cases[] = {
     /* prefill: B=2, H=8 */
-    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}, 0},
-    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}, 0},
-    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}, 0},
-    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}, 0},
-    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}, 0},
-    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}, 0},
-    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}, 0},
-    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}, 0},
-    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}, 0},
-    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}, 0},
-    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}, 0},
-    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}, 0},
-    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}, 0}, /* RoPE at s, offset T - S */
+    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0},
+    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}, 0, 0, 0.0},
+    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}, 0, 0, 0.0},
+    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0},
+    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}, 0, 0, 0.0},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}, 0, 0, 0.0},
+    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0},
+    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}, 0, 0, 0.0},
+    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}, 0, 0, 0.0},
+    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}, 0, 0, 0.0},
+    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}, 0, 0, 0.0},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}, 0, 0, 0.0},
+    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}, 0, 0, 0.0}, /* RoPE at s, offset T - S */
     /* decode */
-    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}, 0},
-    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}, 0},
-    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}, 0},
-    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}, 0},
-    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}, 0},
-    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}, 0},
-    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}, 0},
-    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}, 0},
-    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}, 0},
-    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}, 0},
+    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}, 0, 0, 0.0},
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}, 0, 0, 0.0},
+    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}, 0, 0, 0.0},
+    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}, 0, 0, 0.0},
+    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}, 0, 0, 0.0},
+    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}, 0, 0, 0.0},
+    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}, 0, 0, 0.0},
+    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}, 0, 0, 0.0},
+    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}, 0, 0, 0.0},
+    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}, 0, 0, 0.0},
     /* RoPE with frequency scaling, positions past the original context (256) */
-    {0, 1, 2, 17, 8, 2, 128, 1000, 1, 1, 1, 0, 1, {300, 900}, 1},
-    {0, 0, 2, 128, 8, 2, 64, 1000, 1, 1, 1, 0, 1, {250, 700}, 2},
-    {0, 1, 2, 64, 8, 2, 128, 700, 1, 1, 0, 0, 0, {0}, 2}, /* at s, offset T - S */
-    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {257, 1000, 3000, 4095}, 1},
-    {1, 1, 2, 4, 8, 8, 64, 2048, 1, 1, 1, 8, 1, {600, 2000}, 2},
+    {0, 1, 2, 17, 8, 2, 128, 1000, 1, 1, 1, 0, 1, {300, 900}, 1, 0, 0.0},
+    {0, 0, 2, 128, 8, 2, 64, 1000, 1, 1, 1, 0, 1, {250, 700}, 2, 0, 0.0},
+    {0, 1, 2, 64, 8, 2, 128, 700, 1, 1, 0, 0, 0, {0}, 2, 0, 0.0}, /* at s, offset T - S */
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {257, 1000, 3000, 4095}, 1, 0, 0.0},
+    {1, 1, 2, 4, 8, 8, 64, 2048, 1, 1, 1, 8, 1, {600, 2000}, 2, 0, 0.0},
+    /* decode head dims 80, 96, 256 (and 16, 112, 192: correct), GQA 1/4/8 and MQA, a position
+     * per batch row, lengths not multiples of a tile; form (a): RoPE + cache write fused;
+     * form (b): q rotated and the caches already hold the new rows (a pure read) */
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 1, 1, 32, 1, {1023, 5, 777, 1099}, 0, 0, 0.0},      /* 1B: G 4 */
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 0, 0, 32, 1, {1023, 5, 777, 1099}, 0, 0, 0.0},
+    {1, 1, 3, 1, 8, 1, 256, 1100, 1, 1, 1, 64, 1, {1023, 0, 1099}, 0, 0, 0.0},            /* Gemma: MQA G 8 */
+    {1, 0, 3, 1, 8, 1, 256, 1100, 1, 0, 0, 64, 1, {1023, 3, 600}, 0, 0, 0.0},
+    {1, 1, 3, 1, 32, 32, 96, 1100, 1, 1, 1, 8, 1, {1023, 17, 1098}, 0, 0, 0.0},          /* Phi-3: MHA G 1 */
+    {1, 0, 3, 1, 32, 32, 96, 1100, 1, 0, 0, 8, 1, {1023, 17, 1098}, 0, 0, 0.0},
+    {1, 1, 2, 1, 16, 2, 80, 700, 1, 1, 1, 32, 1, {699, 44}, 0, 0, 0.0},                  /* G 8 */
+    {1, 0, 2, 3, 16, 2, 80, 700, 1, 0, 0, 32, 1, {333, 0}, 0, 0, 0.0},
+    {1, 1, 2, 2, 8, 2, 16, 300, 1, 1, 1, 16, 1, {297, 9}, 0, 0, 0.0},
+    {1, 1, 2, 1, 8, 2, 112, 300, 1, 0, 0, 16, 1, {260, 31}, 0, 0, 0.0},
+    {1, 1, 2, 5, 4, 1, 192, 500, 1, 1, 1, 16, 1, {400, 2}, 0, 0, 0.0},
+    {1, 1, 2, 16, 8, 8, 128, 2100, 1, 1, 1, 16, 1, {2000, 70}, 0, 0, 0.0},               /* 16 rows */
+    {1, 1, 1, 16, 8, 2, 96, 300, 0, 0, 0, 4, 1, {100}, 0, 0, 0.0},                       /* not causal */
+    /* sliding window and soft-capping (Gemma-2), form (a) and (b) */
+    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 1, 1, 32, 1, {4999, 100, 2500}, 0, 4096, 50.0},
+    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 0, 0, 32, 1, {4999, 100, 2500}, 0, 4096, 50.0},
+    {1, 0, 2, 4, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {900, 40}, 0, 100, 0.0},
+    {1, 1, 2, 3, 8, 2, 64, 1000, 1, 0, 0, 16, 1, {900, 2}, 0, 37, 30.0},
+    {1, 1, 2, 1, 8, 8, 96, 1000, 1, 1, 1, 8, 1, {999, 500}, 0, 0, 5.0},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -122,7 +145,8 @@ static att_cfg case_cfg(const tcase *c)
 {
     att_cfg g = {.decode = c->decode, .bf16 = c->bf16, .hd = c->HD, .causal = c->causal,
                  .rope = c->rope, .append = c->append, .splits = c->decode ? c->splits : 16,
-                 .theta = THETA, .scaling = scalings[c->scaling]};
+                 .theta = THETA, .scaling = scalings[c->scaling], .window = c->window, .softcap = c->softcap,
+                 .threads = c->decode ? cg_attention_decode_threads(c->HD, (int64_t)c->B * c->KV) : 0};
     return g;
 }
 
@@ -133,7 +157,7 @@ typedef struct kern {
     cudaLibrary_t lib;
     cudaKernel_t fn;
 } kern;
-static kern kerns[64];
+static kern kerns[128];
 static int nkerns;
 
 static int add_cfg(att_job *jobs, int n, att_cfg c)
@@ -215,7 +239,7 @@ static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st
     if (c->decode) {
         grid.x = (unsigned)c->splits;
         grid.y = (unsigned)c->KV;
-        block.x = DECODE_THREADS;
+        block.x = (unsigned)cg_attention_decode_threads(c->HD, (int64_t)c->B * c->KV);
     } else {
         grid.x = (unsigned)((c->S + PREFILL_BQ - 1) / PREFILL_BQ);
         grid.y = (unsigned)c->H;
@@ -295,18 +319,21 @@ static void run_case(int idx, const tcase *c)
             for (int h = 0; h < H; h++) {
                 const float *q = qf + (((size_t)b * S + s) * H + h) * HD;
                 const int kh = h / G, nk = c->causal ? o[b] + s + 1 : o[b] + S;
+                /* ir ATTENTION: a window keeps keys j with o + s - j < W; scores soft-capped */
+                const int j0 = c->window > 0 && o[b] + s - c->window + 1 > 0 ? o[b] + s - c->window + 1 : 0;
                 double m = -INFINITY, sum = 0;
-                for (int j = 0; j < nk; j++) {
+                for (int j = j0; j < nk; j++) {
                     const float *k = kf + (((size_t)b * KV + kh) * T + j) * HD;
                     double dot = 0;
                     for (int d = 0; d < HD; d++) dot += (double)q[d] * k[d];
                     p[j] = dot * scale;
+                    if (c->softcap > 0) p[j] = c->softcap * tanh(p[j] / c->softcap);
                     if (p[j] > m) m = p[j];
                 }
-                for (int j = 0; j < nk; j++) sum += (p[j] = exp(p[j] - m));
+                for (int j = j0; j < nk; j++) sum += (p[j] = exp(p[j] - m));
                 double *r = ref + (((size_t)b * S + s) * H + h) * HD;
                 for (int d = 0; d < HD; d++) r[d] = 0;
-                for (int j = 0; j < nk; j++) {
+                for (int j = j0; j < nk; j++) {
                     const float *v = vf + (((size_t)b * KV + kh) * T + j) * HD;
                     for (int d = 0; d < HD; d++) r[d] += p[j] * v[d];
                 }
@@ -354,7 +381,7 @@ static void run_case(int idx, const tcase *c)
         if (!(nans == 0 && e < tol)) ok = 0;
         if (run == 0 || e > err) err = e;
         if (c->decode) {
-            int sem[64] = {0};
+            int sem[256] = {0};
             CUDA_OK(cudaMemcpy(sem, d.sem, (size_t)B * KV * sizeof(int), cudaMemcpyDeviceToHost));
             int nz = 0;
             for (int i = 0; i < B * KV; i++) nz += sem[i] != 0;
@@ -464,6 +491,22 @@ static float time_launches(cudaKernel_t fn, const tcase *c, att_args *sets, int 
     return 0.5f * (ms[24] + ms[25]);
 }
 
+/* n random elements at dev: a 16M-element random block repeated (the caches of the large
+ * rows hold billions of elements) */
+static void fill_random(uint16_t *dev, size_t n)
+{
+    static uint16_t *blk;
+    const size_t nb = (size_t)16 << 20;
+    if (!blk) {
+        blk = malloc(nb * 2);
+        for (size_t k = 0; k < nb; k++) blk[k] = enc(rng_normal());
+    }
+    for (size_t at = 0; at < n; at += nb) {
+        size_t m = n - at < nb ? n - at : nb;
+        CUDA_OK(cudaMemcpy(dev + at, blk, m * 2, cudaMemcpyHostToDevice));
+    }
+}
+
 static void bench_one(const tcase *c)
 {
     att_cfg cfg = case_cfg(c);
@@ -481,7 +524,6 @@ static void bench_one(const tcase *c)
     const size_t set_bytes = (nqkv + 2 * ncache) * 2;
     int nsets = (int)((180u << 20) / set_bytes) + 1; /* > 3x the 60 MB L2 in all */
     if (nsets > 32) nsets = 32;
-    uint16_t *h = malloc((nqkv > ncache ? nqkv : ncache) * 2);
     dev_bufs d[32];
     att_args a[32];
     size_t nws = c->decode ? (size_t)B * S * H * c->splits * (HD + 2) : 1;
@@ -490,12 +532,9 @@ static void bench_one(const tcase *c)
         CUDA_OK(cudaMalloc((void **)&d[i].qkv, nqkv * 2));
         CUDA_OK(cudaMalloc((void **)&d[i].kc, ncache * 2));
         CUDA_OK(cudaMalloc((void **)&d[i].vc, ncache * 2));
-        for (size_t k = 0; k < nqkv; k++) h[k] = enc(rng_normal());
-        CUDA_OK(cudaMemcpy(d[i].qkv, h, nqkv * 2, cudaMemcpyHostToDevice));
-        for (size_t k = 0; k < ncache; k++) h[k] = enc(rng_normal());
-        CUDA_OK(cudaMemcpy(d[i].kc, h, ncache * 2, cudaMemcpyHostToDevice));
-        for (size_t k = 0; k < ncache; k++) h[k] = enc(rng_normal());
-        CUDA_OK(cudaMemcpy(d[i].vc, h, ncache * 2, cudaMemcpyHostToDevice));
+        fill_random(d[i].qkv, nqkv);
+        fill_random(d[i].kc, ncache);
+        fill_random(d[i].vc, ncache);
         if (i == 0) {
             CUDA_OK(cudaMalloc((void **)&d[0].out, nout * 2));
             CUDA_OK(cudaMalloc((void **)&d[0].pos, 64 * sizeof(int)));
@@ -515,9 +554,15 @@ static void bench_one(const tcase *c)
     const int L = c->pos[0] + S; /* every batch at the same position */
     if (c->decode) {
         double bytes = (double)B * KV * L * HD * 2 * 2;
+        int lw = c->window > 0 && c->window < L ? c->window : L; /* keys read */
+        bytes = (double)B * KV * lw * HD * 2 * 2;
         printf("bench %-40s B=%-2d ctx=%d splits=%-2d %7.2f us %7.1f GB/s | graph %7.2f us %7.1f GB/s (KV %.1f MB, %d sets)\n",
                name, B, L, c->splits, ms * 1e3, bytes / (ms * 1e-3) / 1e9, gms * 1e3,
                bytes / (gms * 1e-3) / 1e9, bytes / 1e6, nsets);
+        /* the decode table's line (bench/attn/decode_table.py) */
+        printf("bench decode B=%d T=%d H=%d KV=%d hd=%d window=%d form=%s splits=%d: %.2f us graph, %.2f us single, "
+               "%.1f MB\n", B, L, H, KV, HD, c->window, c->append ? "a" : "b", c->splits, gms * 1e3, ms * 1e3,
+               bytes / 1e6);
     } else {
         double pairs = 0;
         for (int s = 0; s < S; s++) pairs += c->causal ? (double)(c->pos[0] + s + 1) : (double)L;
@@ -536,23 +581,37 @@ static void bench_one(const tcase *c)
     cudaFree(d[0].pos);
     cudaFree(d[0].sem);
     cudaFree(d[0].ws);
-    free(h);
 }
 
-/* decode at context 1024 (pos 1023, S 1), prefill S 2048 from position 0 */
+/* The decode table (bench/attn/run.sh): B 1, 8, 32 x cache 1024, 8192, 32768 of the 8B
+ * layer's attention (32/8 heads of 128), form (b) (a pure read) and, at B=1, form (a)
+ * (RoPE and the cache write fused); the 1B (hd 64), Gemma-2B (8/1 of 256) and Phi-3-mini
+ * (32/32 of 96) layers at B=1 x 1024; head dims 96 and 256 at the work of 128 (B=4, cache
+ * 4096, heads x hd = 4096); a 4k window over a 32k cache. splits 0: the codegen's choice
+ * (cg_attention_decode_splits). Then prefill S 2048 from position 0. */
 static const tcase benches[] = {
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}, 0},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 16, 1, {1023}, 0},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 2, 1, {1023}, 0},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}, 0},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 0, 0, 1, {0}, 0},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 1, 0, 1, {0}, 0},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}, 0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0},
+    {1, 1, 8, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0},
+    {1, 1, 8, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 32, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0},
+    {1, 1, 32, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
+    {1, 1, 4, 1, 32, 8, 128, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
+    {1, 1, 4, 1, 42, 6, 96, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
+    {1, 1, 4, 1, 16, 4, 256, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 4096, 0.0},
+    {1, 1, 1, 1, 32, 8, 128, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}, 0, 0, 0.0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}, 0, 0, 0.0},
 };
 #define NBENCH ((int)(sizeof benches / sizeof benches[0]))
 
@@ -562,24 +621,32 @@ int main(void)
     struct cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     const char *bench_env = getenv("KILN_BENCH");
-    const int bench = bench_env && atoi(bench_env) != 0;
+    const int bench = bench_env ? atoi(bench_env) : 0; /* 2: the timings alone */
     const char *seed_env = getenv("KILN_SEED");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
     rng_state = seed;
     printf("device %s, %d SMs; seed %llu (KILN_SEED to repeat)\n", prop.name, prop.multiProcessorCount,
            (unsigned long long)seed);
 
-    att_job jobs[64];
+    static att_job jobs[128];
     int n = 0;
-    for (int i = 0; i < NCASES; i++) n = add_cfg(jobs, n, case_cfg(&cases[i]));
+    if (bench != 2)
+        for (int i = 0; i < NCASES; i++) n = add_cfg(jobs, n, case_cfg(&cases[i]));
+    static tcase bench_rows[NBENCH];
+    for (int i = 0; i < NBENCH; i++) {
+        bench_rows[i] = benches[i];
+        if (bench_rows[i].decode && bench_rows[i].splits == 0)
+            bench_rows[i].splits = cg_attention_decode_splits(benches[i].B, benches[i].KV, prop.multiProcessorCount);
+    }
     if (bench)
-        for (int i = 0; i < NBENCH; i++) n = add_cfg(jobs, n, case_cfg(&benches[i]));
+        for (int i = 0; i < NBENCH; i++) n = add_cfg(jobs, n, case_cfg(&bench_rows[i]));
     int bad = build_kernels(jobs, n);
     CHECK_MSG(bad == 0, "%d kernels did not compile", bad);
 
-    for (int i = 0; i < NCASES; i++) run_case(i, &cases[i]);
+    if (bench != 2)
+        for (int i = 0; i < NCASES; i++) run_case(i, &cases[i]);
     if (bench)
-        for (int i = 0; i < NBENCH; i++) bench_one(&benches[i]);
+        for (int i = 0; i < NBENCH; i++) bench_one(&bench_rows[i]);
     for (int i = 0; i < nkerns; i++) cudaLibraryUnload(kerns[i].lib);
     return CHECK_DONE();
 }
