@@ -611,6 +611,8 @@ static rt_status autotune_kernels(const kc_planner *planner, const ir_graph *g, 
         if (best >= 0) *measured = true;
     }
     return RT_OK;
+}
+
 /* ---- identical kernels (identical layers) ---- */
 
 /* src[0..len) in a canonical form for comparing kernels: the two comment
