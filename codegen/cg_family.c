@@ -343,9 +343,13 @@ typedef struct mm_heur {
  * blocks when there are more: one wave, no partial second one, and every CTA
  * resident from the start so each issues its first weight loads under the
  * previous kernel's tail (programmatic dependent launch). */
-static void gemv_choose(mm_heur *h, int64_t m, int64_t n, int64_t k, int64_t b, int sm_count)
+/* CTAs per SM the GEMV's registers are capped for (gemv.cuh KILN_GEMV_MINB): two up to 2 rows
+ * of a 2-byte type without a heavy epilogue (GELU), where ptxas fits them in 128 registers. */
+static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 && t != IR_F32 && !heavy ? 2 : 1; }
+
+static void gemv_choose(mm_heur *h, int minb, int64_t n, int64_t k, int64_t b, int sm_count)
 {
-    const int64_t slots = (m <= 2 ? 2 : 1) * (int64_t)sm_count, cbs = (n + h->cols - 1) / h->cols * b;
+    const int64_t slots = minb * (int64_t)sm_count, cbs = (n + h->cols - 1) / h->cols * b;
     h->splitk = 1;
     while (cbs * h->splitk * 2 <= slots && k / (h->splitk * 2) >= 512 && h->splitk < 16) h->splitk *= 2;
     h->ctas = cbs > 0 && b > 0 ? slots / (h->splitk * b) : 0;
@@ -479,7 +483,7 @@ static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, co
 }
 
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
-                           const int64_t *dims, int sm_count)
+                           const int64_t *dims, int sm_count, ir_dtype t, bool heavy)
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1, 0};
     int64_t m, n, k, b;
@@ -487,7 +491,7 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
         const bool hb = ir_dim_value(batch, dims, &b);
-        gemv_choose(&h, m, n, k, hb ? b : 1, sm_count);
+        gemv_choose(&h, gemv_minb(m, t, heavy), n, k, hb ? b : 1, sm_count);
         if (!hb) h.ctas = 0; /* the grid's other axis is not known: no cap */
     }
     return h;
@@ -899,7 +903,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     }
     if (nouts == 0) return cg_fail(gen, "the matmul result is not used");
 
-    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count);
+    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count, a->type.dtype, heavy);
     const ir_dim *tma_strides[6] = {&lda, &ldw, &sa, &sw, &as.off, &ws.off};
     /* the TMA-store epilogue: one output, of the operands' type, rows of a
      * multiple of 8 elements (its base is checked at run time) */
@@ -1063,6 +1067,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         int maxm = 1;
         while (hm && maxm < mv && maxm < 16) maxm *= 2;
         define(plan, "KILN_GEMV_MAXM", "%d", hm ? maxm : 8);
+        /* two CTAs per SM (registers capped at 128) only where ptxas fits them without spilling */
+        define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype, heavy));
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
