@@ -651,13 +651,16 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
 static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg)
 {
     const ir_node *A = gen->anchor;
-    for (int i = 0; i < nseg; i++) { /* the frequencies in turns, computed on the host (codegen/cg_rope.c) */
+    /* the frequencies in turns, computed on the host (codegen/cg_rope.c), in constant memory: a warp
+     * reads a few entries at once (its lanes share columns), and initcheck reports reads of a
+     * module-initialized __device__ table as uninitialized (as for the attention table) */
+    for (int i = 0; i < nseg; i++) {
         const ir_node *r = segs[i].rope;
         if (!r) continue;
         const char *name = cg_printf(gen, "kiln_qkv_turns%d", i);
-        int len = cg_rope_turns_table(NULL, 0, "__device__ const", name, r->attrs.theta, &r->attrs.rope, segs[i].hd);
+        int len = cg_rope_turns_table(NULL, 0, "__constant__", name, r->attrs.theta, &r->attrs.rope, segs[i].hd);
         char *text = len >= 0 ? arena_alloc(gen->a, (size_t)len + 1) : NULL;
-        if (!text || cg_rope_turns_table(text, (size_t)len + 1, "__device__ const", name, r->attrs.theta, &r->attrs.rope,
+        if (!text || cg_rope_turns_table(text, (size_t)len + 1, "__constant__", name, r->attrs.theta, &r->attrs.rope,
                                          segs[i].hd) < 0)
             return cg_fail(gen, "out of memory");
         cg_str_printf(hooks, "%s\n", text);

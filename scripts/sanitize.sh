@@ -12,7 +12,7 @@
 #   (TOOL: memcheck racecheck synccheck initcheck fault); logs, summary.txt and logs.tar.gz in $OUT
 #   (or /tmp/kiln-sanitize). The kernel-family tests run under memcheck only (their large cases would
 #   take racecheck far too long; the samples' runs reach every family at small dims). The tools run
-#   side by side, one lane each (memcheck two: samples and families), so the whole sweep fits one
+#   side by side, one lane each (memcheck three: samples and two of families), so the whole sweep fits one
 #   device call; the fault sweep runs alone afterwards (it compares device memory in use). Each
 #   sanitized command stops after KILN_SANITIZE_TIMEOUT seconds (default 240), a failure.
 # Exit 1 when any tool reports an error or any run fails.
@@ -67,7 +67,7 @@ families=(
   "test_cg_gpu|$build/tests/gpu/test_cg_gpu"
   "test_rt_launch|$build/tests/gpu/test_rt_launch"
 )
-for t in "$build"/tests/gpu/test_moe_gpu "$build"/tests/gpu/test_sample_gpu; do
+for t in "$build"/tests/gpu/test_gpu_moe "$build"/tests/gpu/test_autotune_gpu; do
   [ -x "$t" ] && families+=("$(basename "$t")|$t")
 done
 
@@ -114,7 +114,12 @@ lane() {
 for tool in "${tools[@]}"; do
   [ "$tool" = fault ] && continue
   lane "$tool" samples "${runs[@]}" &
-  [ "$tool" = memcheck ] && lane "$tool" families "${families[@]}" &
+  if [ "$tool" = memcheck ]; then # the family tests in two lanes: even and odd entries
+    even=() odd=()
+    for i in "${!families[@]}"; do if (( i % 2 )); then odd+=("${families[$i]}"); else even+=("${families[$i]}"); fi; done
+    lane "$tool" families-a "${even[@]}" &
+    lane "$tool" families-b "${odd[@]}" &
+  fi
 done
 wait
 for f in "$out"/lane-*.txt; do [ -e "$f" ] && tee -a "$summary" <"$f" && rm -f "$f"; done
