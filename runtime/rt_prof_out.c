@@ -80,14 +80,20 @@ static int cmp_rec(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Row for a record: a Kiln kernel of the variant, else a row per other name. */
-static int row_of(rt_profile *p, const rt_cupti_record *rec, int nkern, int *nextra)
+/* Row for a record: a Kiln kernel of the variant, else a row per other name.
+ * Kernels of identical layers share one program and its name, so a record
+ * whose name occurred occ times before it in its replay is the (occ+1)-th
+ * kernel of that name (records and kernels are both in launch order). */
+static int row_of(rt_profile *p, const rt_cupti_record *rec, int occ, int nkern, int *nextra)
 {
     if (rec->kind == RT_CUPTI_MEMSET) {
         for (int i = nkern; i < nkern + *nextra; i++)
             if (!strcmp(p->k[i].kind, "memset")) return i;
     } else {
-        for (int i = 0; i < nkern + *nextra; i++)
+        int seen = 0;
+        for (int i = 0; i < nkern; i++)
+            if (p->k[i].name && rec->name && !strcmp(p->k[i].name, rec->name) && seen++ == occ) return i;
+        for (int i = nkern; i < nkern + *nextra; i++)
             if (p->k[i].name && rec->name && !strcmp(p->k[i].name, rec->name)) return i;
     }
     int i = nkern + (*nextra)++;
@@ -120,7 +126,10 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
     }
     uint64_t t0 = rec[0].start;
     for (int i = 0; i < nrec; i++) {
-        row[i] = row_of(p, &rec[i], nkern, &nextra);
+        int occ = 0; /* earlier records of this name in the replay */
+        for (int j = i / per * per; j < i; j++)
+            if (rec[i].kind != RT_CUPTI_MEMSET && rec[j].name && rec[i].name && !strcmp(rec[j].name, rec[i].name)) occ++;
+        row[i] = row_of(p, &rec[i], occ, nkern, &nextra);
         p->ev[i] = (rt_prof_event){row[i], i / per, (double)(rec[i].start - t0) * 1e-3, (double)(rec[i].end - t0) * 1e-3};
     }
     p->nev = nrec;

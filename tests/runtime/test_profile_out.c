@@ -218,10 +218,39 @@ static void check_overlap(void)
     rt_profile_free(&p);
 }
 
+/* Kernels of identical layers share a program and its name: the n-th record
+ * of a name in a replay belongs to the n-th kernel of that name. */
+static void check_shared_names(void)
+{
+    rt_profile p;
+    rt_profile_init(&p);
+    p.runs = 3;
+    p.k = arena_alloc(&p.a, 8 * sizeof *p.k);
+    p.k[0] = (rt_prof_kernel){.name = "kiln_m_k0_a", .kind = "matmul", .group = 0};
+    p.k[1] = (rt_prof_kernel){.name = "kiln_m_k1_b", .kind = "row", .group = 1};
+    p.k[2] = (rt_prof_kernel){.name = "kiln_m_k0_a", .kind = "matmul", .group = 2}; /* the second layer's */
+    rt_cupti_record rec[9];
+    int nr = 0;
+    for (int q = 0; q < 3; q++) {
+        uint64_t b = 1000000 + (uint64_t)q * 100000;
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k0_a", b, b + 5000, 7, 1};
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k1_b", b + 5000, b + 7000, 7, 1};
+        rec[nr++] = (rt_cupti_record){RT_CUPTI_KERNEL, "kiln_m_k0_a", b + 7000, b + 13000, 7, 1};
+    }
+    double wall[3] = {13, 13, 13};
+    char err[256];
+    CHECK_MSG(rt_profile_add_records(&p, 3, rec, nr, wall, err, sizeof err) == 0, "%s", err);
+    CHECK(p.nk == 3);
+    CHECK(p.k[0].samples == 3 && p.k[1].samples == 3 && p.k[2].samples == 3);
+    CHECK(p.k[0].median_us == 5 && p.k[1].median_us == 2 && p.k[2].median_us == 6);
+    rt_profile_free(&p);
+}
+
 int main(void)
 {
     check_records();
     check_overlap();
+    check_shared_names();
     rt_profile p;
     synthetic(&p);
     check_finish(&p);
