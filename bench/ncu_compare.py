@@ -9,7 +9,11 @@
 Prints, per kernel of the profile, Kiln's median (timed inside the graph
 replay by CUPTI) beside ncu's median gpu__time_duration.sum, and marks a
 kernel whose two times differ by more than max(10%, 0.5 us) (issue 8's
-agreement). Exits 1 when one does, 2 when a kernel has no ncu samples."""
+agreement). Kernels of identical layers share one program and its name, so
+ncu's rows are matched by their place in the replay (ncu lists launches in
+order; the profile's kernels in launch order are its groups in order), and
+each row's name is checked against that place. Exits 1 when a kernel
+differs, 2 when a kernel has no ncu samples or the rows do not line up."""
 import csv
 import json
 import statistics
@@ -19,8 +23,8 @@ UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
 
 
 def ncu_times(path):
-    """kernel name -> list of durations in us."""
-    out = {}
+    """[(kernel name, duration in us)] in launch order."""
+    out = []
     with open(path, newline="") as f:
         lines = [l for l in f if l.startswith('"')]  # ncu prints its own ==PROF== lines too
     for row in csv.DictReader(lines):
@@ -31,17 +35,22 @@ def ncu_times(path):
             raise SystemExit("ncu_compare: unknown unit %r" % row.get("Metric Unit"))
         v = float(row["Metric Value"].replace(",", "")) * unit
         name = row["Kernel Name"].split("(")[0].strip()
-        out.setdefault(name, []).append(v)
+        out.append((name, v))
     return out
 
 
 def compare(profile, ncu):
     rows, bad, missing = [], 0, 0
-    for k in profile["kernels"]:
-        if k.get("group", 0) < 0:
-            continue
+    launched = sorted((k for k in profile["kernels"] if k.get("group", 0) >= 0), key=lambda k: k["group"])
+    nk = len(launched)
+    times = [[] for _ in launched]
+    for i, (name, v) in enumerate(ncu):
+        if nk == 0 or launched[i % nk]["name"] != name:
+            print("ncu_compare: ncu row %d is %s, not the kernel at that place of the replay" % (i, name))
+            return [], 0, 1
+        times[i % nk].append(v)
+    for k, t in zip(launched, times):
         name, kiln = k["name"], k["median_us"]
-        t = ncu.get(name)
         if not t:
             rows.append((name, kiln, None, None, "no ncu samples"))
             missing += 1

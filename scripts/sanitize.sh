@@ -80,7 +80,7 @@ done
 wait
 for f in "$out"/warm-*.failed; do [ -e "$f" ] && { cat "$f" | tee -a "$summary"; status=1; rm -f "$f"; }; done
 
-# lane TOOL NAME|CMD...: one tool over its runs, one after the other; lines to $out/lane-TOOL-N.txt,
+# lane TOOL TAG NAME|CMD...: one tool over its runs, one after the other; a line each to summary.txt,
 # failure marked by $out/lane-....failed. Lanes run side by side (the tools are CPU-bound on the host).
 lane() {
   local tool=$1 tag=$2
@@ -105,7 +105,7 @@ lane() {
     errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -Eo '[0-9]+' || echo "?")
     hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | tail -1 | grep -Eo '[0-9]+' || true)
     line="$tool $name${extra[*]:+ (${extra[*]})}: exit $rc, errors ${errs}${hazards:+, hazards $hazards}, $(( $(date +%s) - t0 )) s"
-    echo "$line" >>"$out/lane-$tool-$tag.txt"
+    echo "$line" >>"$summary" # one short line per append: lanes side by side do not interleave within it
     if [ "$rc" -ne 0 ] || [ "$errs" != 0 ] || { [ -n "$hazards" ] && [ "$hazards" != 0 ]; }; then
       : >"$out/lane-$tool-$tag.failed"
     fi
@@ -122,7 +122,7 @@ for tool in "${tools[@]}"; do
   fi
 done
 wait
-for f in "$out"/lane-*.txt; do [ -e "$f" ] && tee -a "$summary" <"$f" && rm -f "$f"; done
+cat "$summary"
 for f in "$out"/lane-*.failed; do [ -e "$f" ] && { status=1; rm -f "$f"; }; done
 
 # does initcheck see TMA stores? (the Hopper matmul's output tiles leave through them)
