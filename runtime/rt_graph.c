@@ -90,6 +90,16 @@ static capture_result capture(void *stream, rt_record_fn record, void *user, cud
     cudaGraph_t g = NULL;
     /* always end the capture, even after a failure */
     rt_status ended = RT_CUDA_CHECK(cudaStreamEndCapture(s, &g), NULL, NULL, 0);
+    if (ended != RT_OK) { /* a failed end may leave the stream capturing: nothing could run on it */
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        for (int tries = 0; tries < 2 && RT_CUDA_CHECK(cudaStreamIsCapturing(s, &cs), NULL, NULL, 0) == RT_OK &&
+                            cs != cudaStreamCaptureStatusNone;
+             tries++) {
+            cudaGraph_t dropped = NULL;
+            if (RT_CUDA_CHECK(cudaStreamEndCapture(s, &dropped), NULL, NULL, 0) == RT_OK && dropped)
+                (void)cudaGraphDestroy(dropped);
+        }
+    }
     if (rc != 0 || ended != RT_OK || !g) {
         if (g) (void)cudaGraphDestroy(g);
         (void)cudaGetLastError();

@@ -132,7 +132,7 @@ if [[ " ${tools[*]} " == *" initcheck "* ]] && [ -x "$nvcc" ]; then
     for how in plain bulk; do
       "$cs" --tool initcheck --print-limit 4 "$out/initcheck_tma_probe" "$how" >"$out/initcheck-probe-$how.log" 2>&1
       errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$out/initcheck-probe-$how.log" | grep -Eo '[0-9]+' || echo "?")
-      echo "initcheck probe, buffer written by a $how store then read: errors $errs; $(grep -E 'sum' "$out/initcheck-probe-$how.log")" |
+      echo "initcheck probe, buffer written by a $how store then read: errors $errs; $(grep -E 'store: sum' "$out/initcheck-probe-$how.log")" |
         tee -a "$summary"
     done
     rm -f "$out/initcheck_tma_probe"
