@@ -87,7 +87,7 @@ lane() {
   shift 2
   local opts=(--tool "$tool" --error-exitcode 99 --print-limit 20)
   case $tool in
-    memcheck) opts+=(--leak-check full --report-api-errors all --check-device-heap yes) ;;
+    memcheck) opts+=(--leak-check full --check-device-heap yes) ;;
     racecheck) opts+=(--racecheck-report all) ;;
   esac
   local r
@@ -96,7 +96,10 @@ lane() {
     # test_rt_launch provokes CUDA API errors on purpose (a missing kernel, shared memory above the
     # device's limit, ...) to check that the launcher reports them; memory errors still count there,
     # and every sample run above reports API errors in full
-    [ "$tool" = memcheck ] && [ "$name" = test_rt_launch ] && extra=(--report-api-errors no)
+    if [ "$tool" = memcheck ]; then
+      extra=(--report-api-errors all)
+      [ "$name" = test_rt_launch ] && extra=(--report-api-errors no)
+    fi
     local log="$out/$tool-$name.log" t0 rc errs hazards line
     t0=$(date +%s)
     # shellcheck disable=SC2086
@@ -104,7 +107,7 @@ lane() {
     rc=$?
     errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -Eo '[0-9]+' || echo "?")
     hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | tail -1 | grep -Eo '[0-9]+' || true)
-    line="$tool $name${extra[*]:+ (${extra[*]})}: exit $rc, errors ${errs}${hazards:+, hazards $hazards}, $(( $(date +%s) - t0 )) s"
+    line="$tool $name$([ "$name" = test_rt_launch ] && echo " (${extra[*]})"): exit $rc, errors ${errs}${hazards:+, hazards $hazards}, $(( $(date +%s) - t0 )) s"
     echo "$line" >>"$summary" # one short line per append: lanes side by side do not interleave within it
     if [ "$rc" -ne 0 ] || [ "$errs" != 0 ] || { [ -n "$hazards" ] && [ "$hazards" != 0 ]; }; then
       : >"$out/lane-$tool-$tag.failed"
