@@ -143,9 +143,11 @@ rt_status rt_ctx_free_mem(rt_ctx *c, void *ptr, char *err, size_t n)
 {
     if (!ptr) return RT_OK;
     if (!c->has_device) return rt_fail(RT_ERR_NO_DEVICE, err, n, "device memory: no CUDA device");
-    RT_CUDA_TRY(cudaSetDevice(c->device), err, n);
-    RT_CUDA_TRY(cudaFree(ptr), err, n);
-    return RT_OK;
+    /* free it even when selecting the device fails (a device pointer names its device): the caller's
+     * memory must not stay allocated behind an error; the first failure is the status */
+    rt_status st = RT_CUDA_CHECK(cudaSetDevice(c->device), NULL, err, n);
+    rt_status freed = RT_CUDA_CHECK(cudaFree(ptr), NULL, st == RT_OK ? err : NULL, st == RT_OK ? n : 0);
+    return st != RT_OK ? st : freed;
 }
 
 rt_status rt_ctx_copy(rt_ctx *c, void *dst, const void *src, size_t bytes, bool to_device, char *err, size_t n)
