@@ -57,8 +57,8 @@
 // Alignment: 16-byte weight loads need W's batch base 16-byte aligned and ldw a multiple
 // of 8; otherwise (and for the last, partial k block of a slice) the loads are scalar with
 // zeros past the slice. A is staged with 16-byte loads when aligned likewise, else scalar.
-// Programmatic dependent launch: each warp issues its first group of weight loads before
-// kiln_pdl_wait (W is a weight no kernel of the graph writes), then the CTA stages A;
+// Programmatic dependent launch: each warp issues its first two groups of weight loads
+// before kiln_pdl_wait (W is a weight no kernel of the graph writes), then the CTA stages A;
 // kiln_pdl_launch once a warp has read the weights of its last tile.
 //
 // Constants: KILN_GMMA_NT (n tiles of 8 rows, M <= 8*NT, 1..8), KILN_GMMA_MT (16-column
@@ -243,10 +243,13 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
 
     long long tile = blockIdx.x + (long long)gridDim.x * warp;
     uint4 w0[U][MT][2], w1[U][MT][2];
-    // Programmatic dependent launch: the first group of weights before the wait.
+    // Programmatic dependent launch: the first two groups of weights before the wait (they
+    // stream while the previous kernel drains and while the CTA stages A).
     bool early = tile < ntiles && ng > 0;
+    const bool early1 = early && ng > 1; // w1 holds group 1
     if (tile < ntiles) rows(tile);
     if (early) kgm_load<U, true>(w0, wr, 0);
+    if (early1) kgm_load<U, true>(w1, wr, U);
     kiln_pdl_wait();
 
     // Stage A's slice (rows past M and k past the slice zero).
@@ -296,7 +299,7 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
         if (ng > 0) {
             if (!early) kgm_load<U, false>(w0, wr, 0);
             for (long long gi = 0; gi < ng; gi += 2) {
-                if (gi + 1 < ng) kgm_load<U, false>(w1, wr, (gi + 1) * U);
+                if (gi + 1 < ng && !(early1 && early && gi == 0)) kgm_load<U, false>(w1, wr, (gi + 1) * U);
                 kgm_compute<U>(acc, w0, xl, xs_ld, gi * U);
                 if (gi + 1 >= ng) break;
                 if (gi + 2 < ng) kgm_load<U, false>(w0, wr, (gi + 2) * U);
