@@ -2,7 +2,7 @@
 # bench/gemv/skinny_device.sh — one GPU call for the tensor-core GEMV of 17..64 rows
 # (codegen/kernels/gemv_mma.cuh; issue 9's M = 32 target and the 8B decode B=32 row):
 #  1. correctness, in parallel (no timing runs yet): test_gpu_matmul's gemv_mma cases
-#     (KILN_MM_FILTER=gmma_: f64 / cuBLAS reference, poisoned outputs), tests/gpu/gemv_mma_gpu.sh
+#     (KILN_MM_FILTER=_nt: f64 / cuBLAS reference, poisoned outputs), tests/gpu/gemv_mma_gpu.sh
 #     (whole layers against the interpreter), compute-sanitizer memcheck and racecheck on
 #     two gemv_mma configurations (split-K + folded norm + a capped grid; 64 rows, split-K),
 #     their CPU-checked cases (KILN_MM_SMALL=1);
@@ -13,7 +13,8 @@
 #     CUDA graph; the per-kernel profile).
 # Run from the repository root with a built tree (build/). Results in $OUT (default
 # /tmp/skinny_out): summary.txt, tests.log, sanitizer.log, sweep.log, sweep.csv, bench.log,
-# results.md (at most 8 files).
+# results.md (at most 8 files). Knobs: T_MM, T_LAYER (0: skip the layer checks), T_SAN,
+# SAN_TOOLS, SAN_CFGS, T_SWEEP, T_BENCH (seconds / lists), MM_FILTER, BENCH_VARIANTS.
 set -u
 out=${OUT:-/tmp/skinny_out}
 mkdir -p "$out"
@@ -25,10 +26,13 @@ work=$(mktemp -d)
 san=compute-sanitizer
 command -v $san >/dev/null 2>&1 || san=/usr/local/cuda/bin/compute-sanitizer
 
-( KILN_MM_FILTER=gmma_ timeout ${T_MM:-90} build/tests/gpu/test_gpu_matmul > "$work/mm.log" 2>&1; echo "test_gpu_matmul (gmma_) rc=$?" > "$work/mm.rc" ) &
+( KILN_MM_FILTER=${MM_FILTER:-_nt} timeout ${T_MM:-90} build/tests/gpu/test_gpu_matmul > "$work/mm.log" 2>&1; echo "test_gpu_matmul (${MM_FILTER:-_nt}) rc=$?" > "$work/mm.rc" ) &
+if [ "${T_LAYER:-100}" -gt 0 ]; then
 ( KILN_CACHE_DIR=$work/c1 timeout ${T_LAYER:-100} tests/gpu/gemv_mma_gpu.sh build/kiln > "$work/layer.log" 2>&1; echo "gemv_mma_gpu.sh rc=$?" > "$work/layer.rc" ) &
-for tool in memcheck racecheck; do
-  for f in gmma_bf16_biasres_nt4_mt1_w4_u2_sk2_norm_grid5 gmma_bf16_biasres_nt8_mt1_w8_u2_sk4; do
+fi
+touch "$work/layer.log" "$work/layer.rc"
+for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+  for f in ${SAN_CFGS:-gmma_bf16_biasres_nt4_mt1_w4_u2_sk2_norm_grid5 gmma_bf16_biasres_nt8_mt1_w8_u2_sk4}; do
     ( KILN_MM_SMALL=1 KILN_MM_FILTER=$f timeout ${T_SAN:-75} $san --tool $tool --error-exitcode 9 \
           build/tests/gpu/test_gpu_matmul > "$work/san_${tool}_$f.log" 2>&1
       echo "$tool $f rc=$?" >> "$work/san.rc" ) &
@@ -37,7 +41,7 @@ done
 wait
 cat "$work/mm.rc" "$work/layer.rc" "$work/san.rc" >> "$out/summary.txt"
 echo "correctness done $(el)" >> "$out/summary.txt"
-{ echo "==== test_gpu_matmul KILN_MM_FILTER=gmma_"; grep -vE "^ok " "$work/mm.log"; grep -cE "^ok " "$work/mm.log";
+{ echo "==== test_gpu_matmul KILN_MM_FILTER=${MM_FILTER:-_nt}"; grep -vE "^ok " "$work/mm.log"; grep -cE "^ok " "$work/mm.log";
   echo "==== gemv_mma_gpu.sh"; cat "$work/layer.log"; } > "$out/tests.log"
 grep -E "^ok " "$work/mm.log" > "$work/mm_ok.txt"
 for f in "$work"/san_*.log; do

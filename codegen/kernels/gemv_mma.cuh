@@ -31,6 +31,8 @@
 // current group's MMAs (two groups of registers), so 2 groups of 2*MT*UNROLL loads per lane
 // are in flight while a warp streams its rows.
 //
+// A is staged with cp.async (16 bytes each, all of a thread's copies in flight before it
+// waits), so staging costs about one L2 round trip, not one per 4 KB of the CTA.
 // Shared memory (dynamic, KILN_SMEM of the launch): A's slice as [8*NT][XS] elements,
 // XS = round_up(kper, 64) + 32 (a row stride of 64 bytes mod 128, so the 8 lanes of each
 // quarter-warp, 2 rows x 64 bytes, hit distinct banks), then 8*NT floats (the folded
@@ -56,7 +58,7 @@
 //
 // Alignment: 16-byte weight loads need W's batch base 16-byte aligned and ldw a multiple
 // of 8; otherwise (and for the last, partial k block of a slice) the loads are scalar with
-// zeros past the slice. A is staged with 16-byte loads when aligned likewise, else scalar.
+// zeros past the slice. A is staged by 16-byte copies when aligned likewise, else scalar.
 // Programmatic dependent launch: each warp issues its first two groups of weight loads
 // before kiln_pdl_wait (W is a weight no kernel of the graph writes), then the CTA stages A;
 // kiln_pdl_launch once a warp has read the weights of its last tile.
@@ -140,6 +142,15 @@ __device__ __forceinline__ uint4 kgm_lds(const void *p)
     asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
     return r;
 }
+
+// 16 bytes global -> shared without registers (cp.async, L2 only): the staging of A issues
+// all of a thread's copies before waiting for any.
+__device__ __forceinline__ void kgm_cp16(void *s, const void *g)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g) : "memory");
+}
+__device__ __forceinline__ void kgm_cp_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 // 8 elements of a row at p[0..8), those at or past `lim` (elements from p) zero: the
 // scalar load of an unaligned operand or of a slice's last partial block.
@@ -252,20 +263,23 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
     if (early1) kgm_load<U, true>(w1, wr, U);
     kiln_pdl_wait();
 
-    // Stage A's slice (rows past M and k past the slice zero).
+    // Stage A's slice (rows past M and k past the slice zero): every whole 16-byte chunk by
+    // cp.async, all in flight at once; the rest (a partial chunk, an unaligned A) by plain loads.
     {
         const bool avec = kgv_aligned(A, p.lda, 8) && (k0 % 8 == 0);
         const long long cpr = kpad / 8; // 16-byte chunks per row
         for (long long i = tid; i < KGM_ROWS * cpr; i += KGM_THREADS) {
             const long long m = i / cpr, k = (i % cpr) * 8;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (m < M) {
-                const T *src = A + m * p.lda + k0 + k;
-                if (avec && k0 + k + 8 <= k1) v = kgv_ld_vec(src);
-                else if (k0 + k < k1) v = kgm_ld8(src, k1 - k0 - k);
+            const T *src = A + m * p.lda + k0 + k;
+            if (m < M && avec && k0 + k + 8 <= k1) {
+                kgm_cp16(xs + m * xs_ld + k, src);
+                continue;
             }
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (m < M && k0 + k < k1) v = kgm_ld8(src, k1 - k0 - k);
             *reinterpret_cast<uint4 *>(xs + m * xs_ld + k) = v;
         }
+        kgm_cp_wait();
     }
     __syncthreads();
 #if KILN_GEMV_NORM
