@@ -13,8 +13,7 @@
 #     CUDA graph; the per-kernel profile).
 # Run from the repository root with a built tree (build/). Results in $OUT (default
 # /tmp/skinny_out): summary.txt, tests.log, sanitizer.log, sweep.log, sweep.csv, bench.log,
-# results.md (at most 8 files). MODE=quick: only one configuration's cases and the layer's
-# profile (tests.log, bench.log, summary.txt). Knobs: T_MM, T_LAYER (0: skip the layer checks), T_SAN,
+# results.md (at most 8 files). Knobs: T_MM, T_LAYER (0: skip the layer checks), T_SAN,
 # SAN_TOOLS, SAN_CFGS, T_SWEEP, T_BENCH (seconds / lists), MM_FILTER, BENCH_VARIANTS.
 set -u
 out=${OUT:-/tmp/skinny_out}
@@ -24,18 +23,6 @@ t0=$(date +%s)
 el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$out/summary.txt" 2>&1
 work=$(mktemp -d)
-if [ "${MODE:-full}" = quick ]; then
-    # a short call: one gemv_mma configuration's cases (split-K, folded norm, a capped grid whose
-    # warps walk several tiles, the 6144 x 4104 case), then the B=32 layer's per-kernel profile
-    # (kernels from $KILN_CACHE_DIR when it was filled where the tree was built)
-    KILN_MM_FILTER=${MM_FILTER:-gmma_bf16_biasres_nt4_mt1_w4_u2_sk2_norm_grid5} timeout ${T_MM:-12} \
-        build/tests/gpu/test_gpu_matmul > "$out/tests.log" 2>&1
-    echo "test_gpu_matmul rc=$? $(el)" >> "$out/summary.txt"
-    timeout ${T_PROF:-15} build/kiln run samples/llama3_8b_layer.kiln --dims B=32,S=1,T=1024 --pos=1023 --random \
-        --profile --profile-runs=${PROF_RUNS:-30} > "$out/bench.log" 2>&1
-    echo "profile rc=$? $(el)" >> "$out/summary.txt"
-    exit 0
-fi
 san=compute-sanitizer
 command -v $san >/dev/null 2>&1 || san=/usr/local/cuda/bin/compute-sanitizer
 

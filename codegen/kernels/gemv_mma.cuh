@@ -164,10 +164,7 @@ template <typename T> __device__ __forceinline__ uint4 kgm_ld8(const T *p, long 
 }
 
 // One group of UNROLL k blocks of the weights (the warp's 2*MT rows per lane) from block j.
-// The loads are volatile asm, like the MMAs and shared-memory loads: they stay where the
-// pipeline puts them (issued a group ahead of their use, or before the previous tile's
-// epilogue), not sunk to their first use.
-template <int U>
+template <int U, bool EARLY>
 __device__ __forceinline__ void kgm_load(uint4 (&w)[U][KILN_GMMA_MT][2], const KILN_T *const (&wr)[KILN_GMMA_MT][2],
                                          long long j)
 {
@@ -176,7 +173,9 @@ __device__ __forceinline__ void kgm_load(uint4 (&w)[U][KILN_GMMA_MT][2], const K
 #pragma unroll
         for (int mt = 0; mt < KILN_GMMA_MT; mt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) w[u][mt][h] = kgv_ld_stream_early(wr[mt][h] + (j + u) * 32);
+            for (int h = 0; h < 2; h++)
+                w[u][mt][h] = EARLY ? kgv_ld_stream_early(wr[mt][h] + (j + u) * 32)
+                                    : kgv_ld_stream(wr[mt][h] + (j + u) * 32);
 }
 
 // The MMAs of UNROLL k blocks from block j: B fragments from the staged slice xs (this
@@ -257,11 +256,11 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
     uint4 w0[U][MT][2], w1[U][MT][2];
     // Programmatic dependent launch: the first two groups of weights before the wait (they
     // stream while the previous kernel drains and while the CTA stages A).
-    // early: wr is this tile's and w0 (and w1 when ng > 1) hold its first groups.
     bool early = tile < ntiles && ng > 0;
+    const bool early1 = early && ng > 1; // w1 holds group 1
     if (tile < ntiles) rows(tile);
-    if (early) kgm_load<U>(w0, wr, 0);
-    if (early && ng > 1) kgm_load<U>(w1, wr, U);
+    if (early) kgm_load<U, true>(w0, wr, 0);
+    if (early1) kgm_load<U, true>(w1, wr, U);
     kiln_pdl_wait();
 
     // Stage A's slice (rows past M and k past the slice zero): every whole 16-byte chunk by
@@ -312,12 +311,12 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
 
         // Groups of U blocks, the next group's loads in flight during this one's MMAs.
         if (ng > 0) {
-            if (!early) kgm_load<U>(w0, wr, 0);
+            if (!early) kgm_load<U, false>(w0, wr, 0);
             for (long long gi = 0; gi < ng; gi += 2) {
-                if (gi + 1 < ng && !(early && gi == 0)) kgm_load<U>(w1, wr, (gi + 1) * U);
+                if (gi + 1 < ng && !(early1 && early && gi == 0)) kgm_load<U, false>(w1, wr, (gi + 1) * U);
                 kgm_compute<U>(acc, w0, xl, xs_ld, gi * U);
                 if (gi + 1 >= ng) break;
-                if (gi + 2 < ng) kgm_load<U>(w0, wr, (gi + 2) * U);
+                if (gi + 2 < ng) kgm_load<U, false>(w0, wr, (gi + 2) * U);
                 kgm_compute<U>(acc, w1, xl, xs_ld, (gi + 1) * U);
             }
         }
@@ -325,7 +324,7 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
         // Whole blocks left over from the groups, then the partial (or unaligned) rest.
         for (long long j = ng * U; j < nfull; j++) {
             uint4 w[1][MT][2];
-            kgm_load<1>(w, wr, j);
+            kgm_load<1, false>(w, wr, j);
             kgm_compute<1>(acc, w, xl, xs_ld, j);
         }
         for (long long j = nfull; j * 32 < k1 - k0; j++) {
@@ -336,15 +335,6 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
 #pragma unroll
                 for (int h = 0; h < 2; h++) w[0][mt][h] = kgm_ld8(wr[mt][h] + j * 32, lim);
             kgm_compute<1>(acc, w, xl, xs_ld, j);
-        }
-        // The next tile's first two groups go out before this tile's epilogue (its split-K
-        // fence, counter and reduction, the hook's loads of a residual are round trips that
-        // would otherwise leave the warp with no weight loads in flight).
-        if (tile + tstride < ntiles && ng > 0) {
-            rows(tile + tstride);
-            kgm_load<U>(w0, wr, 0);
-            if (ng > 1) kgm_load<U>(w1, wr, U);
-            early = true;
         }
         if (tile + tstride >= ntiles) kiln_pdl_launch(); // this warp's weights are read
 
@@ -408,55 +398,28 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
         prev = __shfl_sync(0xffffffffu, prev, 0);
         if (prev != KILN_SPLITK - 1) continue; // uniform over the warp
         __threadfence();
-        // All the slices' partial sums of this lane first (independent loads, in flight
-        // together), added in slice order; then the epilogue.
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const long long m = nt * 8 + mrow < M ? nt * 8 + mrow : M - 1; // rows past M: not stored
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const long long n = ncol + mt * 16 + h * 8, nn = n < N ? n : N - 2 + (N & 1);
-                    float a0 = 0.f, a1 = 0.f;
-#pragma unroll
-                    for (int sl = 0; sl < KILN_SPLITK; sl++) {
-                        const float2 *ws =
-                            reinterpret_cast<const float2 *>(p.ws + ((b * KILN_SPLITK + sl) * M + m) * N + nn);
-                        if ((N & 1) == 0) {
-                            const float2 v = __ldcg(ws);
-                            a0 += v.x;
-                            a1 += v.y;
-                        } else { // odd N: pairs are not 8-byte aligned
-                            const float *w1p = reinterpret_cast<const float *>(ws);
-                            a0 += __ldcg(w1p);
-                            if (nn + 1 < N) a1 += __ldcg(w1p + 1);
-                        }
-                    }
-                    v0[mt][nt][h] = a0;
-                    v1[mt][nt][h] = a1;
-                }
-        }
-        float rsv[NT];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const long long m = nt * 8 + mrow < M ? nt * 8 + mrow : M - 1;
-            float sq = 0.f;
-            if (KILN_GEMV_NORM)
-#pragma unroll
-                for (int sl = 0; sl < KILN_SPLITK; sl++) sq += __ldcg(kgm_ws_ss(p, b, sl, tile, m, ntiles));
-            rsv[nt] = kgm_rs(sq, K);
-        }
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
             const long long m = nt * 8 + mrow;
             if (m >= M) continue;
+            float sq = 0.f;
+            if (KILN_GEMV_NORM)
+                for (int sl = 0; sl < KILN_SPLITK; sl++) sq += __ldcg(kgm_ws_ss(p, b, sl, tile, m, ntiles));
+            const float rs = kgm_rs(sq, K);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const long long n = ncol + mt * 16 + h * 8;
-                    if (n < N) kiln_epilogue2(p, b, m, n, v0[mt][nt][h] * rsv[nt], v1[mt][nt][h] * rsv[nt], n + 1 < N);
+                    if (n >= N) continue;
+                    const bool has1 = n + 1 < N;
+                    float a0 = 0.f, a1 = 0.f;
+                    for (int sl = 0; sl < KILN_SPLITK; sl++) {
+                        const float *ws = p.ws + ((b * KILN_SPLITK + sl) * M + m) * N + n;
+                        a0 += __ldcg(ws);
+                        if (has1) a1 += __ldcg(ws + 1);
+                    }
+                    kiln_epilogue2(p, b, m, n, a0 * rs, a1 * rs, has1);
                 }
         }
         if (lane == 0) p.sem[b * ntiles + tile] = 0; // ready for the next launch
