@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# gemv_mma_gpu.sh KILN — the tensor-core GEMV (codegen/kernels/gemv_mma.cuh, 17..64 rows) inside
-# whole layers on a GPU, checked (outputs and every state) against the reference interpreter by
-# `kiln run --check`: its QKV epilogue (RoPE + KV-cache writes through kiln_epilogue2), the folded
-# RMSNorms (rule norm-gemv at up to 64 rows) and the norms as kernels, SwiGLU on interleaved gate/up,
+# gemv_mma_gpu.sh KILN — variants of 17..64 rows (batched decode) inside whole layers on a GPU,
+# checked (outputs and every state) against the reference interpreter by `kiln run --check`, through
+# the template codegen routes them to (codegen/cg.h CG_GEMV_MMA_MAX_ROWS: 64, the tensor-core GEMV
+# gemv_mma.cuh, as in the H200 run that passed these; 16, the skinny wgmma split-K): the QKV epilogue
+# (RoPE + KV-cache writes through kiln_epilogue2), the RMSNorms folded (rule norm-gemv, when routed)
+# or as kernels, SwiGLU on interleaved gate/up,
 # residual adds, bias, f16 with GELU (Pythia); rows 17 (prime), 20, 32, 48 (B=2, S=24) and 64, head
 # dims 64 and 128. (The full-size Llama-3-8B layer at B=32 is checked against a float32 reference
 # by bench/run.sh's case 8b-decode-b32.)
