@@ -192,6 +192,18 @@ __device__ __forceinline__ uint4 kgv_ld_stream_early(const void *p)
     return r;
 }
 
+// 1/rms of a row from its sum of squares over all of K.
+__device__ __forceinline__ float kgv_rs(float ss, long long K)
+{
+#if KILN_GEMV_NORM
+    return rsqrtf(ss * (1.0f / (float)K) + KILN_EPS);
+#else
+    (void)ss;
+    (void)K;
+    return 1.f;
+#endif
+}
+
 #if !KILN_GEMV_MMA // the CUDA-core kernel (gemv_mma.cuh, which follows, has its own)
 // The folded RMSNorm's sums of squares (KILN_GEMV_NORM; else a no-op).
 template <int MAXM> struct kgv_ss {
@@ -208,18 +220,6 @@ template <int MAXM> struct kgv_ss {
     __device__ __forceinline__ void add(int, float) {}
 #endif
 };
-
-// 1/rms of a row from its sum of squares over all of K.
-__device__ __forceinline__ float kgv_rs(float ss, long long K)
-{
-#if KILN_GEMV_NORM
-    return rsqrtf(ss * (1.0f / (float)K) + KILN_EPS);
-#else
-    (void)ss;
-    (void)K;
-    return 1.f;
-#endif
-}
 
 // The folded norm's split-K partial sums of squares: after the batch*SPLITK*M*N partial
 // products, one float per (batch, slice, column block, row).

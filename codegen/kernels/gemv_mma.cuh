@@ -3,8 +3,8 @@
 //
 // acc[b][m][n] = sum_k A[b][m][k] * W[b][n][k] in float32, then kiln_epilogue2 per pair of
 // adjacent columns (codegen/kernels/CONTRACT.md, family `matmul`). Follows gemv.cuh in the
-// unit (compiled with KILN_GEMV_MMA 1: its element traits and streaming loads, not its
-// kernel).
+// unit (compiled with KILN_GEMV_MMA 1: its element traits, streaming loads and kgv_rs, not
+// its kernel).
 //
 // The weights are the MMA's A operand: mma.sync m16n8k16 with 16 weight rows (16 output
 // columns n) as its rows and 8 rows m of A (tokens) as its columns, f32 accumulators. A dot
@@ -208,17 +208,6 @@ __device__ __forceinline__ float *kgm_ws_ss(const KilnArgs &p, long long b, long
     return p.ws + (long long)gridDim.z * KILN_SPLITK * p.M * p.N + ((b * KILN_SPLITK + s) * ntiles + tile) * p.M + m;
 }
 
-__device__ __forceinline__ float kgm_rs(float ss, long long K)
-{
-#if KILN_GEMV_NORM
-    return rsqrtf(ss * (1.0f / (float)K) + KILN_EPS);
-#else
-    (void)ss;
-    (void)K;
-    return 1.f;
-#endif
-}
-
 template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p)
 {
     constexpr int MT = KILN_GMMA_MT, NT = KILN_GMMA_NT, U = KILN_GMMA_UNROLL, WARPS = KILN_GMMA_WARPS;
@@ -361,7 +350,7 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
             for (int nt = 0; nt < NT; nt++) {
                 const long long m = nt * 8 + mrow;
                 if (m >= M) continue;
-                const float rs = kgm_rs(KILN_GEMV_NORM ? ssm[m] : 0.f, K);
+                const float rs = kgv_rs(KILN_GEMV_NORM ? ssm[m] : 0.f, K);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -405,7 +394,7 @@ template <typename T> __device__ __forceinline__ void kgm_main(const KilnArgs &p
             float sq = 0.f;
             if (KILN_GEMV_NORM)
                 for (int sl = 0; sl < KILN_SPLITK; sl++) sq += __ldcg(kgm_ws_ss(p, b, sl, tile, m, ntiles));
-            const float rs = kgm_rs(sq, K);
+            const float rs = kgv_rs(sq, K);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
