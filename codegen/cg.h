@@ -41,6 +41,7 @@ typedef enum cg_family {
     CG_FAMILY_MATMUL_WGMMA,     /* matmul_wgmma.cuh: Hopper (sm_90a) wgmma + TMA, large M */
     CG_FAMILY_ATTENTION_WGMMA,  /* attention_wgmma.cuh: Hopper (sm_90a) prefill, wgmma + TMA */
     CG_FAMILY_MOE,              /* moe.cuh: the router and the grouped expert matmul (cg_moe.c) */
+    CG_FAMILY_GEMV_MMA,         /* gemv.cuh + gemv_mma.cuh: 17..64 rows, tensor-core GEMV, split-K */
 } cg_family;
 
 const char *cg_family_name(cg_family f);     /* "elementwise", "row", "matmul", ... */
@@ -72,6 +73,15 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
  * (gemv.cuh); more take the tensor-core templates. Also the "decode" bound
  * of decode attention's query rows and of a folded norm (README, "Decode"). */
 #define CG_GEMV_MAX_ROWS 16
+/* The most rows the tensor-core GEMV (gemv_mma.cuh) serves (from 17), and so
+ * the most rows at which a norm is folded into the linears that read it (a
+ * linear of 17..CG_GEMV_MMA_MAX_ROWS rows that gemv_mma.cuh cannot take, with
+ * a folded norm, runs the CUDA-core GEMV). Above: the Hopper / mma.sync
+ * templates. 16 (no rows): gemv_mma.cuh is not routed, because on the H200 it
+ * reads the weights slower than the skinny wgmma configuration at every
+ * projection of the Llama layers from 17 to 64 rows (README, "Matmul table");
+ * 64 routes it (its tests pass, tests/gpu/test_gpu_matmul). */
+#define CG_GEMV_MMA_MAX_ROWS 16
 
 /* The warps of a decode attention CTA that take keys (attention_decode.cuh: KILN_DEC_WARPS,
  * 16 keys each of a tile) at head dim hd, and the CTA's threads (KILN_ATT_THREADS) for bkv

@@ -53,6 +53,7 @@ const char *cg_family_name(cg_family f)
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma";
     case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma";
     case CG_FAMILY_MOE: return "moe";
+    case CG_FAMILY_GEMV_MMA: return "gemv_mma";
     }
     return "?";
 }
@@ -69,6 +70,7 @@ const char *cg_family_template(cg_family f)
     case CG_FAMILY_MATMUL_WGMMA: return "matmul_wgmma.cuh";
     case CG_FAMILY_ATTENTION_WGMMA: return "attention_wgmma.cuh";
     case CG_FAMILY_MOE: return "moe.cuh";
+    case CG_FAMILY_GEMV_MMA: return "gemv_mma.cuh";
     }
     return "?";
 }
@@ -86,6 +88,8 @@ const char *const *cg_family_templates(cg_family f)
      * kernel left out: the generated part defines KILN_WGMMA_NO_KERNEL) */
     static const char *const att_wgmma[] = {"attention_common.cuh", "matmul_wgmma.cuh", "attention_wgmma.cuh", NULL};
     static const char *const moe[] = {"moe.cuh", NULL};
+    /* gemv.cuh's element traits and loads (KILN_GEMV_MMA 1: not its kernel), then the kernel */
+    static const char *const gemv_mma[] = {"gemv.cuh", "gemv_mma.cuh", NULL};
     switch (f) {
     case CG_FAMILY_ELEMENTWISE: return elementwise;
     case CG_FAMILY_ROW: return row;
@@ -96,6 +100,7 @@ const char *const *cg_family_templates(cg_family f)
     case CG_FAMILY_MATMUL_WGMMA: return wgmma;
     case CG_FAMILY_ATTENTION_WGMMA: return att_wgmma;
     case CG_FAMILY_MOE: return moe;
+    case CG_FAMILY_GEMV_MMA: return gemv_mma;
     }
     static const char *const none[] = {NULL};
     return none;
@@ -209,7 +214,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     }
     if (ok) {
         out->family = plan.family;
-        out->pdl = plan.family == CG_FAMILY_GEMV || plan.family == CG_FAMILY_ROW ||
+        out->pdl = plan.family == CG_FAMILY_GEMV || plan.family == CG_FAMILY_GEMV_MMA || plan.family == CG_FAMILY_ROW ||
                    plan.family == CG_FAMILY_ELEMENTWISE || plan.family == CG_FAMILY_ATTENTION_DECODE ||
                    plan.family == CG_FAMILY_MATMUL_WGMMA;
         out->args = gen.args;

@@ -164,7 +164,7 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
     bool ovf = false;
     ir_dim rows = ir_type_numel(&n->type, 0, n->type.rank - 1, &ovf);
     int64_t r;
-    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= CG_GEMV_MAX_ROWS;
+    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= CG_GEMV_MMA_MAX_ROWS;
 }
 
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
@@ -333,6 +333,12 @@ typedef struct mm_heur {
     int bm, bn, bk, wm, wn, stages;
     int cols, splitk;
     int64_t ctas; /* GEMV: CTAs along N at most (0: one per column block) */
+    /* the tensor-core GEMV (gemv_mma.cuh, 17..64 rows): n tiles of 8 rows, 16-column tiles
+     * per warp task, warps per CTA, k blocks per load group, CTAs per SM, shared memory;
+     * splitk and ctas as above */
+    bool gmma;
+    int nt, mt, warps, unroll, minb;
+    int64_t smem;
 } mm_heur;
 
 /* The GEMV's split (gemv.cuh), for n columns, k and b batches: 8 columns per
@@ -354,6 +360,65 @@ static void gemv_choose(mm_heur *h, int minb, int64_t n, int64_t k, int64_t b, i
     while (cbs * h->splitk * 2 <= slots && k / (h->splitk * 2) >= 512 && h->splitk < 16) h->splitk *= 2;
     h->ctas = cbs > 0 && b > 0 ? slots / (h->splitk * b) : 0;
     if (h->ctas < 1 && cbs > 0) h->ctas = 1;
+}
+
+/* gemv_mma.cuh's shared memory for k, the split and nt row tiles (its gmma_smem_bytes):
+ * the staged K slice of A, 8*nt rows of round_up(kper, 64) + 32 elements, and 8*nt floats */
+static int64_t gmma_smem(int64_t k, int split, int nt)
+{
+    const int64_t kper = ((k + split - 1) / split + 31) / 32 * 32;
+    return 8 * (int64_t)nt * (((kper + 63) / 64 * 64 + 32) * 2 + 4);
+}
+
+/* Whether gemv_mma.cuh takes a linear of m rows (17..64) at these dims: bf16 or f16
+ * operands of one type, W as [N, K], N, K and batch known, and a K slice of A that fits
+ * in shared memory at a split of at most 16. */
+static bool gmma_fits(ir_dtype at, ir_dtype wt, int b_nk, bool hm, int64_t m, bool hn, bool hk, int64_t k, bool hb,
+                      const cg_target *t)
+{
+    if (!hm || m <= CG_GEMV_MAX_ROWS || m > CG_GEMV_MMA_MAX_ROWS || !hn || !hk || !hb) return false;
+    if (at != wt || (at != IR_BF16 && at != IR_F16) || b_nk != 1) return false;
+    return gmma_smem(k, 16, (int)((m + 7) / 8)) <= t->smem_per_block;
+}
+
+/* gemv_mma.cuh's configuration for m rows (17..64), n columns, k, b batches:
+ * - 8 warps of 16-column tiles (one 16x8 MMA tile per 8 rows), 4 k blocks of 32 per load
+ *   group (two groups in flight per lane; 2 blocks with two CTAs per SM or more than 32 rows);
+ * - K split into the fewest slices whose staged A fits in half the SM's shared memory
+ *   (two CTAs per SM), or in all of it (one CTA per SM) when that needs fewer slices,
+ *   then more slices (powers of two times that) while the warp tasks (tiles times slices)
+ *   fill fewer than the warps resident at once, the partial sums (8 bytes per output
+ *   element per slice, written and read back) stay under an eighth of the weight's bytes
+ *   and each slice is at least 256 of K; two CTAs per SM when their shared memory fits
+ *   (and at most 32 rows);
+ * - the grid capped at the CTAs resident at once (each warp then walks several tiles). */
+static void gmma_choose(mm_heur *h, int64_t m, int64_t n, int64_t k, int64_t b, const cg_target *t)
+{
+    h->gmma = true;
+    h->nt = (int)((m + 7) / 8);
+    h->mt = 1;
+    h->warps = 8;
+    h->unroll = h->nt <= 4 ? 4 : 2;
+    const int64_t half = (t->smem_per_block - 2048) / 2;
+    int sp = 1;
+    while (sp < 16 && gmma_smem(k, sp, h->nt) > half) sp++;
+    int sp1 = 1;
+    while (sp1 < 16 && gmma_smem(k, sp1, h->nt) > t->smem_per_block) sp1++;
+    h->minb = 2;
+    if (sp1 < sp) sp = sp1, h->minb = 1;
+    const int64_t ntiles = (n + 15) / 16, resident = (int64_t)t->sm_count * h->minb * h->warps;
+    while (sp * 2 <= 16 && ntiles * sp * b < resident && 8.0 * (double)m * (double)(sp * 2) <= 0.25 * (double)k &&
+           (k + sp * 2 - 1) / (sp * 2) >= 256)
+        sp *= 2;
+    h->splitk = sp;
+    h->smem = gmma_smem(k, sp, h->nt);
+    /* two CTAs per SM (128 registers each) where their shared memory fits and up to 32 rows:
+     * more rows' accumulators spill at that cap */
+    h->minb = h->nt <= 4 && 2 * h->smem + 2048 <= t->smem_per_block + 1024 ? 2 : 1;
+    if (h->minb == 2) h->unroll = 2; /* two groups of 4 blocks in flight do not fit in 128 registers */
+    const int64_t slots = (int64_t)t->sm_count * h->minb;
+    h->ctas = slots / (sp * b);
+    if (h->ctas < 1) h->ctas = 1;
 }
 
 /* The Hopper template's configuration (matmul_wgmma.cuh constants): tile,
@@ -485,7 +550,7 @@ static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, co
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
                            const int64_t *dims, int sm_count, ir_dtype t, bool heavy)
 {
-    mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1, 0};
+    mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1, 0, false, 0, 0, 0, 0, 0, 0};
     int64_t m, n, k, b;
     if (ir_dim_value(M, dims, &m) && m <= CG_GEMV_MAX_ROWS) h.gemv = true;
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
@@ -915,6 +980,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     int64_t mv, nv, kv, bv;
     const bool hm = ir_dim_value(&M, dims, &mv), hn = ir_dim_value(&N, dims, &nv), hk = ir_dim_value(&K, dims, &kv),
                hb = ir_dim_value(&batch, dims, &bv);
+    /* 17..64 rows: the tensor-core GEMV where it fits; else, to compute a folded norm, the
+     * CUDA-core one (any row count: it loops over blocks of 16 rows) */
+    if (!h.gemv && gmma_fits(a->type.dtype, w->type.dtype, b_nk, hm, mv, hn, hk, kv, hb, gen->target)) {
+        gmma_choose(&h, mv, nv, kv, bv, gen->target);
+    } else if (!h.gemv && norm && hm && mv <= CG_GEMV_MMA_MAX_ROWS) {
+        h.gemv = true;
+        if (hn && hk) gemv_choose(&h, gemv_minb(16, a->type.dtype, heavy), nv, kv, hb ? bv : 1, gen->target->sm_count);
+        if (!hb) h.ctas = 0;
+    }
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
                           gen->target->sm_count);
     /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns);
@@ -928,7 +1002,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* autotuning: the problem, the candidates, and the tuner's choice for it
      * (the fallback build asks too and gets the same answer: same fields) */
     const bool can_split = hm && hn && hk && hb;
-    if (!h.gemv && !qkv) { /* the QKV epilogue keeps its 64-row tiles (above) */
+    if (!h.gemv && !h.gmma && !qkv) { /* the QKV epilogue keeps its 64-row tiles (above) */
         char mtxt[24], ntxt[24], ktxt[24], btxt[24];
         snprintf(mtxt, sizeof mtxt, hm ? "%lld" : "sym", (long long)mv);
         snprintf(ntxt, sizeof ntxt, hn ? "%lld" : "sym", (long long)nv);
@@ -951,14 +1025,14 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         }
     }
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
-    const bool wg_fit = !h.gemv && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
+    const bool wg_fit = !h.gemv && !h.gmma && wgmma_fits(gen, a->type.dtype, w->type.dtype, b_nk, &M, dims, tma_strides, &wc);
     const bool wgmma = wg_fit && !gen->no_wgmma;
     if (!wgmma) { /* only the Hopper template's configuration is tuned */
         gen->kern->tune_problem = NULL;
         gen->kern->ntune_cands = 0;
         gen->kern->tuned = false;
     }
-    plan->family = h.gemv ? CG_FAMILY_GEMV : wgmma ? CG_FAMILY_MATMUL_WGMMA : CG_FAMILY_MATMUL;
+    plan->family = h.gemv ? CG_FAMILY_GEMV : h.gmma ? CG_FAMILY_GEMV_MMA : wgmma ? CG_FAMILY_MATMUL_WGMMA : CG_FAMILY_MATMUL;
     cg_ptr_strided(gen, "a", &as, false);
     cg_ptr_strided(gen, "w", &ws, false);
     cg_scalar(gen, "M", M);
@@ -969,10 +1043,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "ldw", ldw);
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
-    if (norm && !h.gemv) return cg_fail(gen, "a folded norm needs the GEMV template");
-    if (h.gemv) {
+    if (norm && !h.gemv && !h.gmma) return cg_fail(gen, "a folded norm needs the GEMV template");
+    if (h.gemv || h.gmma) {
         bool *ovf = &gen->dim_overflow;
-        /* partial products; with a folded norm as much again for the slices' sums of squares (gemv.cuh) */
+        /* partial products; with a folded norm as much again for the slices' sums of squares
+         * (gemv.cuh, gemv_mma.cuh: at most one float per row and 16 columns); counters: one
+         * per column block (8 columns) or tile (16) */
         ir_dim wsb = ir_dim_times(ir_dim_times(ir_dim_times(M, N, ovf), batch, ovf),
                                   ir_dim_const(4 * h.splitk * (norm ? 2 : 1)), ovf);
         ir_dim semb = ir_dim_times(ir_dim_times(N, batch, ovf), ir_dim_const(4), ovf);
@@ -1060,6 +1136,29 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), wc.bm, gen->target->sm_count,
                                    ir_dim_times(N, ir_dim_const(wc.split), &gen->dim_overflow), wc.bn};
         L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);
+    } else if (h.gmma) {
+        const int64_t ntiles = (nv + 16 * h.mt - 1) / (16 * h.mt), gx = (ntiles + h.warps - 1) / h.warps;
+        gen->kern->config = cg_printf(gen, "gemv mma %d rows x %d cols per warp, %d warps, split-k %d", 8 * h.nt,
+                                      16 * h.mt, h.warps, h.splitk);
+        if (gx > h.ctas)
+            gen->kern->config = cg_printf(gen, "%s, %lld CTAs along N", gen->kern->config, (long long)h.ctas);
+        define(plan, "KILN_GEMV_MMA", "1");
+        define(plan, "KILN_GMMA_NT", "%d", h.nt);
+        define(plan, "KILN_GMMA_MT", "%d", h.mt);
+        define(plan, "KILN_GMMA_WARPS", "%d", h.warps);
+        define(plan, "KILN_GMMA_UNROLL", "%d", h.unroll);
+        define(plan, "KILN_GMMA_MINB", "%d", h.minb);
+        define(plan, "KILN_SPLITK", "%d", h.splitk);
+        if (norm) {
+            define(plan, "KILN_GEMV_NORM", "1");
+            define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));
+            gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
+        }
+        L->block = 32 * h.warps;
+        L->smem = h.smem;
+        L->grid[0] = grid_dim(N, 16 * h.mt * h.warps, h.ctas);
+        L->grid[1] = grid_dim(ir_dim_const(h.splitk), 1, 0);
+        L->grid[2] = grid_dim(batch, 1, 0);
     } else if (h.gemv) {
         gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d", h.cols, h.splitk);
         if (hn && h.ctas > 0 && (nv + h.cols - 1) / h.cols > h.ctas)

@@ -4,12 +4,15 @@
  * is a kernel of its own that moves almost nothing: its launch and the
  * boundary cost more than its bytes. Once fold-norm-gain has moved the gain
  * into the weights, linear(rmsnorm(x), W') = (x @ W'^T) * rs with rs =
- * 1/sqrt(mean(x^2) + eps) per row: a GEMV (a linear with at most 16 rows,
- * codegen's CG_GEMV_MAX_ROWS) reads x instead of the norm's result, adds
- * x[k]^2 to a sum of squares next to each product in its main loop (x is
- * read anyway, so its weight loads start first and nothing runs before
- * them), and scales the reduced dot products by rs before its epilogue
- * (split-K: the slices' sums of squares are added with the slices). The
+ * 1/sqrt(mean(x^2) + eps) per row: a GEMV (a linear with at most
+ * CG_GEMV_MMA_MAX_ROWS rows, 16 today: the CUDA-core GEMV up to 16 rows, the
+ * tensor-core one above when codegen routes it) reads x instead of the norm's result, adds up
+ * x[k]^2 from the x it reads anyway (the CUDA-core GEMV next to each
+ * product in its main loop, the tensor-core one from the slice of x it
+ * stages in shared memory; the weight loads start first and nothing runs
+ * before them), and scales the reduced dot products by rs before its
+ * epilogue (split-K: the slices' sums of squares are added with the
+ * slices). The
  * norm's kernel is not launched and its result is never written or read
  * back.
  *

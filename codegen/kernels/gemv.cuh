@@ -47,6 +47,8 @@
 // 2 for MAXM <= 2 and COLS <= 8, else 1). Registers (bf16, sm_90a, ptxas): COLS 8, MAXM 1
 // and 2 at MINB 2: 106-124, no spills; MAXM 4 and more, or COLS 16: 1 CTA per SM.
 // Launch: grid (at most ceil(N/COLS), SPLITK, batch), block 256, no dynamic shared memory.
+// KILN_GEMV_MMA 1: only the element traits and loads above the kernel, for gemv_mma.cuh
+// (the tensor-core GEMV of 17..64 rows, which follows it in the unit).
 // Programmatic dependent launch: each thread issues its first group of weight loads, then
 // kiln_pdl_wait; kiln_pdl_launch after the main loop.
 #ifndef KILN_GEMV_CUH
@@ -98,7 +100,12 @@
 #define KGV_THREADS 256
 #define KGV_WARPS (KGV_THREADS / 32)
 
+#ifndef KILN_GEMV_MMA
+#define KILN_GEMV_MMA 0
+#endif
+#if !KILN_GEMV_MMA
 static_assert(KILN_GEMV_COLS >= 2 && KILN_GEMV_COLS % 2 == 0, "KILN_GEMV_COLS must be even");
+#endif
 static_assert(KILN_SPLITK >= 1, "KILN_SPLITK must be >= 1");
 static_assert(KILN_GEMV_MAXM >= 1 && KILN_GEMV_MAXM <= 32, "KILN_GEMV_MAXM in 1..32");
 static_assert(KILN_GEMV_UNROLL >= 1, "KILN_GEMV_UNROLL must be >= 1");
@@ -185,6 +192,19 @@ __device__ __forceinline__ uint4 kgv_ld_stream_early(const void *p)
     return r;
 }
 
+// 1/rms of a row from its sum of squares over all of K.
+__device__ __forceinline__ float kgv_rs(float ss, long long K)
+{
+#if KILN_GEMV_NORM
+    return rsqrtf(ss * (1.0f / (float)K) + KILN_EPS);
+#else
+    (void)ss;
+    (void)K;
+    return 1.f;
+#endif
+}
+
+#if !KILN_GEMV_MMA // the CUDA-core kernel (gemv_mma.cuh, which follows, has its own)
 // The folded RMSNorm's sums of squares (KILN_GEMV_NORM; else a no-op).
 template <int MAXM> struct kgv_ss {
 #if KILN_GEMV_NORM
@@ -200,18 +220,6 @@ template <int MAXM> struct kgv_ss {
     __device__ __forceinline__ void add(int, float) {}
 #endif
 };
-
-// 1/rms of a row from its sum of squares over all of K.
-__device__ __forceinline__ float kgv_rs(float ss, long long K)
-{
-#if KILN_GEMV_NORM
-    return rsqrtf(ss * (1.0f / (float)K) + KILN_EPS);
-#else
-    (void)ss;
-    (void)K;
-    return 1.f;
-#endif
-}
 
 // The folded norm's split-K partial sums of squares: after the batch*SPLITK*M*N partial
 // products, one float per (batch, slice, column block, row).
@@ -496,5 +504,6 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
 }
 
 extern "C" __global__ void __launch_bounds__(KGV_THREADS, KILN_GEMV_MINB) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
+#endif // !KILN_GEMV_MMA
 
 #endif // KILN_GEMV_CUH

@@ -1,9 +1,10 @@
 /* tests/codegen/test_matmul_nvrtc.c — the matmul templates (matmul_mma.cuh,
- * gemv.cuh) compile with NVRTC for sm_90a, with a hand-written generated part
+ * gemv.cuh, gemv_mma.cuh) compile with NVRTC for sm_90a, with a hand-written generated part
  * (tests/gpu/mm_src.h), with an empty log: bf16, f16 and f32, both B layouts,
  * both test epilogues, several tile configurations (matmul_mma) and column /
- * split-K / row-block configurations (gemv). Each cubin must hold the kernel's
- * name; the GEMV also with the folded RMSNorm. A few configurations are compiled again with ptxas -v: no stack frame,
+ * split-K / row-block configurations (gemv), and tile / warp / unroll / split-K
+ * configurations of the tensor-core GEMV (gemv_mma). Each cubin must hold the kernel's
+ * name; the GEMVs also with the folded RMSNorm. A few configurations are compiled again with ptxas -v: no stack frame,
  * no spills. Needs no GPU and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -32,11 +33,18 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 4, 16, 1},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 16, 2, 1, 1},
     {MM_KIND_GEMV, MM_BF16, 0, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 3, 4, 1},
+    /* the tensor-core GEMV (gemv_mma.cuh; mm_src.h: nt in maxm, mt in cols, warps in wm, unroll
+     * in stages), with and without the folded norm, split-K on and off */
+    {MM_KIND_GMMA, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 8, 0, 4, 1, 4, 4, 0},
+    {MM_KIND_GMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 8, 0, 2, 1, 1, 8, 1},
+    {MM_KIND_GMMA, MM_F16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 4, 0, 2, 2, 3, 3, 1},
+    {MM_KIND_GMMA, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 16, 0, 2, 1, 8, 4, 1},
+    {MM_KIND_GMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 8, 0, 4, 2, 2, 4, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
 /* Checked again with ptxas -v (indices into cfgs). */
-static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18};
+static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24};
 enum { NV = (int)(sizeof vcfgs / sizeof vcfgs[0]) };
 
 static int has_bytes(const unsigned char *p, size_t n, const char *s)

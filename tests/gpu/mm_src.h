@@ -3,7 +3,8 @@
  * tests/gpu/test_gpu_matmul.c) the way codegen does
  * (codegen/kernels/CONTRACT.md): common.cuh, a hand-written generated part
  * (constants, KilnArgs, kiln_epilogue2), then the template (matmul_mma.cuh,
- * gemv.cuh or matmul_wgmma.cuh); compiled with rt_nvrtc to sm_90a cubins.
+ * gemv.cuh, gemv.cuh + gemv_mma.cuh, or matmul_wgmma.cuh); compiled with rt_nvrtc to
+ * sm_90a cubins.
  *
  * Header-only (static functions); include once per test. Templates are read
  * as tests/gpu/nvrtc_unit.h says. */
@@ -17,7 +18,7 @@
 #include "runtime/rt_nvrtc.h"
 
 enum { MM_BF16, MM_F16, MM_F32 };
-enum { MM_KIND_MMA, MM_KIND_GEMV, MM_KIND_WGMMA };
+enum { MM_KIND_MMA, MM_KIND_GEMV, MM_KIND_WGMMA, MM_KIND_GMMA };
 enum { MM_EPI_STORE, MM_EPI_BIAS_RES };
 
 /* KilnArgs as the test's generated part declares it: every field 8 bytes. */
@@ -90,7 +91,9 @@ typedef struct mm_cfg {
     /* gemv (bm > 0: at most bm CTAs along N); matmul_wgmma: cols = output columns staged by the TMA-store
      * epilogue (0: the epilogue from registers), splitk = split-K factor */
     int cols, splitk, maxm;
-    int norm; /* gemv: KILN_GEMV_NORM (A is x; the result scaled by 1/rms of its row) */
+    int norm; /* gemv, gemv_mma: KILN_GEMV_NORM (A is x; the result scaled by 1/rms of its row) */
+    /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
+     * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
 } mm_cfg;
 
 static inline const char *mm_dt_name(int dt)
@@ -109,6 +112,10 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
         snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn, c->cols,
                  c->splitk > 1 ? c->splitk : 1);
+    else if (c->kind == MM_KIND_GMMA)
+        snprintf(buf, n, "gmma_%s_%s_nt%d_mt%d_w%d_u%d_sk%d%s%s%.0d", mm_dt_name(c->dt),
+                 c->epi ? "biasres" : "store", c->maxm, c->cols, c->wm, c->stages, c->splitk, c->norm ? "_norm" : "",
+                 c->bm ? "_grid" : "", c->bm);
     else if (c->kind == MM_KIND_MMA)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
@@ -123,8 +130,16 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
  * on how many CTAs fit (tests/gpu/test_gpu_matmul.c launch_cfg). */
 static inline int mm_threads(const mm_cfg *c)
 {
-    return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : c->kind == MM_KIND_WGMMA ? 384 : 256;
+    return c->kind == MM_KIND_MMA ? 32 * c->wm * c->wn : c->kind == MM_KIND_WGMMA ? 384 : c->kind == MM_KIND_GMMA ? 32 * c->wm : 256;
 }
+/* gemv_mma.cuh's dynamic shared memory for K (its gmma_smem_bytes) */
+static inline size_t mm_gmma_smem(const mm_cfg *c, long long K)
+{
+    const long long kper = ((K + c->splitk - 1) / c->splitk + 31) / 32 * 32;
+    return (size_t)(8 * c->maxm) * (size_t)(((kper + 63) / 64 * 64 + 32) * 2 + 4);
+}
+/* gemv_mma.cuh's tiles of 16*MT columns (its split-K counters) */
+static inline long long mm_gmma_tiles(const mm_cfg *c, long long N) { return (N + 16 * c->cols - 1) / (16 * c->cols); }
 static inline size_t mm_smem_bytes(const mm_cfg *c)
 {
     if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_TOTAL */
@@ -140,6 +155,10 @@ static inline void mm_grid(const mm_cfg *c, long long M, long long N, long long 
     if (c->kind == MM_KIND_MMA) {
         g[0] = (unsigned)((N + c->bn - 1) / c->bn);
         g[1] = (unsigned)((M + c->bm - 1) / c->bm);
+    } else if (c->kind == MM_KIND_GMMA) { /* warps take tiles; bm > 0 caps the CTAs along N */
+        g[0] = (unsigned)((mm_gmma_tiles(c, N) + c->wm - 1) / c->wm);
+        if (c->bm > 0 && g[0] > (unsigned)c->bm) g[0] = (unsigned)c->bm;
+        g[1] = (unsigned)c->splitk;
     } else { /* gemv: bm > 0 caps the CTAs along N (each then walks several column blocks) */
         g[0] = (unsigned)((N + c->cols - 1) / c->cols);
         if (c->bm > 0 && g[0] > (unsigned)c->bm) g[0] = (unsigned)c->bm;
@@ -156,9 +175,11 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     char *tmpl = nu_read_kernel_file(c->kind == MM_KIND_MMA     ? "matmul_mma.cuh"
                                      : c->kind == MM_KIND_WGMMA ? "matmul_wgmma.cuh"
                                                                 : "gemv.cuh");
-    if (!common || !tmpl) {
+    char *tmpl2 = c->kind == MM_KIND_GMMA ? nu_read_kernel_file("gemv_mma.cuh") : NULL;
+    if (!common || !tmpl || (c->kind == MM_KIND_GMMA && !tmpl2)) {
         free(common);
         free(tmpl);
+        free(tmpl2);
         return NULL;
     }
     nu_buf b = {0};
@@ -180,6 +201,12 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   "#define KILN_BM %d\n#define KILN_BN %d\n#define KILN_BK %d\n#define KILN_WARPS_M %d\n"
                   "#define KILN_WARPS_N %d\n#define KILN_STAGES %d\n",
                   c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+    else if (c->kind == MM_KIND_GMMA)
+        nu_printf(&b,
+                  "#define KILN_GEMV_MMA 1\n#define KILN_GMMA_NT %d\n#define KILN_GMMA_MT %d\n#define KILN_GMMA_WARPS %d\n"
+                  "#define KILN_GMMA_UNROLL %d\n#define KILN_SPLITK %d\n%s",
+                  c->maxm, c->cols, c->wm, c->stages, c->splitk,
+                  c->norm ? "#define KILN_GEMV_NORM 1\n#define KILN_EPS 1e-5f\n" : "");
     else
         nu_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n%s", c->cols,
                   c->splitk, c->maxm, c->norm ? "#define KILN_GEMV_NORM 1\n#define KILN_EPS 1e-5f\n" : "");
@@ -188,8 +215,10 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     if (c->kind == MM_KIND_WGMMA && c->cols > 0)
         nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_val_bias_res_text : mm_val_store_text);
     nu_printf(&b, "%s", tmpl);
+    if (tmpl2) nu_printf(&b, "%s", tmpl2);
     free(common);
     free(tmpl);
+    free(tmpl2);
     return nu_take(&b);
 }
 

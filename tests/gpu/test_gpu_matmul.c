@@ -23,11 +23,14 @@
  * Output: one line per case, then "N passed, N failed". Exit 0, 1 on any
  * failure, 77 when there is no CUDA device.
  * Environment: KILN_MM_FILTER=substr runs only configurations whose name
- * contains substr; KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
+ * contains substr; KILN_MM_SMALL=1 only the cases checked against the CPU (small enough
+ * for compute-sanitizer); KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
  * decode GEMVs and a prefill matmul against cuBLAS (median of 50 launches,
  * CUDA events, inputs rotated so weights do not sit in L2); KILN_BENCH=2
  * instead sweeps GEMV and skinny configurations over the Llama layers'
- * projections (sweep(): CUPTI kernel durations, CSV to $KILN_BENCH_CSV).
+ * projections at M = 1, 17, 32 and 64 against cuBLAS in the same process (sweep(): CUPTI
+ * kernel durations, CSV to $KILN_BENCH_CSV); KILN_SWEEP_ONLY=1 with it compiles and runs
+ * the sweep's configurations alone (no test cases).
  * No test asserts a time. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
@@ -164,6 +167,8 @@ typedef struct compiled {
 } compiled;
 
 static const double CPU_REF_LIMIT = 3e7; /* multiply-adds; above: cuBLAS */
+static int g_maxsmem; /* the device's opt-in shared memory per block (gemv_mma's staged K slice) */
+static int g_small;   /* KILN_MM_SMALL=1: only the cases checked on the CPU (for compute-sanitizer) */
 
 /* matmul_wgmma.cuh's one kernel parameter (KilnTmaArgs). */
 typedef struct wg_args {
@@ -196,7 +201,8 @@ static rt_status launch_cfg(const compiled *c, const mm_args *a, char *err, size
     if (cf->kind != MM_KIND_WGMMA) {
         mm_grid(cf, a->M, a->N, a->batch, grid);
         rt_dim3 g = {grid[0], grid[1], grid[2]};
-        return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, a, sizeof *a, err, n);
+        const size_t smem = cf->kind == MM_KIND_GMMA ? mm_gmma_smem(cf, a->K) : mm_smem_bytes(cf);
+        return rt_launch(&c->k, g, bl, smem, NULL, a, sizeof *a, err, n);
     }
     wg_args w;
     rt_tmap_operand oa, ow, oo;
@@ -255,7 +261,14 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
             return;
         }
     }
+    if (cf->kind == MM_KIND_GMMA && (M > 8LL * cf->maxm || mm_gmma_smem(cf, K) > (size_t)g_maxsmem)) {
+        /* codegen splits K further (or takes another template) for such a shape */
+        printf("skip %s M=%lld N=%lld K=%lld: the K slice (%zu B) exceeds shared memory or M > 8*NT\n", c->name, M, N,
+               K, mm_gmma_smem(cf, K));
+        return;
+    }
     const int use_cpu = (double)M * N * K * B <= CPU_REF_LIMIT;
+    if (g_small && !use_cpu) return; /* not counted: the run asked for the small cases alone */
     const int reps = cf->splitk > 1 ? 2 : 1; /* split-K counters reset themselves: launch twice */
 
     char label[256];
@@ -290,6 +303,13 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
     if (cf->kind == MM_KIND_GEMV && cf->splitk > 1) {
         nws = (size_t)(B * cf->splitk * M * N) * (cf->norm ? 2 : 1); /* + the sums of squares */
         nsem = (size_t)(B * ((N + cf->cols - 1) / cf->cols)); /* one per column block */
+        if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
+            !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
+            goto done;
+    }
+    if (cf->kind == MM_KIND_GMMA && cf->splitk > 1) {
+        nws = (size_t)(B * cf->splitk * M * N) * (cf->norm ? 2 : 1); /* + the sums of squares */
+        nsem = (size_t)(B * mm_gmma_tiles(cf, N));                   /* one per tile */
         if (!CK(cudaMalloc((void **)&dWs, nws * sizeof(float))) || !CK(cudaMalloc((void **)&dSem, nsem * sizeof(int))) ||
             !CK(cudaMemset(dSem, 0, nsem * sizeof(int))))
             goto done;
@@ -606,13 +626,13 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void sweep(const compiled *cs, int nc)
+static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
 {
     static const struct { const char *name; long long N, K; } shapes[] = {
         {"1b.qkv", 3072, 2048},  {"1b.o", 2048, 2048},  {"1b.gate_up", 16384, 2048}, {"1b.down", 2048, 8192},
         {"8b.qkv", 6144, 4096},  {"8b.o", 4096, 4096},  {"8b.gate_up", 28672, 4096}, {"8b.down", 4096, 14336},
     };
-    static const long long rows[] = {1, 32};
+    static const long long rows[] = {1, 17, 32, 64};
     const char *csv_path = getenv("KILN_BENCH_CSV");
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
     if (csv) fprintf(csv, "shape,M,N,K,config,us_median,us_p10,us_p90,weight_MB,TBps\n");
@@ -624,7 +644,7 @@ static void sweep(const compiled *cs, int nc)
         return;
     }
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !g_broken; si++)
-        for (int ri = 0; ri < 2 && !g_broken; ri++) {
+        for (int ri = 0; ri < 4 && !g_broken; ri++) {
             const long long M = rows[ri], N = shapes[si].N, K = shapes[si].K;
             const size_t wbytes = (size_t)(N * K) * 2, abytes = (size_t)(M * K) * 2, obytes = (size_t)(M * N) * 2;
             int nrot = (int)((180u << 20) / wbytes) + 1;
@@ -648,6 +668,9 @@ static void sweep(const compiled *cs, int nc)
                 const compiled *c = &cs[i];
                 if (!c->ok) continue;
                 if (c->cfg.kind == MM_KIND_GEMV && c->cfg.maxm < M) continue;
+                if (c->cfg.kind == MM_KIND_GMMA &&
+                    (8LL * c->cfg.maxm < M || 8LL * c->cfg.maxm >= M + 8 || mm_gmma_smem(&c->cfg, K) > (size_t)g_maxsmem))
+                    continue;
                 if (c->cfg.kind == MM_KIND_WGMMA && M == 1) continue;
                 bench_ctx b = {.c = c, .nrot = nrot, .A = A, .W = W, .O = O, .ws = ws, .sem = sem, .M = M, .N = N, .K = K};
                 int ok = 1;
@@ -677,6 +700,37 @@ static void sweep(const compiled *cs, int nc)
                             p10, p90, wbytes / 1e6, tbs);
                 fflush(stdout);
             }
+            /* cuBLAS (cublasGemmEx, bf16 out) in the same process: the span of its kernels over
+             * SWEEP_ITERS back-to-back calls, per call (a call may launch more than one kernel) */
+            if (M > 1 && !g_broken) {
+                bench_ctx b = {.blas = blas, .nrot = nrot, .A = A, .W = W, .O = O, .M = M, .N = N, .K = K};
+                int ok = 1;
+                for (int it = 0; it < 3 && ok; it++) ok = bench_cublas(&b, it);
+                if (ok && CK(cudaDeviceSynchronize()) && rt_cupti_flush(cu, err, sizeof err) == RT_OK) {
+                    rt_cupti_clear(cu);
+                    for (int it = 0; it < SWEEP_ITERS && ok; it++) ok = bench_cublas(&b, it);
+                    if (ok && CK(cudaDeviceSynchronize()) && rt_cupti_flush(cu, err, sizeof err) == RT_OK) {
+                        int nrec = 0;
+                        uint64_t dropped = 0, t0 = UINT64_MAX, t1 = 0;
+                        rt_cupti_record *rec = rt_cupti_take(cu, &nrec, &dropped);
+                        for (int r = 0; r < nrec; r++)
+                            if (rec[r].kind == RT_CUPTI_KERNEL) {
+                                if (rec[r].start < t0) t0 = rec[r].start;
+                                if (rec[r].end > t1) t1 = rec[r].end;
+                            }
+                        free(rec);
+                        if (t1 > t0) {
+                            const double us = (double)(t1 - t0) * 1e-3 / SWEEP_ITERS;
+                            const double tbs = (double)(wbytes + abytes + obytes) / (us * 1e-6) / 1e12;
+                            printf("sweep %-12s M=%-3lld %-44s %8.2f us (span / %d calls)  %.2f TB/s\n",
+                                   shapes[si].name, M, "cublasGemmEx", us, SWEEP_ITERS, tbs);
+                            if (csv)
+                                fprintf(csv, "%s,%lld,%lld,%lld,cublasGemmEx,%.3f,,,%.2f,%.3f\n", shapes[si].name, M, N,
+                                        K, us, wbytes / 1e6, tbs);
+                        }
+                    }
+                }
+            }
         next:
             for (int r = 0; r < 16; r++) {
                 cudaFree(A[r]);
@@ -698,6 +752,9 @@ static void sweep(const compiled *cs, int nc)
 #define GEMV_NORM(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 1}
 /* a grid of at most `grid` CTAs along N, each walking several column blocks */
 #define GEMV_GRID(dt, nk, epi, cols, sk, maxm, norm, grid) {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, 0, 0, 0, cols, sk, maxm, norm}
+/* gemv_mma: nt row tiles of 8, mt 16-column tiles per warp task, w warps, u k blocks per load
+ * group, sk K slices, norm, grid: at most that many CTAs along N (0: none) */
+#define GMMA(dt, epi, nt, mt, w, u, sk, norm, grid) {MM_KIND_GMMA, dt, 1, epi, grid, 0, 0, w, 0, u, mt, sk, nt, norm}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
@@ -735,6 +792,14 @@ static const mm_cfg test_cfgs[] = {
     /* 28 */ GEMV_GRID(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 3, 4, 0, 5),
     /* 29 */ GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 7),
     /* 30 */ GEMV_GRID(MM_BF16, 0, MM_EPI_STORE, 8, 1, 4, 1, 3),
+    /* 31 */ GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 1, 0, 0),
+    /* 32 */ GMMA(MM_BF16, MM_EPI_BIAS_RES, 8, 1, 8, 2, 4, 0, 0),
+    /* 33 */ GMMA(MM_F16, MM_EPI_BIAS_RES, 3, 2, 4, 2, 3, 0, 0),
+    /* 34 */ GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 2, 1, 1, 0),
+    /* 35 */ GMMA(MM_BF16, MM_EPI_BIAS_RES, 8, 2, 8, 2, 4, 1, 0),
+    /* 36 */ GMMA(MM_BF16, MM_EPI_BIAS_RES, 4, 1, 4, 2, 2, 1, 5),
+    /* 37 */ GMMA(MM_BF16, MM_EPI_STORE, 6, 1, 8, 2, 8, 1, 3),
+    /* 38 */ GMMA(MM_F16, MM_EPI_STORE, 4, 1, 8, 4, 16, 0, 0),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -767,6 +832,24 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 4, 32),
+    /* the tensor-core GEMV (gemv_mma.cuh) at M = 32: split, warps, unroll, tile width, grid */
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 2, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 3, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 8, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 2, 2, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 2, 4, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 2, 8, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 16, 2, 2, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 16, 2, 4, 0, 0),  GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 4, 4, 4, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 4, 8, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 8, 4, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 2, 8, 2, 2, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 4, 2, 8, 2, 4, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 2, 0, 66),  GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 4, 0, 33),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 2, 4, 0, 66),  GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 8, 0, 16),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 16, 0, 0),  GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 4, 2, 1, 66),
+    GMMA(MM_BF16, MM_EPI_STORE, 4, 1, 8, 2, 4, 1, 0),
+    /* M = 17 (3 row tiles) and 64 (8) */
+    GMMA(MM_BF16, MM_EPI_STORE, 3, 1, 8, 4, 2, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 3, 1, 8, 4, 4, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 3, 1, 8, 2, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 3, 1, 8, 4, 8, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 2, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 2, 8, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 4, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 2, 16, 0, 0),
+    GMMA(MM_BF16, MM_EPI_STORE, 8, 2, 8, 2, 4, 0, 0),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
@@ -779,11 +862,33 @@ static int add(mm_case *cs, int n, int cfg, long long M, long long N, long long 
     return n + 1;
 }
 
+/* gemv_mma: rows across the 17..64 it serves, columns and K not multiples of the tiles */
+static const long long gMs[] = {17, 24, 32, 33, 48, 64}, gNs[] = {8, 200, 4096}, gKs[] = {64, 100, 1000, 4096};
+
 static int build_cases(mm_case *cs)
 {
     int n = 0;
     for (int cfg = 0; cfg < NTEST; cfg++) {
         const mm_cfg *c = &test_cfgs[cfg];
+        if (c->kind == MM_KIND_GMMA) {
+            const int full = cfg == 31 || cfg == 35; /* the whole shape grid */
+            for (int mi = 0; mi < 6; mi++)
+                for (int ni = 0; ni < 3; ni++)
+                    for (int ki = 0; ki < 4; ki++) {
+                        const long long M = gMs[mi];
+                        if (M > 8LL * c->maxm) continue;
+                        if (!full && !(ni >= 1 && ki >= 1 && (ni == 1 || ki == 2))) continue;
+                        n = add(cs, n, cfg, M, gNs[ni], gKs[ki]);
+                    }
+            const long long Mb = 8LL * c->maxm - 3;
+            cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 200, .K = 136, .batch = 3};
+            cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 200, .K = 136, .batch = 2, .shared_w = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 264, .K = 264, .batch = 1, .a_off = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 98, .K = 517, .batch = 1, .pad = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = Mb, .N = 98, .K = 517, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 17, .N = 6144, .K = 4104, .batch = 1};
+            continue;
+        }
         const int full = cfg == 0 || cfg == 7 || cfg == 8 || cfg == 25; /* the whole shape grid */
         for (int mi = 0; mi < 5; mi++)
             for (int ni = 0; ni < 3; ni++)
@@ -823,8 +928,10 @@ int main(void)
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
     g_rng = seed;
     const char *filter = getenv("KILN_MM_FILTER");
+    g_small = getenv("KILN_MM_SMALL") && atoi(getenv("KILN_MM_SMALL")) > 0;
     const int bench = getenv("KILN_BENCH") && atoi(getenv("KILN_BENCH")) > 0;
     const int do_sweep = bench && atoi(getenv("KILN_BENCH")) == 2;
+    const int sweep_only = do_sweep && getenv("KILN_SWEEP_ONLY") && atoi(getenv("KILN_SWEEP_ONLY")) > 0;
     struct cudaDeviceProp prop;
     if (CK(cudaGetDeviceProperties(&prop, 0)))
         printf("device: %s, %d SMs, %.0f MB L2; seed %llu (KILN_SEED to repeat)\n", prop.name,
@@ -848,6 +955,7 @@ int main(void)
         mm_cfg_name(&all[i], nm, sizeof nm);
         memset(&res[i], 0, sizeof res[i]);
         res[i].status = RT_ERR_INVALID;
+        if (sweep_only && i < NTEST + NBENCH) continue;
         if (!filter || strstr(nm, filter)) pick[nsel] = all[i], sel[nsel++] = i;
     }
     struct timespec t0, t1;
@@ -860,12 +968,14 @@ int main(void)
     int maxsmem = 0;
     char err[512];
     if (rt_device_max_smem_optin(&maxsmem, err, sizeof err) != RT_OK) fprintf(stderr, "%s\n", err);
+    g_maxsmem = maxsmem;
     for (int i = 0; i < ncomp; i++) {
         compiled *c = &comp[i];
         c->cfg = all[i];
         mm_cfg_name(&c->cfg, c->name, sizeof c->name);
         char kname[32];
         if (filter && !strstr(c->name, filter)) continue;
+        if (sweep_only && i < NTEST + NBENCH) continue;
         snprintf(kname, sizeof kname, "kiln_test_mm%d", kidx[i]);
         if (res[i].status != RT_OK) {
             printf("FAIL %s: compile: %s\n", c->name, res[i].message ? res[i].message : rt_status_str(res[i].status));
@@ -878,6 +988,8 @@ int main(void)
             rt_module_kernel(c->mod, kname, &c->k, err, sizeof err) != RT_OK ||
             (mm_smem_bytes(&c->cfg) > 48 * 1024 &&
              rt_kernel_set_max_smem(&c->k, mm_smem_bytes(&c->cfg), err, sizeof err) != RT_OK) ||
+            /* gemv_mma: its shared memory follows K, up to the device's maximum */
+            (c->cfg.kind == MM_KIND_GMMA && rt_kernel_set_max_smem(&c->k, (size_t)maxsmem, err, sizeof err) != RT_OK) ||
             rt_kernel_get_attrs(&c->k, &at, err, sizeof err) != RT_OK) {
             printf("FAIL %s: load: %s\n", c->name, err);
             g_fail++;
@@ -930,9 +1042,9 @@ int main(void)
     }
     cublas_selfcheck(blas);
 
-    if (do_sweep) sweep(comp + NTEST + NBENCH, NSWEEP); /* first: the cases after it may be cut by a timeout */
-    static mm_case cases[NTEST * 64];
-    int ncase = build_cases(cases);
+    if (do_sweep) sweep(comp + NTEST + NBENCH, NSWEEP, blas); /* first: the cases after it may be cut by a timeout */
+    static mm_case cases[NTEST * 96];
+    int ncase = sweep_only ? 0 : build_cases(cases);
     for (int i = 0; i < ncase && !g_broken; i++) {
         const compiled *c = &comp[cases[i].cfg];
         if (filter && !strstr(c->name, filter)) continue;
