@@ -141,6 +141,8 @@ typedef struct cg_launch {
     cg_grid_dim grid[3];
     int block;          /* threads per CTA */
     int64_t smem;       /* dynamic shared memory bytes */
+    int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__),
+                         * 0: none; above 8 the runtime allows non-portable cluster sizes */
 } cg_launch;
 
 /* A bind-time layout change the runtime must apply to a packed value before

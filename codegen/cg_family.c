@@ -1130,11 +1130,11 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
     return bkv > 0 && bkv <= 16 ? 128 : 32 * cg_attention_decode_warps(hd);
 }
 
-/* A cluster per (KV head, sequence) when the batch is small and the cache short (known t up
- * to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the portable
- * size, and B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
+/* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
+ * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 16, above
+ * the portable 8: the runtime allows it; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
  * to hold the whole split before the programmatic-launch wait where it fits. */
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8 };
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 16 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
 
@@ -1154,7 +1154,7 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                            .stages = hd > 64 ? 2 : 4, .qsmem = hd > 128};
     c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
-    if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 32) {
+    if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
         cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 128};
         while (k.cluster > 2 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
@@ -1360,6 +1360,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         if (dc.cluster > 1) gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d", dc.cluster, dc.warps, dc.stages);
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);
+        L->cluster = dc.cluster > 1 ? dc.cluster : 0;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {

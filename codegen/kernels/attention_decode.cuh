@@ -85,6 +85,9 @@
 #ifndef KILN_DEC_CLUSTER
 #define KILN_DEC_CLUSTER 1
 #endif
+#ifndef KILN_DEC_TIMING
+#define KILN_DEC_TIMING 0
+#endif
 #ifndef KILN_DEC_MINKEYS
 /* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V (32 KB above
  * head dim 128), so a short cache is cut into few splits (fewer partials to combine) */
@@ -156,6 +159,25 @@ __device__ __forceinline__ void cluster_sync()
 #define KDEC_CLUSTER_ATTR
 #endif
 
+/* KILN_DEC_TIMING 1 (tests only, with a cluster: p.ws is free): thread 0 of each CTA writes
+ * %globaltimer at the kernel's entry and SM clock stamps at its milestones to p.ws as
+ * unsigned long long [CTA][16] (CTA = (b * KV + kvh) * SPLITS + c): 0 globaltimer at entry,
+ * 1..10 clock64 at entry, positions read, first loads issued, after the wait, q and the first
+ * tiles landed, keys done, partial stored, first cluster barrier, combined, second barrier. */
+#if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
+#define KDEC_STAMP(k)                                                                                 \
+    do {                                                                                              \
+        if (threadIdx.x == 0) {                                                                       \
+            unsigned long long t_;                                                                    \
+            asm volatile("mov.u64 %0, %%clock64;\n" : "=l"(t_)::"memory");                            \
+            ((unsigned long long *)p.ws)[(((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + \
+                                          blockIdx.x) * 16 + (k)] = t_;                               \
+        }                                                                                             \
+    } while (0)
+#else
+#define KDEC_STAMP(k) ((void)0)
+#endif
+
 extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
@@ -186,6 +208,14 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     __shared__ int sLast;
 #endif
 
+#if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
+    if (threadIdx.x == 0) {
+        unsigned long long g_;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(g_)::"memory");
+        ((unsigned long long *)p.ws)[(((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * 16] = g_;
+    }
+#endif
+    KDEC_STAMP(1);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
@@ -193,6 +223,10 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     /* positions are an input (no kernel of the graph writes them): read before the wait */
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
+#if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
+    if (tid == 0 && o == -12345) ((unsigned long long *)p.ws)[0] = 0; /* o is needed before the stamp */
+#endif
+    KDEC_STAMP(2);
     elem *out = (elem *)p.o;
     if (o < 0 || L > T) { /* run-time error: make it visible (split 0 writes) */
         kiln_pdl_wait();
@@ -256,7 +290,9 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     }
     /* Programmatic dependent launch (common.cuh): wait for the previous kernel before
      * touching q, o, the workspace or the caches' new rows. */
+    KDEC_STAMP(3);
     kiln_pdl_wait();
+    KDEC_STAMP(4);
 #if KILN_ROPE
     rope_table(sInv, tid, NT);
     __syncthreads();
@@ -316,6 +352,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
         cp_commit();
         cp_wait<0>(); /* q and the prologue's tiles */
         __syncthreads();
+        if (mt == 0) KDEC_STAMP(5);
 #if !KILN_DEC_QSMEM
         unsigned qf[HD / 16][4];
         load_q_frags(qf, sQ, 0, lane);
@@ -360,6 +397,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
 
 #if KILN_DEC_CLUSTER > 1
         if (mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+        if (mt == 0) KDEC_STAMP(6);
 #endif
         /* merge the warps' partials into the CTA's, write it to p.ws (a cluster: sPart) */
 #pragma unroll
@@ -414,7 +452,9 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
         }
 #if KILN_DEC_CLUSTER > 1
         /* the cluster's CTAs combine: output float4 i of the m-tile by thread i mod (CL*NT) */
+        if (mt == 0) KDEC_STAMP(7);
         cluster_sync(); /* every CTA's partial is in its shared memory */
+        if (mt == 0) KDEC_STAMP(8);
         for (int i = c * NT + tid; i < nr * (HD / 4); i += CL * NT) {
             const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4, rr = mt * 16 + rw;
             float2 ml[CL];
@@ -443,7 +483,9 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
             *(uint2 *)(out + (((long long)b * S + s) * H + h) * HD + d) =
                 make_uint2(pack2(a.x * inv, a.y * inv), pack2(a.z * inv, a.w * inv));
         }
+        if (mt == 0) KDEC_STAMP(9);
         cluster_sync(); /* the partials are read: reusable, and the CTAs may exit */
+        if (mt == 0) KDEC_STAMP(10);
 #endif
     }
 #if KILN_DEC_CLUSTER == 1

@@ -61,11 +61,11 @@ int main(void)
         jobs[n].cfg = c;
         jobs[n++].verbose_ptxas = c.hd == 80 || c.hd == 96 || c.hd == 256;
     }
-    /* decode with a cluster: the shapes codegen picks for the 1B, 8B, Gemma-2B and Phi-3-mini
-     * layers at B=1 over 1024 keys and B=2 over 8192 (cg_attention_decode_config), each form,
-     * and clusters of 16 */
+    /* decode with a cluster: the shapes codegen picks (cg_attention_decode_config) for the 1B,
+     * 8B and Gemma-2B layers at B=1 over 1024 keys, hd 96 with 16 KV heads, B=2 over 8192 and a
+     * 16-row cache, each form, and clusters of 16 at two head dims */
     static const int64_t shapes[NCL / 2][4] = {{1, 8, 64, 1024},  {1, 8, 128, 1024}, {1, 1, 256, 1024},
-                                               {1, 32, 96, 1024}, {2, 8, 128, 8192}, {1, 8, 128, 16},
+                                               {1, 16, 96, 1024}, {2, 8, 128, 8192}, {1, 8, 128, 16},
                                                {1, 8, 128, 0},    {1, 1, 256, 0}};
     for (int i = 0; i < NCL; i++) {
         const int64_t *sh = shapes[i / 2];

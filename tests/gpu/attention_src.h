@@ -56,6 +56,7 @@ typedef struct att_cfg {
     int threads;           /* decode: KILN_ATT_THREADS (0: cg_attention_decode_threads(hd, 0)) */
     int cluster;           /* decode: KILN_DEC_CLUSTER (0: 1; else == splits) */
     int warps, stages, minkeys; /* decode: KILN_DEC_WARPS, _STAGES, _MINKEYS (0: the template's) */
+    int timing;                 /* decode with a cluster: KILN_DEC_TIMING (milestone stamps in ws) */
 } att_cfg;
 
 /* The decode kernel's shape of c (cg_att_decode_cfg), the template's defaults filled in. */
@@ -82,7 +83,7 @@ static inline int att_cfg_eq(const att_cfg *a, const att_cfg *b)
            (!a->decode || a->splits == b->splits) && a->window == b->window && a->softcap == b->softcap &&
            (!a->decode || att_decode_threads(a) == att_decode_threads(b)) &&
            (!a->decode || (a->cluster == b->cluster && a->warps == b->warps && a->stages == b->stages &&
-                           a->minkeys == b->minkeys)) &&
+                           a->minkeys == b->minkeys && a->timing == b->timing)) &&
            (!a->rope || (a->theta == b->theta && ir_rope_attrs_eq(&a->scaling, &b->scaling)));
 }
 
@@ -102,6 +103,8 @@ static inline void att_cfg_name(const att_cfg *c, char *buf, size_t n)
         l = strlen(buf);
         if (c->warps || c->stages || c->minkeys)
             snprintf(buf + l, n - l, "_w%dst%dmk%d", c->warps, c->stages, c->minkeys);
+        l = strlen(buf);
+        if (c->timing) snprintf(buf + l, n - l, "_timing");
     }
     if (c->window) {
         size_t l = strlen(buf);
@@ -153,6 +156,7 @@ static inline char *att_source(const att_cfg *c)
         nu_printf(&b, "#define KILN_DEC_WARPS %d\n#define KILN_ATT_THREADS %d\n", d.warps, d.threads);
         nu_printf(&b, "#define KILN_DEC_CLUSTER %d\n#define KILN_DEC_STAGES %d\n", d.cluster, d.stages);
         if (c->minkeys) nu_printf(&b, "#define KILN_DEC_MINKEYS %d\n", c->minkeys);
+        if (c->timing) nu_printf(&b, "#define KILN_DEC_TIMING 1\n");
     }
     if (c->window) nu_printf(&b, "#define KILN_ATT_WINDOW %d\n", c->window);
     if (c->softcap > 0) nu_printf(&b, "#define KILN_ATT_SOFTCAP %.9ef\n", c->softcap);

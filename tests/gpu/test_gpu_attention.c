@@ -649,6 +649,97 @@ static void bench_one(const tcase *c, const char *tag)
     cudaFree(d[0].ws);
 }
 
+/* One launch of c's kernel compiled with KILN_DEC_TIMING (a cluster shape) on a set not in
+ * L2: per milestone of attention_decode.cuh, the median and the largest time since each CTA's
+ * entry over the CTAs (SM clocks at the device's clock rate), and the spread of the CTAs'
+ * entries (globaltimer). "bench timing" lines. */
+static void timing_one(const tcase *c, int clock_khz)
+{
+    att_cfg cfg = case_cfg(c);
+    cfg.timing = 1;
+    cudaKernel_t fn = find_kernel(cfg);
+    char name[128];
+    att_cfg_name(&cfg, name, sizeof name);
+    if (!fn) {
+        printf("bench timing %s: no kernel\n", name);
+        return;
+    }
+    g_bf16 = c->bf16;
+    const int B = c->B, S = c->S, H = c->H, KV = c->KV, HD = c->HD, T = c->T;
+    const long long W = (long long)(H + 2 * KV) * HD;
+    const size_t nqkv = (size_t)B * S * W, ncache = (size_t)B * KV * T * HD, nout = (size_t)B * S * H * HD;
+    enum { NSET = 24 };
+    dev_bufs d[NSET];
+    att_args a[NSET];
+    const int ncta = c->splits * KV * B;
+    size_t nws = (size_t)B * S * H * c->splits * (HD + 2);
+    if (nws < (size_t)ncta * 32) nws = (size_t)ncta * 32;
+    for (int i = 0; i < NSET; i++) {
+        memset(&d[i], 0, sizeof d[i]);
+        CUDA_OK(cudaMalloc((void **)&d[i].qkv, nqkv * 2));
+        CUDA_OK(cudaMalloc((void **)&d[i].kc, ncache * 2));
+        CUDA_OK(cudaMalloc((void **)&d[i].vc, ncache * 2));
+        fill_random(d[i].qkv, nqkv);
+        fill_random(d[i].kc, ncache);
+        fill_random(d[i].vc, ncache);
+        if (i == 0) {
+            CUDA_OK(cudaMalloc((void **)&d[0].out, nout * 2));
+            CUDA_OK(cudaMalloc((void **)&d[0].pos, 64 * sizeof(int)));
+            CUDA_OK(cudaMalloc((void **)&d[0].sem, (size_t)B * KV * sizeof(int)));
+            CUDA_OK(cudaMalloc((void **)&d[0].ws, nws * sizeof(float)));
+            int pos[64];
+            for (int b = 0; b < 64; b++) pos[b] = c->pos[0];
+            CUDA_OK(cudaMemcpy(d[0].pos, pos, 64 * sizeof(int), cudaMemcpyHostToDevice));
+        } else {
+            d[i].out = d[0].out, d[i].pos = d[0].pos, d[i].sem = d[0].sem, d[i].ws = d[0].ws;
+        }
+        fill_args(&a[i], c, &d[i]);
+    }
+    unsigned long long *st = malloc((size_t)ncta * 16 * sizeof *st);
+    double med[11] = {0}, mx[11] = {0}, spread = 0;
+    const int reps = 5;
+    for (int r = 0; r < reps; r++) {
+        for (int i = 1; i < NSET; i++) launch(fn, c, &a[i], 0); /* set 0 leaves L2 */
+        CUDA_OK(cudaDeviceSynchronize());
+        launch(fn, c, &a[0], 0);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(st, d[0].ws, (size_t)ncta * 16 * sizeof *st, cudaMemcpyDeviceToHost));
+        unsigned long long g0 = ~0ull, g1 = 0;
+        for (int k = 0; k < ncta; k++) {
+            if (st[k * 16] < g0) g0 = st[k * 16];
+            if (st[k * 16] > g1) g1 = st[k * 16];
+        }
+        spread += (double)(g1 - g0) / reps;
+        for (int m = 2; m <= 10; m++) {
+            float *v = malloc((size_t)ncta * sizeof *v);
+            double big = 0;
+            for (int k = 0; k < ncta; k++) {
+                v[k] = (float)(st[k * 16 + m] - st[k * 16 + 1]);
+                if (v[k] > big) big = v[k];
+            }
+            qsort(v, (size_t)ncta, sizeof *v, cmp_float);
+            med[m] += v[ncta / 2] / reps;
+            mx[m] += big / reps;
+            free(v);
+        }
+    }
+    static const char *const what[11] = {"", "", "pos", "issued", "wait", "landed", "keys", "stored", "bar1", "combined", "bar2"};
+    printf("bench timing %s B=%d T=%d: entries spread %.2f us; since entry (median / max over CTAs, us):", name, B,
+           c->pos[0] + S, spread * 1e-3);
+    for (int m = 2; m <= 10; m++) printf(" %s %.2f/%.2f", what[m], med[m] / clock_khz * 1e3, mx[m] / clock_khz * 1e3);
+    printf("\n");
+    free(st);
+    for (int i = 0; i < NSET; i++) {
+        cudaFree(d[i].qkv);
+        cudaFree(d[i].kc);
+        cudaFree(d[i].vc);
+    }
+    cudaFree(d[0].out);
+    cudaFree(d[0].pos);
+    cudaFree(d[0].sem);
+    cudaFree(d[0].ws);
+}
+
 /* The decode table (bench/attn/run.sh): B 1, 8, 32 x cache 1024, 8192, 32768 of the 8B
  * layer's attention (32/8 heads of 128), form (b) (a pure read) and, at B=1, form (a)
  * (RoPE and the cache write fused); the 1B (hd 64), Gemma-2B (8/1 of 256) and Phi-3-mini
@@ -767,7 +858,14 @@ int main(void)
     if (bench)
         for (int i = 0; i < NBENCH; i++) n = add_cfg(jobs, n, case_cfg(&bench_rows[i]));
     if (sweep)
-        for (int i = 0; i < NSWEEP; i++) n = add_cfg(jobs, n, case_cfg(&sweeps[i]));
+        for (int i = 0; i < NSWEEP; i++) {
+            n = add_cfg(jobs, n, case_cfg(&sweeps[i]));
+            if (sweeps[i].cluster > 1 && !sweeps[i].append) {
+                att_cfg t = case_cfg(&sweeps[i]);
+                t.timing = 1;
+                n = add_cfg(jobs, n, t);
+            }
+        }
     int bad = build_kernels(jobs, n);
     CHECK_MSG(bad == 0, "%d kernels did not compile", bad);
 
@@ -777,6 +875,11 @@ int main(void)
         for (int i = 0; i < NBENCH; i++) bench_one(&bench_rows[i], "decode");
     if (sweep)
         for (int i = 0; i < NSWEEP; i++) bench_one(&sweeps[i], "sweep");
+    int clock_khz = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    if (sweep)
+        for (int i = 0; i < NSWEEP; i++)
+            if (sweeps[i].cluster > 1 && !sweeps[i].append) timing_one(&sweeps[i], clock_khz);
     for (int i = 0; i < nkerns; i++) cudaLibraryUnload(kerns[i].lib);
     return CHECK_DONE();
 }
