@@ -1131,15 +1131,16 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 }
 
 /* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
- * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 16, above
- * the portable 8: the runtime allows it; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
+ * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
+ * portable size; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
  * to hold the whole split before the programmatic-launch wait where it fits. */
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 16 };
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
 
 int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd)
 {
+    if (c->cluster <= 1) return 0; /* static shared memory */
     int64_t chp = chunks_padded(hd), stage = 2 * 16 * (int64_t)c->warps * chp * 16;
     return c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0) + (c->cluster > 1 ? 16 * (hd + 2) * 4 : 0);
 }

@@ -54,10 +54,10 @@
  * Head dims: any multiple of 16 up to 256 (rows padded to CHP chunks in
  * shared memory). Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
  * (a multiple of 32, at least 32 * KILN_DEC_WARPS; codegen:
- * cg_attention_decode_config), dynamic shared memory of
- * KILN_DEC_STAGES * 2 * 16 * KILN_DEC_WARPS * CHP * 16 bytes (the K/V ring), plus 16 * CHP * 16
- * with KILN_DEC_QSMEM, plus 16 * (KILN_HD + 2) * 4 with a cluster (the partial); codegen:
- * cg_attention_decode_smem. Any S works (rows beyond 16 take further passes
+ * cg_attention_decode_config). Without a cluster static shared memory only (<= 48 KB);
+ * with one, dynamic shared memory of KILN_DEC_STAGES * 2 * 16 * KILN_DEC_WARPS * CHP * 16 bytes
+ * (the K/V ring), plus 16 * CHP * 16 with KILN_DEC_QSMEM, plus 16 * (KILN_HD + 2) * 4 (the
+ * partial); codegen: cg_attention_decode_smem. Any S works (rows beyond 16 take further passes
  * over the split), but the kernel is made for G*S <= 16. An invalid offset
  * (o < 0 or o + S > T) writes NaN to the output rows.
  */
@@ -188,16 +188,23 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     constexpr int CL = KILN_DEC_CLUSTER;
     static_assert(NW * 16 * (HD + 2) * 4 <= STG * STAGE * 16, "decode: warp merge does not fit");
     static_assert(16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
+#if KILN_DEC_CLUSTER > 1
     /* dynamic shared memory (the header's formula): the K/V ring, q, the cluster's partial */
     extern __shared__ __align__(128) uint4 kdec_smem[];
     uint4 *const sbuf = kdec_smem;
 #if KILN_DEC_QSMEM
     uint4 *const sQbuf = sbuf + STG * STAGE; /* q stays here for the whole split */
 #endif
-#if KILN_DEC_CLUSTER > 1
     /* this CTA's partial of an m-tile: acc [16][HD], then (m, l) [16][2] */
     float *const sPart = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
     float *const sPml = sPart + 16 * HD;
+#else
+    static_assert(STG * STAGE * 16 + (KILN_DEC_QSMEM ? 16 * CHP * 16 : 0) <= 47 * 1024,
+                  "decode stages exceed 47 KB of shared memory");
+    __shared__ __align__(128) uint4 sbuf[STG * STAGE];
+#if KILN_DEC_QSMEM
+    __shared__ __align__(128) uint4 sQbuf[16 * CHP]; /* q stays here for the whole split */
+#endif
 #endif
 #if KILN_ROPE
     __shared__ double sInv[HD / 2];
