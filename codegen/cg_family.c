@@ -1157,7 +1157,7 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
     if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
         cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 128};
-        while (k.cluster > 2 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
+        while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
         k.minkeys = 16 * k.warps;
         int64_t per = (t + k.cluster - 1) / k.cluster, tiles = (per + k.minkeys - 1) / k.minkeys;
@@ -1169,7 +1169,7 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                 break;
             }
         }
-        if (cg_attention_decode_smem(&k, hd) <= smem_limit) c = k;
+        if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) c = k;
     }
     return c;
 }
