@@ -93,6 +93,23 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv);
  * sm_count SMs: the kernel uses at most that many, fewer on a short cache. */
 int cg_attention_decode_splits(int64_t b, int64_t kv, int sm_count);
 
+/* A decode attention kernel's shape (attention_decode.cuh's KILN_SPLITS, KILN_DEC_CLUSTER,
+ * KILN_DEC_WARPS, KILN_ATT_THREADS, KILN_DEC_STAGES, KILN_DEC_MINKEYS, KILN_DEC_QSMEM).
+ * cluster 1: partials through the workspace, the last CTA combines; cluster == splits: the
+ * splits of a (KV head, sequence) are one thread-block cluster combining in distributed
+ * shared memory (no workspace). */
+typedef struct cg_att_decode_cfg {
+    int splits, cluster, warps, threads, stages, minkeys, qsmem;
+} cg_att_decode_cfg;
+/* The shape codegen launches for b sequences of kv KV heads at head dim hd with a cache of t
+ * rows (<= 0: not known) on sm_count SMs with smem_limit bytes of shared memory per CTA;
+ * clusters: the target has thread-block clusters (sm_90). b or kv <= 0: not known. */
+cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
+                                             int64_t smem_limit, bool clusters);
+/* Its dynamic shared memory in bytes (attention_decode.cuh's formula; 0 without a cluster:
+ * static shared memory only). */
+int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd);
+
 /* What one KilnArgs field binds to. */
 typedef enum cg_arg_kind {
     CG_ARG_PARAM,        /* pointer: model parameter g->params[index] (input, weight, state) */
@@ -135,6 +152,8 @@ typedef struct cg_launch {
     cg_grid_dim grid[3];
     int block;          /* threads per CTA */
     int64_t smem;       /* dynamic shared memory bytes */
+    int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__,
+                         * at most the portable 8), 0: none */
 } cg_launch;
 
 /* A bind-time layout change the runtime must apply to a packed value before

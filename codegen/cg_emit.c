@@ -503,7 +503,9 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
         if (gd->div2 > 0) fprintf(out, " * ceil((%s) / %lld)", dim_str(g, &gd->n2, b1, sizeof b1), (long long)gd->div2);
         if (gd->cap > 0) fprintf(out, " max %lld", (long long)gd->cap);
     }
-    fprintf(out, "), block %d, shared memory %lld bytes\n", k->launch.block, (long long)k->launch.smem);
+    fprintf(out, "), block %d, shared memory %lld bytes", k->launch.block, (long long)k->launch.smem);
+    if (k->launch.cluster > 1) fprintf(out, ", clusters of %d CTAs along x", k->launch.cluster);
+    fprintf(out, "\n");
     if (k->param_prefix)
         fprintf(out, "  parameter %s (%zu bytes): the tensor maps, then KilnArgs at +%zu\n",
                 k->family == CG_FAMILY_ATTENTION_WGMMA ? "KilnAttTmaArgs" : "KilnTmaArgs", k->param_size, k->param_prefix);

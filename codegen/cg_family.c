@@ -1223,17 +1223,54 @@ int cg_attention_decode_splits(int64_t b, int64_t kv, int sm_count)
     return s;
 }
 
-static int heur_att_splits(const ir_dim *B, const ir_dim *H, const int64_t *dims, int sm_count)
-{
-    int64_t b, h;
-    if (!ir_dim_value(B, dims, &b) || !ir_dim_value(H, dims, &h)) return 8;
-    return cg_attention_decode_splits(b, h, sm_count);
-}
-
 int cg_attention_decode_warps(int64_t hd) { return hd > 128 ? 1 : 2; }
 int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 {
     return bkv > 0 && bkv <= 16 ? 128 : 32 * cg_attention_decode_warps(hd);
+}
+
+/* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
+ * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
+ * portable size; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
+ * to hold the whole split before the programmatic-launch wait where it fits. */
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8 };
+
+static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
+
+int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd)
+{
+    if (c->cluster <= 1) return 0; /* static shared memory */
+    int64_t chp = chunks_padded(hd), stage = 2 * 16 * (int64_t)c->warps * chp * 16;
+    return c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0) + (c->cluster > 1 ? 16 * (hd + 2) * 4 : 0);
+}
+
+cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
+                                             int64_t smem_limit, bool clusters)
+{
+    bool known = b > 0 && kv > 0;
+    cg_att_decode_cfg c = {.splits = known ? cg_attention_decode_splits(b, kv, sm_count) : 8, .cluster = 1,
+                           .warps = cg_attention_decode_warps(hd),
+                           .threads = cg_attention_decode_threads(hd, known ? b * kv : 0),
+                           .stages = hd > 64 ? 2 : 4, .qsmem = hd > 128};
+    c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
+    smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
+    if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
+        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 128};
+        while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
+        k.splits = k.cluster;
+        k.minkeys = 16 * k.warps;
+        int64_t per = (t + k.cluster - 1) / k.cluster, tiles = (per + k.minkeys - 1) / k.minkeys;
+        k.stages = 2;
+        while (k.stages < 4 && k.stages < tiles + 1) {
+            k.stages++;
+            if (cg_attention_decode_smem(&k, hd) > smem_limit) {
+                k.stages--;
+                break;
+            }
+        }
+        if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) c = k;
+    }
+    return c;
 }
 
 /* The Hopper prefill template (attention_wgmma.cuh): key tiles of 128 rows (64 above head
@@ -1376,8 +1413,17 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_scalar(gen, "T", ct->dims[2]);
     cg_scalar(gen, "H", qt->dims[2]);
     cg_scalar(gen, "KV", ct->dims[1]);
-    int splits = decode ? heur_att_splits(&qt->dims[0], &ct->dims[1], dims, gen->target->sm_count) : 0;
+    cg_att_decode_cfg dc = {0};
     if (decode) {
+        int64_t b_val, kv_val, t_val;
+        if (!ir_dim_value(&qt->dims[0], dims, &b_val)) b_val = 0;
+        if (!ir_dim_value(&ct->dims[1], dims, &kv_val)) kv_val = 0;
+        if (!ir_dim_value(&ct->dims[2], dims, &t_val)) t_val = 0;
+        dc = cg_attention_decode_config(b_val, kv_val, hd, t_val, gen->target->sm_count,
+                                        gen->target->smem_per_block, !strncmp(gen->target->arch, "sm_90", 5));
+    }
+    int splits = dc.splits;
+    if (decode && dc.cluster == 1) {
         bool *ovf = &gen->dim_overflow;
         ir_dim bsh = ir_dim_times(ir_dim_times(qt->dims[0], qt->dims[1], ovf), qt->dims[2], ovf);
         cg_workspace(gen, "ws", "float *", ir_dim_times(bsh, ir_dim_const(4 * splits * (hd + 2)), ovf), false);
@@ -1402,14 +1448,19 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     if (A->attrs.softcap > 0) define(plan, "KILN_ATT_SOFTCAP", "%s", cg_float_lit(gen, A->attrs.softcap));
     cg_launch *L = &gen->kern->launch;
     if (decode) {
-        /* one CTA per (split, KV head, batch) serves the whole GQA group */
-        int64_t b_val, kv_val;
-        bool known = ir_dim_value(&qt->dims[0], dims, &b_val) && ir_dim_value(&ct->dims[1], dims, &kv_val);
-        int threads = cg_attention_decode_threads(hd, known ? b_val * kv_val : 0);
+        /* one CTA per (split, KV head, batch) serves the whole GQA group; with a cluster
+         * the splits of a (KV head, batch) combine in distributed shared memory */
         define(plan, "KILN_SPLITS", "%d", splits);
-        define(plan, "KILN_DEC_WARPS", "%d", cg_attention_decode_warps(hd));
-        define(plan, "KILN_ATT_THREADS", "%d", threads);
-        L->block = threads;
+        define(plan, "KILN_DEC_CLUSTER", "%d", dc.cluster);
+        define(plan, "KILN_DEC_WARPS", "%d", dc.warps);
+        define(plan, "KILN_ATT_THREADS", "%d", dc.threads);
+        define(plan, "KILN_DEC_STAGES", "%d", dc.stages);
+        define(plan, "KILN_DEC_MINKEYS", "%d", dc.minkeys);
+        define(plan, "KILN_DEC_QSMEM", "%d", dc.qsmem);
+        if (dc.cluster > 1) gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d", dc.cluster, dc.warps, dc.stages);
+        L->block = dc.threads;
+        L->smem = cg_attention_decode_smem(&dc, hd);
+        L->cluster = dc.cluster > 1 ? dc.cluster : 0;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {

@@ -30,6 +30,15 @@
  * (m, l) pairs; row (b, s, h) split c at index ((b*S + s)*H + h)*SPLITS + c.
  * p.sem: B*KV ints, zero before the first launch (left zero after each).
  *
+ * KILN_DEC_CLUSTER C > 1 (sm_90; C == KILN_SPLITS, at most 16): the KILN_SPLITS CTAs of each
+ * (KV head, batch) are one thread-block cluster, and they combine through distributed shared
+ * memory instead: each CTA leaves its partial (m, l, acc of the m-tile's rows) in its own
+ * shared memory, a cluster barrier, then the C CTAs each combine a slice of the rows'
+ * outputs, reading every CTA's partial (ld.shared::cluster), and a second barrier before the
+ * partials are reused or the CTAs exit. No p.ws, no p.sem, no last-CTA election; every CTA
+ * of the cluster takes part (a CTA past the split count has no keys: m = -inf, l = 0).
+ * Cluster sizes above 8 need cudaFuncAttributeNonPortableClusterSizeAllowed on the kernel.
+ *
  * KILN_ROPE / KILN_APPEND as in attention_prefill.cuh: q row s is rotated at
  * pos[b] + s (at s without p.pos); new keys (positions o .. o+S-1) are read
  * from p.k_new / p.v_new (k rotated), never from the cache, and the CTA whose
@@ -45,8 +54,10 @@
  * Head dims: any multiple of 16 up to 256 (rows padded to CHP chunks in
  * shared memory). Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
  * (a multiple of 32, at least 32 * KILN_DEC_WARPS; codegen:
- * cg_attention_decode_threads), static shared
- * memory only (<= 48 KB). Any S works (rows beyond 16 take further passes
+ * cg_attention_decode_config). Without a cluster static shared memory only (<= 48 KB);
+ * with one, dynamic shared memory of KILN_DEC_STAGES * 2 * 16 * KILN_DEC_WARPS * CHP * 16 bytes
+ * (the K/V ring), plus 16 * CHP * 16 with KILN_DEC_QSMEM, plus 16 * (KILN_HD + 2) * 4 (the
+ * partial); codegen: cg_attention_decode_smem. Any S works (rows beyond 16 take further passes
  * over the split), but the kernel is made for G*S <= 16. An invalid offset
  * (o < 0 or o + S > T) writes NaN to the output rows.
  */
@@ -70,6 +81,12 @@
 /* 1: q's fragments are read from shared memory for every key tile instead of held in
  * registers (head dims above 128: the registers go to the accumulators) */
 #define KILN_DEC_QSMEM (KILN_HD > 128)
+#endif
+#ifndef KILN_DEC_CLUSTER
+#define KILN_DEC_CLUSTER 1
+#endif
+#ifndef KILN_DEC_TIMING
+#define KILN_DEC_TIMING 0
 #endif
 #ifndef KILN_DEC_MINKEYS
 /* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V (32 KB above
@@ -106,29 +123,106 @@ static_assert(KILN_ATT_THREADS % 32 == 0 && KILN_ATT_THREADS >= 32 * KILN_DEC_WA
               "decode: KILN_ATT_THREADS a multiple of 32, at least 32 * KILN_DEC_WARPS, at most 512");
 static_assert(KILN_DEC_STAGES >= 2, "decode: KILN_DEC_STAGES >= 2");
 static_assert(KILN_SPLITS >= 1 && KILN_SPLITS <= 256, "decode: KILN_SPLITS 1..256");
+static_assert(KILN_DEC_CLUSTER == 1 || (KILN_DEC_CLUSTER == KILN_SPLITS && KILN_DEC_CLUSTER <= 16),
+              "decode: a cluster holds all KILN_SPLITS CTAs of a (KV head, batch), at most 16");
 
-extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnArgs p)
+#if KILN_DEC_CLUSTER > 1
+namespace katt {
+/* The shared::cluster address of this CTA's shared variable at `p` in CTA `rank` of the cluster. */
+__device__ __forceinline__ unsigned dsmem_addr(const void *p, unsigned rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(p)), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ float4 ld_dsmem4(unsigned a)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ float2 ld_dsmem2(unsigned a)
+{
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
+    return v;
+}
+/* every thread of every CTA of the cluster: writes before it are seen by reads after it */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+} /* namespace katt */
+#define KDEC_CLUSTER_ATTR __cluster_dims__(KILN_DEC_CLUSTER, 1, 1)
+#else
+#define KDEC_CLUSTER_ATTR
+#endif
+
+/* KILN_DEC_TIMING 1 (tests only, with a cluster: p.ws is free): thread 0 of each CTA writes
+ * %globaltimer at the kernel's entry and SM clock stamps at its milestones to p.ws as
+ * unsigned long long [CTA][16] (CTA = (b * KV + kvh) * SPLITS + c): 0 globaltimer at entry,
+ * 1..10 clock64 at entry, positions read, first loads issued, after the wait, q and the first
+ * tiles landed, keys done, partial stored, first cluster barrier, combined, second barrier. */
+#if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
+#define KDEC_STAMP(k)                                                                                 \
+    do {                                                                                              \
+        if (threadIdx.x == 0) {                                                                       \
+            unsigned long long t_;                                                                    \
+            asm volatile("mov.u64 %0, %%clock64;\n" : "=l"(t_)::"memory");                            \
+            ((unsigned long long *)p.ws)[(((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + \
+                                          blockIdx.x) * 16 + (k)] = t_;                               \
+        }                                                                                             \
+    } while (0)
+#else
+#define KDEC_STAMP(k) ((void)0)
+#endif
+
+extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
     constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW, NWT = NT / 32;
     constexpr int STG = KILN_DEC_STAGES, SPL = KILN_SPLITS, WIN = KILN_ATT_WINDOW;
     constexpr float CAP = (float)(KILN_ATT_SOFTCAP);
     constexpr int STAGE = 2 * TK * CHP; /* uint4s per stage: K tile, then V tile */
-    static_assert(STG * STAGE * 16 + (KILN_DEC_QSMEM ? 16 * CHP * 16 : 0) <= 47 * 1024,
-                  "decode stages exceed 47 KB of shared memory");
+    constexpr int CL = KILN_DEC_CLUSTER;
     static_assert(NW * 16 * (HD + 2) * 4 <= STG * STAGE * 16, "decode: warp merge does not fit");
     static_assert(16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
+#if KILN_DEC_CLUSTER > 1
+    /* dynamic shared memory (the header's formula): the K/V ring, q, the cluster's partial */
+    extern __shared__ __align__(128) uint4 kdec_smem[];
+    uint4 *const sbuf = kdec_smem;
+#if KILN_DEC_QSMEM
+    uint4 *const sQbuf = sbuf + STG * STAGE; /* q stays here for the whole split */
+#endif
+    /* this CTA's partial of an m-tile: acc [16][HD], then (m, l) [16][2] */
+    float *const sPart = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
+    float *const sPml = sPart + 16 * HD;
+#else
+    static_assert(STG * STAGE * 16 + (KILN_DEC_QSMEM ? 16 * CHP * 16 : 0) <= 47 * 1024,
+                  "decode stages exceed 47 KB of shared memory");
     __shared__ __align__(128) uint4 sbuf[STG * STAGE];
 #if KILN_DEC_QSMEM
     __shared__ __align__(128) uint4 sQbuf[16 * CHP]; /* q stays here for the whole split */
+#endif
 #endif
 #if KILN_ROPE
     __shared__ double sInv[HD / 2];
 #else
     const double *sInv = nullptr;
 #endif
+#if KILN_DEC_CLUSTER == 1
     __shared__ int sLast;
+#endif
 
+#if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
+    if (threadIdx.x == 0) {
+        unsigned long long g_;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(g_)::"memory");
+        ((unsigned long long *)p.ws)[(((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * 16] = g_;
+    }
+#endif
+    KDEC_STAMP(1);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
@@ -136,6 +230,10 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     /* positions are an input (no kernel of the graph writes them): read before the wait */
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
+#if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
+    if (tid == 0 && o == -12345) ((unsigned long long *)p.ws)[0] = 0; /* o is needed before the stamp */
+#endif
+    KDEC_STAMP(2);
     elem *out = (elem *)p.o;
     if (o < 0 || L > T) { /* run-time error: make it visible (split 0 writes) */
         kiln_pdl_wait();
@@ -151,9 +249,10 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     constexpr int MINK = (KILN_DEC_MINKEYS + TK - 1) / TK * TK;
     const int per = max(MINK, ((L - lo + SPL - 1) / SPL + TK - 1) / TK * TK);
     const int nsp = (L - lo + per - 1) / per;
-    if (c >= nsp) return; /* not a split at this length: the counter waits for nsp CTAs */
+    /* not a split at this length: the counter waits for nsp CTAs (a cluster's CTAs all stay) */
+    if (CL == 1 && c >= nsp) return;
     const int j0 = lo + c * per, j1 = min(L, j0 + per);
-    const int ntiles = (j1 - j0 + TK - 1) / TK;
+    const int ntiles = max(0, (j1 - j0 + TK - 1) / TK);
 
     const elem *kc = (const elem *)p.k + ((long long)b * KV + kvh) * T * HD;
     const elem *vc = (const elem *)p.v + ((long long)b * KV + kvh) * T * HD;
@@ -198,7 +297,9 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     }
     /* Programmatic dependent launch (common.cuh): wait for the previous kernel before
      * touching q, o, the workspace or the caches' new rows. */
+    KDEC_STAMP(3);
     kiln_pdl_wait();
+    KDEC_STAMP(4);
 #if KILN_ROPE
     rope_table(sInv, tid, NT);
     __syncthreads();
@@ -216,6 +317,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     }
 #endif
 
+#if KILN_DEC_CLUSTER == 1
     float *wsacc = (float *)p.ws;
     float *wsml = wsacc + (long long)B * S * H * SPL * HD;
     /* index of packed row rr's partials (split 0) */
@@ -223,6 +325,10 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         const int s = rr / G, h = kvh * G + rr % G;
         return (((long long)b * S + s) * H + h) * SPL;
     };
+#else
+    (void)B;
+    (void)NWT;
+#endif
     const float SL2 = (CAP > 0.f ? 1.f : (float)(KILN_SCALE)) * 1.4426950408889634f;
 
     for (int mt = 0; mt * 16 < R; mt++) {
@@ -253,6 +359,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         cp_commit();
         cp_wait<0>(); /* q and the prologue's tiles */
         __syncthreads();
+        if (mt == 0) KDEC_STAMP(5);
 #if !KILN_DEC_QSMEM
         unsigned qf[HD / 16][4];
         load_q_frags(qf, sQ, 0, lane);
@@ -295,7 +402,11 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
             }
         }
 
-        /* merge the warps' partials into the CTA's, write it to p.ws */
+#if KILN_DEC_CLUSTER > 1
+        if (mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+        if (mt == 0) KDEC_STAMP(6);
+#endif
+        /* merge the warps' partials into the CTA's, write it to p.ws (a cluster: sPart) */
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -337,11 +448,54 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
                 a.z += f * v.z;
                 a.w += f * v.w;
             }
+#if KILN_DEC_CLUSTER > 1
+            *(float4 *)&sPart[rw * HD + d] = a;
+            if (d == 0) *(float2 *)&sPml[2 * rw] = make_float2(M, ls);
+#else
             const long long pi = row_base(mt * 16 + rw) + c;
             __stcg((float4 *)&wsacc[pi * HD + d], a);
             if (d == 0) __stcg((float2 *)&wsml[2 * pi], make_float2(M, ls));
+#endif
         }
+#if KILN_DEC_CLUSTER > 1
+        /* the cluster's CTAs combine: output float4 i of the m-tile by thread i mod (CL*NT) */
+        if (mt == 0) KDEC_STAMP(7);
+        cluster_sync(); /* every CTA's partial is in its shared memory */
+        if (mt == 0) KDEC_STAMP(8);
+        for (int i = c * NT + tid; i < nr * (HD / 4); i += CL * NT) {
+            const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4, rr = mt * 16 + rw;
+            float2 ml[CL];
+            float4 v[CL];
+#pragma unroll
+            for (int k = 0; k < CL; k++) {
+                ml[k] = ld_dsmem2(dsmem_addr(&sPml[2 * rw], (unsigned)k));
+                v[k] = ld_dsmem4(dsmem_addr(&sPart[rw * HD + d], (unsigned)k));
+            }
+            float M = ninf();
+#pragma unroll
+            for (int k = 0; k < CL; k++) M = fmaxf(M, ml[k].x);
+            float ls = 0.f;
+            float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int k = 0; k < CL; k++) {
+                const float f = ml[k].x == ninf() ? 0.f : exp2f(ml[k].x - M);
+                ls += f * ml[k].y;
+                a.x += f * v[k].x;
+                a.y += f * v[k].y;
+                a.z += f * v[k].z;
+                a.w += f * v[k].w;
+            }
+            const float inv = ls > 0.f ? 1.f / ls : 0.f;
+            const int s = rr / G, h = kvh * G + rr % G;
+            *(uint2 *)(out + (((long long)b * S + s) * H + h) * HD + d) =
+                make_uint2(pack2(a.x * inv, a.y * inv), pack2(a.z * inv, a.w * inv));
+        }
+        if (mt == 0) KDEC_STAMP(9);
+        cluster_sync(); /* the partials are read: reusable, and the CTAs may exit */
+        if (mt == 0) KDEC_STAMP(10);
+#endif
     }
+#if KILN_DEC_CLUSTER == 1
 
     kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
     /* publish; the last of the nsp CTAs of (b, KV head) merges the splits */
@@ -401,4 +555,5 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
         }
     }
     if (tid == 0) *sem = 0;
+#endif
 }

@@ -5,7 +5,8 @@
  * and YaRN frequency tables (codegen/cg_rope.c); decode at head dims 16, 80,
  * 96, 112, 192 and 256 with a sliding window and soft-capping. The all-on
  * variants (and the decode ones at 80, 96, 256) are compiled again with
- * ptxas -v to check for local memory: no stack frame, no spills. Needs no GPU
+ * ptxas -v to check for local memory: no stack frame, no spills; so are the decode
+ * kernels with a thread-block cluster (the shapes codegen picks, and clusters of 16). Needs no GPU
  * and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -24,9 +25,9 @@ static int num_before(const char *line, const char *what)
 
 int main(void)
 {
-    enum { NPLAIN = 64, NV = 8, NSCALED = 8, NHD = 12 };
+    enum { NPLAIN = 64, NV = 8, NSCALED = 8, NHD = 12, NCL = 16 };
     static const int hds[NHD / 2] = {16, 80, 96, 112, 192, 256};
-    att_job jobs[NPLAIN + NV + NSCALED + NHD];
+    att_job jobs[NPLAIN + NV + NSCALED + NHD + NCL];
     memset(jobs, 0, sizeof jobs);
     int n = 0;
     for (int i = 0; i < NPLAIN; i++) {
@@ -60,6 +61,34 @@ int main(void)
         jobs[n].cfg = c;
         jobs[n++].verbose_ptxas = c.hd == 80 || c.hd == 96 || c.hd == 256;
     }
+    /* decode with a cluster: the shapes codegen picks (cg_attention_decode_config) for the 1B,
+     * 8B and Gemma-2B layers at B=1 over 1024 keys, hd 96 with 16 KV heads, B=2 over 8192 and a
+     * 16-row cache, each form, and clusters of 16 at two head dims */
+    static const int64_t shapes[NCL / 2][4] = {{1, 8, 64, 1024},  {1, 8, 128, 1024}, {1, 1, 256, 1024},
+                                               {1, 16, 96, 1024}, {2, 8, 128, 8192}, {1, 8, 128, 16},
+                                               {1, 8, 128, 0},    {1, 1, 256, 0}};
+    for (int i = 0; i < NCL; i++) {
+        const int64_t *sh = shapes[i / 2];
+        cg_att_decode_cfg d = cg_attention_decode_config(sh[0], sh[1], sh[2], sh[3] ? sh[3] : 1024, 132, 232448, true);
+        if (!sh[3]) d.cluster = d.splits = 16, d.stages = 2; /* clusters of 16 (non-portable) */
+        CHECK_MSG(d.cluster > 1, "no cluster for B=%lld KV=%lld hd %lld T %lld", (long long)sh[0], (long long)sh[1],
+                  (long long)sh[2], (long long)sh[3]);
+        att_cfg c = {.decode = 1, .bf16 = !(i & 1), .hd = (int)sh[2], .causal = 1, .rope = i & 1, .append = i & 1,
+                     .splits = d.splits, .theta = 10000.0, .threads = d.threads, .cluster = d.cluster,
+                     .warps = d.warps, .stages = d.stages, .minkeys = d.minkeys};
+        jobs[n].cfg = c;
+        jobs[n++].verbose_ptxas = 1;
+    }
+    const char *only = getenv("KILN_NVRTC_ONLY"); /* a substring of the names to compile (iterating) */
+    if (only) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            char name[128];
+            att_cfg_name(&jobs[i].cfg, name, sizeof name);
+            if (strstr(name, only)) jobs[m++] = jobs[i];
+        }
+        n = m;
+    }
     att_compile_all(jobs, n, 0);
 
     for (int i = 0; i < n; i++) {
@@ -81,7 +110,7 @@ int main(void)
             const char *u;
             if ((u = strstr(line, "Used ")) && sscanf(u, "Used %d registers", &a) == 1) {
                 regs = a;
-                smem = num_before(line, "bytes smem");
+                smem = strstr(line, "bytes smem") ? num_before(line, "bytes smem") : 0; /* none: dynamic only */
             } else if (strstr(line, "bytes stack frame")) {
                 frame = num_before(line, "bytes stack frame");
                 spills = num_before(line, "bytes spill stores") + num_before(line, "bytes spill loads");

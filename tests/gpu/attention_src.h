@@ -54,7 +54,21 @@ typedef struct att_cfg {
     int window;            /* decode: KILN_ATT_WINDOW (0: none) */
     double softcap;        /* decode: KILN_ATT_SOFTCAP (0: none) */
     int threads;           /* decode: KILN_ATT_THREADS (0: cg_attention_decode_threads(hd, 0)) */
+    int cluster;           /* decode: KILN_DEC_CLUSTER (0: 1; else == splits) */
+    int warps, stages, minkeys; /* decode: KILN_DEC_WARPS, _STAGES, _MINKEYS (0: the template's) */
+    int timing;                 /* decode with a cluster: KILN_DEC_TIMING (milestone stamps in ws) */
 } att_cfg;
+
+/* The decode kernel's shape of c (cg_att_decode_cfg), the template's defaults filled in. */
+static inline cg_att_decode_cfg att_decode_shape(const att_cfg *c)
+{
+    cg_att_decode_cfg d = {.splits = c->splits, .cluster = c->cluster ? c->cluster : 1,
+                           .warps = c->warps ? c->warps : cg_attention_decode_warps(c->hd),
+                           .threads = c->threads ? c->threads : cg_attention_decode_threads(c->hd, 0),
+                           .stages = c->stages ? c->stages : (c->hd > 64 ? 2 : 4), .minkeys = c->minkeys,
+                           .qsmem = c->hd > 128};
+    return d;
+}
 
 /* The decode CTA's threads of c (as cg_gen_attention chooses them when threads is 0). */
 static inline int att_decode_threads(const att_cfg *c)
@@ -68,6 +82,8 @@ static inline int att_cfg_eq(const att_cfg *a, const att_cfg *b)
            a->causal == b->causal && a->rope == b->rope && a->append == b->append &&
            (!a->decode || a->splits == b->splits) && a->window == b->window && a->softcap == b->softcap &&
            (!a->decode || att_decode_threads(a) == att_decode_threads(b)) &&
+           (!a->decode || (a->cluster == b->cluster && a->warps == b->warps && a->stages == b->stages &&
+                           a->minkeys == b->minkeys && a->timing == b->timing)) &&
            (!a->rope || (a->theta == b->theta && ir_rope_attrs_eq(&a->scaling, &b->scaling)));
 }
 
@@ -82,6 +98,13 @@ static inline void att_cfg_name(const att_cfg *c, char *buf, size_t n)
     if (c->decode) {
         size_t l = strlen(buf);
         snprintf(buf + l, n - l, "_s%d_t%d", c->splits, att_decode_threads(c));
+        l = strlen(buf);
+        if (c->cluster > 1) snprintf(buf + l, n - l, "_cl%d", c->cluster);
+        l = strlen(buf);
+        if (c->warps || c->stages || c->minkeys)
+            snprintf(buf + l, n - l, "_w%dst%dmk%d", c->warps, c->stages, c->minkeys);
+        l = strlen(buf);
+        if (c->timing) snprintf(buf + l, n - l, "_timing");
     }
     if (c->window) {
         size_t l = strlen(buf);
@@ -129,8 +152,11 @@ static inline char *att_source(const att_cfg *c)
     }
     if (c->decode) nu_printf(&b, "#define KILN_SPLITS %d\n", c->splits);
     if (c->decode) { /* as cg_gen_attention writes them */
-        nu_printf(&b, "#define KILN_DEC_WARPS %d\n#define KILN_ATT_THREADS %d\n", cg_attention_decode_warps(c->hd),
-                  att_decode_threads(c));
+        cg_att_decode_cfg d = att_decode_shape(c);
+        nu_printf(&b, "#define KILN_DEC_WARPS %d\n#define KILN_ATT_THREADS %d\n", d.warps, d.threads);
+        nu_printf(&b, "#define KILN_DEC_CLUSTER %d\n#define KILN_DEC_STAGES %d\n", d.cluster, d.stages);
+        if (c->minkeys) nu_printf(&b, "#define KILN_DEC_MINKEYS %d\n", c->minkeys);
+        if (c->timing) nu_printf(&b, "#define KILN_DEC_TIMING 1\n");
     }
     if (c->window) nu_printf(&b, "#define KILN_ATT_WINDOW %d\n", c->window);
     if (c->softcap > 0) nu_printf(&b, "#define KILN_ATT_SOFTCAP %.9ef\n", c->softcap);

@@ -22,7 +22,8 @@
  * Prints one line per case and "N passed, N failed"; exits 77 without a
  * device of compute capability 9.x.
  *
- * KILN_BENCH=1 adds timings (KILN_BENCH=2: the timings alone) (median of 50 launches, CUDA events, after
+ * KILN_CASES=A-B runs cases A..B only. KILN_BENCH=1 adds timings (KILN_BENCH=2: the timings alone;
+ * KILN_DEC_SWEEP=1: decode rows under other kernel shapes) (median of 50 launches, CUDA events, after
  * warm-up, rotating input sets so the data is not all in L2): decode
  * B=1 and B=32, H=32, KV=8, HD=128, context 1024 (KV bytes read, GB/s), for a
  * few KILN_SPLITS; prefill B=1, S=2048, H=32, KV=8, HD=128, causal (TFLOP/s,
@@ -82,62 +83,83 @@ typedef struct tcase {
     int scaling; /* index into scalings[] */
     int window;     /* decode: sliding window (0: none) */
     double softcap; /* decode: logit soft-cap (0: none) */
+    int cluster, warps, stages, minkeys, threads; /* decode: the kernel's shape (0: the defaults;
+                                                   * cluster > 1: splits == cluster) */
 } tcase;
 
 static const tcase cases[] = {
     /* prefill: B=2, H=8 */
-    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0},
-    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}, 0, 0, 0.0},
-    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}, 0, 0, 0.0},
-    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0},
-    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}, 0, 0, 0.0},
-    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}, 0, 0, 0.0},
-    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0},
-    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}, 0, 0, 0.0},
-    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}, 0, 0, 0.0},
-    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}, 0, 0, 0.0},
-    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}, 0, 0, 0.0},
-    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}, 0, 0, 0.0},
-    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}, 0, 0, 0.0}, /* RoPE at s, offset T - S */
+    {0, 1, 2, 1, 8, 2, 64, 1, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 17, 8, 8, 128, 17, 0, 0, 0, 0, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 128, 8, 2, 128, 128, 1, 1, 1, 0, 1, {0, 0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 300, 8, 2, 64, 300, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 17, 8, 2, 128, 400, 1, 1, 1, 0, 1, {100, 383}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 0, 0, 1, 0, 1, {0, 700}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 128, 8, 2, 128, 512, 1, 0, 0, 0, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 0, 2, 128, 8, 2, 128, 300, 1, 1, 1, 0, 1, {50, 172}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 300, 8, 2, 128, 300, 1, 1, 0, 0, 1, {0, 0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 1, 8, 8, 128, 64, 1, 1, 1, 0, 1, {10, 63}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 300, 8, 2, 128, 700, 0, 1, 1, 0, 1, {0, 333}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 300, 8, 8, 64, 1000, 1, 1, 1, 0, 1, {3, 650}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 64, 8, 2, 128, 200, 1, 1, 0, 0, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0}, /* RoPE at s, offset T - S */
     /* decode */
-    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}, 0, 0, 0.0},
-    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}, 0, 0, 0.0},
-    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}, 0, 0, 0.0},
-    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}, 0, 0, 0.0},
-    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}, 0, 0, 0.0},
-    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}, 0, 0, 0.0},
-    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}, 0, 0, 0.0},
-    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}, 0, 0, 0.0},
-    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}, 0, 0, 0.0},
-    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}, 0, 0, 0.0},
+    {1, 1, 1, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 16, 1, {0, 17, 1000, 4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 1, 8, 8, 64, 2048, 1, 1, 1, 7, 1, {5, 100, 1500, 2047}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 4, 8, 2, 128, 1024, 1, 0, 1, 8, 1, {0, 3, 500, 1020}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 8, 8, 2, 128, 1024, 1, 1, 1, 16, 1, {777}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 0, 4, 1, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {1, 250, 998, 999}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 1, 8, 8, 64, 333, 0, 0, 0, 1, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 1, 8, 1, 128, 4096, 1, 1, 1, 32, 1, {4000, 12, 2048, 4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 3, 8, 8, 64, 512, 0, 1, 1, 5, 1, {0, 1, 200, 509}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 2, 8, 2, 128, 300, 1, 1, 0, 4, 0, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
     /* RoPE with frequency scaling, positions past the original context (256) */
-    {0, 1, 2, 17, 8, 2, 128, 1000, 1, 1, 1, 0, 1, {300, 900}, 1, 0, 0.0},
-    {0, 0, 2, 128, 8, 2, 64, 1000, 1, 1, 1, 0, 1, {250, 700}, 2, 0, 0.0},
-    {0, 1, 2, 64, 8, 2, 128, 700, 1, 1, 0, 0, 0, {0}, 2, 0, 0.0}, /* at s, offset T - S */
-    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {257, 1000, 3000, 4095}, 1, 0, 0.0},
-    {1, 1, 2, 4, 8, 8, 64, 2048, 1, 1, 1, 8, 1, {600, 2000}, 2, 0, 0.0},
+    {0, 1, 2, 17, 8, 2, 128, 1000, 1, 1, 1, 0, 1, {300, 900}, 1, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 0, 2, 128, 8, 2, 64, 1000, 1, 1, 1, 0, 1, {250, 700}, 2, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 64, 8, 2, 128, 700, 1, 1, 0, 0, 0, {0}, 2, 0, 0.0, 0, 0, 0, 0, 0}, /* at s, offset T - S */
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 1, 1, 16, 1, {257, 1000, 3000, 4095}, 1, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 4, 8, 8, 64, 2048, 1, 1, 1, 8, 1, {600, 2000}, 2, 0, 0.0, 0, 0, 0, 0, 0},
     /* decode head dims 80, 96, 256 (and 16, 112, 192: correct), GQA 1/4/8 and MQA, a position
      * per batch row, lengths not multiples of a tile; form (a): RoPE + cache write fused;
      * form (b): q rotated and the caches already hold the new rows (a pure read) */
-    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 1, 1, 32, 1, {1023, 5, 777, 1099}, 0, 0, 0.0},      /* 1B: G 4 */
-    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 0, 0, 32, 1, {1023, 5, 777, 1099}, 0, 0, 0.0},
-    {1, 1, 3, 1, 8, 1, 256, 1100, 1, 1, 1, 64, 1, {1023, 0, 1099}, 0, 0, 0.0},            /* Gemma: MQA G 8 */
-    {1, 0, 3, 1, 8, 1, 256, 1100, 1, 0, 0, 64, 1, {1023, 3, 600}, 0, 0, 0.0},
-    {1, 1, 3, 1, 32, 32, 96, 1100, 1, 1, 1, 8, 1, {1023, 17, 1098}, 0, 0, 0.0},          /* Phi-3: MHA G 1 */
-    {1, 0, 3, 1, 32, 32, 96, 1100, 1, 0, 0, 8, 1, {1023, 17, 1098}, 0, 0, 0.0},
-    {1, 1, 2, 1, 16, 2, 80, 700, 1, 1, 1, 32, 1, {699, 44}, 0, 0, 0.0},                  /* G 8 */
-    {1, 0, 2, 3, 16, 2, 80, 700, 1, 0, 0, 32, 1, {333, 0}, 0, 0, 0.0},
-    {1, 1, 2, 2, 8, 2, 16, 300, 1, 1, 1, 16, 1, {297, 9}, 0, 0, 0.0},
-    {1, 1, 2, 1, 8, 2, 112, 300, 1, 0, 0, 16, 1, {260, 31}, 0, 0, 0.0},
-    {1, 1, 2, 5, 4, 1, 192, 500, 1, 1, 1, 16, 1, {400, 2}, 0, 0, 0.0},
-    {1, 1, 2, 16, 8, 8, 128, 2100, 1, 1, 1, 16, 1, {2000, 70}, 0, 0, 0.0},               /* 16 rows */
-    {1, 1, 1, 16, 8, 2, 96, 300, 0, 0, 0, 4, 1, {100}, 0, 0, 0.0},                       /* not causal */
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 1, 1, 32, 1, {1023, 5, 777, 1099}, 0, 0, 0.0, 0, 0, 0, 0, 0},      /* 1B: G 4 */
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 0, 0, 32, 1, {1023, 5, 777, 1099}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 3, 1, 8, 1, 256, 1100, 1, 1, 1, 64, 1, {1023, 0, 1099}, 0, 0, 0.0, 0, 0, 0, 0, 0},            /* Gemma: MQA G 8 */
+    {1, 0, 3, 1, 8, 1, 256, 1100, 1, 0, 0, 64, 1, {1023, 3, 600}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 3, 1, 32, 32, 96, 1100, 1, 1, 1, 8, 1, {1023, 17, 1098}, 0, 0, 0.0, 0, 0, 0, 0, 0},          /* Phi-3: MHA G 1 */
+    {1, 0, 3, 1, 32, 32, 96, 1100, 1, 0, 0, 8, 1, {1023, 17, 1098}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 1, 16, 2, 80, 700, 1, 1, 1, 32, 1, {699, 44}, 0, 0, 0.0, 0, 0, 0, 0, 0},                  /* G 8 */
+    {1, 0, 2, 3, 16, 2, 80, 700, 1, 0, 0, 32, 1, {333, 0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 2, 8, 2, 16, 300, 1, 1, 1, 16, 1, {297, 9}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 1, 8, 2, 112, 300, 1, 0, 0, 16, 1, {260, 31}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 5, 4, 1, 192, 500, 1, 1, 1, 16, 1, {400, 2}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 16, 8, 8, 128, 2100, 1, 1, 1, 16, 1, {2000, 70}, 0, 0, 0.0, 0, 0, 0, 0, 0},               /* 16 rows */
+    {1, 1, 1, 16, 8, 2, 96, 300, 0, 0, 0, 4, 1, {100}, 0, 0, 0.0, 0, 0, 0, 0, 0},                       /* not causal */
     /* sliding window and soft-capping (Gemma-2), form (a) and (b) */
-    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 1, 1, 32, 1, {4999, 100, 2500}, 0, 4096, 50.0},
-    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 0, 0, 32, 1, {4999, 100, 2500}, 0, 4096, 50.0},
-    {1, 0, 2, 4, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {900, 40}, 0, 100, 0.0},
-    {1, 1, 2, 3, 8, 2, 64, 1000, 1, 0, 0, 16, 1, {900, 2}, 0, 37, 30.0},
-    {1, 1, 2, 1, 8, 8, 96, 1000, 1, 1, 1, 8, 1, {999, 500}, 0, 0, 5.0},
+    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 1, 1, 32, 1, {4999, 100, 2500}, 0, 4096, 50.0, 0, 0, 0, 0, 0},
+    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 0, 0, 32, 1, {4999, 100, 2500}, 0, 4096, 50.0, 0, 0, 0, 0, 0},
+    {1, 0, 2, 4, 8, 2, 128, 1000, 1, 1, 1, 16, 1, {900, 40}, 0, 100, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 3, 8, 2, 64, 1000, 1, 0, 0, 16, 1, {900, 2}, 0, 37, 30.0, 0, 0, 0, 0, 0},
+    {1, 1, 2, 1, 8, 8, 96, 1000, 1, 1, 1, 8, 1, {999, 500}, 0, 0, 5.0, 0, 0, 0, 0, 0},
+    /* thread-block clusters of the splits (KILN_DEC_CLUSTER): sizes 2..16, both forms, each
+     * head dim of the layers, a split count past the keys (short caches: CTAs with no keys),
+     * several m-tiles (R > 16), f16, a window and soft-cap, rings streaming long splits */
+    {1, 1, 1, 1, 32, 8, 128, 1100, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 128},          /* 8B */
+    {1, 1, 1, 1, 32, 8, 128, 1100, 1, 1, 1, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 128},
+    {1, 0, 2, 1, 32, 8, 128, 1100, 1, 1, 1, 16, 1, {1099, 100}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 2, 1, 32, 8, 128, 1100, 1, 0, 0, 16, 1, {30, 1099}, 0, 0, 0.0, 16, 2, 2, 32, 128},
+    {1, 1, 1, 1, 32, 8, 64, 1100, 1, 1, 1, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 128},            /* 1B */
+    {1, 1, 1, 1, 32, 8, 64, 1100, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 4, 4, 4, 64, 128},
+    {1, 1, 3, 1, 8, 1, 256, 1100, 1, 1, 1, 8, 1, {1023, 0, 1099}, 0, 0, 0.0, 8, 4, 3, 64, 128},   /* Gemma */
+    {1, 0, 3, 1, 8, 1, 256, 1100, 1, 0, 0, 16, 1, {1023, 3, 600}, 0, 0, 0.0, 16, 2, 2, 32, 128},
+    {1, 1, 3, 1, 32, 32, 96, 1100, 1, 1, 1, 8, 1, {1023, 17, 1098}, 0, 0, 0.0, 8, 4, 3, 64, 128}, /* Phi-3 */
+    {1, 0, 3, 1, 32, 32, 96, 1100, 1, 0, 0, 4, 1, {1023, 17, 1098}, 0, 0, 0.0, 4, 4, 4, 64, 128},
+    {1, 1, 4, 1, 8, 2, 128, 4096, 1, 0, 0, 2, 1, {0, 17, 1000, 4095}, 0, 0, 0.0, 2, 4, 4, 64, 128},
+    {1, 1, 2, 16, 8, 2, 128, 2100, 1, 1, 1, 4, 1, {2000, 70}, 0, 0, 0.0, 4, 4, 3, 64, 128},      /* 4 m-tiles */
+    {1, 0, 2, 3, 16, 2, 80, 700, 1, 0, 0, 8, 1, {333, 0}, 0, 0, 0.0, 8, 2, 3, 32, 64},           /* 2 m-tiles */
+    {1, 1, 3, 1, 8, 4, 256, 5000, 1, 1, 1, 8, 1, {4999, 100, 2500}, 0, 4096, 50.0, 8, 4, 3, 64, 128},
+    {1, 1, 2, 3, 8, 2, 64, 1000, 1, 0, 0, 16, 1, {900, 2}, 0, 37, 30.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 8, 1, 128, 300, 0, 0, 0, 8, 0, {0}, 0, 0, 0.0, 8, 4, 2, 64, 256},               /* T - S */
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -147,6 +169,13 @@ static att_cfg case_cfg(const tcase *c)
                  .rope = c->rope, .append = c->append, .splits = c->decode ? c->splits : 16,
                  .theta = THETA, .scaling = scalings[c->scaling], .window = c->window, .softcap = c->softcap,
                  .threads = c->decode ? cg_attention_decode_threads(c->HD, (int64_t)c->B * c->KV) : 0};
+    if (c->decode) {
+        if (c->threads) g.threads = c->threads;
+        g.cluster = c->cluster > 1 ? c->cluster : 0;
+        g.warps = c->warps;
+        g.stages = c->stages;
+        g.minkeys = c->minkeys;
+    }
     return g;
 }
 
@@ -157,7 +186,7 @@ typedef struct kern {
     cudaLibrary_t lib;
     cudaKernel_t fn;
 } kern;
-static kern kerns[128];
+static kern kerns[256];
 static int nkerns;
 
 static int add_cfg(att_job *jobs, int n, att_cfg c)
@@ -195,6 +224,14 @@ static int build_kernels(att_job *jobs, int n)
         k->cfg = jobs[i].cfg;
         CUDA_OK(cudaLibraryLoadData(&k->lib, jobs[i].cubin, NULL, NULL, 0, NULL, NULL, 0));
         CUDA_OK(cudaLibraryGetKernel(&k->fn, k->lib, ATT_KERNEL_NAME));
+        if (k->cfg.decode) { /* as the runtime does: the ring's shared memory, clusters above 8 */
+            cg_att_decode_cfg d = att_decode_shape(&k->cfg);
+            int smem = (int)cg_attention_decode_smem(&d, k->cfg.hd);
+            if (smem > 48 * 1024)
+                CUDA_OK(cudaKernelSetAttributeForDevice(k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, 0));
+            if (d.cluster > 8)
+                CUDA_OK(cudaKernelSetAttributeForDevice(k->fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, 0));
+        }
         att_job_free(&jobs[i]);
     }
     printf("compiled %d kernels with NVRTC in %.1f s\n", n,
@@ -233,13 +270,18 @@ static void fill_args(att_args *a, const tcase *c, const dev_bufs *d)
     a->KV = c->KV;
 }
 
-static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st)
+/* The launch's status (a cluster that cannot be placed fails here: the bench rows report it). */
+static cudaError_t launch_st(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st)
 {
     dim3 grid, block;
+    size_t smem = 0;
     if (c->decode) {
+        att_cfg cfg = case_cfg(c);
+        cg_att_decode_cfg d = att_decode_shape(&cfg);
         grid.x = (unsigned)c->splits;
         grid.y = (unsigned)c->KV;
-        block.x = (unsigned)cg_attention_decode_threads(c->HD, (int64_t)c->B * c->KV);
+        block.x = (unsigned)d.threads;
+        smem = (size_t)cg_attention_decode_smem(&d, c->HD);
     } else {
         grid.x = (unsigned)((c->S + PREFILL_BQ - 1) / PREFILL_BQ);
         grid.y = (unsigned)c->H;
@@ -248,8 +290,13 @@ static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st
     grid.z = (unsigned)c->B;
     block.y = block.z = 1;
     void *args[1] = {a};
-    CUDA_OK(cudaLaunchKernel((const void *)fn, grid, block, args, 0, st));
-    CUDA_OK(cudaGetLastError());
+    cudaError_t e = cudaLaunchKernel((const void *)fn, grid, block, args, smem, st);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st)
+{
+    CUDA_OK(launch_st(fn, c, a, st));
 }
 
 static double rel_err(const float *x, const double *ref, size_t n, size_t *nans)
@@ -370,7 +417,12 @@ static void run_case(int idx, const tcase *c)
     size_t nans = 0;
     for (int run = 0; ok && run < runs; run++) {
         CUDA_OK(cudaMemset(d.out, 0xff, nout * 2));
-        launch(fn, c, &a, 0);
+        cudaError_t le = launch_st(fn, c, &a, 0);
+        CHECK_MSG(le == cudaSuccess, "case %d (%s): launch failed: %s", idx, name, cudaGetErrorString(le));
+        if (le != cudaSuccess) {
+            ok = 0;
+            break;
+        }
         CUDA_OK(cudaDeviceSynchronize());
         CUDA_OK(cudaMemcpy(out, d.out, nout * 2, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < nout; i++) outf[i] = dec(out[i]);
@@ -507,7 +559,7 @@ static void fill_random(uint16_t *dev, size_t n)
     }
 }
 
-static void bench_one(const tcase *c)
+static void bench_one(const tcase *c, const char *tag)
 {
     att_cfg cfg = case_cfg(c);
     cudaKernel_t fn = find_kernel(cfg);
@@ -549,10 +601,24 @@ static void bench_one(const tcase *c)
         }
         fill_args(&a[i], c, &d[i]);
     }
-    float gms = 0;
-    float ms = time_launches(fn, c, a, nsets, &gms);
+    float gms = 0, ms = 0;
+    cudaError_t le = launch_st(fn, c, &a[0], 0);
+    if (le == cudaSuccess) le = cudaDeviceSynchronize();
+    if (le != cudaSuccess) {
+        printf("bench %s %s B=%d: launch failed: %s\n", tag, name, B, cudaGetErrorString(le));
+        (void)cudaGetLastError();
+    } else
+        ms = time_launches(fn, c, a, nsets, &gms);
     const int L = c->pos[0] + S; /* every batch at the same position */
-    if (c->decode) {
+    if (le != cudaSuccess) {
+    } else if (c->decode && strcmp(tag, "decode")) { /* a sweep row: its shape */
+        int lw = c->window > 0 && c->window < L ? c->window : L;
+        double bytes = (double)B * KV * lw * HD * 2 * 2;
+        printf("bench %s B=%d T=%d H=%d KV=%d hd=%d form=%s splits=%d cluster=%d warps=%d stages=%d threads=%d: "
+               "%.2f us graph, %.2f us single, %.2f TB/s graph\n", tag, B, L, H, KV, HD, c->append ? "a" : "b",
+               c->splits, cfg.cluster ? cfg.cluster : 1, att_decode_shape(&cfg).warps, att_decode_shape(&cfg).stages,
+               att_decode_threads(&cfg), gms * 1e3, ms * 1e3, bytes / (gms * 1e-3) / 1e12);
+    } else if (c->decode) {
         double bytes = (double)B * KV * L * HD * 2 * 2;
         int lw = c->window > 0 && c->window < L ? c->window : L; /* keys read */
         bytes = (double)B * KV * lw * HD * 2 * 2;
@@ -583,37 +649,171 @@ static void bench_one(const tcase *c)
     cudaFree(d[0].ws);
 }
 
+/* One launch of c's kernel compiled with KILN_DEC_TIMING (a cluster shape) on a set not in
+ * L2: per milestone of attention_decode.cuh, the median and the largest time since each CTA's
+ * entry over the CTAs (SM clocks at the device's clock rate), and the spread of the CTAs'
+ * entries (globaltimer). "bench timing" lines. */
+static void timing_one(const tcase *c, int clock_khz)
+{
+    att_cfg cfg = case_cfg(c);
+    cfg.timing = 1;
+    cudaKernel_t fn = find_kernel(cfg);
+    char name[128];
+    att_cfg_name(&cfg, name, sizeof name);
+    if (!fn) {
+        printf("bench timing %s: no kernel\n", name);
+        return;
+    }
+    g_bf16 = c->bf16;
+    const int B = c->B, S = c->S, H = c->H, KV = c->KV, HD = c->HD, T = c->T;
+    const long long W = (long long)(H + 2 * KV) * HD;
+    const size_t nqkv = (size_t)B * S * W, ncache = (size_t)B * KV * T * HD, nout = (size_t)B * S * H * HD;
+    enum { NSET = 24 };
+    dev_bufs d[NSET];
+    att_args a[NSET];
+    const int ncta = c->splits * KV * B;
+    size_t nws = (size_t)B * S * H * c->splits * (HD + 2);
+    if (nws < (size_t)ncta * 32) nws = (size_t)ncta * 32;
+    for (int i = 0; i < NSET; i++) {
+        memset(&d[i], 0, sizeof d[i]);
+        CUDA_OK(cudaMalloc((void **)&d[i].qkv, nqkv * 2));
+        CUDA_OK(cudaMalloc((void **)&d[i].kc, ncache * 2));
+        CUDA_OK(cudaMalloc((void **)&d[i].vc, ncache * 2));
+        fill_random(d[i].qkv, nqkv);
+        fill_random(d[i].kc, ncache);
+        fill_random(d[i].vc, ncache);
+        if (i == 0) {
+            CUDA_OK(cudaMalloc((void **)&d[0].out, nout * 2));
+            CUDA_OK(cudaMalloc((void **)&d[0].pos, 64 * sizeof(int)));
+            CUDA_OK(cudaMalloc((void **)&d[0].sem, (size_t)B * KV * sizeof(int)));
+            CUDA_OK(cudaMalloc((void **)&d[0].ws, nws * sizeof(float)));
+            int pos[64];
+            for (int b = 0; b < 64; b++) pos[b] = c->pos[0];
+            CUDA_OK(cudaMemcpy(d[0].pos, pos, 64 * sizeof(int), cudaMemcpyHostToDevice));
+        } else {
+            d[i].out = d[0].out, d[i].pos = d[0].pos, d[i].sem = d[0].sem, d[i].ws = d[0].ws;
+        }
+        fill_args(&a[i], c, &d[i]);
+    }
+    unsigned long long *st = malloc((size_t)ncta * 16 * sizeof *st);
+    double med[11] = {0}, mx[11] = {0}, spread = 0;
+    const int reps = 5;
+    for (int r = 0; r < reps; r++) {
+        for (int i = 1; i < NSET; i++) launch(fn, c, &a[i], 0); /* set 0 leaves L2 */
+        CUDA_OK(cudaDeviceSynchronize());
+        launch(fn, c, &a[0], 0);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(st, d[0].ws, (size_t)ncta * 16 * sizeof *st, cudaMemcpyDeviceToHost));
+        unsigned long long g0 = ~0ull, g1 = 0;
+        for (int k = 0; k < ncta; k++) {
+            if (st[k * 16] < g0) g0 = st[k * 16];
+            if (st[k * 16] > g1) g1 = st[k * 16];
+        }
+        spread += (double)(g1 - g0) / reps;
+        for (int m = 2; m <= 10; m++) {
+            float *v = malloc((size_t)ncta * sizeof *v);
+            double big = 0;
+            for (int k = 0; k < ncta; k++) {
+                v[k] = (float)(st[k * 16 + m] - st[k * 16 + 1]);
+                if (v[k] > big) big = v[k];
+            }
+            qsort(v, (size_t)ncta, sizeof *v, cmp_float);
+            med[m] += v[ncta / 2] / reps;
+            mx[m] += big / reps;
+            free(v);
+        }
+    }
+    static const char *const what[11] = {"", "", "pos", "issued", "wait", "landed", "keys", "stored", "bar1", "combined", "bar2"};
+    printf("bench timing %s B=%d T=%d: entries spread %.2f us; since entry (median / max over CTAs, us):", name, B,
+           c->pos[0] + S, spread * 1e-3);
+    for (int m = 2; m <= 10; m++) printf(" %s %.2f/%.2f", what[m], med[m] / clock_khz * 1e3, mx[m] / clock_khz * 1e3);
+    printf("\n");
+    free(st);
+    for (int i = 0; i < NSET; i++) {
+        cudaFree(d[i].qkv);
+        cudaFree(d[i].kc);
+        cudaFree(d[i].vc);
+    }
+    cudaFree(d[0].out);
+    cudaFree(d[0].pos);
+    cudaFree(d[0].sem);
+    cudaFree(d[0].ws);
+}
+
 /* The decode table (bench/attn/run.sh): B 1, 8, 32 x cache 1024, 8192, 32768 of the 8B
  * layer's attention (32/8 heads of 128), form (b) (a pure read) and, at B=1, form (a)
  * (RoPE and the cache write fused); the 1B (hd 64), Gemma-2B (8/1 of 256) and Phi-3-mini
  * (32/32 of 96) layers at B=1 x 1024; head dims 96 and 256 at the work of 128 (B=4, cache
- * 4096, heads x hd = 4096); a 4k window over a 32k cache. splits 0: the codegen's choice
- * (cg_attention_decode_splits). Then prefill S 2048 from position 0. */
+ * 4096, heads x hd = 4096); a 4k window over a 32k cache. splits 0: the codegen's shape
+ * (cg_attention_decode_config). Then prefill S 2048 from position 0. */
 static const tcase benches[] = {
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0},
-    {1, 1, 8, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0},
-    {1, 1, 8, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 32, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0},
-    {1, 1, 32, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0},
-    {1, 1, 4, 1, 32, 8, 128, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
-    {1, 1, 4, 1, 42, 6, 96, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
-    {1, 1, 4, 1, 16, 4, 256, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
-    {1, 1, 1, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 4096, 0.0},
-    {1, 1, 1, 1, 32, 8, 128, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}, 0, 0, 0.0},
-    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}, 0, 0, 0.0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 8, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 8, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 32, 1, 32, 8, 128, 8192, 1, 0, 0, 0, 1, {8191}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 32, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 1, 1, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 0, 1, {1023}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 1, 32, 8, 128, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 1, 42, 6, 96, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 4, 1, 16, 4, 256, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 128, 32768, 1, 0, 0, 0, 1, {32767}, 0, 4096, 0.0, 0, 0, 0, 0, 0},
+    {1, 1, 1, 1, 32, 8, 128, 4096, 1, 0, 0, 0, 1, {4095}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 0, 0, 0, 1, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
+    {0, 1, 1, 2048, 32, 8, 128, 2048, 1, 1, 1, 0, 1, {0}, 0, 0, 0.0, 0, 0, 0, 0, 0},
 };
 #define NBENCH ((int)(sizeof benches / sizeof benches[0]))
+
+/* KILN_BENCH with KILN_DEC_SWEEP=1: decode shapes of the layers at B=1 x 1024 (and B=32 x
+ * 1024, B=1 x 8192) under other kernel shapes (clusters, warps, ring stages, the shape
+ * before clusters); "bench sweep" lines. Fields after softcap: cluster, warps, stages,
+ * minkeys, threads; splits == cluster for a cluster. */
+static const tcase sweeps[] = {
+    /* 8B: 32/8 x 128 */
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},  /* before */
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 3, 32, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 2, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 5, 32, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 256},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 4, 4, 3, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 8, 2, 128, 256},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
+    /* 1B: 32/8 x 64 */
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 128},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 5, 32, 128},
+    /* Gemma-2B: 8/1 x 256 */
+    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 64, 1, {1023}, 0, 0, 0.0, 0, 1, 2, 0, 128},
+    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 3, 32, 128},
+    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 5, 32, 128},
+    /* Phi-3-mini: 32/32 x 96 */
+    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
+    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 4, 4, 3, 64, 128},
+    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 3, 32, 64},
+    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 2, 32, 64},
+    /* 8B at B=32 x 1024: splits and threads (no cluster: static shared memory, <= 47 KB) */
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
+    /* B=1 x 8192: the shape before clusters against clusters of 8 and 16 */
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 32, 1, {8191}, 0, 0, 0.0, 0, 2, 2, 0, 128},
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 16, 1, {8191}, 0, 0, 0.0, 16, 4, 3, 64, 128},
+};
+#define NSWEEP ((int)(sizeof sweeps / sizeof sweeps[0]))
 
 int main(void)
 {
@@ -628,25 +828,54 @@ int main(void)
     printf("device %s, %d SMs; seed %llu (KILN_SEED to repeat)\n", prop.name, prop.multiProcessorCount,
            (unsigned long long)seed);
 
-    static att_job jobs[128];
+    /* KILN_CASES=A-B: only cases A..B (the compute-sanitizer runs) */
+    int first = 0, last = NCASES - 1;
+    const char *only = getenv("KILN_CASES");
+    if (only && sscanf(only, "%d-%d", &first, &last) != 2) first = last = atoi(only);
+    static att_job jobs[256];
     int n = 0;
     if (bench != 2)
-        for (int i = 0; i < NCASES; i++) n = add_cfg(jobs, n, case_cfg(&cases[i]));
+        for (int i = first; i <= last && i < NCASES; i++) n = add_cfg(jobs, n, case_cfg(&cases[i]));
     static tcase bench_rows[NBENCH];
     for (int i = 0; i < NBENCH; i++) {
         bench_rows[i] = benches[i];
-        if (bench_rows[i].decode && bench_rows[i].splits == 0)
-            bench_rows[i].splits = cg_attention_decode_splits(benches[i].B, benches[i].KV, prop.multiProcessorCount);
+        if (bench_rows[i].decode && bench_rows[i].splits == 0) { /* the codegen's shape */
+            cg_att_decode_cfg d = cg_attention_decode_config(benches[i].B, benches[i].KV, benches[i].HD, benches[i].T,
+                                                             prop.multiProcessorCount, prop.sharedMemPerBlockOptin, true);
+            bench_rows[i].splits = d.splits;
+            bench_rows[i].cluster = d.cluster;
+            bench_rows[i].warps = d.warps;
+            bench_rows[i].stages = d.stages;
+            bench_rows[i].minkeys = d.minkeys;
+            bench_rows[i].threads = d.threads;
+        }
     }
+    const int sweep = bench && getenv("KILN_DEC_SWEEP") && atoi(getenv("KILN_DEC_SWEEP"));
     if (bench)
         for (int i = 0; i < NBENCH; i++) n = add_cfg(jobs, n, case_cfg(&bench_rows[i]));
+    if (sweep)
+        for (int i = 0; i < NSWEEP; i++) {
+            n = add_cfg(jobs, n, case_cfg(&sweeps[i]));
+            if (sweeps[i].cluster > 1 && !sweeps[i].append) {
+                att_cfg t = case_cfg(&sweeps[i]);
+                t.timing = 1;
+                n = add_cfg(jobs, n, t);
+            }
+        }
     int bad = build_kernels(jobs, n);
     CHECK_MSG(bad == 0, "%d kernels did not compile", bad);
 
     if (bench != 2)
-        for (int i = 0; i < NCASES; i++) run_case(i, &cases[i]);
+        for (int i = first; i <= last && i < NCASES; i++) run_case(i, &cases[i]);
     if (bench)
-        for (int i = 0; i < NBENCH; i++) bench_one(&bench_rows[i]);
+        for (int i = 0; i < NBENCH; i++) bench_one(&bench_rows[i], "decode");
+    if (sweep)
+        for (int i = 0; i < NSWEEP; i++) bench_one(&sweeps[i], "sweep");
+    int clock_khz = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    if (sweep)
+        for (int i = 0; i < NSWEEP; i++)
+            if (sweeps[i].cluster > 1 && !sweeps[i].append) timing_one(&sweeps[i], clock_khz);
     for (int i = 0; i < nkerns; i++) cudaLibraryUnload(kerns[i].lib);
     return CHECK_DONE();
 }

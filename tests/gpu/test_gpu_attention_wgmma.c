@@ -19,7 +19,8 @@
  * in rotation): the prefill table of bench/attn (causal, 32 query / 8 KV heads, hd 128 at
  * S 512..8192, B 4 at 4096, hd 96 and 256 at equal total work) and a sweep of key tiles and
  * stages at S 4096; one line per row, "bench attn ..." with TFLOP/s (causal FLOPs: 4 * HD per
- * visible (query, key) pair per head). KILN_CASES=i,j,... runs only those cases. Exit 77 without a device of compute capability 9.x. */
+ * visible (query, key) pair per head); KILN_BENCH=3: the B=4 S=4096 rows alone, the cheap inputs
+ * against normal random ones, 2 and 3 stages. KILN_CASES=i,j,... runs only those cases. Exit 77 without a device of compute capability 9.x. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -368,7 +369,14 @@ static int cmp_f(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void bench_row_data(const char *label, const wa_cfg *c, int B, int S, int H, int KV, int random);
 static void bench_row(const char *label, const wa_cfg *c, int B, int S, int H, int KV)
+{
+    bench_row_data(label, c, B, S, H, KV, 0);
+}
+
+/* random 1: normal random inputs (as `kiln run --random`), 0: the cheap deterministic ones */
+static void bench_row_data(const char *label, const wa_cfg *c, int B, int S, int H, int KV, int random)
 {
     const rt_kernel *k = find(c);
     if (!k) return;
@@ -382,7 +390,7 @@ static void bench_row(const char *label, const wa_cfg *c, int B, int S, int H, i
         P[i].KV = KV;
         P[i].T = S;
         P[i].HD = c->hd;
-        prob_alloc(&P[i], 0);
+        prob_alloc(&P[i], random);
     }
     cudaEvent_t e0, e1;
     CUDA_OK(cudaEventCreate(&e0));
@@ -414,7 +422,7 @@ int main(void)
     const char *seed = getenv("KILN_SEED");
     rng_state = seed ? strtoull(seed, NULL, 10) : 0x5eedull;
     printf("seed %llu\n", (unsigned long long)rng_state);
-    int bench = getenv("KILN_BENCH") && atoi(getenv("KILN_BENCH"));
+    int bench = getenv("KILN_BENCH") ? atoi(getenv("KILN_BENCH")) : 0; /* 3: the B=4 S=4096 rows alone */
     /* KILN_CASES=i,j,...: only those cases (the compute-sanitizer runs) */
     int sel[NCASES];
     const char *only = getenv("KILN_CASES");
@@ -440,7 +448,12 @@ int main(void)
     CHECK(build(list, n) == 0);
     for (int i = 0; i < NCASES; i++)
         if (sel[i]) run_case(&cases[i], i);
-    if (bench) {
+    if (bench == 3) { /* B=4 S=4096 only: the cheap inputs against random ones, 2 and 3 stages */
+        for (int r = 0; r < 2; r++) {
+            bench_row_data(r ? "b4-random" : "b4-cheap", &bcfg[0], 4, 4096, 32, 8, r);
+            bench_row_data(r ? "b4-random" : "b4-cheap", &bcfg[1], 4, 4096, 32, 8, r);
+        }
+    } else if (bench) {
         static const int Ss[] = {512, 2048, 4096, 8192};
         for (int i = 0; i < 4; i++) bench_row("table", &bcfg[0], 1, Ss[i], 32, 8);
         bench_row("table", &bcfg[0], 4, 4096, 32, 8);
