@@ -1,12 +1,13 @@
 /* bench/compile_time.c — how long Kiln takes to have a model's kernels ready:
  *
- *   compile_time MODEL.kiln [B=1,S=1,T=1024]
+ *   compile_time MODEL.kiln [B=1,S=1,T=1024] [--cache DIR]
  *
  * cold: an empty cache directory, every kernel compiled by NVRTC;
  * memory: the same model again in the same context (in-memory cache hits);
  * warm: a new context on the same directory, as a new process would start
  * (disk cache hits). Uses a compile-only context: no GPU needed. Prints the
- * median of 5 runs for the warm cases. */
+ * median of 5 runs for the warm cases. --cache DIR: that cache directory,
+ * kept (a cache filled before makes "cold" a warm start too). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,12 +49,17 @@ static double compile(kiln_context *ctx, const char *path, const kiln_dim *dims,
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: compile_time MODEL.kiln [B=1,S=1,T=1024]\n");
+        fprintf(stderr, "usage: compile_time MODEL.kiln [B=1,S=1,T=1024] [--cache DIR]\n");
         return 64;
     }
     const char *path = argv[1];
     char spec[256];
-    snprintf(spec, sizeof spec, "%s", argc > 2 ? argv[2] : "B=1,S=1,T=1024");
+    const char *keep = NULL;
+    snprintf(spec, sizeof spec, "%s", "B=1,S=1,T=1024");
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--cache") && i + 1 < argc) keep = argv[++i];
+        else snprintf(spec, sizeof spec, "%s", argv[i]);
+    }
     kiln_dim dims[8];
     int nd = 0;
     for (char *t = strtok(spec, ","); t && nd < 8; t = strtok(NULL, ",")) {
@@ -62,8 +68,9 @@ int main(int argc, char **argv)
         *eq = 0;
         dims[nd++] = (kiln_dim){t, atoll(eq + 1)};
     }
-    char dir[] = "/tmp/kiln-compile-time-XXXXXX";
-    if (!mkdtemp(dir)) return 70;
+    char tmp[] = "/tmp/kiln-compile-time-XXXXXX";
+    const char *dir = keep ? keep : mkdtemp(tmp);
+    if (!dir) return 70;
     kiln_context_options co = {.cache_dir = dir, .compile_only = 1};
     kiln_context *ctx = NULL;
     if (kiln_context_create(&ctx, &co) != KILN_OK) {
@@ -92,6 +99,6 @@ int main(int argc, char **argv)
     printf("  (whole kiln_model_compile_file: parse, passes, codegen, cache lookups)\n");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "compile_time: could not remove %s\n", dir);
+    if (!keep && system(cmd) != 0) fprintf(stderr, "compile_time: could not remove %s\n", dir);
     return 0;
 }
