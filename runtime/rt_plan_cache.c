@@ -6,12 +6,19 @@
  *   u8 has_head [str text, str report, 4 x u64 memory figures]
  *   u32 nk, then per kernel: u32 share (0: its own source; j+1: kernel j's
  *   source and name, by pointer) and the kernel (below)
- * A kernel: the cg_kernel bytes, then its strings (kind, name and source
- * unless shared, generated, note, config, tune_problem), nargs cg_arg bytes
+ * A kernel: the cg_kernel bytes, then its strings (kind; name, source and
+ * generated part unless shared: a kernel that shares another's program reads
+ * that one's generated part, the code that runs; note, config,
+ * tune_problem), nargs cg_arg bytes
  * with each one's field and ctype, nxforms cg_xform bytes, u8 has_fallback
  * and the fallback the same way. A str is u64 length (UINT64_MAX: NULL) and
  * its bytes. Pointers in the copied structs are never read: each is replaced
- * by what was decoded for it. */
+ * by what was decoded for it.
+ *
+ * Stored, that payload is zero-run coded (the structs are mostly unused
+ * terms of symbolic dims): "KILNPLZ0", u64 the payload's length, then bytes
+ * where 0x00 is followed by a varint count of zeros and any other byte
+ * stands for itself. */
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include "runtime/rt_plan_cache.h"
@@ -186,8 +193,8 @@ static void put_kernel(wbuf *b, const cg_kernel *k, bool shared)
     if (!shared) {
         put_str(b, k->name);
         put_strn(b, k->source, k->source_len);
+        put_str(b, k->generated);
     }
-    put_str(b, k->generated);
     put_str(b, k->note);
     put_str(b, k->config);
     put_str(b, k->tune_problem);
@@ -207,6 +214,82 @@ void rt_plan_cache_head_free(rt_plan_cache_head *h)
     free(h->text);
     free(h->report);
     memset(h, 0, sizeof *h);
+}
+
+/* ---- the zero-run code ---- */
+
+static bool zrun_encode(const unsigned char *p, size_t len, wbuf *z)
+{
+    put(z, "KILNPLZ0", 8);
+    put_u64(z, len);
+    for (size_t i = 0; i < len && !z->oom;) {
+        if (p[i]) {
+            size_t j = i;
+            while (j < len && p[j]) j++;
+            put(z, p + i, j - i);
+            i = j;
+            continue;
+        }
+        size_t j = i;
+        while (j < len && !p[j]) j++;
+        uint64_t run = j - i;
+        unsigned char v[11];
+        int nv = 0;
+        v[nv++] = 0;
+        do {
+            v[nv++] = (unsigned char)((run & 0x7f) | (run > 0x7f ? 0x80 : 0));
+            run >>= 7;
+        } while (run);
+        put(z, v, (size_t)nv);
+        i = j;
+    }
+    return !z->oom;
+}
+
+/* The payload of a stored entry (malloc'd, *n bytes), or NULL with why. */
+static unsigned char *zrun_decode(const unsigned char *p, size_t len, size_t *n, char *why, size_t wn)
+{
+    uint64_t raw;
+    if (len < 16 || memcmp(p, "KILNPLZ0", 8)) {
+        snprintf(why, wn, "not a plan cache entry");
+        return NULL;
+    }
+    memcpy(&raw, p + 8, 8);
+    if (raw > RT_CACHE_MAX_ENTRY * 64ull) {
+        snprintf(why, wn, "a payload of %llu bytes", (unsigned long long)raw);
+        return NULL;
+    }
+    unsigned char *out = malloc((size_t)raw + 1);
+    if (!out) {
+        snprintf(why, wn, "out of memory");
+        return NULL;
+    }
+    size_t o = 0, i = 16;
+    while (i < len) {
+        if (p[i]) {
+            if (o >= raw) break;
+            out[o++] = p[i++];
+            continue;
+        }
+        uint64_t run = 0;
+        int shift = 0;
+        i++;
+        while (i < len && shift < 63) {
+            run |= (uint64_t)(p[i] & 0x7f) << shift;
+            shift += 7;
+            if (!(p[i++] & 0x80)) break;
+        }
+        if (run > raw - o) break;
+        memset(out + o, 0, (size_t)run);
+        o += (size_t)run;
+    }
+    if (i != len || o != raw) {
+        free(out);
+        snprintf(why, wn, "the zero-run code does not decode");
+        return NULL;
+    }
+    *n = o;
+    return out;
 }
 
 rt_status rt_plan_cache_encode(const rt_plan_cache_head *head, const cg_kernel *ks, int nk, rt_blob *out)
@@ -236,12 +319,15 @@ rt_status rt_plan_cache_encode(const rt_plan_cache_head *head, const cg_kernel *
         put_u32(&b, share);
         put_kernel(&b, &ks[i], share != 0);
     }
-    if (b.oom) {
+    wbuf z = {0};
+    if (b.oom || !zrun_encode(b.p, b.len, &z)) {
         free(b.p);
+        free(z.p);
         return RT_ERR_NOMEM;
     }
-    out->data = b.p;
-    out->size = b.len;
+    free(b.p);
+    out->data = z.p;
+    out->size = z.len;
     return RT_OK;
 }
 
@@ -343,12 +429,13 @@ static void take_kernel(rbuf *r, cg_kernel *k, const cg_kernel *from, const ir_g
         k->name = from->name;
         k->source = from->source;
         k->source_len = from->source_len;
+        k->generated = from->generated;
     } else {
         take_str(r, k, &k->name, NULL, "a kernel's name");
         take_str(r, k, &k->source, &k->source_len, "a kernel's source");
+        take_str(r, k, &k->generated, NULL, "a kernel's generated part");
     }
     if (!r->bad && (!k->name || !k->source || k->source_len != source_len)) fail(r, "kernel %d: no name or source", idx, 0);
-    take_str(r, k, &k->generated, NULL, "a kernel's generated part");
     take_str(r, k, &k->note, NULL, "a kernel's note");
     take_str(r, k, &k->config, NULL, "a kernel's configuration");
     take_str(r, k, &k->tune_problem, NULL, "a kernel's tuning problem");
@@ -392,8 +479,32 @@ static void take_kernel(rbuf *r, cg_kernel *k, const cg_kernel *from, const ir_g
     take_kernel(r, k->fallback, from ? from->fallback : NULL, g, idx);
 }
 
+static bool decode_payload(const unsigned char *p, size_t len, const ir_graph *g, rt_plan_cache_head *head,
+                           cg_kernel **ks, int *nk, char *why, size_t n);
+
 bool rt_plan_cache_decode(const unsigned char *p, size_t len, const ir_graph *g, rt_plan_cache_head *head,
                           cg_kernel **ks, int *nk, char *why, size_t n)
+{
+    char dummy[8];
+    if (!why || !n) {
+        why = dummy;
+        n = sizeof dummy;
+    }
+    if (ks) {
+        *ks = NULL;
+        *nk = 0;
+    }
+    if (head) memset(head, 0, sizeof *head);
+    size_t raw = 0;
+    unsigned char *q = zrun_decode(p, len, &raw, why, n);
+    if (!q) return false;
+    bool ok = decode_payload(q, raw, g, head, ks, nk, why, n);
+    free(q);
+    return ok;
+}
+
+static bool decode_payload(const unsigned char *p, size_t len, const ir_graph *g, rt_plan_cache_head *head,
+                           cg_kernel **ks, int *nk, char *why, size_t n)
 {
     rbuf r = {p, p + len, false, why, n};
     if (ks) {

@@ -287,7 +287,8 @@ static void coder(void)
         CHECK(!strcmp(x->kind, y->kind) && x->family == y->family && x->group == y->group && x->nargs == y->nargs);
         CHECK(!memcmp(&x->launch, &y->launch, sizeof x->launch) && x->pdl == y->pdl && x->nxforms == y->nxforms);
         CHECK(x->args_size == y->args_size && x->param_size == y->param_size && x->ntmaps == y->ntmaps);
-        CHECK(!x->generated == !y->generated && (!x->generated || !strcmp(x->generated, y->generated)));
+        const char *xg = i == 3 ? ks[1].generated : x->generated; /* a shared kernel reads its program's */
+        CHECK(!xg == !y->generated && (!xg || !strcmp(xg, y->generated)));
         CHECK(!x->config == !y->config && (!x->config || !strcmp(x->config, y->config)));
         CHECK(!x->fallback == !y->fallback);
         for (int a = 0; a < x->nargs && a < y->nargs; a++)
@@ -295,7 +296,7 @@ static void coder(void)
                   x->args[a].kind == y->args[a].kind && x->args[a].node == y->args[a].node &&
                   ir_dim_eq(&x->args[a].dim, &y->args[a].dim));
     }
-    CHECK(nout > 3 && out[3].source == out[1].source && out[3].name == out[1].name); /* shared again by pointer */
+    CHECK(nout > 3 && out[3].source == out[1].source && out[3].name == out[1].name && out[3].generated == out[1].generated);
     rt_plan_cache_head_free(&back);
     cg_kernels_free(out, nout);
     /* every truncation is refused with a reason */
@@ -322,9 +323,11 @@ static void coder(void)
     CHECK(rt_plan_cache_decode(vb.data, vb.size, g, NULL, &out, &nout, err, sizeof err) && nout == nk);
     cg_kernels_free(out, nout);
     rt_blob_free(&vb);
-    /* another build's layout */
+    /* a changed length, and bytes that are not an entry */
     b.data[12] ^= 1;
-    CHECK(!rt_plan_cache_decode(b.data, b.size, g, &back, &out, &nout, err, sizeof err) && strstr(err, "this build"));
+    CHECK(!rt_plan_cache_decode(b.data, b.size, g, &back, &out, &nout, err, sizeof err) && strstr(err, "does not decode"));
+    memcpy(b.data, "KILNCUBN", 8);
+    CHECK(!rt_plan_cache_decode(b.data, b.size, g, &back, &out, &nout, err, sizeof err) && strstr(err, "not a plan"));
     rt_blob_free(&b);
     ks[3].source = own_src;
     ks[3].source_len = own_len;
