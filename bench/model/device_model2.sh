@@ -16,8 +16,8 @@ mkdir -p "$out"
 export KILN_CACHE_DIR=$PWD/build/kcache
 py=python3
 [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
-t0=$(date +%s.%N)
-el() { echo "$(echo "$(date +%s.%N) - $t0" | bc) s"; }
+t0=$(date +%s)
+el() { echo "$(( $(date +%s) - t0 )) s"; }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   timeout 25 build/bench/compile_time samples/models/llama3_8b.kiln B=1,S=1,T=1024 --cache "$KILN_CACHE_DIR" --device

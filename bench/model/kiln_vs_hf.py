@@ -25,9 +25,11 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import kiln  # noqa: E402
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-MODEL = os.path.join(ROOT, "samples", "models", "llama3_8b.kiln")
-LAYER = os.path.join(ROOT, "samples", "llama3_8b_layer.kiln")
+# the models by their paths from the repository root (the plan cache's key holds the
+# model's name as given: the same on every checkout)
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+MODEL = os.path.join("samples", "models", "llama3_8b.kiln")
+LAYER = os.path.join("samples", "llama3_8b_layer.kiln")
 
 
 class Sampling(ctypes.Structure):
@@ -144,6 +146,7 @@ def main():
     ap.add_argument("--hf-timeout", type=float, default=1e9)
     ap.add_argument("--warm", action="store_true")
     a = ap.parse_args()
+    os.chdir(ROOT)
     bs = [int(x) for x in a.bs.split(",")]
     hf_bs = [int(x) for x in (a.hf_bs or a.bs).split(",")]
     nnew = a.new
@@ -174,12 +177,17 @@ def main():
     print(f"kiln compile (warm start, lazy kernels): {(time.perf_counter() - t0) * 1e3:.1f} ms", flush=True)
     sd = model.state_dict()
     names = [t.name for t in m.tensors("weight")]
+    t0 = time.perf_counter()
     m.bind_weights({n: sd[n] for n in names})
     m.alloc_states()
+    print(f"kiln: {len(names)} weights bound, states allocated in {time.perf_counter() - t0:.1f} s", flush=True)
     for b in bs:
         rows = prompts(b, plen)
-        for rep in range(2):  # the first compiles/loads the variants and captures the graphs
+        for rep in range(2):  # the first packs the weights (once), loads the variants and captures the graphs
+            t0 = time.perf_counter()
             s, toks = kiln_generate(m, rows, nnew)
+            if rep == 0:
+                print(f"kiln B={b}: first generation {time.perf_counter() - t0:.1f} s", flush=True)
         steps = max(s.decode_steps, 1)
         print(f"kiln B={b} ctx={a.ctx} prompt={plen} new={nnew}: ttft {s.ttft_ms:.1f} ms, {s.tokens_per_s:.1f} tokens/s, "
               f"{s.decode_ms / steps:.3f} ms per step ({s.decode_steps} steps)", flush=True)
