@@ -915,6 +915,7 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     plan->name = strdup(u->o.name);
     plan->variants = calloc(1, sizeof *plan->variants);
     if (!planner || !plan->name || !plan->variants) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    plan->nvariants = 1; /* rt_plan_free frees what variant 0 holds from here on */
     u->target = target;
     planner->cache = cache;
     planner->key = key;
@@ -944,7 +945,6 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
      * decode-shaped ones when a run first needs them */
     rt_status st = hit ? finish_variant(planner, g, &plan->variants[0], err, n)
                        : plan_variant(planner, g, NULL, &plan->variants[0], err, n);
-    plan->nvariants = 1;
     if (st != RT_OK) return st;
     if (!hit) st = plan_memory_figures(u, plan->variants[0].kernels, plan->variants[0].nkernels, &plan->memory, err, n);
     if (st != RT_OK) return st;
