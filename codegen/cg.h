@@ -248,6 +248,7 @@ typedef struct cg_kernel {
     cg_xform *xforms;       /* bind-time layout changes of this kernel's weights */
     int nxforms;
     void *priv_;            /* storage; freed by cg_kernel_free */
+    /* (a new pointer field: runtime/rt_plan_cache.c writes and reads it) */
 } cg_kernel;
 
 /* The GPU a kernel is generated for. Launch rules and heuristics size
@@ -304,6 +305,10 @@ int cg_emit_kernel(const ir_graph *g, int k, cg_kernel *out, char *err, size_t e
 int cg_emit_kernel_ex(const ir_graph *g, int k, const cg_options *opts, cg_kernel *out, char *err,
                       size_t errlen);
 void cg_kernel_free(cg_kernel *k);
+/* bytes of storage owned by k and freed with it by cg_kernel_free, for a
+ * kernel built from a stored description rather than emitted (the plan
+ * cache, runtime/rt_plan_cache.h); NULL when out of memory. */
+void *cg_kernel_storage(cg_kernel *k, size_t bytes);
 
 /* Every group, in kernel order: *out is a malloc'd array of *n kernels,
  * freed with cg_kernels_free. Returns 0, or -1 with a message in err. */

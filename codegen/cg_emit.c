@@ -111,6 +111,17 @@ typedef struct cg_priv {
     cg_str source, generated;
 } cg_priv;
 
+void *cg_kernel_storage(cg_kernel *k, size_t bytes)
+{
+    if (!k->priv_) {
+        cg_priv *p = calloc(1, sizeof *p);
+        if (!p) return NULL;
+        arena_init(&p->a);
+        k->priv_ = p;
+    }
+    return arena_alloc(&((cg_priv *)k->priv_)->a, bytes ? bytes : 1);
+}
+
 void cg_kernel_free(cg_kernel *k)
 {
     if (!k) return;

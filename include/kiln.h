@@ -367,6 +367,11 @@ typedef struct kiln_counters {
                                  * packed copies (merged Q/K/V, interleaved gate/up) replaced them: such a
                                  * weight exists once on the device, packed; one bound from device memory
                                  * is never freed or overwritten (its packed copy is the one extra) */
+    /* ---- the plan cache (issue 13) ---- */
+    uint64_t plan_cache_hits;   /* shape variants whose kernels came from the plan cache (a warm start:
+                                 * the model text, options, target and Kiln build as a stored plan's) */
+    uint64_t codegen_runs;      /* times the compiler generated kernels for the plan's text or a shape
+                                 * variant: 0 when everything came from the plan cache */
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
 

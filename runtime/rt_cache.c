@@ -197,6 +197,12 @@ void rt_cache_get_stats(rt_cache *c, rt_cache_stats *s)
 
 rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt_blob *out)
 {
+    return rt_cache_get_ex(c, key, arch, out, NULL, 0);
+}
+
+rt_cache_lookup rt_cache_get_ex(rt_cache *c, rt_cache_key key, const char *arch, rt_blob *out, char *why, size_t whyn)
+{
+    if (why && whyn) why[0] = 0;
     if (!out) return RT_CACHE_ERROR;
     out->data = NULL;
     out->size = 0;
@@ -248,6 +254,7 @@ rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt
             c->st.corrupt_removed++;
             rt_cache_warn_locked(c, "kiln cache: %s entry %s (%s)", removed ? "removed corrupt" : "corrupt",
                         path, e.why);
+            if (why && whyn) snprintf(why, whyn, "%s entry %s (%s)", removed ? "removed corrupt" : "corrupt", path, e.why);
             pthread_mutex_unlock(&c->mu);
         }
         free(path);

@@ -126,6 +126,9 @@ typedef enum rt_cache_lookup {
  * must be the arch the key was made with: it selects the directory on disk
  * (the memory map is keyed by the key alone, which already covers it). */
 rt_cache_lookup rt_cache_get(rt_cache *c, rt_cache_key key, const char *arch, rt_blob *out);
+/* The same; when it found the entry corrupt (and deleted it), why (n bytes)
+ * says so, else why is "". */
+rt_cache_lookup rt_cache_get_ex(rt_cache *c, rt_cache_key key, const char *arch, rt_blob *out, char *why, size_t n);
 
 /* Store a copy in memory and on disk. A disk failure is counted (and the
  * first one warned about) but not an error: RT_OK unless the arguments are

@@ -106,6 +106,7 @@ void rt_ctx_free(rt_ctx *c)
 }
 
 const char *rt_ctx_arch(const rt_ctx *c) { return c ? c->arch : NULL; }
+struct rt_cache *rt_ctx_kernel_cache(const rt_ctx *c) { return c ? c->cache : NULL; }
 int rt_ctx_device(const rt_ctx *c) { return c->device; }
 bool rt_ctx_has_device(const rt_ctx *c) { return c && c->has_device; }
 

@@ -53,6 +53,7 @@ rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg
     memset(plan, 0, sizeof *plan);
     m->g = m->plan.graph;
     m->maxd = m->plan.max_dims;
+    m->cnt.codegen_runs = (uint64_t)m->plan.codegen_runs;
     m->no_graphs = cfg->no_graphs;
     m->lazy = cfg->lazy;
     m->decode_max_rows = cfg->decode_max_rows == 0 ? 32 : cfg->decode_max_rows;

@@ -61,6 +61,8 @@ int rt_ctx_device(const rt_ctx *c); /* the CUDA device ordinal */
  * SM count, opt-in shared memory per block, L2) with the context's arch, or
  * cg_target_default(arch) for a compile_only context. */
 void rt_ctx_target(const rt_ctx *c, cg_target *out);
+/* The context's kernel cache (NULL with no_cache): the plan cache lives in it too. */
+struct rt_cache *rt_ctx_kernel_cache(const rt_ctx *c);
 /* Device memory for callers without CUDA of their own (the kiln tool, other
  * languages): allocate, free, and synchronous copies on the context's device.
  * Return RT_OK or an RT_ERR_* with a message. */
@@ -151,6 +153,8 @@ typedef struct rt_model_counters {
     uint64_t weight_packs;
     uint64_t weight_bytes_released; /* device bytes of file-loaded weights freed: packed copies replaced them */
     uint64_t tma_fallbacks; /* wgmma launches recorded as their mma.sync fallback (operands TMA cannot describe) */
+    uint64_t plan_cache_hits; /* variants whose kernels came from the plan cache */
+    uint64_t codegen_runs;    /* times codegen went over the graph (the plan text, each variant) */
 } rt_model_counters;
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c);
 

@@ -6,10 +6,13 @@
  * data movement is evaluated by the reference interpreter on a copy of the
  * subgraph of its ancestors (weights as parameters, constants as they are),
  * which is the definition of what the node computes. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "runtime/rt_pack.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +124,61 @@ static void val_free(val *v)
 
 static rt_status interp_node(ctx *c, const ir_node *n, val *out);
 
+/* Rows [r0, r1) of a row scale: out row r = in row r times gv, each product
+ * rounded once (a whole model's folded gains are gigabytes: the rows are
+ * split over threads). */
+typedef struct rowscale_job {
+    ir_dtype t;
+    size_t es;
+    int64_t cols, r0, r1;
+    const unsigned char *in;
+    const float *gv;
+    unsigned char *out;
+    bool oom;
+} rowscale_job;
+
+static void *rowscale_rows(void *arg)
+{
+    rowscale_job *j = arg;
+    float *row = malloc((size_t)j->cols * sizeof *row + 1);
+    if (!row) {
+        j->oom = true;
+        return NULL;
+    }
+    for (int64_t r = j->r0; r < j->r1; r++) {
+        rt_to_f32(j->t, j->in + (size_t)(r * j->cols) * j->es, row, j->cols);
+        for (int64_t k = 0; k < j->cols; k++) row[k] *= j->gv[k];
+        rt_from_f32(j->t, row, j->out + (size_t)(r * j->cols) * j->es, j->cols);
+    }
+    free(row);
+    return NULL;
+}
+
+/* The row scale over up to 16 threads (one per 64 rows at least); false when out of memory. */
+static bool rowscale_all(ir_dtype t, size_t es, int64_t rows, int64_t cols, const unsigned char *in, const float *gv,
+                         unsigned char *out)
+{
+    enum { MAX_THREADS = 16 };
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
+    if (rows / 64 < nt) nt = (int)(rows / 64 > 0 ? rows / 64 : 1);
+    rowscale_job jobs[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int i = 0; i < nt; i++) {
+        jobs[i] = (rowscale_job){t, es, cols, rows * i / nt, rows * (i + 1) / nt, in, gv, out, false};
+        started[i] = i > 0 && pthread_create(&th[i], NULL, rowscale_rows, &jobs[i]) == 0;
+    }
+    for (int i = 0; i < nt; i++)
+        if (!started[i]) rowscale_rows(&jobs[i]); /* job 0, and any a thread did not take */
+    bool ok = true;
+    for (int i = 0; i < nt; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        ok &= !jobs[i].oom;
+    }
+    return ok;
+}
+
 static rt_status set_shape(ctx *c, const ir_node *n, val *v)
 {
     v->rank = n->type.rank;
@@ -178,20 +236,13 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
     }
     if (rowscale) {
         const int64_t cols = out->shape[1], rows = cols ? out->numel / cols : 0;
-        float *row = malloc((size_t)cols * sizeof *row + 1), *gv = malloc((size_t)cols * sizeof *gv + 1);
-        if (!row || !gv) {
-            free(row);
+        float *gv = malloc((size_t)cols * sizeof *gv + 1);
+        if (gv) rt_to_f32(n->type.dtype, in[1].p, gv, cols);
+        if (!gv || !rowscale_all(n->type.dtype, es, rows, cols, in[0].p, gv, out->p)) {
             free(gv);
             status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");
             goto done;
         }
-        rt_to_f32(n->type.dtype, in[1].p, gv, cols);
-        for (int64_t r = 0; r < rows; r++) {
-            rt_to_f32(n->type.dtype, in[0].p + (size_t)(r * cols) * es, row, cols);
-            for (int64_t j = 0; j < cols; j++) row[j] *= gv[j];
-            rt_from_f32(n->type.dtype, row, out->p + (size_t)(r * cols) * es, cols);
-        }
-        free(row);
         free(gv);
     } else if (n->op == IR_OP_PERMUTE) {
         int r = out->rank;

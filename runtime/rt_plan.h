@@ -70,6 +70,8 @@ typedef struct rt_variant_plan {
     int npacked;
     int *arg_packed;            /* for each kernel in order, for each of its args in order:
                                  * the index in packed the arg reads, or -1 */
+    bool from_plan_cache;       /* its kernels came from the plan cache (rt_plan_cache.h) */
+    int codegen_runs;           /* times codegen went over the graph to plan it (0: from the cache) */
 } rt_variant_plan;
 
 void rt_variant_plan_free(rt_variant_plan *v);
@@ -102,6 +104,8 @@ typedef struct rt_plan {
     bool head;                   /* the LM head is left to the fused sampler (kc_options.head_sample):
                                   * output head_in is its input, param head_weight its weight */
     int head_weight;
+    int codegen_runs;            /* times codegen went over the graph for the text and memory
+                                  * figures (0: they came from the plan cache) */
 } rt_plan;
 
 /* Frees everything a plan holds (NULL-safe); the struct itself is the caller's. */

@@ -105,6 +105,8 @@ rt_status rt_variant_adopt(rt_model *m, rt_variant_plan *planned, rt_variant **o
         }
     if (v->plan.arena_bytes > m->arena_need) m->arena_need = v->plan.arena_bytes;
     m->cnt.variants++;
+    m->cnt.plan_cache_hits += v->plan.from_plan_cache;
+    m->cnt.codegen_runs += (uint64_t)v->plan.codegen_runs;
     *out = v;
     return RT_OK;
 }
@@ -172,18 +174,8 @@ rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n)
         if (st == RT_OK) st = rt_fail(RT_ERR_COMPILE, err, n, "NVRTC: %s", rt_status_str(compile_st));
         goto out;
     }
-    for (int i = 0; i < 2 * nk; i++) /* the repeats: a copy of their unit's cubin (counted as memory hits) */
-        if (same[i] >= 0) {
-            m->cnt.cache_hits_memory++;
-            const rt_blob *b = &res[same[i]].code;
-            v->cubins[i].data = malloc(b->size + 1);
-            if (!v->cubins[i].data) {
-                st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-                goto out;
-            }
-            memcpy(v->cubins[i].data, b->data, b->size);
-            v->cubins[i].size = b->size;
-        }
+    for (int i = 0; i < 2 * nk; i++) /* the repeats (counted as memory hits) load their unit's module */
+        if (same[i] >= 0) m->cnt.cache_hits_memory++;
     for (int i = 0; i < nu; i++) {
         v->cubins[which[i]] = res[i].code;
         memset(&res[i].code, 0, sizeof res[i].code);
@@ -216,6 +208,15 @@ rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
     for (int i = 0; i < 2 * nk; i++) {
         const cg_kernel *k = i < nk ? &v->plan.kernels[i] : v->plan.kernels[i - nk].fallback;
         if (!k) continue;
+        int from = -1; /* a kernel with the same source and name (rt_variant_compile's repeats): its function */
+        for (int j = 0; j < i && from < 0; j++) {
+            const cg_kernel *kj = j < nk ? &v->plan.kernels[j] : v->plan.kernels[j - nk].fallback;
+            if (kj && kj->source == k->source && kj->name == k->name && v->kern[j].fn) from = j;
+        }
+        if (from >= 0) {
+            v->kern[i] = v->kern[from];
+            continue;
+        }
         rt_status ls = rt_module_load(&v->mods[i], v->cubins[i].data, v->cubins[i].size, load_err, sizeof load_err);
         if (ls == RT_OK) ls = rt_module_kernel(v->mods[i], k->name, &v->kern[i], load_err, sizeof load_err);
         if (ls == RT_OK && v->kern[i].param_size != k->param_size) {

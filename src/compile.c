@@ -12,6 +12,7 @@
 #include "passes/pass.h"
 #include "runtime/rt_err.h"
 #include "runtime/rt_launch.h"
+#include "runtime/rt_plan_cache.h"
 #include "util/arena.h"
 #include "util/diag.h"
 
@@ -236,7 +237,17 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
     return u->fused ? RT_OK : RT_ERR_INTERNAL;
 }
 
-rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n)
+/* The memory plan's packed bytes: the weight copies as the runtime makes
+ * them (codegen's kernels say which). */
+static void count_copies(kc_unit *u)
+{
+    int64_t copies = 0;
+    char copy_err[512];
+    if (cg_bind_copies(u->fused, NULL, u->max_dims, &copies, NULL, copy_err, sizeof copy_err) >= 0) u->mp.packed = copies;
+}
+
+/* The memory plan; with_copies: its packed bytes too (a codegen run). */
+static rt_status plan_memory(kc_unit *u, const int64_t *max_dims, bool with_copies, char *err, size_t n)
 {
     if (!u->fused) return rt_fail(RT_ERR_INTERNAL, err, n, "compile: no fused graph to plan");
     pass_memplan_free(&u->mp);
@@ -244,10 +255,13 @@ rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t 
     u->max_dims = max_dims;
     u->have_plan = pass_plan_memory(u->fused, max_dims, &u->mp, err, n) == 0;
     if (!u->have_plan) return RT_ERR_INTERNAL;
-    int64_t copies = 0; /* the weight copies as the runtime makes them (codegen's kernels say which) */
-    char copy_err[512];
-    if (cg_bind_copies(u->fused, NULL, max_dims, &copies, NULL, copy_err, sizeof copy_err) >= 0) u->mp.packed = copies;
+    if (with_copies) count_copies(u);
     return RT_OK;
+}
+
+rt_status kc_plan_memory(kc_unit *u, const int64_t *max_dims, char *err, size_t n)
+{
+    return plan_memory(u, max_dims, true, err, n);
 }
 
 /* The kernels on the generic template, each with the template's reason. */
@@ -419,6 +433,9 @@ typedef struct kc_planner {
     int nnodes;
     size_t arena_bytes;
     rt_tuner *tuner;      /* autotuning on: the stored choices and the timing; else NULL */
+    rt_cache *cache;      /* the plan cache (the context's kernel cache); NULL: none */
+    rt_cache_key key;     /* the plan's key (rt_plan_cache_key) when cache is set */
+    const char *name;     /* the model, for the cache's manifests */
 } kc_planner;
 
 static void planner_free(void *p)
@@ -728,7 +745,10 @@ out:
     return shared;
 }
 
-/* One variant: exact dims, or NULL for the large-shape variant. */
+static rt_status finish_variant(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n);
+
+/* One variant: exact dims, or NULL for the large-shape variant (its plan
+ * cache entry is make_plan's). */
 static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v,
                               char *err, size_t n)
 {
@@ -742,6 +762,16 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, cons
         o.tune_user = &answer;
     }
     char codegen_err[2048];
+    rt_cache_key vkey = {0};
+    if (planner->cache && dims) { /* the large-shape variant's entry is make_plan's */
+        vkey = rt_plan_cache_variant_key(planner->key, v->dims, g->nsyms);
+        char why[1024];
+        rt_cache_lookup how = rt_plan_cache_get(planner->cache, vkey, planner->target.arch, g, &v->kernels, &v->nkernels,
+                                                why, sizeof why);
+        v->from_plan_cache = how == RT_CACHE_HIT_MEMORY || how == RT_CACHE_HIT_DISK;
+    }
+    if (v->from_plan_cache) return finish_variant(planner, g, v, err, n);
+    v->codegen_runs++;
     if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, codegen_err, sizeof codegen_err) != 0)
         return rt_fail(RT_ERR_COMPILE, err, n, "codegen (%s variant) of model %s: %s", dims ? "small-shape" : "large-shape",
                        g->name, codegen_err);
@@ -754,10 +784,23 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, cons
         cg_kernels_free(v->kernels, v->nkernels);
         v->kernels = NULL;
         v->nkernels = 0;
+        v->codegen_runs++;
         if (cg_emit_all_ex(g, &o, &v->kernels, &v->nkernels, codegen_err, sizeof codegen_err) != 0)
             return rt_fail(RT_ERR_COMPILE, err, n, "codegen (autotuned variant) of model %s: %s", g->name, codegen_err);
     }
     (void)share_identical_kernels(v->kernels, v->nkernels);
+    if (planner->cache && dims) {
+        char what[256];
+        snprintf(what, sizeof what, "plan %s (a shape variant)", planner->name ? planner->name : g->name);
+        (void)rt_plan_cache_put(planner->cache, vkey, planner->target.arch, what, NULL, v->kernels, v->nkernels);
+    }
+    return finish_variant(planner, g, v, err, n);
+}
+
+/* The rest of a variant once it has its kernels: the arena offsets, the
+ * values no plan placed, the packed values. */
+static rt_status finish_variant(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n)
+{
     v->node_offset = malloc(((size_t)planner->nnodes + 1) * sizeof *v->node_offset);
     if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     memcpy(v->node_offset, planner->node_offset, (size_t)planner->nnodes * sizeof *v->node_offset);
@@ -822,9 +865,46 @@ static rt_status check_sizes(const ir_graph *g, const int64_t *maxd, char *err, 
     return RT_OK;
 }
 
-/* The plan of a fused, memory-planned unit (its fused graph moves into it). */
-static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *maxd, rt_tuner *tuner, rt_plan *plan,
-                           char *err, size_t n)
+/* Appends a plan-cache line to the unit's warnings: the entry was corrupt
+ * or unusable (why), so the model compiles in full. */
+static void plan_cache_warning(kc_unit *u, const char *why)
+{
+    char msg[1200];
+    snprintf(msg, sizeof msg, "warning: kiln plan cache: %s; compiled in full and stored again", why);
+    size_t old = u->warnings ? strlen(u->warnings) : 0, add = strlen(msg);
+    char *all = realloc(u->warnings, old + add + 2);
+    if (!all) return;
+    if (old) all[old++] = '\n';
+    memcpy(all + old, msg, add + 1);
+    u->warnings = all;
+}
+
+/* The plan cache's entry (read before the passes ran) decoded against the
+ * fused graph: its large-shape kernels into v, its text and memory figures
+ * into plan; false when they do not decode or fit (said in the warnings). */
+static bool plan_from_cache(kc_unit *u, const rt_blob *entry, rt_plan_cache_head *head, rt_plan *plan,
+                            rt_variant_plan *v)
+{
+    char why[1024];
+    if (!rt_plan_cache_decode(entry->data, entry->size, u->fused, NULL, &v->kernels, &v->nkernels, why, sizeof why)) {
+        plan_cache_warning(u, why);
+        return false;
+    }
+    plan->text = head->text;
+    head->text = NULL;
+    plan->memory = head->mem;
+    u->mp.packed = (int64_t)head->mem.packed; /* as plan_memory_figures states it */
+    v->from_plan_cache = true;
+    return true;
+}
+
+/* The plan of a fused, memory-planned unit (the caller moves the fused graph
+ * into it). cache: the plan cache under key (NULL: none; then the memory
+ * plan's copies were counted already); entry, head: its entry when one was
+ * found (NULL: none), used when it fits. */
+static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *maxd, rt_tuner *tuner, rt_cache *cache,
+                           rt_cache_key key, const rt_blob *entry, rt_plan_cache_head *head, rt_plan *plan, char *err,
+                           size_t n)
 {
     memset(plan, 0, sizeof *plan);
     const ir_graph *g = u->fused;
@@ -834,16 +914,26 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     plan->planner_free = planner_free;
     plan->name = strdup(u->o.name);
     plan->variants = calloc(1, sizeof *plan->variants);
-    size_t tlen = 0;
-    FILE *f = open_memstream(&plan->text, &tlen);
-    if (!planner || !plan->name || !plan->variants || !f) {
-        if (f) fclose(f);
-        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    }
+    if (!planner || !plan->name || !plan->variants) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    plan->nvariants = 1; /* rt_plan_free frees what variant 0 holds from here on */
     u->target = target;
-    kc_print_plan(u, target, f);
-    fclose(f);
+    planner->cache = cache;
+    planner->key = key;
+    planner->name = plan->name;
     planner->target = *target;
+    bool hit = entry && plan_from_cache(u, entry, head, plan, &plan->variants[0]);
+    if (!hit) {
+        if (cache) { /* the copies kc_compile_model left for a miss */
+            count_copies(u);
+            plan->codegen_runs++;
+        }
+        size_t tlen = 0;
+        FILE *f = open_memstream(&plan->text, &tlen);
+        if (!f) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        kc_print_plan(u, target, f);
+        fclose(f);
+        plan->codegen_runs++;
+    }
     planner->tuner = tuner;
     memcpy(planner->max_dims, maxd, sizeof planner->max_dims);
     memcpy(plan->max_dims, maxd, sizeof plan->max_dims);
@@ -853,17 +943,49 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     planned_offsets(u, planner->node_offset, &planner->arena_bytes);
     /* the large-shape variant now (codegen errors show at compile); the
      * decode-shaped ones when a run first needs them */
-    rt_status st = plan_variant(planner, g, NULL, &plan->variants[0], err, n);
-    plan->nvariants = 1;
+    rt_status st = hit ? finish_variant(planner, g, &plan->variants[0], err, n)
+                       : plan_variant(planner, g, NULL, &plan->variants[0], err, n);
     if (st != RT_OK) return st;
-    st = plan_memory_figures(u, plan->variants[0].kernels, plan->variants[0].nkernels, &plan->memory, err, n);
+    if (!hit) st = plan_memory_figures(u, plan->variants[0].kernels, plan->variants[0].nkernels, &plan->memory, err, n);
     if (st != RT_OK) return st;
     plan->plan_variant = plan_exact_variant;
-    plan->graph = u->fused;
-    u->fused = NULL;
     plan->head = u->head_param >= 0;
     plan->head_weight = u->head_param;
     return RT_OK;
+}
+
+/* The plan cache's key: everything the plan is a function of besides the
+ * build (rt_plan_cache_key adds the Kiln version and build identity): the
+ * model's name and text, the defines, the passes and rules turned off or
+ * on, the LM head's split, the max dims and the target. */
+static rt_status plan_key(const kc_unit *u, int nsyms, const int64_t *maxd, const cg_target *t, rt_cache_key *key)
+{
+    char *desc = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&desc, &len);
+    if (!f) return RT_ERR_NOMEM;
+    const kc_options *o = &u->o;
+    fprintf(f, "name %zu %s\ntext %zu\n", strlen(o->name), o->name, u->src.len);
+    fwrite(u->src.text, 1, u->src.len, f);
+    fprintf(f, "\ndefines %d\n", o->ndefines);
+    for (int i = 0; i < o->ndefines; i++)
+        fprintf(f, "%zu %s %zu %s\n", strlen(o->defines[i].name), o->defines[i].name, strlen(o->defines[i].value),
+                o->defines[i].value);
+    fprintf(f, "disabled %d\n", o->ndisabled);
+    for (int i = 0; i < o->ndisabled; i++) fprintf(f, "%zu %s\n", strlen(o->disabled[i]), o->disabled[i]);
+    fprintf(f, "enabled %d\n", o->nenabled);
+    for (int i = 0; i < o->nenabled; i++) fprintf(f, "%zu %s\n", strlen(o->enabled[i]), o->enabled[i]);
+    fprintf(f, "head_sample %d\nmax dims %d", o->head_sample ? 1 : 0, nsyms);
+    for (int s = 0; s < nsyms; s++) fprintf(f, " %lld", (long long)maxd[s]);
+    fprintf(f, "\ntarget %s %d %lld %lld\n", t->arch, t->sm_count, (long long)t->smem_per_block, (long long)t->l2_bytes);
+    if (fclose(f) != 0 || !desc) {
+        free(desc);
+        return RT_ERR_NOMEM;
+    }
+    char err[256];
+    rt_status st = rt_plan_cache_key(desc, len, t->arch, key, err, sizeof err);
+    free(desc);
+    return st;
 }
 
 rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **out, char **warnings, char *err,
@@ -884,24 +1006,57 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     int64_t maxd[IR_MAX_SYMS];
     rt_plan plan;
     memset(&plan, 0, sizeof plan);
+    rt_blob entry = {0};
+    rt_plan_cache_head head = {0};
+    bool have_entry = false;
     if ((st = kc_parse(u, err, n)) != RT_OK) goto out;
     if ((st = resolve_max_dims(o, u->written, maxd, err, n)) != RT_OK) goto out;
     if ((st = check_sizes(u->written, maxd, err, n)) != RT_OK) goto out;
+    cg_target target;
+    rt_ctx_target(ctx, &target);
+    /* the plan cache (not with autotuning: the choices it stores change the
+     * kernels): the entry is read now, its kernels decoded once the passes ran */
+    rt_cache *cache = o->autotune ? NULL : rt_ctx_kernel_cache(ctx);
+    rt_cache_key key = {0};
+    if (cache && plan_key(u, u->written->nsyms, maxd, &target, &key) != RT_OK) cache = NULL;
+    if (cache) {
+        char why[1024];
+        rt_cache_lookup how = rt_cache_get_ex(cache, key, target.arch, &entry, why, sizeof why);
+        have_entry = (how == RT_CACHE_HIT_MEMORY || how == RT_CACHE_HIT_DISK) &&
+                     rt_plan_cache_decode(entry.data, entry.size, NULL, &head, NULL, NULL, why, sizeof why);
+        if (have_entry && o->report_json && !head.report) {
+            have_entry = false;
+            snprintf(why, sizeof why, "an entry without the fusion report");
+        }
+        if (!have_entry && why[0]) plan_cache_warning(u, why);
+    }
     if ((st = kc_fuse(u, err, n)) != RT_OK) goto out;
     char plan_err[512];
-    if (kc_plan_memory(u, maxd, plan_err, sizeof plan_err) != RT_OK) {
+    if (plan_memory(u, maxd, !cache, plan_err, sizeof plan_err) != RT_OK) {
         st = rt_fail(RT_ERR_INTERNAL, err, n, "memory plan: %s", plan_err);
         goto out;
     }
-    if (o->report_json && !(*o->report_json = pass_report_json_text(&u->report, u->fused, &u->mp))) {
-        st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-        goto out;
-    }
-    cg_target target;
-    rt_ctx_target(ctx, &target);
     rt_tuner *tuner = NULL;
     if (o->autotune && (st = rt_tuner_create(ctx, &o->tune_hooks, &tuner, err, n)) != RT_OK) goto out;
-    if ((st = make_plan(u, &target, maxd, tuner, &plan, err, n)) != RT_OK) goto out; /* the plan owns the tuner */
+    if ((st = make_plan(u, &target, maxd, tuner, cache, key, have_entry ? &entry : NULL, &head, &plan, err, n)) != RT_OK)
+        goto out; /* the plan owns the tuner */
+    bool hit = plan.variants[0].from_plan_cache;
+    if (o->report_json) { /* with the memory plan's copies: counted, or from the plan cache */
+        *o->report_json = hit ? head.report : pass_report_json_text(&u->report, u->fused, &u->mp);
+        if (hit) head.report = NULL;
+        if (!*o->report_json) {
+            st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+            goto out;
+        }
+    }
+    if (cache && !hit) {
+        char what[256];
+        snprintf(what, sizeof what, "plan %s", plan.name);
+        rt_plan_cache_head h = {plan.text, o->report_json ? *o->report_json : NULL, plan.memory};
+        (void)rt_plan_cache_put(cache, key, target.arch, what, &h, plan.variants[0].kernels, plan.variants[0].nkernels);
+    }
+    plan.graph = u->fused;
+    u->fused = NULL;
     st = rt_model_create(ctx, &plan, &o->run, out, err, n); /* takes the plan */
     if (st == RT_OK && warnings) {
         *warnings = u->warnings;
@@ -913,6 +1068,8 @@ out:
         *o->report_json = NULL;
     }
     rt_plan_free(&plan);
+    rt_blob_free(&entry);
+    rt_plan_cache_head_free(&head);
     kc_free(u);
     return st;
 }

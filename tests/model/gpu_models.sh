@@ -4,7 +4,8 @@
 # `KILN_MODEL_WARM=1 build/tests/model/test_model_gpu ...` on a machine with the
 # same NVRTC). Builds the random-weight transformers checkpoints and references
 # (tests/model/hf_reference.py), runs test_model_gpu on the Llama and the Qwen2
-# model, kiln generate and the embedding sample. Results under ${OUT:-/tmp/out}.
+# model, kiln generate and the embedding sample; then the checkpoint load speed
+# (GPU_MODELS_LOAD=0 skips the 2.5 GB checkpoint and its load). Results under ${OUT:-/tmp/out}.
 set -u
 out=${OUT:-/tmp/out}
 mkdir -p "$out" build/hf
@@ -13,8 +14,10 @@ py=python3
 small="NL=2 V=512 D=256 H=4 KV=2 F=512"
 rc=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
+load=${GPU_MODELS_LOAD:-1}
+ck=""; [ "$load" = 1 ] && ck=ckpt1b:/tmp/ckpt1b
 $py tests/model/hf_reference.py llama:build/hf/llama:build/hf/llama.json qwen2:build/hf/qwen2:build/hf/qwen2.json \
-  ckpt1b:/tmp/ckpt1b > "$out/models.txt" 2>&1 || rc=1
+  $ck > "$out/models.txt" 2>&1 || rc=1
 tail -5 "$out/models.txt"
 ls build/hf/llama | tee -a "$out/models.txt"
 build/tests/model/test_model_gpu samples/models/llama3_2_1b.kiln build/hf/llama build/hf/llama.json $small \
@@ -39,6 +42,7 @@ prompt=$($py -c "import json; print(','.join(map(str, json.load(open('build/hf/l
   build/samples/embed/kiln_embed samples/models/llama3_2_1b.kiln - 16
 } > "$out/cli.txt" 2>&1 || rc=1
 cat "$out/cli.txt"
+[ "$load" = 1 ] || exit $rc
 # the checkpoint load speed: a Llama-3.2-1B-shaped random checkpoint in two shards (2.5 GB)
 build/tests/model/bench_load samples/models/llama3_2_1b.kiln /tmp/ckpt1b > "$out/load.txt" 2>&1 || rc=1
 build/tests/model/bench_load samples/models/llama3_2_1b.kiln /tmp/ckpt1b >> "$out/load.txt" 2>&1 || rc=1
