@@ -102,7 +102,12 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
     }
     for (int i = 0; i < n; i++)
         if (ks[i].family == CG_FAMILY_MATMUL_WGMMA) {
-            CHECK((ks[i].ntmaps == 2 || ks[i].ntmaps == 3) && ks[i].param_size > ks[i].args_size && ks[i].fallback);
+            /* A, W, [the TMA-store output]; the QKV epilogue's: A, W, q, one or two caches (640-byte prefix) */
+            const bool qkv = ks[i].ntmaps > 3;
+            CHECK((ks[i].ntmaps >= 2 && ks[i].ntmaps <= 5) && ks[i].param_size > ks[i].args_size && ks[i].fallback);
+            CHECK(ks[i].param_prefix == (qkv ? 640u : 384u));
+            CHECK(!qkv || (ks[i].tmaps[2].operand == CG_TMAP_Q && ks[i].tmaps[3].operand == CG_TMAP_K &&
+                           ks[i].tmaps[2].box_rows == 64 && ks[i].tmaps[3].box_rows == 64));
             nwgmma++;
         }
     cg_kernel *na = realloc(*all, (size_t)(*nall + n) * sizeof *na);
