@@ -6,7 +6,8 @@
 # and decode), compute-sanitizer memcheck and racecheck on two of them, the autotuning
 # candidates of the projection with and without its epilogue against cuBLAS at M = 2048 and
 # 16384 (bench/wgmma/kiln_sweep), then the layer profiles of the two prefill rows. Results
-# under $OUT (or /tmp/qkvpre). PHASES (default "checks san sweep prof") picks phases.
+# under $OUT (or /tmp/qkvpre). PHASES (default "checks san sweep prof") picks phases; the sanitizers run
+# beside the checks.
 set -u
 out=${OUT:-/tmp/qkvpre}
 mkdir -p "$out/logs"
@@ -31,31 +32,37 @@ checks=(
   "$L8 --dims B=3,S=1,T=64 --random --steps 4 --check"
   "$L8 --dims B=2,S=300,T=512 --random --check --disable=epilogue-rope"
 )
+# the sanitizers run beside the checks (neither is timed)
+san_pid=
+if [[ $phases == *san* ]]; then
+ (
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck; do
+    ( timeout 100 $cs --tool $tool --report-api-errors all $k run $L8 --dims B=2,S=150,T=256 --random --check >"$out/logs/san_${tool}_8b.txt" 2>&1; echo "rc=$?" >>"$out/logs/san_${tool}_8b.txt" ) &
+    ( timeout 100 $cs --tool $tool --report-api-errors all $k run $L1 --dims B=3,S=100,T=128 --random --check >"$out/logs/san_${tool}_1b.txt" 2>&1; echo "rc=$?" >>"$out/logs/san_${tool}_1b.txt" ) &
+  done
+  wait
+  for f in "$out"/logs/san_*.txt; do echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^rc=|check step' "$f" | tr '\n' ' ')"; done >"$out/sanitizers.txt"
+  echo "san: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
+ ) &
+  san_pid=$!
+fi
 if [[ $phases == *checks* ]]; then
   ( bash tests/gpu/qkv_epilogue_gpu.sh $k >"$out/logs/qkv_epilogue_gpu.txt" 2>&1; echo "rc=$?" >>"$out/logs/qkv_epilogue_gpu.txt" ) &
   i=0
   for c in "${checks[@]}"; do
     i=$((i + 1))
     ( echo "## kiln run $c"; timeout 120 $k run $c; echo "rc=$?" ) >"$out/logs/check_$i.txt" 2>&1 &
-    while [ "$(jobs -r | wc -l)" -ge 8 ]; do sleep 1; done
+    while [ "$(jobs -r | wc -l)" -ge 9 ]; do sleep 1; done
   done
-  wait
+  wait $(jobs -p | grep -v "^${san_pid:-x}$") 2>/dev/null
   { for f in "$out"/logs/check_*.txt; do grep -H -E '^## |^rc=|check step' "$f" | tail -3; done
     tail -3 "$out/logs/qkv_epilogue_gpu.txt"; } >"$out/checks.txt"
   echo "checks: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
 fi
-if [[ $phases == *san* ]]; then
-  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for tool in memcheck racecheck; do
-    ( timeout 150 $cs --tool $tool --report-api-errors all $k run $L8 --dims B=2,S=150,T=256 --random --check >"$out/logs/san_${tool}_8b.txt" 2>&1; echo "rc=$?" >>"$out/logs/san_${tool}_8b.txt" ) &
-    ( timeout 150 $cs --tool $tool --report-api-errors all $k run $L1 --dims B=3,S=100,T=128 --random --check >"$out/logs/san_${tool}_1b.txt" 2>&1; echo "rc=$?" >>"$out/logs/san_${tool}_1b.txt" ) &
-  done
-  wait
-  for f in "$out"/logs/san_*.txt; do echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^rc=|check step' "$f" | tr '\n' ' ')"; done >"$out/sanitizers.txt"
-  echo "san: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
-fi
+[ -n "$san_pid" ] && wait "$san_pid"
 if [[ $phases == *sweep* ]]; then
-  KILN_SWEEP_SHAPES=${SWEEP_SHAPES:-QKV,QKV+rope} timeout 150 build/bench/kiln_sweep "$out/sweep.csv" >"$out/sweep.txt" 2>&1
+  KILN_SWEEP_SHAPES=${SWEEP_SHAPES:-QKV,QKV+rope} timeout 90 build/bench/kiln_sweep "$out/sweep.csv" >"$out/sweep.txt" 2>&1
   echo "rc=$?" >>"$out/sweep.txt"
   echo "sweep: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
 fi
