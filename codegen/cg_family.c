@@ -867,11 +867,23 @@ static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, 
 
     cg_begin_fn(gen, &body);
     cg_line(gen, "float2 g = make_float2(0.f, 0.f); float ms = 1.f;");
+    /* segments rotated alike (q and k) read one table: one constant load per pair */
+    bool done[QKV_MAX_SEG] = {false};
     for (int i = 0; i < nseg; i++) {
-        if (!segs[i].rope) continue;
-        cg_open(gen, "if (seg == %d)", i);
+        const ir_node *r = segs[i].rope;
+        if (!r || done[i]) continue;
+        const char *cond = cg_printf(gen, "seg == %d", i);
+        for (int j = i + 1; j < nseg; j++) {
+            const ir_node *o = segs[j].rope;
+            if (o && !done[j] && segs[j].hd == segs[i].hd && o->attrs.theta == r->attrs.theta &&
+                ir_rope_attrs_eq(&o->attrs.rope, &r->attrs.rope)) {
+                cond = cg_printf(gen, "%s || seg == %d", cond, j);
+                done[j] = true;
+            }
+        }
+        cg_open(gen, "if (%s)", cond);
         cg_line(gen, "g = kiln_qkv_turns%d[i];", i);
-        double m = ir_rope_mscale(&segs[i].rope->attrs.rope);
+        double m = ir_rope_mscale(&r->attrs.rope);
         if (m != 1.0) cg_line(gen, "ms = (float)%.17g;", m);
         cg_close(gen);
     }
@@ -1062,7 +1074,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
     if (heavy && wc.ec > 64) wc.ec = 64;
-    if (qkv_ts) wc.ec = qt.hd; /* one head staged at a time */
+    /* the QKV epilogue through shared memory: ping-pong 128x128, 5 stages (docs/MATMUL.md: its
+     * rotation runs under the other consumer's mainloop; cooperative tiles wait for it), one
+     * head staged at a time */
+    if (qkv_ts && !h.gemv) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1};
     /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
      * skinny configuration */
