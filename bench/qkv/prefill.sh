@@ -5,7 +5,8 @@
 # tile, head dims 64 and 128, scaled RoPE, the register paths kept for partial rotary, skinny M
 # and decode), compute-sanitizer memcheck and racecheck on two of them, the autotuning
 # candidates of the projection with and without its epilogue against cuBLAS at M = 2048 and
-# 16384 (bench/wgmma/kiln_sweep), then the layer profiles of the two prefill rows. Results
+# 16384 (bench/wgmma/kiln_sweep), the layer profiles of the two prefill rows (prof), and the
+# two prefill rows of bench/run.sh with PyTorch beside them (bench, not in the default). Results
 # under $OUT (or /tmp/qkvpre). PHASES (default "checks san sweep prof") picks phases; the sanitizers run
 # beside the checks.
 set -u
@@ -77,5 +78,13 @@ if [[ $phases == *prof* ]]; then
     done
   } >"$out/profiles.txt" 2>&1
   echo "prof: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
+fi
+if [[ $phases == *bench* ]]; then
+  # the two prefill rows of bench/run.sh with their profiles (its files under logs/bench)
+  OUT=$out/logs/bench BENCH_CASES=8b-prefill-2k,8b-prefill-b4-4k BENCH_PROFILE=1 \
+    BENCH_VARIANTS=${BENCH_VARIANTS:-kiln,compile-graph} BENCH_TOTAL=${BENCH_TOTAL:-150} \
+    timeout 210 bench/run.sh >/dev/null 2>&1
+  cp "$out/logs/bench/results.md" "$out/logs/bench/bench.log" "$out/" 2>/dev/null
+  echo "bench: $(( $(date +%s) - t0 )) s" >>"$out/times.txt"
 fi
 tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$out/logs"
