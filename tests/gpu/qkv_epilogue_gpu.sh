@@ -33,6 +33,9 @@ expect 0 'check step 3: state +vc' run $L1 --dims B=2,S=1,T=32 --random --steps 
 expect 0 'check step 0: state +vc' run $L8 --dims B=4,S=100,T=128 --random --check
 expect 0 'check step 0: state +vc' run $L8 --dims B=3,S=257,T=300 --random --check --seed=7
 expect 0 'check step 0: state +vc' run $L1 --dims B=1,S=1000,T=1024 --random --check --pos=24
+# f16 (the sample with every bf16 made f16): the TMA epilogue's f16 staging and element stores
+sed 's/bf16/f16/g' samples/llama3_8b_layer.kiln >"$tmp/llama3_8b_f16.kiln"
+expect 0 'check step 0: state +vc' run "$tmp/llama3_8b_f16.kiln" -D D=512 -D H=4 -D KV=2 -D F=512 --dims B=2,S=300,T=512 --random --check
 # the attention fallback (epilogue rules off) on the same shape
 expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --check --disable=epilogue-rope
 # scaled RoPE (llama3, past the original context), partial rotary + bias + per-head split, MoE layer
