@@ -189,7 +189,7 @@ typedef struct cg_tmap {
     int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W), 64 (OUT) */
 } cg_tmap;
 
-#define CG_MAX_TMAPS 3 /* matmul_wgmma: A, W, output; attention_wgmma: q, k, v */
+#define CG_MAX_TMAPS 5 /* matmul_wgmma: A, W, output (QKV epilogue: q, two caches); attention_wgmma: q, k, v */
 
 /* A configuration of the Hopper matmul template (matmul_wgmma.cuh): tile
  * bm x bn, ring stages, ping-pong consumers (pp), output columns staged by

@@ -234,9 +234,10 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         for (int i = 0; i < out->nargs; i++) out->args[i].offset = 8 * (size_t)i;
         out->args_size = 8 * (size_t)out->nargs;
         /* the maps, then KilnArgs: both Hopper templates' parameters hold
-         * CG_MAX_TMAPS maps whether or not each is used (the matmul's output
-         * map only with the TMA store) */
-        out->param_prefix = out->ntmaps ? 128 * (size_t)CG_MAX_TMAPS : 0;
+         * 3 maps whether or not each is used (the matmul's output map only
+         * with the TMA store); the QKV epilogue's (more than 3: q and the
+         * caches) 5 */
+        out->param_prefix = out->ntmaps ? 128 * (size_t)(out->ntmaps > 3 ? CG_MAX_TMAPS : 3) : 0;
         out->param_size = out->ntmaps ? (out->param_prefix + out->args_size + 63) / 64 * 64 : out->args_size;
 
         const ir_node *A = gen.anchor;

@@ -494,8 +494,8 @@ static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, c
  * stages, cooperative 128x256 and 256x128, ping-pong 64x256; skinny M
  * (known), the 64x128 tile at splits 1, 2 and 4 and the 64x256 tile. The
  * ones the shape cannot take are left out. */
-static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, const cg_target *t,
-                         cg_wg_choice *out)
+static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, int qkv_ec,
+                         const cg_target *t, cg_wg_choice *out)
 {
     const int ts = heur->ts, ec = heavy ? 64 : 128;
     wg_cfg all[CG_MAX_TUNE_CANDS + 1];
@@ -518,6 +518,7 @@ static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heav
     for (int i = 0; i < n && m < CG_MAX_TUNE_CANDS; i++) {
         wg_cfg c = all[i];
         if (c.ec > (swiglu ? c.bn / 2 : c.bn)) c.ec = swiglu ? c.bn / 2 : c.bn;
+        if (qkv_ec) c.ec = qkv_ec; /* the QKV epilogue stages one head at a time */
         if (i > 0 && !wg_legal(&c, swiglu, heavy, can_split, t)) continue;
         bool dup = false;
         for (int j = 0; j < m; j++)
@@ -708,6 +709,22 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
     return true;
 }
 
+/* The rotation of y0, y1 by the angle pp * g (g the pair's frequency in turns, as
+ * cg_rope_turns_table writes it, ms the scaling's magnitude): frac(pp * (g.x + g.y)) in
+ * turns, pp * g.x split exactly by fmaf. */
+static void emit_rotation(cg_gen *gen)
+{
+    cg_line(gen, "const float xp = (float)pp, hi = xp * g.x, err = fmaf(xp, g.x, -hi);");
+    cg_line(gen, "const float tu = (hi - rintf(hi)) + fmaf(xp, g.y, err);");
+    cg_line(gen, "float cs, sn;");
+    cg_line(gen, "__sincosf(tu * 6.28318530717958648f, &sn, &cs);");
+    cg_line(gen, "cs *= ms;");
+    cg_line(gen, "sn *= ms;");
+    cg_line(gen, "const float r0 = y0 * cs - y1 * sn, r1 = y1 * cs + y0 * sn;");
+    cg_line(gen, "y0 = r0;");
+    cg_line(gen, "y1 = r1;");
+}
+
 /* The body is one path for every segment (its constants chosen by the
  * segment found): the hook is inlined once per accumulator pair of a tile,
  * under the registers that hold the accumulators, so it keeps few values
@@ -791,16 +808,7 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
         cg_open(gen, "if (rot)");
         cg_line(gen, "d0 = jj >> 1;");
         cg_line(gen, "d1 = d0 + rot;");
-        /* frac(pp * (g.x + g.y)) in turns: pp * g.x split exactly by fmaf */
-        cg_line(gen, "const float xp = (float)pp, hi = xp * g.x, err = fmaf(xp, g.x, -hi);");
-        cg_line(gen, "const float tu = (hi - rintf(hi)) + fmaf(xp, g.y, err);");
-        cg_line(gen, "float cs, sn;");
-        cg_line(gen, "__sincosf(tu * 6.28318530717958648f, &sn, &cs);");
-        cg_line(gen, "cs *= ms;");
-        cg_line(gen, "sn *= ms;");
-        cg_line(gen, "const float r0 = y0 * cs - y1 * sn, r1 = y1 * cs + y0 * sn;");
-        cg_line(gen, "y0 = r0;");
-        cg_line(gen, "y1 = r1;");
+        emit_rotation(gen);
         cg_close(gen);
     }
     for (int i = 0; i < nseg; i++) {
@@ -838,6 +846,147 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
     finish_fn(gen, hooks,
               "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
               "long long n, float v0, float v1, bool has1)",
+              &body);
+    return !gen->failed;
+}
+
+/* The QKV epilogue through shared memory and TMA stores (matmul_wgmma.cuh KILN_WGMMA_QKV),
+ * so that large M takes the plain projection's tiles: every segment is whole heads of one
+ * width hd (64 or 128), contiguous (stride hd), at a column offset that is a multiple of hd,
+ * rotated over the whole head or not at all, with exactly one destination — the rope's
+ * rotated rows (used outside: q) or one cache written in place (k, v) — all at the same
+ * positions, each destination of the operands' type (stored flat, as cg_store does). Destination
+ * 0 is the q map (at most one segment's), 1 and 2 the caches' (at most two). Otherwise the
+ * register epilogue (kiln_epilogue2) with its 64-row tiles. */
+typedef struct qkv_tma {
+    int hd;
+    const ir_node *pos;
+    int dst[QKV_MAX_SEG];
+    const ir_node *node[3]; /* what destination d stores: the rope, then the cache writes */
+} qkv_tma;
+
+static bool qkv_tma_plan(cg_gen *gen, const qkv_seg *segs, int nseg, ir_dtype t, qkv_tma *q)
+{
+    memset(q, 0, sizeof *q);
+    bool first = true;
+    int ncache = 0;
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        const bool qout = sg->rope && cg_used_outside(gen, sg->rope);
+        if (i == 0) q->hd = (int)sg->hd;
+        if ((sg->hd != 64 && sg->hd != 128) || sg->hd != q->hd || sg->stride != sg->hd || sg->off % sg->hd ||
+            (sg->rot != 0 && sg->rot != sg->hd) || (qout ? sg->ncw != 0 : sg->ncw != 1))
+            return false;
+        const ir_node *dn = qout ? sg->rope : sg->cw[0];
+        if (dn->type.dtype != t) return false; /* stored as its own type's flat layout (cg_store) */
+        if (qout) {
+            if (q->node[0]) return false;
+            q->node[0] = dn, q->dst[i] = 0;
+        } else {
+            if (ncache == 2) return false;
+            q->node[1 + ncache] = dn, q->dst[i] = 1 + ncache++;
+        }
+        const ir_node *ps[2] = {sg->rope && sg->rope->ninputs > 1 ? sg->rope->inputs[1] : NULL,
+                                sg->ncw && sg->cw[0]->ninputs > 2 ? sg->cw[0]->inputs[2] : NULL};
+        for (int j = 0; j < 2; j++) {
+            if (j == 0 ? !sg->rope : !sg->ncw) continue;
+            if (first) q->pos = ps[j], first = false;
+            else if (ps[j] != q->pos) return false;
+        }
+    }
+    return q->node[0] && q->node[1]; /* the maps: q, then one or two caches */
+}
+
+/* The hooks of the QKV epilogue through shared memory (matmul_wgmma.cuh kwg_epilogue_qkv);
+ * the fields they read are the register hook's (emit_qkv_epilogue runs first), so the wgmma
+ * kernel and its fallback have the same KilnArgs. */
+static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg,
+                               const qkv_tma *q)
+{
+    const ir_node *A = gen->anchor;
+    cg_str_printf(hooks, "/* a head of the tile's columns: segment (-1: none), destination map, head, the segment's "
+                         "heads, rotated */\nstruct kiln_qkv_chunk {\n    int seg, dst, head, heads, rot;\n};\n\n");
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        cg_open(gen, "if (n0 >= %lldLL && n0 < %lldLL)", (long long)sg->off, (long long)(sg->off + sg->heads * sg->hd));
+        cg_line(gen, "return kiln_qkv_chunk{%d, %d, (int)((n0 - %lldLL) / %lld), %lld, %d};", i, q->dst[i],
+                (long long)sg->off, (long long)sg->hd, (long long)sg->heads, sg->rot ? 1 : 0);
+        cg_close(gen);
+    }
+    cg_line(gen, "return kiln_qkv_chunk{-1, 0, 0, 0, 0};");
+    finish_fn(gen, hooks, "__device__ __forceinline__ kiln_qkv_chunk kiln_qkv_find(long long n0)", &body);
+
+    cg_begin_fn(gen, &body);
+    const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
+    const char *x[2] = {"v0", "v1"};
+    for (int c = 0; c < 2 && bias; c++) {
+        cg_idx bi = cg_idx_flat(&bias->type, c ? "(n + 1)" : "n");
+        x[c] = cg_printf(gen, "(%s + %s)", x[c], cg_value(gen, bias, &bi));
+    }
+    cg_line(gen, "(void)p; (void)n;");
+    cg_line(gen, "return make_float2(%s(%s), %s(%s));", rnd, x[0], rnd, x[1]);
+    finish_fn(gen, hooks, "__device__ __forceinline__ float2 kiln_qkv_in(const KilnArgs &p, long long n, float v0, float v1)",
+              &body);
+
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "float2 g = make_float2(0.f, 0.f); float ms = 1.f;");
+    /* segments rotated alike (q and k) read one table: one constant load per pair */
+    bool done[QKV_MAX_SEG] = {false};
+    for (int i = 0; i < nseg; i++) {
+        const ir_node *r = segs[i].rope;
+        if (!r || done[i]) continue;
+        const char *cond = cg_printf(gen, "seg == %d", i);
+        for (int j = i + 1; j < nseg; j++) {
+            const ir_node *o = segs[j].rope;
+            if (o && !done[j] && segs[j].hd == segs[i].hd && o->attrs.theta == r->attrs.theta &&
+                ir_rope_attrs_eq(&o->attrs.rope, &r->attrs.rope)) {
+                cond = cg_printf(gen, "%s || seg == %d", cond, j);
+                done[j] = true;
+            }
+        }
+        cg_open(gen, "if (%s)", cond);
+        cg_line(gen, "g = kiln_qkv_turns%d[i];", i);
+        double m = ir_rope_mscale(&r->attrs.rope);
+        if (m != 1.0) cg_line(gen, "ms = (float)%.17g;", m);
+        cg_close(gen);
+    }
+    emit_rotation(gen);
+    finish_fn(gen, hooks,
+              "__device__ __forceinline__ void kiln_qkv_rotate(int seg, int pp, int i, float &y0, float &y1)", &body);
+
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "(void)p;");
+    cg_line(gen, "return %s;", cg_dim(gen, &A->type.dims[1]));
+    finish_fn(gen, hooks, "__device__ __forceinline__ long long kiln_qkv_rows(const KilnArgs &p)", &body);
+
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "(void)p; (void)b;");
+    if (q->pos) {
+        cg_idx pi = cg_idx_flat(&q->pos->type, NULL);
+        pi.c[0] = "b";
+        cg_line(gen, "return (int)%s;", cg_int_value(gen, q->pos, &pi));
+    } else {
+        cg_line(gen, "return 0;");
+    }
+    finish_fn(gen, hooks, "__device__ __forceinline__ int kiln_qkv_pos(const KilnArgs &p, long long b)", &body);
+
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "(void)p; (void)b; (void)head; (void)t; (void)d; (void)v;");
+    for (int j = 1; j < 3; j++) {
+        const ir_node *cw = q->node[j];
+        if (!cw) continue;
+        cg_open(gen, "if (dst == %d && t >= 0 && t < %s) /* positions past the cache are not written */", j,
+                cg_dim(gen, &cw->type.dims[2]));
+        cg_idx ci = cg_idx_flat(&cw->type, NULL);
+        ci.c[0] = "b", ci.c[1] = "(long long)head", ci.c[2] = "t", ci.c[3] = "(long long)d";
+        cg_store(gen, cw, &ci, "v");
+        cg_close(gen);
+    }
+    finish_fn(gen, hooks,
+              "__device__ __forceinline__ void kiln_qkv_put(const KilnArgs &p, int dst, long long b, int head, "
+              "long long t, int d, float v)",
               &body);
     return !gen->failed;
 }
@@ -976,7 +1125,6 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* the TMA-store epilogue: one output, of the operands' type, rows of a
      * multiple of 8 elements (its base is checked at run time) */
     const ir_dim onb = swiglu ? half : N;
-    const bool ts_ok = !qkv && nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
     int64_t mv, nv, kv, bv;
     const bool hm = ir_dim_value(&M, dims, &mv), hn = ir_dim_value(&N, dims, &nv), hk = ir_dim_value(&K, dims, &kv),
                hb = ir_dim_value(&batch, dims, &bv);
@@ -989,20 +1137,29 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (hn && hk) gemv_choose(&h, gemv_minb(16, a->type.dtype, heavy), nv, kv, hb ? bv : 1, gen->target->sm_count);
         if (!hb) h.ctas = 0;
     }
+    /* the QKV epilogue through shared memory and TMA stores (qkv_tma_plan) at large M (not known
+     * to be at most 256 rows: skinny shapes keep the register epilogue) */
+    qkv_tma qt;
+    const bool qkv_ts = qkv && !(hm && mv <= 256) && qkv_tma_plan(gen, segs, nseg, a->type.dtype, &qt);
+    const bool ts_ok = qkv ? qkv_ts : nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
                           gen->target->sm_count);
     /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns);
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
     if (heavy && wc.ec > 64) wc.ec = 64;
+    /* the QKV epilogue through shared memory: ping-pong 128x128, 5 stages (docs/MATMUL.md: its
+     * rotation runs under the other consumer's mainloop; cooperative tiles wait for it), one
+     * head staged at a time */
+    if (qkv_ts && !h.gemv) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1};
     /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
      * skinny configuration */
-    if (qkv && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
+    if (qkv && !qkv_ts && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
     /* autotuning: the problem, the candidates, and the tuner's choice for it
      * (the fallback build asks too and gets the same answer: same fields) */
     const bool can_split = hm && hn && hk && hb;
-    if (!h.gemv && !h.gmma && !qkv) { /* the QKV epilogue keeps its 64-row tiles (above) */
+    if (!h.gemv && !h.gmma && (!qkv || qkv_ts)) { /* the register QKV epilogue keeps its 64-row tiles (above) */
         char mtxt[24], ntxt[24], ktxt[24], btxt[24];
         snprintf(mtxt, sizeof mtxt, hm ? "%lld" : "sym", (long long)mv);
         snprintf(ntxt, sizeof ntxt, hn ? "%lld" : "sym", (long long)nv);
@@ -1010,14 +1167,14 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         snprintf(btxt, sizeof btxt, hb ? "%lld" : "sym", (long long)bv);
         gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d",
                                             ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
-                                            ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0);
+                                            qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0);
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
-        gen->kern->ntune_cands = wg_candidates(&wc, hm && mv <= 256, swiglu, heavy, can_split, gen->target,
-                                               gen->kern->tune_cands);
+        gen->kern->ntune_cands = wg_candidates(&wc, hm && mv <= 256, swiglu, heavy, can_split, qkv_ts ? qt.hd : 0,
+                                               gen->target, gen->kern->tune_cands);
         cg_wg_choice tc;
         if (gen->opts && gen->opts->tune && gen->opts->tune(gen->opts->tune_user, gen->kern->tune_problem, &tc)) {
             wg_cfg t = {tc.bm, tc.bn, tc.stages, tc.pp ? 1 : 0, wc.ts, tc.ec, tc.split};
-            if (!t.ts) t.ec = wc.ec;
+            if (!t.ts || qkv_ts) t.ec = wc.ec;
             if (wg_legal(&t, swiglu, heavy, can_split, gen->target)) {
                 wc = t;
                 gen->kern->tuned = true;
@@ -1069,6 +1226,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     mm_epi epi = {A, bias, {slices[0], slices[1]}, outs, nouts, ro, swiglu, M, N, half, ot, out_t};
     if (qkv) {
         if (!emit_qkv_epilogue(gen, hooks, bias, segs, nseg)) return false;
+        if (wg_fit && qkv_ts && !emit_qkv_tma_hooks(gen, hooks, bias, segs, nseg, &qt)) return false;
         int nx = 0;
         for (int i = 0; i < nseg; i++) nx += segs[i].rope ? 2 : 0;
         gen->kern->xforms = nx ? calloc((size_t)nx, sizeof *gen->kern->xforms) : NULL;
@@ -1092,7 +1250,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half, 0, 0, 0, 0};
         if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half, 0, 0, 0, 0};
     }
-    if (wgmma && wc.ts) emit_mm_epilogue(gen, hooks, &epi, true);
+    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true);
 
     define(plan, "KILN_B_NK", "%d", b_nk);
     define(plan, "KILN_SWIGLU", "%d", swiglu ? 1 : 0);
@@ -1104,6 +1262,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_WGMMA_PINGPONG", "%d", wc.pp);
         define(plan, "KILN_WGMMA_TMA_STORE", "%d", wc.ts);
         if (wc.ts) define(plan, "KILN_WGMMA_EPI_COLS", "%d", wc.ec);
+        if (qkv_ts) {
+            define(plan, "KILN_WGMMA_QKV", "1");
+            define(plan, "KILN_QKV_HD", "%d", qt.hd);
+        }
         define(plan, "KILN_SPLITK", "%d", wc.split);
         define(plan, "KILN_WGMMA_F16", "%d", a->type.dtype == IR_F16 ? 1 : 0);
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
@@ -1113,7 +1275,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a",
          * "w"); the TMA-store epilogue's output: rows M of onb elements */
         int fa = -1, fw = -1, fo = -1;
-        const char *of = wc.ts ? cg_ptr(gen, outs[0], true) : NULL;
+        const char *of = wc.ts ? cg_ptr(gen, qkv_ts ? qt.node[0] : outs[0], true) : NULL;
         for (int i = 0; i < gen->nargs; i++) {
             if (!strcmp(gen->args[i].field, "a")) fa = i;
             if (!strcmp(gen->args[i].field, "w")) fw = i;
@@ -1123,7 +1285,27 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fa, a->type.dtype, K, M, lda, batch, sa, wc.bm};
         gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fw, w->type.dtype, K, N, ldw, batch, sw, wc.bn};
         gen->kern->ntmaps = 2;
-        if (wc.ts) {
+        if (qkv_ts) {
+            /* q: rows M of its heads * hd columns; each cache {hd, T, B * heads} (as attention reads it) */
+            const ir_type *qy = &qt.node[0]->type;
+            bool *ovf = &gen->dim_overflow;
+            ir_dim qw = ir_dim_times(qy->dims[2], qy->dims[3], ovf);
+            gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_Q, fo, qy->dtype, qw, M, qw, batch, ir_dim_times(M, qw, ovf), 64};
+            gen->kern->ntmaps = 3;
+            for (int j = 1; j < 3 && qt.node[j]; j++) {
+                const char *cf = cg_ptr(gen, qt.node[j], true);
+                int fc = -1;
+                for (int i = 0; cf && i < gen->nargs; i++)
+                    if (!strcmp(gen->args[i].field, cf)) fc = i;
+                if (fc < 0) return cg_fail(gen, "matmul: the cache fields are missing");
+                const ir_type *ct = &qt.node[j]->type;
+                ir_dim hdd = ir_dim_const(qt.hd);
+                gen->kern->tmaps[2 + j] = (cg_tmap){j == 1 ? CG_TMAP_K : CG_TMAP_V, fc, ct->dtype, hdd, ct->dims[2], hdd,
+                                                    ir_dim_times(ct->dims[0], ct->dims[1], ovf),
+                                                    ir_dim_times(ct->dims[2], hdd, ovf), 64};
+                gen->kern->ntmaps = 3 + j;
+            }
+        } else if (wc.ts) {
             ir_dim so = ir_dim_times(M, onb, &gen->dim_overflow);
             gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_OUT, fo, outs[0]->type.dtype, onb, M, onb, batch, so, 64};
             gen->kern->ntmaps = 3;

@@ -7,7 +7,11 @@
  * each candidate cuBLAS (cublasGemmEx, bf16 in and out, f32 compute, default algorithm) runs
  * the same shape 15 times on random operands of the same kind (the tuner's fill: magnitudes
  * in [0.5, 1), random signs and mantissas), median: both see the same clocks. All candidates are compiled first, in parallel.
+ * The shape "QKV+rope" is the 8B layer's Q/K/V projection with its epilogue (RoPE on q and k,
+ * k and v into the caches: passes/fuse_qkv_epilogue.c), the tuner's zeroed operands (every
+ * position 0); cuBLAS beside it runs the plain projection.
  * Usage: kiln_sweep [OUT.csv]; prints one line per candidate and a summary per shape.
+ * KILN_SWEEP_SHAPES=NAME,NAME (e.g. QKV,QKV+rope) sweeps only those.
  * KILN_SWEEP_DRY=1 (no device needed): only list the candidates. */
 #define _DEFAULT_SOURCE
 #include <cublas_v2.h>
@@ -43,6 +47,7 @@ static double collect_time(void *user, const cg_kernel *k, const ir_graph *g, co
 typedef struct shape {
     const char *what;
     long long N, K;
+    bool qkv; /* the QKV projection with RoPE and the cache writes in its epilogue */
 } shape;
 
 typedef struct sweep {
@@ -119,8 +124,19 @@ static void upload_random(void *dev, size_t n, uint64_t seed)
 
 static char *model_text(const shape *sh)
 {
-    char *t = malloc(512);
-    snprintf(t, 512,
+    char *t = malloc(1024);
+    if (sh->qkv) {
+        snprintf(t, 1024,
+                 "model mm {\n  dims S\n  input x : bf16[1, S, 4096]\n  input pos : i32[1]\n"
+                 "  state kc : bf16[1, 8, S, 128]\n  state vc : bf16[1, 8, S, 128]\n"
+                 "  weight wq : bf16[4096, 4096]\n  weight wk : bf16[1024, 4096]\n  weight wv : bf16[1024, 4096]\n"
+                 "  q = rope(reshape(linear(x, wq), [1, S, 32, 128]), pos, theta=500000.0)\n"
+                 "  k = rope(reshape(linear(x, wk), [1, S, 8, 128]), pos, theta=500000.0)\n"
+                 "  v = reshape(linear(x, wv), [1, S, 8, 128])\n"
+                 "  kc, vc = cache_write(kc, vc, k, v, pos)\n  output o = q\n}\n");
+        return t;
+    }
+    snprintf(t, 1024,
              "model mm {\n  dims S\n  input x : bf16[S, %lld]\n  weight w : bf16[%lld, %lld]\n  output y = linear(x, w)\n}\n",
              sh->K, sh->N, sh->K);
     return t;
@@ -155,12 +171,24 @@ int main(int argc, char **argv)
     }
     FILE *csv = argc > 1 ? fopen(argv[1], "w") : NULL;
     if (csv) fprintf(csv, "gemm,M,N,K,config,rule,us,cublas_us,x_cublas\n");
-    const shape shapes[] = {{"QKV", 6144, 4096}, {"O", 4096, 4096}, {"gate/up", 28672, 4096}, {"down", 4096, 14336}};
+    const shape shapes[] = {{"QKV", 6144, 4096, false},      {"QKV+rope", 6144, 4096, true}, {"O", 4096, 4096, false},
+                            {"gate/up", 28672, 4096, false}, {"down", 4096, 14336, false}};
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+    const char *only = getenv("KILN_SWEEP_SHAPES");
+    bool use[NSHAPES];
+    for (int s = 0; s < NSHAPES; s++) {
+        use[s] = !only;
+        for (const char *c = only; c && *c; c += strcspn(c, ",") + (c[strcspn(c, ",")] == ',')) {
+            size_t l = strcspn(c, ",");
+            use[s] |= strlen(shapes[s].what) == l && !strncmp(c, shapes[s].what, l);
+        }
+    }
     const long long Ms[] = {2048, 16384};
     /* pass 1: every candidate's source, compiled in parallel through the context's cache */
     collect col = {0};
     const rt_tune_device fake = {"collect", 0, 0, 0};
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < NSHAPES; s++) {
+        if (!use[s]) continue;
         char *t = model_text(&shapes[s]);
         if (compile(ctx, t, 2048, (rt_tune_hooks){.timer = collect_time, .timer_user = &col, .device = &fake})) return 1;
         free(t);
@@ -179,7 +207,8 @@ int main(int argc, char **argv)
     cublasCreate(&sw.h);
     cublasSetStream(sw.h, (cudaStream_t)ctx->stream);
     for (int mi = 0; mi < 2; mi++)
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < NSHAPES; s++) {
+            if (!use[s]) continue;
             sw.M = Ms[mi];
             sw.N = shapes[s].N;
             sw.K = shapes[s].K;

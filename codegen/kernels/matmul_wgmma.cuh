@@ -354,7 +354,10 @@ __device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, lon
     }
 }
 
-#if KILN_WGMMA_TMA_STORE
+#ifndef KILN_WGMMA_QKV
+#define KILN_WGMMA_QKV 0
+#endif
+#if KILN_WGMMA_TMA_STORE && !KILN_WGMMA_QKV
 // The epilogue through shared memory and TMA stores (KILN_WGMMA_TMA_STORE 1): the hook
 // kiln_epilogue_val returns the output values (KILN_SWIGLU: one, at column n / 2), the
 // consumer writes them as KILN_T into its staging buffer — EC output columns at a time, as
@@ -411,6 +414,140 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
                                   (int)(rbase + mi * 64), (int)b);
             kwg_store_commit();
         }
+        pending = true;
+    }
+}
+#endif
+
+#if KILN_WGMMA_TMA_STORE && KILN_WGMMA_QKV
+// The QKV epilogue through shared memory and TMA stores (KILN_WGMMA_QKV 1, with
+// KILN_WGMMA_TMA_STORE 1 and KILN_WGMMA_EPI_COLS = KILN_QKV_HD; codegen/cg_family.c,
+// passes/fuse_qkv_epilogue.c). The tile's columns are whole heads of HD (64 or 128) columns,
+// each head inside one segment (q, k or v) with one destination: the rotated q rows (the map
+// `to[0]`, rows M of the q buffer) or a KV cache written in place (maps to[1], to[2]: {HD, T,
+// B*heads}). The generated part gives
+//   kiln_qkv_chunk kiln_qkv_find(long long n0): the segment of the head at column n0 (seg < 0:
+//     no segment), its destination map, head, the segment's head count, whether it rotates;
+//   float2 kiln_qkv_in(p, n, v0, v1): bias and rounding to the projection's type;
+//   void kiln_qkv_rotate(seg, pos, i, y0, y1): rotation pair i (dims i, i + HD/2) at pos;
+//   long long kiln_qkv_rows(p) (S: rows per batch), int kiln_qkv_pos(p, b) (pos[b], or 0);
+//   void kiln_qkv_put(p, dst, b, head, t, d, v): one element into cache `dst` (row t < 0 or
+//     past the cache: not written).
+// Bind time permuted the weight rows of a rotating segment so that columns 2i, 2i + 1 of a head
+// are dims i, i + HD/2; the consumer rotates them in registers and writes dims in their natural
+// order into its staging (64 x 64 boxes, 128-byte swizzle, as kwg_epilogue_tma), one head at a
+// time. Then one thread stores the boxes with TMA: q at (column head*HD, row m0), a cache at
+// (dim, row pos[b] + s0, slab b*heads + head), which clips rows past the cache (they are not
+// written). A 64-row block whose rows are not all < M and of one batch row, or whose first
+// position is negative, is stored element by element from the staging by the whole warpgroup
+// (kiln_qkv_put) instead; q rows past M are clipped by its map.
+template <int MW, int BN>
+__device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
+                                                 long long rbase, int nb, float (&acc)[MW][BN / 2], long long M,
+                                                 bool &pending)
+{
+    constexpr int HD = KILN_QKV_HD, NCH = HD / 64;
+    static_assert(HD == 64 || HD == 128, "KILN_QKV_HD: 64 or 128");
+    static_assert(BN % HD == 0 && KILN_WGMMA_EPI_COLS == HD, "KILN_WGMMA_EPI_COLS must be KILN_QKV_HD");
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+    const long long S = kiln_qkv_rows(p);
+    // the positions of this thread's rows (rows past M: 0, never stored)
+    int pos[MW][2];
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+            pos[mi][h] = 0;
+            if (m < M) {
+                const long long bb = m / S;
+                pos[mi][h] = (int)(kiln_qkv_pos(p, bb) + (m - bb * S));
+            }
+        }
+#pragma unroll
+    for (int r = 0; r < BN / HD; r++) {
+        const long long n0 = (long long)nb * BN + r * HD;
+        const kiln_qkv_chunk ch = kiln_qkv_find(n0);
+        if (ch.seg < 0) continue;
+        if (pending && wt == 0) kwg_store_wait_read();
+        kwg_wg_sync(1 + c);
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int jj = 0; jj < HD / 8; jj++) {
+                const int j = r * (HD / 8) + jj;
+                const int lc = jj * 8 + (lane & 3) * 2; // column in the head
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int rr = warp * 16 + (lane >> 2) + h * 8;
+                    float2 y = kiln_qkv_in(p, n0 + lc, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1]);
+                    const unsigned row = stage + (unsigned)(mi * NCH * 8192 + rr * 128);
+                    if (ch.rot) {
+                        const int i = lc >> 1;
+                        kiln_qkv_rotate(ch.seg, pos[mi][h], i, y.x, y.y);
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int d = i + e * (HD / 2);
+                            const unsigned byte = (unsigned)(d & 63) * 2u;
+                            kwg_sts16(row + (unsigned)((d >> 6) * 8192) +
+                                          ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)),
+                                      kwg_pack1(e ? y.y : y.x));
+                        }
+                    } else {
+                        const unsigned byte = (unsigned)(lc & 63) * 2u;
+                        kwg_sts32(row + (unsigned)((lc >> 6) * 8192) +
+                                      ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)),
+                                  kwg_pack2(y.x, y.y));
+                    }
+                }
+            }
+        kwg_fence_async_smem();
+        kwg_wg_sync(1 + c);
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++) {
+            const long long m0 = rbase + mi * 64;
+            if (m0 >= M) continue;
+            const unsigned box = stage + (unsigned)(mi * NCH * 8192);
+            if (ch.dst == 0) {
+                if (wt == 0)
+#pragma unroll
+                    for (int q = 0; q < NCH; q++)
+                        kwg_tma_store(to, box + (unsigned)(q * 8192), ch.head * HD + q * 64, (int)m0, 0);
+                continue;
+            }
+            const long long b0 = m0 / S, s0 = m0 - b0 * S;
+            const long long t0 = (long long)kiln_qkv_pos(p, b0) + s0;
+            if (m0 + 64 <= M && s0 + 64 <= S && t0 >= 0 && t0 < (1ll << 31)) {
+                if (wt == 0)
+#pragma unroll
+                    for (int q = 0; q < NCH; q++)
+                        kwg_tma_store(to + ch.dst, box + (unsigned)(q * 8192), q * 64, (int)t0,
+                                      (int)(b0 * ch.heads + ch.head));
+                continue;
+            }
+            // element by element: rows past M, across batch rows, negative positions
+#pragma unroll 1
+            for (int e = wt; e < 64 * HD; e += 128) {
+                const int rr = e / HD, d = e % HD;
+                const long long m = m0 + rr;
+                if (m >= M) continue;
+                const unsigned byte = (unsigned)(d & 63) * 2u;
+                unsigned short v;
+                asm volatile("ld.shared.b16 %0, [%1];\n"
+                             : "=h"(v)
+                             : "r"(box + (unsigned)((d >> 6) * 8192 + rr * 128) +
+                                   ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)))
+                             : "memory");
+                const long long bb = m / S;
+#if KILN_WGMMA_F16
+                const float x = __half2float(__ushort_as_half(v));
+#else
+                const float x = __bfloat162float(__ushort_as_bfloat16(v));
+#endif
+                kiln_qkv_put(p, ch.dst, bb, ch.head, (long long)kiln_qkv_pos(p, bb) + (m - bb * S), d, x);
+            }
+        }
+        if (wt == 0) kwg_store_commit();
         pending = true;
     }
 }
@@ -661,8 +798,12 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #if KILN_WGMMA_TMA_STORE
             if (TS) {
                 const unsigned stage = sC + (unsigned)(c * MW * 64 * EC * 2);
+#if KILN_WGMMA_QKV
+                kwg_epilogue_qkv<MW, BN>(p, to, stage, c, rbase, nb, acc, M, pending);
+#else
                 if (interior) kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending);
                 else kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending);
+#endif
                 continue;
             }
 #endif
@@ -684,9 +825,13 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #define KILN_CLUSTER_M 1
 #endif
 // The kernel's one parameter: the three tensor maps (A, W, then the output's, encoded only
-// with KILN_WGMMA_TMA_STORE), then KilnArgs: 384 + 8*nargs bytes.
+// with KILN_WGMMA_TMA_STORE), then KilnArgs: 384 + 8*nargs bytes; with KILN_WGMMA_QKV five
+// maps (A, W, q, two caches), 640 + 8*nargs bytes.
 struct KilnTmaArgs {
     kiln_tmap a, w, o;
+#if KILN_WGMMA_QKV
+    kiln_tmap c0, c1; // the QKV epilogue's cache maps (o: its q map), right after o
+#endif
     KilnArgs p;
 };
 

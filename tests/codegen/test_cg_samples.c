@@ -55,6 +55,8 @@ static ir_graph *compile_sample(const char *path)
 }
 
 static int nwgmma; /* kernels of the Hopper template, over all samples */
+/* ... of them with the QKV epilogue: through shared memory and TMA stores, or from registers */
+static int nqkv_tma, nqkv_regs;
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -102,7 +104,19 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
     }
     for (int i = 0; i < n; i++)
         if (ks[i].family == CG_FAMILY_MATMUL_WGMMA) {
-            CHECK((ks[i].ntmaps == 2 || ks[i].ntmaps == 3) && ks[i].param_size > ks[i].args_size && ks[i].fallback);
+            /* A, W, [the TMA-store output]; the QKV epilogue's: A, W, q, one or two caches (640-byte prefix) */
+            const bool qkv = ks[i].ntmaps > 3;
+            CHECK((ks[i].ntmaps >= 2 && ks[i].ntmaps <= 5) && ks[i].param_size > ks[i].args_size && ks[i].fallback);
+            CHECK(ks[i].param_prefix == (qkv ? 640u : 384u));
+            CHECK(!qkv || (ks[i].tmaps[2].operand == CG_TMAP_Q && ks[i].tmaps[3].operand == CG_TMAP_K &&
+                           ks[i].tmaps[2].box_rows == 64 && ks[i].tmaps[3].box_rows == 64));
+            const bool epi = strstr(ks[i].generated, "kiln_qkv_turns") != NULL;
+            CHECK((strstr(ks[i].generated, "#define KILN_WGMMA_QKV 1") != NULL) == qkv);
+            /* the TMA epilogue: ping-pong 128x128, 5 stages; the register one: 64-row tiles */
+            CHECK(!qkv || (epi && ks[i].config && !strncmp(ks[i].config, "wgmma 128x128 s5 ping-pong tma-store", 36)));
+            CHECK(qkv || !epi || (ks[i].config && !strncmp(ks[i].config, "wgmma 64x128 s8 ping-pong", 25)));
+            nqkv_tma += qkv;
+            nqkv_regs += epi && !qkv;
             nwgmma++;
         }
     cg_kernel *na = realloc(*all, (size_t)(*nall + n) * sizeof *na);
@@ -225,6 +239,10 @@ int main(void)
         printf("compiled %d distinct kernels for sm_90a (%.0f ms of NVRTC time), %d of the Hopper template\n", nu, ms,
                nwgmma);
         CHECK(nwgmma >= 4); /* the 8B layer's four projections at prefill, at least */
+        /* the Llama layers (head dims 64, 128, scaled RoPE) take the TMA epilogue, Pythia's
+         * partial rotary the register one */
+        printf("QKV epilogues at prefill: %d through TMA stores, %d from registers\n", nqkv_tma, nqkv_regs);
+        if (!getenv("KILN_TEST_SAMPLES")) CHECK(nqkv_tma >= 3 && nqkv_regs >= 1);
         free(which);
     }
     free(knames);

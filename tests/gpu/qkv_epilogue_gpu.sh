@@ -2,8 +2,9 @@
 # qkv_epilogue_gpu.sh KILN — the QKV matmul's epilogue (passes/fuse_qkv_epilogue.c) on a GPU:
 # q rotated and the new K/V rows written into the caches by the projection, checked (outputs and
 # every state) against the reference interpreter by `kiln run --check`, through each matmul
-# template: GEMV (decode, M <= 16), the skinny wgmma variant (M 17..256), the large-shape wgmma
-# kernel (M > 256, register epilogue); a different
+# template: GEMV (decode, M <= 16), the skinny wgmma variant (M 17..256, register epilogue), the
+# large-shape wgmma kernel (M > 256: through shared memory and TMA stores, matmul_wgmma.cuh
+# KILN_WGMMA_QKV, with 64-row blocks that straddle batch rows stored element by element); a different
 # random position per batch row, GQA, head dims 64 and 128, scaled RoPE, partial rotary with a
 # bias and a per-head split, and the attention fallback with the epilogue rules off.
 # Exits 77 (skipped) without a CUDA device.
@@ -27,6 +28,14 @@ expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --che
 expect 0 'check step 3: state +vc' run $L8 --dims B=3,S=1,T=64 --random --steps 4 --check
 expect 0 'check step 0: state +vc' run $L1 --dims B=2,S=300,T=512 --random --check
 expect 0 'check step 3: state +vc' run $L1 --dims B=2,S=1,T=32 --random --steps 4 --check
+# the TMA epilogue: S below a tile (tiles over four batch rows), S not a multiple of 64 with an odd
+# batch count, head dim 64 at one position offset for every batch row
+expect 0 'check step 0: state +vc' run $L8 --dims B=4,S=100,T=128 --random --check
+expect 0 'check step 0: state +vc' run $L8 --dims B=3,S=257,T=300 --random --check --seed=7
+expect 0 'check step 0: state +vc' run $L1 --dims B=1,S=1000,T=1024 --random --check --pos=24
+# f16 (the sample with every bf16 made f16): the TMA epilogue's f16 staging and element stores
+sed 's/bf16/f16/g' samples/llama3_8b_layer.kiln >"$tmp/llama3_8b_f16.kiln"
+expect 0 'check step 0: state +vc' run "$tmp/llama3_8b_f16.kiln" -D D=512 -D H=4 -D KV=2 -D F=512 --dims B=2,S=300,T=512 --random --check
 # the attention fallback (epilogue rules off) on the same shape
 expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --check --disable=epilogue-rope
 # scaled RoPE (llama3, past the original context), partial rotary + bias + per-head split, MoE layer
