@@ -27,6 +27,10 @@ expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --che
 expect 0 'check step 3: state +vc' run $L8 --dims B=3,S=1,T=64 --random --steps 4 --check
 expect 0 'check step 0: state +vc' run $L1 --dims B=2,S=300,T=512 --random --check
 expect 0 'check step 3: state +vc' run $L1 --dims B=2,S=1,T=32 --random --steps 4 --check
+# the real 1B and 8B widths at decode: the 1B QKV GEMV on 12 columns per CTA, the 8B one's CTAs
+# walking three column blocks each (the next block's loads issued before the epilogue)
+expect 0 'check step 1: state +vc' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
+expect 0 'check step 1: state +vc' run samples/llama3_8b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
 # the attention fallback (epilogue rules off) on the same shape
 expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --check --disable=epilogue-rope
 # scaled RoPE (llama3, past the original context), partial rotary + bias + per-head split, MoE layer

@@ -698,6 +698,10 @@ static void sweep(const compiled *cs, int nc)
 #define GEMV_NORM(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 1}
 /* a grid of at most `grid` CTAs along N, each walking several column blocks */
 #define GEMV_GRID(dt, nk, epi, cols, sk, maxm, norm, grid) {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, 0, 0, 0, cols, sk, maxm, norm}
+/* the GEMV's knobs (0: the template's default): unroll, CTAs per SM (minb), nopipe 1 = no
+ * column-block pipelining (KILN_GEMV_PIPE 0) */
+#define GEMV_X(dt, nk, epi, cols, sk, maxm, norm, grid, unroll, minb, nopipe) \
+    {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, minb, nopipe, unroll, cols, sk, maxm, norm}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
@@ -735,6 +739,13 @@ static const mm_cfg test_cfgs[] = {
     /* 28 */ GEMV_GRID(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 3, 4, 0, 5),
     /* 29 */ GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 7),
     /* 30 */ GEMV_GRID(MM_BF16, 0, MM_EPI_STORE, 8, 1, 4, 1, 3),
+    /* the widths codegen picks besides 8 (two CTAs per SM), walking several column blocks
+     * (the next block's loads issued before the reduction), and the walk without it */
+    /* 31 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 12, 1, 1, 1, 5, 0, 2, 0),
+    /* 32 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 2, 2, 0, 3, 2, 2, 0),
+    /* 33 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 4, 1, 3, 0, 0, 1),
+    /* 34 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 3, 1, 0, 7, 0, 2, 0),
+    /* 35 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 10, 1, 2, 1, 4, 0, 2, 0),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -767,6 +778,14 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 4, 32),
+    /* issue 11's knobs at M = 1 and the grid codegen gives (two CTAs per SM): the column-block
+     * pipelining off (the earlier kernel) and on, widths 6..12, unroll 2, one CTA per SM */
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 1), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 1, 264, 0, 2, 1),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 10, 1, 1, 1, 264, 0, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 1, 264, 2, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 2, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 132, 2, 1, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 1, 264, 0, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 396, 0, 2, 0),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
