@@ -19,37 +19,37 @@ el() { echo "[$(($(date +%s) - t0)) s]"; }
 S="$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$S" 2>&1
 # 1. GEMV tests + sweep (one process)
-KILN_BENCH=2 KILN_BENCH_CSV="$out/sweep.csv" timeout ${SWEEP_TIMEOUT:-40} build/tests/gpu/test_gpu_matmul \
+KILN_MM_FILTER=gemv_ KILN_BENCH=2 KILN_BENCH_CSV="$out/sweep.csv" timeout ${SWEEP_TIMEOUT:-35} build/tests/gpu/test_gpu_matmul \
     > "$out/more/matmul.log" 2>&1
 echo "test_gpu_matmul (+ sweep) rc=$? $(el)" >> "$S"
 grep -E "^FAIL" "$out/more/matmul.log" | head -20 >> "$S"
 grep -E "passed, .* failed" "$out/more/matmul.log" | tail -1 >> "$S"
 # 2. decode tests and checks against the interpreter
-timeout ${DECODE_TIMEOUT:-20} build/tests/gpu/test_decode_gpu > "$out/more/decode.log" 2>&1
+timeout ${DECODE_TIMEOUT:-12} build/tests/gpu/test_decode_gpu > "$out/more/decode.log" 2>&1
 echo "test_decode_gpu rc=$? $(el)" >> "$S"
 tail -2 "$out/more/decode.log" >> "$S"
 chk() { # NAME args...
     local n=$1; shift
-    timeout ${CHECK_TIMEOUT:-12} $K run "$@" --random --check >> "$out/more/checks.log" 2>&1
+    timeout ${CHECK_TIMEOUT:-8} $K run "$@" --random --check >> "$out/more/checks.log" 2>&1
     local rc=$?
     echo "check $n rc=$rc $(el)" >> "$S"
     grep -E "^check step" "$out/more/checks.log" | tail -1 >> "$S"
 }
 chk 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=64 --steps 2
 chk 1b-b2-nopdl samples/llama3_1b_layer.kiln --dims B=2,S=1,T=64 --steps 2 --no-pdl
-chk 1b-b1-eager samples/llama3_1b_layer.kiln --dims B=1,S=1,T=64 --steps 2 --no-graphs
-chk 1b-b1-rulesoff samples/llama3_1b_layer.kiln --dims B=1,S=1,T=64 --steps 2 --disable=norm-gain,norm-gemv
 chk 8b-b1 samples/llama3_8b_layer.kiln --dims B=1,S=1,T=64 --steps 2
-# 3. the two B=1 decode rows with PyTorch (eager + CUDA graph; torch.compile costs ~40 s a case)
-(OUT=$out/bench BENCH_CASES=1b-decode,8b-decode BENCH_VARIANTS=${BENCH_VARIANTS:-kiln,graph} BENCH_PROFILE=1 \
-    BENCH_TOTAL=${BENCH_TOTAL:-55} timeout ${BENCH_TIMEOUT:-60} bash bench/run.sh) > "$out/bench.log" 2>&1
+# 3. the two B=1 decode rows with PyTorch (eager + CUDA graph; torch.compile costs ~40 s a case),
+# then their profiles (bench/run.sh: kiln run --dims B=1,S=1,T=1024 --pos=1023 --profile)
+(OUT=$out/more/bench BENCH_CASES=1b-decode,8b-decode BENCH_VARIANTS=${BENCH_VARIANTS:-kiln,graph} BENCH_PROFILE=1 \
+    BENCH_TOTAL=${BENCH_TOTAL:-62} BENCH_CASE_TIMEOUT=30 timeout ${BENCH_TIMEOUT:-72} bash bench/run.sh) \
+    > "$out/bench.log" 2>&1
 echo "bench rc=$? $(el)" >> "$S"
-# 4. sanitizers on the GEMV configurations (the new widths, the walk with and without pipelining)
+(cd "$out" && tar czf more.tgz more && rm -rf more)
+# 4. sanitizers on the GEMV configurations whose CTAs walk several column blocks (pipelined or not)
 for tool in memcheck racecheck; do
-    KILN_MM_FILTER=${SAN_FILTER:-gemv_bf16_nk} timeout ${SAN_TIMEOUT:-16} compute-sanitizer --tool $tool \
-        --error-exitcode 3 build/tests/gpu/test_gpu_matmul > "$out/more/san_$tool.log" 2>&1
+    KILN_MM_FILTER=${SAN_FILTER:-_grid} timeout ${SAN_TIMEOUT:-10} compute-sanitizer --tool $tool \
+        --error-exitcode 3 build/tests/gpu/test_gpu_matmul > "$out/san_$tool.log" 2>&1
     echo "compute-sanitizer $tool rc=$? $(el)" >> "$S"
-    grep -E "ERROR SUMMARY|passed, .* failed|RACECHECK SUMMARY" "$out/more/san_$tool.log" | tail -2 >> "$S"
+    grep -E "ERROR SUMMARY|passed, .* failed|RACECHECK SUMMARY" "$out/san_$tool.log" | tail -2 >> "$S"
 done
-cd "$out" && tar czf more.tgz more && rm -rf more
 ls "$out" >> "$S"

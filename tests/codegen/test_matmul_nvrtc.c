@@ -32,14 +32,15 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 0, 0, 0, 8, 4, 16, 1},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 16, 2, 1, 1},
     {MM_KIND_GEMV, MM_BF16, 0, MM_EPI_STORE, 0, 0, 0, 0, 0, 0, 8, 3, 4, 1},
-    /* the widths gemv_choose picks besides 8, at two CTAs per SM (KILN_GEMV_MINB 2, registers
-     * capped at 128: no spills), the norm on and a residual epilogue; unroll 2; no pipelining
+    /* the widths gemv_choose picks besides 8 and 8 at two rows, at two CTAs per SM
+     * (KILN_GEMV_MINB 2, registers capped at 128: no spills), the norm on and a residual
+     * epilogue, with the column-block pipelining; unroll 2 (one CTA per SM); no pipelining
      * (mm_src.h: wm = KILN_GEMV_MINB, wn 1 = KILN_GEMV_PIPE 0, stages = KILN_GEMV_UNROLL) */
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 12, 1, 1, 1},
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 12, 1, 2, 1},
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 10, 1, 2, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 6, 1, 1, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 4, 1, 2, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 8, 1, 2, 1},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 6, 2, 2, 1},
-    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 2, 8, 1, 1, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 1, 0, 2, 8, 1, 1, 1},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 1, 0, 8, 1, 2, 1},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };

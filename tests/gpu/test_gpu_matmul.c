@@ -741,11 +741,11 @@ static const mm_cfg test_cfgs[] = {
     /* 30 */ GEMV_GRID(MM_BF16, 0, MM_EPI_STORE, 8, 1, 4, 1, 3),
     /* the widths codegen picks besides 8 (two CTAs per SM), walking several column blocks
      * (the next block's loads issued before the reduction), and the walk without it */
-    /* 31 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 12, 1, 1, 1, 5, 0, 2, 0),
-    /* 32 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 2, 2, 0, 3, 2, 2, 0),
+    /* 31 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 6, 1, 1, 1, 5, 0, 2, 0),
+    /* 32 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 2, 2, 0, 3, 2, 2, 0),
     /* 33 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 4, 1, 3, 0, 0, 1),
     /* 34 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 3, 1, 0, 7, 0, 2, 0),
-    /* 35 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 10, 1, 2, 1, 4, 0, 2, 0),
+    /* 35 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 2, 1, 4, 0, 2, 0),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -783,7 +783,7 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 1), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 1, 264, 0, 2, 1),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 10, 1, 1, 1, 264, 0, 2, 0),
-    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 1, 264, 2, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 2, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 2, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 132, 2, 1, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 1, 264, 0, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 396, 0, 2, 0),
 };
