@@ -335,7 +335,7 @@ typedef struct mm_heur {
     int64_t ctas; /* GEMV: CTAs along N at most (0: one per column block) */
 } mm_heur;
 
-/* The GEMV's split (gemv.cuh), for n columns, k and b batches: 8 columns per
+/* The GEMV's split (gemv.cuh), for n columns, k and b batches: gemv_cols columns per
  * CTA; two CTAs of 256 threads are resident per SM up to 2 rows (gemv.cuh's
  * KILN_GEMV_MINB), one above, so `slots` = 2 (1) * SMs CTAs run at once. K is split (by powers of two, each slice
  * >= 512 of K) while the column blocks times the split still fit in the
