@@ -348,8 +348,9 @@ typedef struct mm_heur {
 static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 && t != IR_F32 && !heavy ? 2 : 1; }
 
 /* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
- * column blocks of `cols` weight rows. 8, unless 6 or 4 (first best wins) gives it at most 7/8
- * of the rows of 8 — a partial last round of blocks of 8 (the 1B QKV's 3072 columns: 384 blocks
+ * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
+ * or 4 (first best wins) gives it at most 7/8 of the rows of 8 — a partial last round of blocks
+ * of 8 (the 1B QKV's 3072 columns: 384 blocks
  * of 8 on 264 slots, 2 rounds of 8 rows against 2 of 6). Wider blocks spill under the 128
  * registers of two CTAs per SM (12 or 10 columns with a residual epilogue: test_matmul_nvrtc). */
 static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
@@ -359,6 +360,7 @@ static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
     int64_t rows8 = 0, best_rows = 0;
     for (int i = 0; i < (minb == 2 ? 3 : 1); i++) {
         const int64_t blocks = (n + cand[i] - 1) / cand[i] * b, rows = (blocks + slots - 1) / slots * cand[i];
+        if (i == 0 && blocks <= slots) return 8; /* one round: nothing to even out */
         if (i == 0) rows8 = best_rows = rows;
         else if (rows * 8 <= rows8 * 7 && rows < best_rows) best = cand[i], best_rows = rows;
     }
