@@ -341,7 +341,7 @@ typedef struct mm_heur {
     int64_t smem;
 } mm_heur;
 
-/* The GEMV's split (gemv.cuh), for n columns, k and b batches: 8 columns per
+/* The GEMV's split (gemv.cuh), for n columns, k and b batches: gemv_cols columns per
  * CTA; two CTAs of 256 threads are resident per SM up to 2 rows (gemv.cuh's
  * KILN_GEMV_MINB), one above, so `slots` = 2 (1) * SMs CTAs run at once. K is split (by powers of two, each slice
  * >= 512 of K) while the column blocks times the split still fit in the
@@ -353,9 +353,31 @@ typedef struct mm_heur {
  * of a 2-byte type without a heavy epilogue (GELU), where ptxas fits them in 128 registers. */
 static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 && t != IR_F32 && !heavy ? 2 : 1; }
 
+/* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
+ * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
+ * or 4 (first best wins) gives it at most 7/8 of the rows of 8 — a partial last round of blocks
+ * of 8 (the 1B QKV's 3072 columns: 384 blocks
+ * of 8 on 264 slots, 2 rounds of 8 rows against 2 of 6). Wider blocks spill under the 128
+ * registers of two CTAs per SM (12 or 10 columns with a residual epilogue: test_matmul_nvrtc). */
+static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
+{
+    static const int cand[] = {8, 6, 4};
+    int best = 8;
+    int64_t rows8 = 0, best_rows = 0;
+    for (int i = 0; i < (minb == 2 ? 3 : 1); i++) {
+        const int64_t blocks = (n + cand[i] - 1) / cand[i] * b, rows = (blocks + slots - 1) / slots * cand[i];
+        if (i == 0 && blocks <= slots) return 8; /* one round: nothing to even out */
+        if (i == 0) rows8 = best_rows = rows;
+        else if (rows * 8 <= rows8 * 7 && rows < best_rows) best = cand[i], best_rows = rows;
+    }
+    return best;
+}
+
 static void gemv_choose(mm_heur *h, int minb, int64_t n, int64_t k, int64_t b, int sm_count)
 {
-    const int64_t slots = minb * (int64_t)sm_count, cbs = (n + h->cols - 1) / h->cols * b;
+    const int64_t slots = minb * (int64_t)sm_count;
+    if (slots > 0) h->cols = gemv_cols(minb, n, b, slots);
+    const int64_t cbs = (n + h->cols - 1) / h->cols * b;
     h->splitk = 1;
     while (cbs * h->splitk * 2 <= slots && k / (h->splitk * 2) >= 512 && h->splitk < 16) h->splitk *= 2;
     h->ctas = cbs > 0 && b > 0 ? slots / (h->splitk * b) : 0;
@@ -730,7 +752,41 @@ static void emit_rotation(cg_gen *gen)
  * under the registers that hold the accumulators, so it keeps few values
  * live — 32-bit indices, the angle in float (cg_rope_turns_table), the cache
  * and q stores at the end. */
-static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg)
+/* The GEMV's kiln_epilogue_prefetch (gemv.cuh, CONTRACT.md): one thread per CTA, right after
+ * kiln_pdl_wait, reads the first row's positions and every 32 bytes of the rotation tables, so
+ * the epilogue of each column block finds them in the SM's L1 and constant caches. */
+static void emit_qkv_prefetch(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, int nseg)
+{
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "int v = 0;");
+    const ir_node *seen[2 * QKV_MAX_SEG];
+    int nseen = 0;
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        const ir_node *ps[3] = {sg->rope && sg->rope->ninputs > 1 ? sg->rope->inputs[1] : NULL,
+                                sg->ncw > 0 && sg->cw[0]->ninputs > 2 ? sg->cw[0]->inputs[2] : NULL,
+                                sg->ncw > 1 && sg->cw[1]->ninputs > 2 ? sg->cw[1]->inputs[2] : NULL};
+        for (int j = 0; j < 3; j++) {
+            bool dup = !ps[j];
+            for (int q = 0; q < nseen && !dup; q++) dup = seen[q] == ps[j];
+            if (dup) continue;
+            seen[nseen++] = ps[j];
+            cg_idx pi = cg_idx_flat(&ps[j]->type, NULL);
+            pi.c[0] = "0LL";
+            cg_line(gen, "v += (int)%s;", cg_int_value(gen, ps[j], &pi));
+        }
+        for (int64_t e = 0; sg->rope && e < sg->rot / 2; e += 4)
+            cg_line(gen, "v += __float_as_int(kiln_qkv_turns%d[%lld].x);", i, (long long)e);
+    }
+    cg_line(gen, "asm volatile(\"\" ::\"r\"(v));");
+    cg_line(gen, "(void)p;");
+    cg_str_printf(hooks, "#define KILN_HAS_EPILOGUE_PREFETCH 1\n");
+    finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_epilogue_prefetch(const KilnArgs &p)", &body);
+}
+
+static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg,
+                              bool gemv)
 {
     const ir_node *A = gen->anchor;
     /* the frequencies in turns, computed on the host (codegen/cg_rope.c), in constant memory: a warp
@@ -847,6 +903,7 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
               "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
               "long long n, float v0, float v1, bool has1)",
               &body);
+    if (gemv) emit_qkv_prefetch(gen, hooks, segs, nseg);
     return !gen->failed;
 }
 
@@ -1225,7 +1282,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 
     mm_epi epi = {A, bias, {slices[0], slices[1]}, outs, nouts, ro, swiglu, M, N, half, ot, out_t};
     if (qkv) {
-        if (!emit_qkv_epilogue(gen, hooks, bias, segs, nseg)) return false;
+        if (!emit_qkv_epilogue(gen, hooks, bias, segs, nseg, h.gemv)) return false;
         if (wg_fit && qkv_ts && !emit_qkv_tma_hooks(gen, hooks, bias, segs, nseg, &qt)) return false;
         int nx = 0;
         for (int i = 0; i < nseg; i++) nx += segs[i].rope ? 2 : 0;

@@ -50,7 +50,11 @@
 // KILN_GEMV_MMA 1: only the element traits and loads above the kernel, for gemv_mma.cuh
 // (the tensor-core GEMV of 17..64 rows, which follows it in the unit).
 // Programmatic dependent launch: each thread issues its first group of weight loads, then
-// kiln_pdl_wait; kiln_pdl_launch after the main loop.
+// kiln_pdl_wait; kiln_pdl_launch after the main loop. After the wait one thread calls the
+// optional hook kiln_epilogue_prefetch(p) (the generated part defines
+// KILN_HAS_EPILOGUE_PREFETCH with it) to warm the epilogue's small inputs.
+// Column-block pipelining (KILN_GEMV_PIPE, default 1): a CTA walking several column blocks
+// issues the next block's first group of weight loads before reducing the current one.
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -90,6 +94,13 @@
 // Steps whose loads are all issued before the first use: COLS 16-byte loads each (8 per
 // thread at COLS 8: 32 KB per CTA in flight, 64 KB per SM at two CTAs).
 #define KILN_GEMV_UNROLL 1
+#endif
+#ifndef KILN_GEMV_PIPE
+// 1: a CTA that walks several column blocks issues the first group of weight loads of its
+// next block (as the first block's are issued before kiln_pdl_wait) before it reduces and
+// stores the current one, so the cross-warp reduction and the epilogue's memory round trips
+// overlap streaming. 0: the block's loads start after its epilogue.
+#define KILN_GEMV_PIPE 1
 #endif
 #ifndef KILN_GEMV_MINB
 // CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
@@ -182,7 +193,8 @@ __device__ __forceinline__ bool kgv_aligned(const void *p, long long ld, int vec
     return ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) && (ld % vec == 0);
 }
 
-// The same load, volatile: the weights a CTA asks for before kiln_pdl_wait stay before it.
+// The same load, volatile: the weights a CTA asks for before kiln_pdl_wait (or before the
+// reduction of its previous column block, KILN_GEMV_PIPE) stay there.
 __device__ __forceinline__ uint4 kgv_ld_stream_early(const void *p)
 {
     uint4 r;
@@ -336,6 +348,11 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
             for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream_early(wr[c] + k + u * STEP);
     }
     kiln_pdl_wait();
+#ifdef KILN_HAS_EPILOGUE_PREFETCH
+    // the epilogue's small inputs (positions, tables: CONTRACT.md) into this SM's caches while
+    // the first weights stream; after the wait, since an earlier kernel may write them
+    if (tid == KGV_THREADS - 32) kiln_epilogue_prefetch(p);
+#endif
 
     for (; cb < ncb; cb += gridDim.x) {
     if (cb != blockIdx.x) { // the next column block of this CTA
@@ -466,6 +483,19 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                         }
                     }
                 }
+            }
+        }
+        if (KILN_GEMV_PIPE && KILN_B_NK && mb + MAXM >= M && cb + gridDim.x < ncb) {
+            // the next column block's first group of weight loads, before this block's reduction
+            const long long nn0 = (cb + gridDim.x) * COLS;
+            const long long k = k0 + (long long)tid * VEC;
+            early = vec_ok && k + (long long)(U - 1) * STEP < (k0 + (k1 - k0) / VEC * VEC);
+            if (early) {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int c = 0; c < COLS; c++)
+                        w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + k + u * STEP);
             }
         }
         kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);

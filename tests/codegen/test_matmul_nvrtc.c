@@ -40,11 +40,21 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_GMMA, MM_F16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 4, 0, 2, 2, 3, 3, 1},
     {MM_KIND_GMMA, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 16, 0, 2, 1, 8, 4, 1},
     {MM_KIND_GMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 8, 0, 4, 2, 2, 4, 0},
+    /* the widths gemv_choose picks besides 8 and 8 at two rows, at two CTAs per SM
+     * (KILN_GEMV_MINB 2, registers capped at 128: no spills), the norm on and a residual
+     * epilogue, with the column-block pipelining; unroll 2 (one CTA per SM); no pipelining
+     * (mm_src.h: wm = KILN_GEMV_MINB, wn 1 = KILN_GEMV_PIPE 0, stages = KILN_GEMV_UNROLL) */
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 6, 1, 1, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 4, 1, 2, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 8, 1, 2, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 6, 2, 2, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 1, 0, 2, 8, 1, 1, 1},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 1, 0, 8, 1, 2, 1},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
 /* Checked again with ptxas -v (indices into cfgs). */
-static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24};
+static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
 enum { NV = (int)(sizeof vcfgs / sizeof vcfgs[0]) };
 
 static int has_bytes(const unsigned char *p, size_t n, const char *s)

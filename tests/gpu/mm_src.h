@@ -94,6 +94,8 @@ typedef struct mm_cfg {
     int norm; /* gemv, gemv_mma: KILN_GEMV_NORM (A is x; the result scaled by 1/rms of its row) */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
+    /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
+     * (CTAs per SM), wn 1 = KILN_GEMV_PIPE 0 (no column-block pipelining) */
 } mm_cfg;
 
 static inline const char *mm_dt_name(int dt)
@@ -120,9 +122,10 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
     else
-        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d%s%s%.0d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d%s%s%.0d%s%.0d%s%.0d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm, c->norm ? "_norm" : "",
-                 c->bm ? "_grid" : "", c->bm);
+                 c->bm ? "_grid" : "", c->bm, c->stages ? "_u" : "", c->stages, c->wm ? "_minb" : "", c->wm,
+                 c->wn ? "_nopipe" : "");
 }
 
 /* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory).
@@ -207,9 +210,13 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   "#define KILN_GMMA_UNROLL %d\n#define KILN_SPLITK %d\n%s",
                   c->maxm, c->cols, c->wm, c->stages, c->splitk,
                   c->norm ? "#define KILN_GEMV_NORM 1\n#define KILN_EPS 1e-5f\n" : "");
-    else
+    else {
         nu_printf(&b, "#define KILN_GEMV_COLS %d\n#define KILN_SPLITK %d\n#define KILN_GEMV_MAXM %d\n%s", c->cols,
                   c->splitk, c->maxm, c->norm ? "#define KILN_GEMV_NORM 1\n#define KILN_EPS 1e-5f\n" : "");
+        if (c->stages) nu_printf(&b, "#define KILN_GEMV_UNROLL %d\n", c->stages);
+        if (c->wm) nu_printf(&b, "#define KILN_GEMV_MINB %d\n", c->wm);
+        if (c->wn) nu_printf(&b, "#define KILN_GEMV_PIPE 0\n");
+    }
     nu_printf(&b, "%s", mm_struct_text);
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0)

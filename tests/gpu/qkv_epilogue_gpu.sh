@@ -36,6 +36,10 @@ expect 0 'check step 0: state +vc' run $L1 --dims B=1,S=1000,T=1024 --random --c
 # f16 (the sample with every bf16 made f16): the TMA epilogue's f16 staging and element stores
 sed 's/bf16/f16/g' samples/llama3_8b_layer.kiln >"$tmp/llama3_8b_f16.kiln"
 expect 0 'check step 0: state +vc' run "$tmp/llama3_8b_f16.kiln" -D D=512 -D H=4 -D KV=2 -D F=512 --dims B=2,S=300,T=512 --random --check
+# the real 1B and 8B widths at decode: the 1B QKV GEMV on 6 columns per CTA, the 8B one's CTAs
+# walking three column blocks each (the next block's loads issued before the epilogue)
+expect 0 'check step 1: state +vc' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
+expect 0 'check step 1: state +vc' run samples/llama3_8b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
 # the attention fallback (epilogue rules off) on the same shape
 expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --check --disable=epilogue-rope
 # scaled RoPE (llama3, past the original context), partial rotary + bias + per-head split, MoE layer

@@ -755,6 +755,10 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
 /* gemv_mma: nt row tiles of 8, mt 16-column tiles per warp task, w warps, u k blocks per load
  * group, sk K slices, norm, grid: at most that many CTAs along N (0: none) */
 #define GMMA(dt, epi, nt, mt, w, u, sk, norm, grid) {MM_KIND_GMMA, dt, 1, epi, grid, 0, 0, w, 0, u, mt, sk, nt, norm}
+/* the GEMV's knobs (0: the template's default): unroll, CTAs per SM (minb), nopipe 1 = no
+ * column-block pipelining (KILN_GEMV_PIPE 0) */
+#define GEMV_X(dt, nk, epi, cols, sk, maxm, norm, grid, unroll, minb, nopipe) \
+    {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, minb, nopipe, unroll, cols, sk, maxm, norm}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
@@ -800,6 +804,13 @@ static const mm_cfg test_cfgs[] = {
     /* 36 */ GMMA(MM_BF16, MM_EPI_BIAS_RES, 4, 1, 4, 2, 2, 1, 5),
     /* 37 */ GMMA(MM_BF16, MM_EPI_STORE, 6, 1, 8, 2, 8, 1, 3),
     /* 38 */ GMMA(MM_F16, MM_EPI_STORE, 4, 1, 8, 4, 16, 0, 0),
+    /* the widths codegen picks besides 8 (two CTAs per SM), walking several column blocks
+     * (the next block's loads issued before the reduction), and the walk without it */
+    /* 39 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 6, 1, 1, 1, 5, 0, 2, 0),
+    /* 40 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 2, 2, 0, 3, 2, 2, 0),
+    /* 41 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 4, 1, 3, 0, 0, 1),
+    /* 42 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 3, 1, 0, 7, 0, 2, 0),
+    /* 43 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 2, 1, 4, 0, 2, 0),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -850,6 +861,14 @@ static const mm_cfg sweep_cfgs[] = {
     GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 2, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 2, 8, 0, 0),
     GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 4, 4, 0, 0),   GMMA(MM_BF16, MM_EPI_STORE, 8, 1, 8, 2, 16, 0, 0),
     GMMA(MM_BF16, MM_EPI_STORE, 8, 2, 8, 2, 4, 0, 0),
+    /* issue 11's knobs at M = 1 and the grid codegen gives (two CTAs per SM): the column-block
+     * pipelining off (the earlier kernel) and on, widths 6..12, unroll 2, one CTA per SM */
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 1), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 1, 264, 0, 2, 1),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 10, 1, 1, 1, 264, 0, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 2, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 132, 2, 1, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 1, 264, 0, 2, 0),
+    GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 396, 0, 2, 0),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
