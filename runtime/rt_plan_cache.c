@@ -503,6 +503,17 @@ bool rt_plan_cache_decode(const unsigned char *p, size_t len, const ir_graph *g,
     return ok;
 }
 
+/* The decoded head to *head (when asked for), else freed. */
+static void give_head(rt_plan_cache_head *head, const char *t, const char *rep, const uint64_t m[4])
+{
+    if (head) {
+        *head = (rt_plan_cache_head){(char *)t, (char *)rep, {(size_t)m[0], (size_t)m[1], (size_t)m[2], (size_t)m[3]}};
+        return;
+    }
+    free((void *)t);
+    free((void *)rep);
+}
+
 static bool decode_payload(const unsigned char *p, size_t len, const ir_graph *g, rt_plan_cache_head *head,
                            cg_kernel **ks, int *nk, char *why, size_t n)
 {
@@ -531,12 +542,8 @@ static bool decode_payload(const unsigned char *p, size_t len, const ir_graph *g
         if (!r.bad && !t) fail(&r, "an entry without the plan text", 0, 0);
     }
     if (!r.bad && !ks) { /* the head alone */
-        if (head) *head = (rt_plan_cache_head){(char *)t, (char *)rep, {(size_t)m[0], (size_t)m[1], (size_t)m[2], (size_t)m[3]}};
-        else {
-            free((void *)t);
-            free((void *)rep);
-        }
-        if (why && n) why[0] = 0;
+        give_head(head, t, rep, m);
+        why[0] = 0;
         return true;
     }
     take(&r, &count, 4, "the kernel count");
@@ -557,18 +564,13 @@ static bool decode_payload(const unsigned char *p, size_t len, const ir_graph *g
     if (!r.bad && r.p != r.end) fail(&r, "%d bytes after the last kernel", (int)(r.end - r.p), 0);
     if (r.bad) {
         if (out) cg_kernels_free(out, done + (done < (int)count));
-        free((void *)t);
-        free((void *)rep);
+        give_head(NULL, t, rep, m);
         return false;
     }
-    if (head) *head = (rt_plan_cache_head){(char *)t, (char *)rep, {(size_t)m[0], (size_t)m[1], (size_t)m[2], (size_t)m[3]}};
-    else {
-        free((void *)t);
-        free((void *)rep);
-    }
+    give_head(head, t, rep, m);
     *ks = out;
     *nk = (int)count;
-    if (why && n) why[0] = 0;
+    why[0] = 0;
     return true;
 }
 
