@@ -966,7 +966,7 @@ static rt_status plan_key(const kc_unit *u, int nsyms, const int64_t *maxd, cons
     if (!f) return RT_ERR_NOMEM;
     const kc_options *o = &u->o;
     fprintf(f, "name %zu %s\ntext %zu\n", strlen(o->name), o->name, u->src.len);
-    fwrite(u->src.text, 1, u->src.len, f);
+    bool failed = fwrite(u->src.text, 1, u->src.len, f) != u->src.len;
     fprintf(f, "\ndefines %d\n", o->ndefines);
     for (int i = 0; i < o->ndefines; i++)
         fprintf(f, "%zu %s %zu %s\n", strlen(o->defines[i].name), o->defines[i].name, strlen(o->defines[i].value),
@@ -978,7 +978,9 @@ static rt_status plan_key(const kc_unit *u, int nsyms, const int64_t *maxd, cons
     fprintf(f, "head_sample %d\nmax dims %d", o->head_sample ? 1 : 0, nsyms);
     for (int s = 0; s < nsyms; s++) fprintf(f, " %lld", (long long)maxd[s]);
     fprintf(f, "\ntarget %s %d %lld %lld\n", t->arch, t->sm_count, (long long)t->smem_per_block, (long long)t->l2_bytes);
-    if (fclose(f) != 0 || !desc) {
+    /* a write that failed leaves a description without part of the model: no key (no plan cache) */
+    failed = failed || ferror(f) != 0;
+    if (fclose(f) != 0 || failed || !desc) {
         free(desc);
         return RT_ERR_NOMEM;
     }
