@@ -501,7 +501,7 @@ static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv,
 static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, const cg_target *t)
 {
     const int cw = c->pp ? 1 : 2;
-    if (c->bn != 128 && c->bn != 256) return false;
+    if (c->bn != 128 && c->bn != 256 && !(c->bn == 64 && c->pp && c->bm == 64)) return false;
     if (c->pp ? (c->bm != 64 && c->bm != 128) : (c->bm != 128 && c->bm != 256)) return false;
     if ((c->bm / 64 / cw) * c->bn > 256 || c->stages < 2 || c->stages > 16) return false;
     if (c->split < 1 || c->split > 16 || (c->split > 1 && !can_split)) return false;
@@ -514,7 +514,8 @@ static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, c
  * the heuristic's first, then its neighbours that measured close to it on
  * some shape (docs/MATMUL.md): large M, ping-pong 128x128 at 4 and 5
  * stages, cooperative 128x256 and 256x128, ping-pong 64x256; skinny M
- * (known), the 64x128 tile at splits 1, 2 and 4 and the 64x256 tile. The
+ * (known), the 64x128 tile at splits 1, 2 and 4, the 64x64 tile (12 stages) at
+ * splits 1 and 2 and the 64x256 tile. The
  * ones the shape cannot take are left out. */
 static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, int qkv_ec,
                          const cg_target *t, cg_wg_choice *out)
@@ -534,6 +535,8 @@ static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heav
         all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 1};
         all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 2};
         all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 4};
+        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 1};
+        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 2};
         all[n++] = (wg_cfg){64, 256, 4, 1, ts, ec, heur->split};
     }
     int m = 0;
@@ -1194,10 +1197,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (hn && hk) gemv_choose(&h, gemv_minb(16, a->type.dtype, heavy), nv, kv, hb ? bv : 1, gen->target->sm_count);
         if (!hb) h.ctas = 0;
     }
-    /* the QKV epilogue through shared memory and TMA stores (qkv_tma_plan) at large M (not known
-     * to be at most 256 rows: skinny shapes keep the register epilogue) */
+    /* the QKV epilogue through shared memory and TMA stores (qkv_tma_plan) at every M the Hopper
+     * template takes: at skinny M too (the register epilogue's loads and scattered stores wait on
+     * each other; decode rows go to the caches element by element from the staging) */
     qkv_tma qt;
-    const bool qkv_ts = qkv && !(hm && mv <= 256) && qkv_tma_plan(gen, segs, nseg, a->type.dtype, &qt);
+    const bool skinny = hm && mv <= 256;
+    const bool qkv_ts = qkv && qkv_tma_plan(gen, segs, nseg, a->type.dtype, &qt);
     const bool ts_ok = qkv ? qkv_ts : nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
                           gen->target->sm_count);
@@ -1207,8 +1212,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (heavy && wc.ec > 64) wc.ec = 64;
     /* the QKV epilogue through shared memory: ping-pong 128x128, 5 stages (docs/MATMUL.md: its
      * rotation runs under the other consumer's mainloop; cooperative tiles wait for it), one
-     * head staged at a time */
-    if (qkv_ts && !h.gemv) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1};
+     * head staged at a time; skinny M keeps its 64-row tiles and split, one head staged */
+    if (qkv_ts && !h.gemv && !skinny) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1};
+    if (qkv_ts && skinny) wc.ts = 1, wc.ec = qt.hd;
     /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
      * skinny configuration */
@@ -1226,7 +1232,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                                             ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
                                             qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0);
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
-        gen->kern->ntune_cands = wg_candidates(&wc, hm && mv <= 256, swiglu, heavy, can_split, qkv_ts ? qt.hd : 0,
+        gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, qkv_ts ? qt.hd : 0,
                                                gen->target, gen->kern->tune_cands);
         cg_wg_choice tc;
         if (gen->opts && gen->opts->tune && gen->opts->tune(gen->opts->tune_user, gen->kern->tune_problem, &tc)) {

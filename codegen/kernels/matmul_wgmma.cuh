@@ -50,7 +50,8 @@
 // KILN_WGMMA_PINGPONG (0: both consumers share a tile, BM 128 or 256; 1: they take tiles in
 // turn, BM 64 or 128), KILN_CLUSTER_M (1, or 2: clusters of two CTAs on adjacent row blocks,
 // the W box multicast; the W map's box is then BN/2 rows), KILN_WGMMA_F16 (1 when KILN_T is
-// __half). BN is 128 or 256; a consumer holds at most 64 x 256 or 128 x 128 accumulators.
+// __half). BN is 64 (skinny M: twice the column blocks of 128; not with SwiGLU's TMA store), 128
+// or 256; a consumer holds at most 64 x 256 or 128 x 128 accumulators.
 // Launch: persistent, grid = (CM * min(batch * ceil(ceil(M/BM)/CM) * ceil(N/BN), resident),
 // 1, 1) where resident = CTAs (CM 1: one per SM) or clusters (cudaOccupancyMaxActiveClusters)
 // that fit at once; block 384; dynamic shared memory KILN_SMEM_BYTES (formula below; above
@@ -94,6 +95,15 @@
 
 #define KWG_BK 64 /* K per stage: one 128-byte swizzle row of 2-byte elements */
 #define KWG_THREADS 384
+/* the epilogues through shared memory: hook values (column groups of 8 accumulator columns; the
+ * QKV epilogue's per-element cache writes: elements per thread) computed, or loaded, before any is
+ * stored */
+#ifndef KWG_EPI_BATCH
+#define KWG_EPI_BATCH 8
+#endif
+/* ... for a consumer's MW x BN accumulators: KWG_EPI_BATCH while they take at most 64 registers,
+ * else one at a time (larger tiles have no registers to spare under the consumers' cap) */
+#define KWG_EPI_BATCHES(MW, BN) ((MW) * (BN) <= 128 ? KWG_EPI_BATCH : 1)
 /* the ring, 1024 bytes of slack to align it, 2 mbarriers per stage, 2 ordering barriers and
  * 2 split-K flags */
 #define KWG_SMEM_BYTES(BM, BN, ST) ((ST) * ((BM) + (BN)) * KWG_BK * 2 + 1024 + (ST) * 16 + 32)
@@ -202,6 +212,18 @@ template <int R> __device__ __forceinline__ void kwg_fence_acc(float (&d)[R])
 // overwrites d. Thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4 + {0, 8} and
 // columns 8*j + 2*(t%4) + {0, 1}: d[4j + 0/1] row +0, d[4j + 2/3] row +8.
 template <int N> struct kwg_mma;
+template <> struct kwg_mma<64> {
+    static __device__ __forceinline__ void run(float (&d)[32], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                     "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
 template <> struct kwg_mma<128> {
     static __device__ __forceinline__ void run(float (&d)[64], unsigned long long da, unsigned long long db, int accumulate)
     {
@@ -376,6 +398,8 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
     constexpr int NCH = EC / 64;                   // 64-column boxes per round
     static_assert(EC % 64 == 0 && EC <= OBN && OBN % EC == 0,
                   "KILN_WGMMA_EPI_COLS: a multiple of 64 that divides the tile's output columns");
+    constexpr int EB = KWG_EPI_BATCHES(MW, BN);
+    static_assert((EC / CPJ) % EB == 0, "KWG_EPI_BATCH must divide the column groups of a round");
     const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
 #pragma unroll
     for (int r = 0; r < OBN / EC; r++) {
@@ -384,23 +408,36 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
 #pragma unroll
         for (int mi = 0; mi < MW; mi++)
 #pragma unroll
-            for (int jj = 0; jj < EC / CPJ; jj++) {
-                const int j = r * (EC / CPJ) + jj;
-                const long long n = (long long)nb * BN + j * 8 + (lane & 3) * 2;
-                const int oc = jj * CPJ + (lane & 3) * (KILN_SWIGLU ? 1 : 2); // output column in the round
-                const unsigned byte = (unsigned)(oc & 63) * 2u;
+            for (int jc = 0; jc < EC / CPJ; jc += EB) {
+                // the values of EB column groups first, then their stores: the hook's
+                // loads (a residual, a bias) are then all in flight together, not each behind
+                // the shared-memory stores (asm volatile, "memory") of the one before
+                float2 v[EB][2];
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int rr = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
-                    const long long m = rbase + mi * 64 + rr;
-                    float2 v = make_float2(0.f, 0.f);
-                    if (!CHECK || (m < M && n < N))
-                        v = kiln_epilogue_val(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
-                                              !CHECK || n + 1 < N);
-                    const unsigned a = stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + rr * 128) +
-                                       ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u));
-                    if (KILN_SWIGLU) kwg_sts16(a, kwg_pack1(v.x));
-                    else kwg_sts32(a, kwg_pack2(v.x, v.y));
+                for (int q = 0; q < EB; q++) {
+                    const int j = r * (EC / CPJ) + jc + q;
+                    const long long n = (long long)nb * BN + j * 8 + (lane & 3) * 2;
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+                        v[q][h] = make_float2(0.f, 0.f);
+                        if (!CHECK || (m < M && n < N))
+                            v[q][h] = kiln_epilogue_val(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                                                        !CHECK || n + 1 < N);
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < EB; q++) {
+                    const int oc = (jc + q) * CPJ + (lane & 3) * (KILN_SWIGLU ? 1 : 2); // output column in the round
+                    const unsigned byte = (unsigned)(oc & 63) * 2u;
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int rr = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
+                        const unsigned a = stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + rr * 128) +
+                                           ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u));
+                        if (KILN_SWIGLU) kwg_sts16(a, kwg_pack1(v[q][h].x));
+                        else kwg_sts32(a, kwg_pack2(v[q][h].x, v[q][h].y));
+                    }
                 }
             }
         kwg_fence_async_smem();
@@ -525,26 +562,46 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
                                       (int)(b0 * ch.heads + ch.head));
                 continue;
             }
-            // element by element: rows past M, across batch rows, negative positions
+            // element by element: rows past M, across batch rows, negative positions (decode: one
+            // row per batch row). EB elements per thread at a time: their staged values
+            // and positions are read first, so the position loads are in flight together rather
+            // than each behind the cache stores of the one before.
+            constexpr int EB = KWG_EPI_BATCHES(MW, BN);
+            const int rows = M - m0 < 64 ? (int)(M - m0) : 64;
 #pragma unroll 1
-            for (int e = wt; e < 64 * HD; e += 128) {
-                const int rr = e / HD, d = e % HD;
-                const long long m = m0 + rr;
-                if (m >= M) continue;
-                const unsigned byte = (unsigned)(d & 63) * 2u;
-                unsigned short v;
-                asm volatile("ld.shared.b16 %0, [%1];\n"
-                             : "=h"(v)
-                             : "r"(box + (unsigned)((d >> 6) * 8192 + rr * 128) +
-                                   ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)))
-                             : "memory");
-                const long long bb = m / S;
+            for (int e0 = 0; e0 < rows * HD; e0 += 128 * EB) {
+                float x[EB];
+                long long t[EB], bb[EB];
+#pragma unroll
+                for (int q = 0; q < EB; q++) {
+                    const int e = e0 + q * 128 + wt, rr = e / HD, d = e % HD;
+                    bb[q] = -1;
+                    x[q] = 0.f;
+                    t[q] = 0;
+                    if (e < rows * HD) {
+                        const unsigned byte = (unsigned)(d & 63) * 2u;
+                        unsigned short v;
+                        asm volatile("ld.shared.b16 %0, [%1];\n"
+                                     : "=h"(v)
+                                     : "r"(box + (unsigned)((d >> 6) * 8192 + rr * 128) +
+                                           ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)))
+                                     : "memory");
 #if KILN_WGMMA_F16
-                const float x = __half2float(__ushort_as_half(v));
+                        x[q] = __half2float(__ushort_as_half(v));
 #else
-                const float x = __bfloat162float(__ushort_as_bfloat16(v));
+                        x[q] = __bfloat162float(__ushort_as_bfloat16(v));
 #endif
-                kiln_qkv_put(p, ch.dst, bb, ch.head, (long long)kiln_qkv_pos(p, bb) + (m - bb * S), d, x);
+                        const long long m = m0 + rr;
+                        bb[q] = m / S;
+                        t[q] = m - bb[q] * S;
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < EB; q++)
+                    if (bb[q] >= 0) t[q] += (long long)kiln_qkv_pos(p, bb[q]);
+#pragma unroll
+                for (int q = 0; q < EB; q++)
+                    if (bb[q] >= 0) kiln_qkv_put(p, ch.dst, bb[q], ch.head, t[q], (e0 + q * 128 + wt) % HD, x[q]);
             }
         }
         if (wt == 0) kwg_store_commit();
@@ -625,7 +682,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     constexpr int CW = PP ? 1 : 2;  // consumer warpgroups per tile
     constexpr int MW = BM / 64 / CW; // m64 blocks per consumer
     static_assert(BM % (64 * CW) == 0 && MW >= 1, "KILN_BM: 128 or 256 (cooperative), 64 or 128 (ping-pong)");
-    static_assert(BN == 128 || BN == 256, "KILN_BN must be 128 or 256");
+    static_assert(BN == 64 || BN == 128 || BN == 256, "KILN_BN must be 64, 128 or 256");
     static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
     static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
     static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");

@@ -1,7 +1,7 @@
 /* tests/codegen/test_matmul_wgmma_nvrtc.c — the Hopper matmul template
  * (codegen/kernels/matmul_wgmma.cuh) compiles with NVRTC for sm_90a, with the
  * hand-written generated part of tests/gpu/mm_src.h: cooperative and ping-pong
- * consumers, tiles 128x256 / 256x128 / 64x256 / 128x128, clusters of 1 and 2,
+ * consumers, tiles 128x256 / 256x128 / 64x256 / 128x128 / 64x128 / 64x64, clusters of 1 and 2,
  * bf16 and f16, both test epilogues, from registers and through shared memory
  * and TMA stores, split-K. For each: an empty NVRTC log, the kernel's
  * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
@@ -28,6 +28,10 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 0, 0, 1, 4, 128, 1, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 256, 0, 1, 1, 4, 128, 4, 0, 0},
     {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_STORE, 64, 256, 0, 1, 1, 5, 0, 3, 0, 0},
+    /* skinny M: the 64x128 tile with the residual staged, the 64x64 tile (12 stages) */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 0, 1, 1, 8, 128, 2, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 64, 2, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 0, 1, 0, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

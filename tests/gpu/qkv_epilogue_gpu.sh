@@ -2,9 +2,9 @@
 # qkv_epilogue_gpu.sh KILN — the QKV matmul's epilogue (passes/fuse_qkv_epilogue.c) on a GPU:
 # q rotated and the new K/V rows written into the caches by the projection, checked (outputs and
 # every state) against the reference interpreter by `kiln run --check`, through each matmul
-# template: GEMV (decode, M <= 16), the skinny wgmma variant (M 17..256, register epilogue), the
-# large-shape wgmma kernel (M > 256: through shared memory and TMA stores, matmul_wgmma.cuh
-# KILN_WGMMA_QKV, with 64-row blocks that straddle batch rows stored element by element); a different
+# template: GEMV (decode, M <= 16), the wgmma kernel (M > 16: through shared memory and TMA stores,
+# matmul_wgmma.cuh KILN_WGMMA_QKV, skinny M on 64-row tiles with split-K, 64-row blocks that straddle
+# batch rows (batched decode: every row) stored element by element); a different
 # random position per batch row, GQA, head dims 64 and 128, scaled RoPE, partial rotary with a
 # bias and a per-head split, and the attention fallback with the epilogue rules off.
 # Exits 77 (skipped) without a CUDA device.
@@ -40,6 +40,12 @@ expect 0 'check step 0: state +vc' run "$tmp/llama3_8b_f16.kiln" -D D=512 -D H=4
 # walking three column blocks each (the next block's loads issued before the epilogue)
 expect 0 'check step 1: state +vc' run samples/llama3_1b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
 expect 0 'check step 1: state +vc' run samples/llama3_8b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
+# batched decode on the skinny wgmma kernel (M = B = 32, 17; split-K at D = 2048), every row element by element
+# into its own cache row, head dims 128 and 64; 3 new tokens per row across a tile (M = 51)
+expect 0 'check step 2: state +vc' run $L8 --dims B=32,S=1,T=64 --random --steps 3 --check
+expect 0 'check step 1: state +vc' run samples/llama3_8b_layer.kiln -D D=2048 -D H=16 -D KV=4 -D F=512 --dims B=32,S=1,T=64 --random --steps 2 --check --pos=40
+expect 0 'check step 2: state +vc' run $L1 --dims B=17,S=1,T=32 --random --steps 3 --check
+expect 0 'check step 0: state +vc' run $L8 --dims B=17,S=3,T=64 --random --check --pos=5
 # the attention fallback (epilogue rules off) on the same shape
 expect 0 'check step 0: state +vc' run $L8 --dims B=2,S=300,T=512 --random --check --disable=epilogue-rope
 # scaled RoPE (llama3, past the original context), partial rotary + bias + per-head split, MoE layer

@@ -30,7 +30,7 @@
  * instead sweeps GEMV and skinny configurations over the Llama layers'
  * projections at M = 1, 17, 32 and 64 against cuBLAS in the same process (sweep(): CUPTI
  * kernel durations, CSV to $KILN_BENCH_CSV); KILN_SWEEP_ONLY=1 with it compiles and runs
- * the sweep's configurations alone (no test cases).
+ * the sweep's configurations alone (no test cases), KILN_SWEEP_M=m at that row count alone.
  * No test asserts a time. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
@@ -533,6 +533,9 @@ static int bench_kiln(void *u, int i)
     a.out = b->O[r];
     a.ws = b->ws;
     a.sem = b->sem;
+    /* the bias + residual epilogue: a bias of N from the weight, the residual another output */
+    a.bias = b->W[r];
+    a.res = b->O[(r + 1) % b->nrot];
     a.lda = b->K;
     a.ldw = cf->nk ? b->K : b->N;
     a.M = b->M;
@@ -643,9 +646,11 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
         if (csv) fclose(csv);
         return;
     }
+    const long long only_m = getenv("KILN_SWEEP_M") ? atoll(getenv("KILN_SWEEP_M")) : 0;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !g_broken; si++)
         for (int ri = 0; ri < 4 && !g_broken; ri++) {
             const long long M = rows[ri], N = shapes[si].N, K = shapes[si].K;
+            if (only_m && M != only_m) continue;
             const size_t wbytes = (size_t)(N * K) * 2, abytes = (size_t)(M * K) * 2, obytes = (size_t)(M * N) * 2;
             int nrot = (int)((180u << 20) / wbytes) + 1;
             if (nrot < 2) nrot = 2;
@@ -811,6 +816,14 @@ static const mm_cfg test_cfgs[] = {
     /* 41 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 4, 1, 3, 0, 0, 1),
     /* 42 */ GEMV_X(MM_BF16, 1, MM_EPI_STORE, 6, 3, 1, 0, 7, 0, 2, 0),
     /* 43 */ GEMV_X(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 2, 1, 4, 0, 2, 0),
+    /* skinny M (issue 9's M = 32): the 64x128 tile codegen picks, with the residual through the
+     * TMA store at splits 2 and 4; the 64x64 tile through the TMA store and from registers */
+    /* 44 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 2),
+    /* 45 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 4),
+    /* 46 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2),
+    /* 47 */ WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 1),
+    /* 48 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 0, 3),
+    /* 49 */ WGMMA_X(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 4),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -841,6 +854,12 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 396), GEMV_GRID(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 528),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 2),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4),
+    /* the residual through the TMA store (O, down) and the 64x64 tile */
+    WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 2),
+    WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 4),
+    WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 1),   WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 2),
+    WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 3),   WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 4),
+    WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2), WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 4),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 4, 32),
     /* the tensor-core GEMV (gemv_mma.cuh) at M = 32: split, warps, unroll, tile width, grid */
@@ -931,6 +950,9 @@ static int build_cases(mm_case *cs)
             cs[n++] = (mm_case){.cfg = cfg, .M = 100, .N = 4096, .K = 1000, .batch = 1};
             cs[n++] = (mm_case){.cfg = cfg, .M = 2048, .N = 6144, .K = 4096, .batch = 1};
             cs[n++] = (mm_case){.cfg = cfg, .M = 1, .N = 4104, .K = 2048, .batch = 1};
+            /* decode-batch rows: N an odd number of 64-column blocks, a K tail */
+            cs[n++] = (mm_case){.cfg = cfg, .M = 32, .N = 4160, .K = 4104, .batch = 1};
+            cs[n++] = (mm_case){.cfg = cfg, .M = 31, .N = 200, .K = 14336, .batch = 1};
         }
     }
     return n;
