@@ -465,23 +465,29 @@ static int64_t wg_smem(const wg_cfg *c)
  *   ping-pong 128x128, 5 stages (6 without the TMA store); the TMA-store
  *   epilogue staging 128 output columns at a time when `ts`.
  * - skinny M (17..256, known: a decode-shaped variant): the weights must
- *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages, split K so
+ *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages (M <= 64 and
+ *   `narrow`: 64x64 tiles, 12 stages, twice the tiles), split K so
  *   that the tiles fill the SMs at most once, by at most 2 (4 when K >= 8192:
  *   more slices measured slower), each slice at least 2 K steps of 64 and the
  *   partial sums (written and read back, 8 bytes per output element per
- *   slice) at most a quarter of the weight's bytes. The split needs N, K and
- *   batch known. */
+ *   slice) at most a quarter of the weight's bytes; at M <= 64 only when
+ *   K >= 8192 or the tiles fill at most a quarter of the SMs. The split needs
+ *   N, K and batch known. */
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
-                        int sm_count)
+                        bool narrow, int sm_count)
 {
     if (!mv || *mv > 256) {
         if ((kv && *kv > 8192) || (nv && *nv >= 4096)) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
         return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1};
     }
-    wg_cfg c = {64, 128, 8, 1, ts, 128, 1};
+    const bool one_block = *mv <= 64;
+    wg_cfg c = narrow && one_block ? (wg_cfg){64, 64, 12, 1, ts, 64, 1} : (wg_cfg){64, 128, 8, 1, ts, 128, 1};
     if (!nv || !kv || !bv) return c;
     const int64_t rb = (*mv + c.bm - 1) / c.bm, tiles = *bv * rb * ((*nv + c.bn - 1) / c.bn), ktiles = (*kv + 63) / 64;
     if (tiles <= 0) return c; /* an empty product (a dim of 0): nothing to split */
+    /* one row block: a split's end (partials, counter, the last slice's reduction) costs more
+     * than the SMs it adds unless K is long or the tiles fill at most a quarter of the SMs */
+    if (one_block && *kv < 8192 && tiles * 4 > sm_count) return c;
     int64_t sp = tiles >= sm_count ? 1 : sm_count / tiles;
     const int64_t cap = *kv >= 8192 ? 4 : 2;
     if (sp > cap) sp = cap;
@@ -1204,7 +1210,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const bool skinny = hm && mv <= 256;
     const bool qkv_ts = qkv && qkv_tma_plan(gen, segs, nseg, a->type.dtype, &qt);
     const bool ts_ok = qkv ? qkv_ts : nouts == 1 && outs[0]->type.dtype == a->type.dtype && mult8(&onb);
-    wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok,
+    /* the 64-column tile (skinny M): not for SwiGLU (its staged output would be 32 columns) nor the
+     * QKV epilogue (a tile holds whole heads) */
+    wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok, !swiglu && !qkv,
                           gen->target->sm_count);
     /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns);
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
