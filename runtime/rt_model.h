@@ -155,6 +155,7 @@ typedef struct rt_model_counters {
     uint64_t tma_fallbacks; /* wgmma launches recorded as their mma.sync fallback (operands TMA cannot describe) */
     uint64_t plan_cache_hits; /* variants whose kernels came from the plan cache */
     uint64_t codegen_runs;    /* times codegen went over the graph (the plan text, each variant) */
+    uint64_t packed_bytes_device, packed_bytes_host; /* packed values computed on the device / the host */
 } rt_model_counters;
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c);
 
