@@ -12,7 +12,9 @@
  * extra. Packing itself stays one function of the original values
  * (rt_pack_eval over the bind-time node), whatever the passes put there. */
 #define _XOPEN_SOURCE 700
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "runtime/rt_model_internal.h"
@@ -180,41 +182,68 @@ rt_status rt_model_check_safetensors(const rt_model *m, const rt_st_file *f, uns
     return st;
 }
 
-rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *err, size_t n)
+rt_status rt_model_upload_safetensors_many(rt_model *m, const rt_st_file *files, int nfiles, char *err, size_t n)
 {
     rt_status st;
-    const rt_st_file f = *fp;
-    const char *path = f.path ? f.path : "safetensors";
     if (!rt_model_use_device(m, "load weights", &st, err, n)) return st;
-    /* large files go through pinned staging buffers (rt_wmodel_upload.c) */
-    size_t total = 0;
-    for (int i = 0; i < f.n; i++) total += (size_t)(f.t[i].end - f.t[i].begin);
-    rt_upload up;
-    st = rt_upload_begin(&up, m->ctx->stream, total, err, n);
-    for (int i = 0; i < f.n && st == RT_OK; i++) {
-        const rt_st_tensor *t = &f.t[i];
-        int p = rt_model_find_param(m, t->name);
-        if (p < 0) continue;
-        size_t bytes = (size_t)(t->end - t->begin);
-        void *dev = NULL;
-        char who[512];
-        snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
-        st = RT_CUDA_CHECK(cudaMalloc(&dev, bytes ? bytes : 1), who, err, n);
-        if (st == RT_OK) st = rt_upload_copy(&up, dev, t->data, bytes, who, err, n);
-        if (st != RT_OK) {
-            (void)rt_upload_end(&up, NULL, 0); /* no copy into dev is left in flight */
-            if (dev) (void)cudaFree(dev);
-            return st;
-        }
-        set_weight(m, p, dev, true);
-        /* the file, to read the weight again once released (NULL: never released) */
-        m->weight_src[p] = f.path ? realpath(f.path, NULL) : NULL;
+    const int np = m->g->nparams;
+    int *fds = malloc(((size_t)nfiles + 1) * sizeof *fds);
+    int *file_of = malloc(((size_t)np + 1) * sizeof *file_of);
+    void **devs = calloc((size_t)np + 1, sizeof *devs); /* the buffers this call allocates */
+    if (!fds || !file_of || !devs) {
+        free(fds);
+        free(file_of);
+        free(devs);
+        return rt_fail(RT_ERR_NOMEM, err, n, "load weights: out of memory");
     }
-    /* the copies are done before any run reads them */
-    rt_status end = rt_upload_end(&up, err, n);
-    if (st != RT_OK) return st;
-    RT_TRY(end);
-    return RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
+    for (int i = 0; i < nfiles; i++) fds[i] = -1;
+    rt_upload up;
+    st = rt_upload_begin(&up, m->ctx->device, err, n);
+    for (int i = 0; i < nfiles && st == RT_OK; i++) {
+        const rt_st_file *f = &files[i];
+        const char *path = f->path ? f->path : "safetensors";
+        /* a mapped file is read with pread (threads reading a mapping fault on its pages one by one) */
+        if (f->map && f->path) fds[i] = open(f->path, O_RDONLY | O_CLOEXEC);
+        for (int k = 0; k < f->n && st == RT_OK; k++) {
+            const rt_st_tensor *t = &f->t[k];
+            int p = rt_model_find_param(m, t->name);
+            if (p < 0 || devs[p]) continue; /* the checks allow neither a non-weight nor a tensor in two files */
+            size_t bytes = (size_t)(t->end - t->begin);
+            char who[512];
+            snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
+            st = RT_CUDA_CHECK(cudaMalloc(&devs[p], bytes ? bytes : 1), who, err, n);
+            if (st != RT_OK) {
+                devs[p] = NULL;
+                break;
+            }
+            file_of[p] = i;
+            size_t off = fds[i] >= 0 ? (size_t)((const unsigned char *)t->data - (const unsigned char *)f->map) : 0;
+            st = rt_upload_add(&up, devs[p], t->data, fds[i], off, bytes, who, err, n);
+        }
+    }
+    if (st == RT_OK) st = rt_upload_run(&up, err, n);
+    rt_upload_end(&up);
+    for (int i = 0; i < nfiles; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    for (int p = 0; p < np; p++) {
+        if (!devs[p]) continue;
+        if (st != RT_OK) { /* nothing of a failed load is bound */
+            (void)cudaFree(devs[p]);
+            continue;
+        }
+        set_weight(m, p, devs[p], true);
+        /* the file, to read the weight again once released (NULL: never released) */
+        m->weight_src[p] = files[file_of[p]].path ? realpath(files[file_of[p]].path, NULL) : NULL;
+    }
+    free(fds);
+    free(file_of);
+    free(devs);
+    return st;
+}
+
+rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *f, char *err, size_t n)
+{
+    return rt_model_upload_safetensors_many(m, f, 1, err, n);
 }
 
 rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)

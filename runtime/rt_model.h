@@ -126,6 +126,9 @@ rt_status rt_model_check_safetensors(const rt_model *m, const struct rt_st_file 
 /* Copy the file's tensors that are weights of the model to the device (after
  * rt_model_check_safetensors). */
 rt_status rt_model_upload_safetensors(rt_model *m, const struct rt_st_file *f, char *err, size_t n);
+/* The tensors of nfiles checked files (a checkpoint's shards) in one upload
+ * (rt_wmodel.h: threads, pinned buffers): on failure none of them is bound. */
+rt_status rt_model_upload_safetensors_many(rt_model *m, const struct rt_st_file *files, int nfiles, char *err, size_t n);
 /* A Hugging Face checkpoint (rt_weights_index.h: a directory, an index or one
  * file): the index checked against its shards, every shard's tensors checked
  * against the model as rt_model_check_safetensors does, the weights missing

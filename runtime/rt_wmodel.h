@@ -72,19 +72,27 @@ rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_samp
 rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int nseq, const int32_t *const *prompts,
                       const int *len, int32_t *out, int *out_len, rt_gen_stats *stats, char *err, size_t n);
 
-/* Weight uploads through two pinned buffers (rt_wmodel_upload.c) of
- * min(total, RT_UPLOAD_PIECE) bytes: begin, copy each tensor, end (waits for
- * the copies, frees the buffers; always call it, also after a failure). */
-#define RT_UPLOAD_PIECE ((size_t)32 << 20)
+/* Weight uploads (rt_wmodel_upload.c): begin; add each copy (from memory, or
+ * read from a file descriptor at an offset); run (up to RT_UPLOAD_THREADS
+ * threads, each reading pieces of RT_UPLOAD_PIECE bytes into its two pinned
+ * buffers while its stream copies the previous piece to the device; returns
+ * when every copy has finished, or with the first failure's status and
+ * message, after every thread has stopped); end (frees the queue; always
+ * call it). The copies' device buffers must stay allocated until run returns. */
+#define RT_UPLOAD_PIECE ((size_t)16 << 20)
+#define RT_UPLOAD_THREADS 8
+struct rt_upload_job;
 typedef struct rt_upload {
-    void *stream;
-    size_t piece;
-    void *pinned[2];
-    void *done[2]; /* cudaEvent_t */
-    int slot;
+    int device;
+    struct rt_upload_job *jobs;
+    int njobs, capjobs;
+    size_t total;
+    bool failed; /* under the run's mutex */
 } rt_upload;
-rt_status rt_upload_begin(rt_upload *u, void *stream, size_t total, char *err, size_t n);
-rt_status rt_upload_copy(rt_upload *u, void *dev, const void *src, size_t bytes, const char *who, char *err, size_t n);
-rt_status rt_upload_end(rt_upload *u, char *err, size_t n);
+rt_status rt_upload_begin(rt_upload *u, int device, char *err, size_t n);
+rt_status rt_upload_add(rt_upload *u, void *dev, const void *src, int fd, size_t off, size_t bytes, const char *who, char *err,
+                        size_t n);
+rt_status rt_upload_run(rt_upload *u, char *err, size_t n);
+void rt_upload_end(rt_upload *u);
 
 #endif
