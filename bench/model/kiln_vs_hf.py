@@ -9,7 +9,13 @@ the two-kernel sampler); transformers' steps are timed after its compile and
 graph capture.
 
     python3 bench/model/kiln_vs_hf.py [--bs 1,8,32] [--ctx 1024] [--new 16] [--hf-bs 1,8,32]
-                                      [--hf-timeout S] [--warm]
+                                      [--hf-timeout S] [--warm] [--ckpt DIR]
+
+--ckpt DIR: the random model is saved there with save_pretrained (sharded
+safetensors), tests/model/bench_load prints the file-read, pinned
+host-to-device and Kiln load bandwidths of that checkpoint, and Kiln loads
+its weights from the checkpoint (kiln_model_load_checkpoint) instead of
+binding the PyTorch tensors.
 
 --warm: compile-only (no GPU, no torch): fills the kernel and plan caches
 ($KILN_CACHE_DIR) with every shape the run uses. --hf-timeout: skip the
@@ -19,6 +25,7 @@ began (its compile is the slow part). One line per (side, B):
 import argparse
 import ctypes
 import os
+import subprocess
 import sys
 import time
 
@@ -145,6 +152,7 @@ def main():
     ap.add_argument("--new", type=int, default=16)
     ap.add_argument("--hf-timeout", type=float, default=1e9)
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--ckpt", default=None)
     a = ap.parse_args()
     os.chdir(ROOT)
     bs = [int(x) for x in a.bs.split(",")]
@@ -170,24 +178,45 @@ def main():
     print(f"transformers {transformers.__version__}, torch {torch.__version__}; random 8B weights made in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
 
-    # Kiln on the same tensors
+    if a.ckpt:
+        t0 = time.perf_counter()
+        model.save_pretrained(a.ckpt, max_shard_size="5GB")
+        os.sync()
+        print(f"checkpoint written to {a.ckpt} in {time.perf_counter() - t0:.1f} s: "
+              f"{sorted(os.listdir(a.ckpt))}", flush=True)
+        r = subprocess.run([os.path.join("build", "tests", "model", "bench_load"), MODEL, a.ckpt],
+                           capture_output=True, text=True, timeout=120)
+        print(f"bench_load (rc {r.returncode}):\n{r.stdout}{r.stderr}", flush=True)
+
+    # Kiln on the same weights
     ctx = kiln.Context()
     t0 = time.perf_counter()
     m = compile_kiln(ctx, bs, plen, nnew)
     print(f"kiln compile (warm start, lazy kernels): {(time.perf_counter() - t0) * 1e3:.1f} ms", flush=True)
-    sd = model.state_dict()
     names = [t.name for t in m.tensors("weight")]
     t0 = time.perf_counter()
-    m.bind_weights({n: sd[n] for n in names})
+    if a.ckpt:
+        lib = kiln.library()
+        lib.kiln_model_load_checkpoint.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint]
+        if lib.kiln_model_load_checkpoint(m._h, a.ckpt.encode(), 0) != 0:
+            raise RuntimeError("load: %s" % lib.kiln_last_error())
+        how = "loaded from the checkpoint"
+    else:
+        sd = model.state_dict()
+        m.bind_weights({n: sd[n] for n in names})
+        how = "bound"
     m.alloc_states()
-    print(f"kiln: {len(names)} weights bound, states allocated in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"kiln: {len(names)} weights {how}, states allocated in {time.perf_counter() - t0:.1f} s", flush=True)
     for b in bs:
         rows = prompts(b, plen)
         for rep in range(2):  # the first packs the weights (once), loads the variants and captures the graphs
             t0 = time.perf_counter()
             s, toks = kiln_generate(m, rows, nnew)
             if rep == 0:
-                print(f"kiln B={b}: first generation {time.perf_counter() - t0:.1f} s", flush=True)
+                c = m.counters
+                print(f"kiln B={b}: first generation {time.perf_counter() - t0:.1f} s (packed on the device "
+                      f"{c['packed_bytes_device'] / 1e9:.2f} GB, on the host {c['packed_bytes_host'] / 1e9:.2f} GB; "
+                      f"loaded weights released once packed {c['weight_bytes_released'] / 1e9:.2f} GB)", flush=True)
         steps = max(s.decode_steps, 1)
         print(f"kiln B={b} ctx={a.ctx} prompt={plen} new={nnew}: ttft {s.ttft_ms:.1f} ms, {s.tokens_per_s:.1f} tokens/s, "
               f"{s.decode_ms / steps:.3f} ms per step ({s.decode_steps} steps)", flush=True)
