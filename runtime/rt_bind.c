@@ -282,29 +282,42 @@ static bool reads_directly(const rt_model *m, const rt_variant *v, int param)
     return false;
 }
 
+/* Frees weight p when it was loaded from a file, no kernel of any variant
+ * reads it itself, a packed copy reads it and every packed copy that reads it
+ * is made (see the top of this file). */
+static rt_status release_weight(rt_model *m, int p, char *err, size_t n)
+{
+    if (m->g->params[p]->op != IR_OP_WEIGHT || !m->weight_owned[p] || !m->weight_src[p] || !m->weight_ptr[p] ||
+        m->weight_released[p])
+        return RT_OK;
+    bool direct = false, packed = false, pending = false;
+    for (int i = 0; i < m->nvars && !direct; i++) direct = reads_directly(m, m->vars[i], p);
+    for (int i = 0; i < m->npacked && !pending; i++)
+        if (node_reads(m->g->nodes[m->packed[i].value.node], p)) {
+            packed = true;
+            pending = !m->packed[i].valid; /* a copy still to make reads it */
+        }
+    if (direct || !packed || pending) return RT_OK;
+    int64_t shape[IR_MAX_RANK];
+    size_t bytes;
+    if (rt_model_param_bytes(m, p, shape, &bytes) != 0)
+        return rt_fail(RT_ERR_INTERNAL, err, n, "weight '%s': the shape does not evaluate", m->g->params[p]->name);
+    char who[512];
+    snprintf(who, sizeof who, "releasing weight '%s' (packed)", m->g->params[p]->name);
+    /* the packing work queued on the stream may still read it */
+    RT_TRY(RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), who, err, n));
+    RT_TRY(RT_CUDA_CHECK(cudaFree(m->weight_ptr[p]), who, err, n));
+    m->weight_ptr[p] = NULL;
+    m->weight_released[p] = true;
+    m->cnt.weight_bytes_released += bytes;
+    return RT_OK;
+}
+
 /* After the packs are made: frees the file-loaded weights that only packed
  * copies read (see the top of this file). */
 static rt_status release_packed_weights(rt_model *m, char *err, size_t n)
 {
-    for (int p = 0; p < m->g->nparams; p++) {
-        if (m->g->params[p]->op != IR_OP_WEIGHT || !m->weight_owned[p] || !m->weight_src[p] || !m->weight_ptr[p] ||
-            m->weight_released[p])
-            continue;
-        bool direct = false, packed = false;
-        for (int i = 0; i < m->nvars && !direct; i++) direct = reads_directly(m, m->vars[i], p);
-        for (int i = 0; i < m->npacked && !packed; i++) packed = node_reads(m->g->nodes[m->packed[i].value.node], p);
-        if (direct || !packed) continue;
-        int64_t shape[IR_MAX_RANK];
-        size_t bytes;
-        if (rt_model_param_bytes(m, p, shape, &bytes) != 0)
-            return rt_fail(RT_ERR_INTERNAL, err, n, "weight '%s': the shape does not evaluate", m->g->params[p]->name);
-        char who[512];
-        snprintf(who, sizeof who, "releasing weight '%s' (packed)", m->g->params[p]->name);
-        RT_TRY(RT_CUDA_CHECK(cudaFree(m->weight_ptr[p]), who, err, n));
-        m->weight_ptr[p] = NULL;
-        m->weight_released[p] = true;
-        m->cnt.weight_bytes_released += bytes;
-    }
+    for (int p = 0; p < m->g->nparams; p++) RT_TRY(release_weight(m, p, err, n));
     return RT_OK;
 }
 
@@ -606,6 +619,11 @@ rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
                 (void)cudaFree(val);
             }
             if (st == RT_OK) m->cnt.packed_bytes_device += bytes;
+            /* released as soon as their last packed copy is made: loading never holds every
+             * weight twice (device packing reads the weights in place) */
+            for (int w = 0; w < m->g->nparams && st == RT_OK; w++)
+                if (m->g->params[w]->op == IR_OP_WEIGHT && node_reads(m->g->nodes[p->value.node], w))
+                    st = release_weight(m, w, err, n);
         } else {
             if (st == RT_OK) st = pack_upload(m, p, val, bytes, err, n);
             free(val);
