@@ -245,8 +245,11 @@ def main():
         if time.perf_counter() - t_hf > a.hf_timeout:
             print(f"hf-compile B={b}: not run (--hf-timeout {a.hf_timeout:.0f} s reached)", flush=True)
             continue
-        cache = StaticCache(config=cfg, max_batch_size=b, max_cache_len=plen + nnew, device="cuda",
-                            dtype=torch.bfloat16)
+        try:
+            cache = StaticCache(config=cfg, max_batch_size=b, max_cache_len=plen + nnew, device="cuda",
+                                dtype=torch.bfloat16)
+        except TypeError:  # newer transformers: the batch, device and dtype come with the first update
+            cache = StaticCache(config=cfg, max_cache_len=plen + nnew)
         ids = torch.tensor(prompts(b, plen), device="cuda")
         with torch.no_grad():
             pos = torch.arange(plen, device="cuda")
