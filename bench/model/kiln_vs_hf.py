@@ -15,7 +15,9 @@ graph capture.
 safetensors), tests/model/bench_load prints the file-read, pinned
 host-to-device and Kiln load bandwidths of that checkpoint, and Kiln loads
 its weights from the checkpoint (kiln_model_load_checkpoint) instead of
-binding the PyTorch tensors.
+binding the PyTorch tensors. --ckpt-layers N: only the first N layers
+written (with the embedding, norm and head; bench_load with NL=N), and Kiln
+binds the tensors.
 
 --warm: compile-only (no GPU, no torch): fills the kernel and plan caches
 ($KILN_CACHE_DIR) with every shape the run uses. --hf-timeout: skip the
@@ -123,6 +125,35 @@ def layer_decode_us(ctx, ctxlen, torch, runs=200):
     return sorted(rounds)[2]
 
 
+def save_layers(model, path, nl, shard=4 << 30):
+    """The checkpoint of the model's first nl layers (with the embedding, the final
+    norm and the head) as save_pretrained lays one out: safetensors shards of at most
+    `shard` bytes and model.safetensors.index.json."""
+    import json
+    from safetensors.torch import save_file
+    keep = [(k, v) for k, v in model.state_dict().items()
+            if not k.startswith("model.layers.") or int(k.split(".")[2]) < nl]
+    shards, cur, size = [], [], 0
+    for k, v in keep:
+        b = v.numel() * v.element_size()
+        if cur and size + b > shard:
+            shards.append(cur)
+            cur, size = [], 0
+        cur.append((k, v))
+        size += b
+    shards.append(cur)
+    os.makedirs(path, exist_ok=True)
+    wmap, total = {}, 0
+    for i, sh in enumerate(shards):
+        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file({k: v.contiguous().cpu() for k, v in sh}, os.path.join(path, name), metadata={"format": "pt"})
+        for k, v in sh:
+            wmap[k] = name
+            total += v.numel() * v.element_size()
+    with open(os.path.join(path, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f)
+
+
 def warm(bs, plen, nnew):
     ctx = kiln.Context(compile_only=True)
     lm = ctx.compile(LAYER, max_dims={"B": 1, "S": 1, "T": plen + nnew}, lazy=True)
@@ -153,6 +184,7 @@ def main():
     ap.add_argument("--hf-timeout", type=float, default=1e9)
     ap.add_argument("--warm", action="store_true")
     ap.add_argument("--ckpt", default=None)
+    ap.add_argument("--ckpt-layers", type=int, default=0)
     a = ap.parse_args()
     os.chdir(ROOT)
     bs = [int(x) for x in a.bs.split(",")]
@@ -180,13 +212,19 @@ def main():
 
     if a.ckpt:
         t0 = time.perf_counter()
-        model.save_pretrained(a.ckpt, max_shard_size="5GB")
+        if a.ckpt_layers:
+            save_layers(model, a.ckpt, a.ckpt_layers)
+        else:
+            model.save_pretrained(a.ckpt, max_shard_size="5GB")
         os.sync()
         print(f"checkpoint written to {a.ckpt} in {time.perf_counter() - t0:.1f} s: "
               f"{sorted(os.listdir(a.ckpt))}", flush=True)
-        r = subprocess.run([os.path.join("build", "tests", "model", "bench_load"), MODEL, a.ckpt],
+        nl = [f"NL={a.ckpt_layers}"] if a.ckpt_layers else []
+        r = subprocess.run([os.path.join("build", "tests", "model", "bench_load"), MODEL, a.ckpt] + nl,
                            capture_output=True, text=True, timeout=120)
-        print(f"bench_load (rc {r.returncode}):\n{r.stdout}{r.stderr}", flush=True)
+        print(f"bench_load {' '.join(nl)} (rc {r.returncode}):\n{r.stdout}{r.stderr}", flush=True)
+        if a.ckpt_layers:  # Kiln binds the whole model's tensors below
+            a.ckpt = None
 
     # Kiln on the same weights
     ctx = kiln.Context()
