@@ -197,8 +197,12 @@ rt_status rt_model_upload_safetensors_many(rt_model *m, const rt_st_file *files,
         return rt_fail(RT_ERR_NOMEM, err, n, "load weights: out of memory");
     }
     for (int i = 0; i < nfiles; i++) fds[i] = -1;
+    size_t total = 0;
+    for (int i = 0; i < nfiles; i++)
+        for (int k = 0; k < files[i].n; k++)
+            if (rt_model_find_param(m, files[i].t[k].name) >= 0) total += (size_t)(files[i].t[k].end - files[i].t[k].begin);
     rt_upload up;
-    st = rt_upload_begin(&up, m->ctx->device, err, n);
+    st = rt_upload_begin(&up, m->ctx->device, total, err, n); /* the copying threads start */
     for (int i = 0; i < nfiles && st == RT_OK; i++) {
         const rt_st_file *f = &files[i];
         const char *path = f->path ? f->path : "safetensors";
@@ -222,7 +226,7 @@ rt_status rt_model_upload_safetensors_many(rt_model *m, const rt_st_file *files,
         }
     }
     if (st == RT_OK) st = rt_upload_run(&up, err, n);
-    rt_upload_end(&up);
+    rt_upload_end(&up); /* after a failure: stops the threads once their copies in flight are done */
     for (int i = 0; i < nfiles; i++)
         if (fds[i] >= 0) close(fds[i]);
     for (int p = 0; p < np; p++) {

@@ -21,6 +21,7 @@
  *     max_new tokens each. */
 #ifndef KILN_RT_WMODEL_H
 #define KILN_RT_WMODEL_H
+#include <pthread.h>
 #include <stdint.h>
 
 #include "runtime/rt_model.h"
@@ -72,24 +73,34 @@ rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_samp
 rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int nseq, const int32_t *const *prompts,
                       const int *len, int32_t *out, int *out_len, rt_gen_stats *stats, char *err, size_t n);
 
-/* Weight uploads (rt_wmodel_upload.c): begin; add each copy (from memory, or
- * read from a file descriptor at an offset); run (up to RT_UPLOAD_THREADS
- * threads, each reading pieces of RT_UPLOAD_PIECE bytes into its two pinned
- * buffers while its stream copies the previous piece to the device; returns
- * when every copy has finished, or with the first failure's status and
- * message, after every thread has stopped); end (frees the queue; always
- * call it). The copies' device buffers must stay allocated until run returns. */
-#define RT_UPLOAD_PIECE ((size_t)16 << 20)
+/* Weight uploads (rt_wmodel_upload.c): begin with the bytes to come (starts
+ * up to RT_UPLOAD_THREADS threads, each with its stream and two pinned
+ * buffers of RT_UPLOAD_PIECE bytes); add each copy (from memory, or read from
+ * a file descriptor at an offset): the threads start on it at once, reading
+ * pieces into one buffer while the stream copies the previous one to the
+ * device; run (no more copies: returns when every copy has finished, or with
+ * the first failure's status and message, after every thread has stopped);
+ * end (stops and joins threads still running, frees the queue; always call
+ * it). The copies' device buffers must stay allocated until run or end
+ * returns. */
+#define RT_UPLOAD_PIECE ((size_t)8 << 20)
 #define RT_UPLOAD_THREADS 8
 struct rt_upload_job;
+struct rt_upload_worker;
 typedef struct rt_upload {
     int device;
+    size_t piece;
+    /* the queue, under mu: workers wait on cv for pieces until closed */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool sync_ready; /* mu and cv exist (threads were started) */
     struct rt_upload_job *jobs;
-    int njobs, capjobs;
-    size_t total;
-    bool failed; /* under the run's mutex */
+    size_t njobs, capjobs, next_job, next_off, total;
+    bool closed, failed;
+    struct rt_upload_worker *workers;
+    int nworkers, nstarted;
 } rt_upload;
-rt_status rt_upload_begin(rt_upload *u, int device, char *err, size_t n);
+rt_status rt_upload_begin(rt_upload *u, int device, size_t total, char *err, size_t n);
 rt_status rt_upload_add(rt_upload *u, void *dev, const void *src, int fd, size_t off, size_t bytes, const char *who, char *err,
                         size_t n);
 rt_status rt_upload_run(rt_upload *u, char *err, size_t n);

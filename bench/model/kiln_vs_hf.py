@@ -109,15 +109,16 @@ def layer_decode_us(ctx, ctxlen, torch, runs=200):
     s = torch.cuda.Stream()
     torch.cuda.synchronize()
     rounds = []
+    dims = {"B": 1, "S": 1, "T": ctxlen}
     with torch.cuda.stream(s):
-        outs = m.run({"x": x, "pos": pos})
+        outs = m.run({"x": x, "pos": pos}, dims=dims)
         for _ in range(10):
-            m.run({"x": x, "pos": pos}, outputs=outs)
+            m.run({"x": x, "pos": pos}, outputs=outs, dims=dims)
         for _ in range(5):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record(s)
             for _ in range(runs):
-                m.run({"x": x, "pos": pos}, outputs=outs)
+                m.run({"x": x, "pos": pos}, outputs=outs, dims=dims)
             e1.record(s)
             e1.synchronize()
             rounds.append(e0.elapsed_time(e1) * 1e3 / runs)
