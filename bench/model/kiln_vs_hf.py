@@ -261,7 +261,7 @@ def main():
               f"{s.decode_ms / steps:.3f} ms per step ({s.decode_steps} steps)", flush=True)
     m.close()
     lay = layer_decode_us(ctx, a.ctx, torch)
-    buf = torch.empty(1 << 30, dtype=torch.int32, device="cuda").fill_(1)  # 4 GiB streamed: the read bandwidth
+    buf = torch.empty(1 << 30, dtype=torch.float32, device="cuda").fill_(1)  # 4 GiB streamed: the read bandwidth
     bw = []
     for _ in range(5):
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
