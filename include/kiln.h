@@ -372,6 +372,10 @@ typedef struct kiln_counters {
                                  * the model text, options, target and Kiln build as a stored plan's) */
     uint64_t codegen_runs;      /* times the compiler generated kernels for the plan's text or a shape
                                  * variant: 0 when everything came from the plan cache */
+    uint64_t packed_bytes_device; /* bytes of packed weights computed on the device (merges, slices,
+                                 * interleaves, RoPE row pairs, permutes, folded norm gains) */
+    uint64_t packed_bytes_host; /* bytes of packed weights computed on the host: values with a bind-time
+                                 * op the device path does not do (a cast, an f16 gain fold, ...) */
 } kiln_counters;
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out);
 

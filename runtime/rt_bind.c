@@ -12,7 +12,9 @@
  * extra. Packing itself stays one function of the original values
  * (rt_pack_eval over the bind-time node), whatever the passes put there. */
 #define _XOPEN_SOURCE 700
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "runtime/rt_model_internal.h"
@@ -180,41 +182,72 @@ rt_status rt_model_check_safetensors(const rt_model *m, const rt_st_file *f, uns
     return st;
 }
 
-rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *fp, char *err, size_t n)
+rt_status rt_model_upload_safetensors_many(rt_model *m, const rt_st_file *files, int nfiles, char *err, size_t n)
 {
     rt_status st;
-    const rt_st_file f = *fp;
-    const char *path = f.path ? f.path : "safetensors";
     if (!rt_model_use_device(m, "load weights", &st, err, n)) return st;
-    /* large files go through pinned staging buffers (rt_wmodel_upload.c) */
-    size_t total = 0;
-    for (int i = 0; i < f.n; i++) total += (size_t)(f.t[i].end - f.t[i].begin);
-    rt_upload up;
-    st = rt_upload_begin(&up, m->ctx->stream, total, err, n);
-    for (int i = 0; i < f.n && st == RT_OK; i++) {
-        const rt_st_tensor *t = &f.t[i];
-        int p = rt_model_find_param(m, t->name);
-        if (p < 0) continue;
-        size_t bytes = (size_t)(t->end - t->begin);
-        void *dev = NULL;
-        char who[512];
-        snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
-        st = RT_CUDA_CHECK(cudaMalloc(&dev, bytes ? bytes : 1), who, err, n);
-        if (st == RT_OK) st = rt_upload_copy(&up, dev, t->data, bytes, who, err, n);
-        if (st != RT_OK) {
-            (void)rt_upload_end(&up, NULL, 0); /* no copy into dev is left in flight */
-            if (dev) (void)cudaFree(dev);
-            return st;
-        }
-        set_weight(m, p, dev, true);
-        /* the file, to read the weight again once released (NULL: never released) */
-        m->weight_src[p] = f.path ? realpath(f.path, NULL) : NULL;
+    const int np = m->g->nparams;
+    int *fds = malloc(((size_t)nfiles + 1) * sizeof *fds);
+    int *file_of = malloc(((size_t)np + 1) * sizeof *file_of);
+    void **devs = calloc((size_t)np + 1, sizeof *devs); /* the buffers this call allocates */
+    if (!fds || !file_of || !devs) {
+        free(fds);
+        free(file_of);
+        free(devs);
+        return rt_fail(RT_ERR_NOMEM, err, n, "load weights: out of memory");
     }
-    /* the copies are done before any run reads them */
-    rt_status end = rt_upload_end(&up, err, n);
-    if (st != RT_OK) return st;
-    RT_TRY(end);
-    return RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), path, err, n);
+    for (int i = 0; i < nfiles; i++) fds[i] = -1;
+    size_t total = 0;
+    for (int i = 0; i < nfiles; i++)
+        for (int k = 0; k < files[i].n; k++)
+            if (rt_model_find_param(m, files[i].t[k].name) >= 0) total += (size_t)(files[i].t[k].end - files[i].t[k].begin);
+    rt_upload up;
+    st = rt_upload_begin(&up, m->ctx->device, total, err, n); /* the copying threads start */
+    for (int i = 0; i < nfiles && st == RT_OK; i++) {
+        const rt_st_file *f = &files[i];
+        const char *path = f->path ? f->path : "safetensors";
+        /* a mapped file is read with pread (threads reading a mapping fault on its pages one by one) */
+        if (f->map && f->path) fds[i] = open(f->path, O_RDONLY | O_CLOEXEC);
+        for (int k = 0; k < f->n && st == RT_OK; k++) {
+            const rt_st_tensor *t = &f->t[k];
+            int p = rt_model_find_param(m, t->name);
+            if (p < 0 || devs[p]) continue; /* the checks allow neither a non-weight nor a tensor in two files */
+            size_t bytes = (size_t)(t->end - t->begin);
+            char who[512];
+            snprintf(who, sizeof who, "%s: tensor '%s' (%zu bytes)", path, t->name, bytes);
+            st = RT_CUDA_CHECK(cudaMalloc(&devs[p], bytes ? bytes : 1), who, err, n);
+            if (st != RT_OK) {
+                devs[p] = NULL;
+                break;
+            }
+            file_of[p] = i;
+            size_t off = fds[i] >= 0 ? (size_t)((const unsigned char *)t->data - (const unsigned char *)f->map) : 0;
+            st = rt_upload_add(&up, devs[p], t->data, fds[i], off, bytes, who, err, n);
+        }
+    }
+    if (st == RT_OK) st = rt_upload_run(&up, err, n);
+    rt_upload_end(&up); /* after a failure: stops the threads once their copies in flight are done */
+    for (int i = 0; i < nfiles; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    for (int p = 0; p < np; p++) {
+        if (!devs[p]) continue;
+        if (st != RT_OK) { /* nothing of a failed load is bound */
+            (void)cudaFree(devs[p]);
+            continue;
+        }
+        set_weight(m, p, devs[p], true);
+        /* the file, to read the weight again once released (NULL: never released) */
+        m->weight_src[p] = files[file_of[p]].path ? realpath(files[file_of[p]].path, NULL) : NULL;
+    }
+    free(fds);
+    free(file_of);
+    free(devs);
+    return st;
+}
+
+rt_status rt_model_upload_safetensors(rt_model *m, const rt_st_file *f, char *err, size_t n)
+{
+    return rt_model_upload_safetensors_many(m, f, 1, err, n);
 }
 
 rt_status rt_model_load_safetensors(rt_model *m, const char *path, unsigned flags, char *err, size_t n)
@@ -253,29 +286,42 @@ static bool reads_directly(const rt_model *m, const rt_variant *v, int param)
     return false;
 }
 
+/* Frees weight p when it was loaded from a file, no kernel of any variant
+ * reads it itself, a packed copy reads it and every packed copy that reads it
+ * is made (see the top of this file). */
+static rt_status release_weight(rt_model *m, int p, char *err, size_t n)
+{
+    if (m->g->params[p]->op != IR_OP_WEIGHT || !m->weight_owned[p] || !m->weight_src[p] || !m->weight_ptr[p] ||
+        m->weight_released[p])
+        return RT_OK;
+    bool direct = false, packed = false, pending = false;
+    for (int i = 0; i < m->nvars && !direct; i++) direct = reads_directly(m, m->vars[i], p);
+    for (int i = 0; i < m->npacked && !pending; i++)
+        if (node_reads(m->g->nodes[m->packed[i].value.node], p)) {
+            packed = true;
+            pending = !m->packed[i].valid; /* a copy still to make reads it */
+        }
+    if (direct || !packed || pending) return RT_OK;
+    int64_t shape[IR_MAX_RANK];
+    size_t bytes;
+    if (rt_model_param_bytes(m, p, shape, &bytes) != 0)
+        return rt_fail(RT_ERR_INTERNAL, err, n, "weight '%s': the shape does not evaluate", m->g->params[p]->name);
+    char who[512];
+    snprintf(who, sizeof who, "releasing weight '%s' (packed)", m->g->params[p]->name);
+    /* the packing work queued on the stream may still read it */
+    RT_TRY(RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), who, err, n));
+    RT_TRY(RT_CUDA_CHECK(cudaFree(m->weight_ptr[p]), who, err, n));
+    m->weight_ptr[p] = NULL;
+    m->weight_released[p] = true;
+    m->cnt.weight_bytes_released += bytes;
+    return RT_OK;
+}
+
 /* After the packs are made: frees the file-loaded weights that only packed
  * copies read (see the top of this file). */
 static rt_status release_packed_weights(rt_model *m, char *err, size_t n)
 {
-    for (int p = 0; p < m->g->nparams; p++) {
-        if (m->g->params[p]->op != IR_OP_WEIGHT || !m->weight_owned[p] || !m->weight_src[p] || !m->weight_ptr[p] ||
-            m->weight_released[p])
-            continue;
-        bool direct = false, packed = false;
-        for (int i = 0; i < m->nvars && !direct; i++) direct = reads_directly(m, m->vars[i], p);
-        for (int i = 0; i < m->npacked && !packed; i++) packed = node_reads(m->g->nodes[m->packed[i].value.node], p);
-        if (direct || !packed) continue;
-        int64_t shape[IR_MAX_RANK];
-        size_t bytes;
-        if (rt_model_param_bytes(m, p, shape, &bytes) != 0)
-            return rt_fail(RT_ERR_INTERNAL, err, n, "weight '%s': the shape does not evaluate", m->g->params[p]->name);
-        char who[512];
-        snprintf(who, sizeof who, "releasing weight '%s' (packed)", m->g->params[p]->name);
-        RT_TRY(RT_CUDA_CHECK(cudaFree(m->weight_ptr[p]), who, err, n));
-        m->weight_ptr[p] = NULL;
-        m->weight_released[p] = true;
-        m->cnt.weight_bytes_released += bytes;
-    }
+    for (int p = 0; p < m->g->nparams; p++) RT_TRY(release_weight(m, p, err, n));
     return RT_OK;
 }
 
@@ -375,6 +421,140 @@ static rt_status pack_value(rt_model *m, const rt_packed_value *value, pack_sour
     return RT_OK;
 }
 
+/* ---- packing on the device (rt_pack_dev.h) ---- */
+
+/* Device bytes of weights for packing: bound or loaded ones in place;
+ * released ones read again from their files into temporaries (dev). */
+typedef struct dev_source {
+    rt_model *m;
+    void **dev;
+} dev_source;
+
+static int dev_get(void *user, int param, const void **data, char *err, size_t n)
+{
+    dev_source *source = user;
+    rt_model *m = source->m;
+    if (!m->weight_released[param]) {
+        if (!m->weight_ptr[param]) return rt_fail(RT_ERR_WEIGHTS, err, n, "weight '%s' is not bound", m->g->params[param]->name);
+        *data = m->weight_ptr[param];
+        return 0;
+    }
+    if (!source->dev[param]) {
+        int64_t shape[IR_MAX_RANK];
+        size_t bytes;
+        if (rt_model_param_bytes(m, param, shape, &bytes) != 0) return rt_fail(-1, err, n, "weight shape does not evaluate");
+        char who[512];
+        snprintf(who, sizeof who, "weight '%s' (%zu bytes), read again from its file for packing", m->g->params[param]->name,
+                 bytes);
+        RT_TRY(RT_CUDA_CHECK(cudaMalloc(&source->dev[param], bytes ? bytes : 1), who, err, n));
+        rt_status st = read_from_file(m, param, source->dev[param], bytes, err, n);
+        if (st != RT_OK) {
+            (void)cudaFree(source->dev[param]);
+            source->dev[param] = NULL;
+            return st;
+        }
+    }
+    *data = source->dev[param];
+    return 0;
+}
+
+/* The kernels of pack.cuh, compiled (through the kernel cache) and loaded at
+ * the first pack that needs them; false (RT_OK) when the plan gave no source. */
+static rt_status pack_kernels(rt_model *m, bool *have, char *err, size_t n)
+{
+    *have = m->pack_mod != NULL;
+    if (*have || !m->pack_source) return RT_OK;
+    rt_ctx *ctx = m->ctx;
+    rt_compile_opts co = {.arch = ctx->arch};
+    rt_compile_result res = {0};
+    rt_cache_lookup how = RT_CACHE_MISS;
+    rt_status st = rt_cache_compile(ctx->cache, "kiln_pack", m->pack_source, &co, ctx->no_cache ? RT_CACHE_NO_CACHE : 0,
+                                    &res, &how);
+    if (st != RT_OK) {
+        rt_fail(st, err, n, "weight packing kernels: %s", res.message ? res.message : rt_status_str(st));
+        rt_compile_result_free(&res);
+        return st;
+    }
+    if (how == RT_CACHE_MISS) m->cnt.kernels_compiled++;
+    st = rt_module_load(&m->pack_mod, res.code.data, res.code.size, err, n);
+    rt_compile_result_free(&res);
+    if (st == RT_OK) st = rt_module_kernel(m->pack_mod, "kiln_pack_rowscale", &m->pack_k.rowscale, err, n);
+    if (st == RT_OK) st = rt_module_kernel(m->pack_mod, "kiln_pack_permute", &m->pack_k.permute, err, n);
+    if (st != RT_OK) {
+        rt_module_free(m->pack_mod);
+        m->pack_mod = NULL;
+        return rt_kernel_status(st);
+    }
+    *have = true;
+    return RT_OK;
+}
+
+/* One packed value computed on the device into a new buffer *val (*bytes),
+ * ready when the model's stream reaches this point. */
+static rt_status pack_value_dev(rt_model *m, const rt_packed_value *value, dev_source *source, bool kernels, void **val,
+                                size_t *bytes, char *err, size_t n)
+{
+    void *stream = m->ctx->stream;
+    char pack_err[1024];
+    rt_status st = rt_pack_dev_eval(m->g, m->maxd, value->node, dev_get, source, kernels ? &m->pack_k : NULL, stream, val,
+                                    bytes, pack_err, sizeof pack_err);
+    if (st != RT_OK) return rt_fail(st, err, n, "packing weights on the device (%%%d): %s", value->node, pack_err);
+    const ir_node *nd = m->g->nodes[value->node];
+    int64_t shape[IR_MAX_RANK];
+    bool shaped = ir_type_shape_at(&nd->type, m->maxd, shape, NULL) && nd->type.rank >= 1 && shape[0] > 0;
+    for (int i = 0; i < value->npairs && st == RT_OK; i++) {
+        const rt_rope_pairs *q = &value->pairs[i];
+        if (!shaped) st = rt_fail(RT_ERR_INTERNAL, err, n, "pairing the rotated rows of %%%d: no rows", value->node);
+        else
+            st = rt_pack_dev_rope_pairs(*val, shape[0], *bytes / (size_t)shape[0], q->off, q->stride, q->heads, q->rot,
+                                        stream, err, n);
+    }
+    if (st == RT_OK && value->half > 0) {
+        void *iv = NULL;
+        if (!shaped || shape[0] != 2 * value->half)
+            st = rt_fail(RT_ERR_INTERNAL, err, n, "interleave of %%%d: %lld rows, not 2 x %lld", value->node,
+                         shaped ? (long long)shape[0] : 0LL, (long long)value->half);
+        if (st == RT_OK) st = RT_CUDA_CHECK(cudaMalloc(&iv, *bytes ? *bytes : 1), "packing weights", err, n);
+        if (st == RT_OK) st = rt_pack_dev_interleave_rows(iv, *val, value->half, *bytes / (size_t)shape[0], stream, err, n);
+        rt_status sync = RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream), "packing weights", err, n);
+        if (st == RT_OK) st = sync;
+        (void)cudaFree(*val);
+        *val = iv;
+        if (st != RT_OK && iv) {
+            (void)cudaFree(iv);
+            *val = NULL;
+        }
+    }
+    if (st != RT_OK && *val) {
+        (void)cudaStreamSynchronize((cudaStream_t)stream);
+        (void)cudaFree(*val);
+        *val = NULL;
+    }
+    return st;
+}
+
+/* Installs the device buffer val (bytes) as p's value: the buffer itself, or
+ * copied into p's buffer when that has the size already (graphs hold it). */
+static rt_status pack_adopt(rt_model *m, rt_packed_buffer *p, void *val, size_t bytes, char *err, size_t n)
+{
+    cudaStream_t s = (cudaStream_t)m->ctx->stream;
+    rt_status st = RT_OK;
+    if (p->dev && p->bytes == bytes) {
+        st = RT_CUDA_CHECK(cudaMemcpyAsync(p->dev, val, bytes, cudaMemcpyDeviceToDevice, s), "packed weights", err, n);
+        rt_status sync = RT_CUDA_CHECK(cudaStreamSynchronize(s), "packed weights", err, n);
+        (void)cudaFree(val);
+        if (st == RT_OK) st = sync;
+    } else {
+        if (p->dev) (void)cudaFree(p->dev);
+        p->dev = val;
+        rt_graph_cache_clear(m->graphs);
+    }
+    if (st != RT_OK) return st;
+    p->bytes = bytes;
+    p->valid = true;
+    return RT_OK;
+}
+
 /* Uploads val into buffer p (reallocated when its size changed). */
 static rt_status pack_upload(rt_model *m, rt_packed_buffer *p, const void *val, size_t bytes, char *err, size_t n)
 {
@@ -405,23 +585,61 @@ rt_status rt_model_update_packs(rt_model *m, char *err, size_t n)
     for (int i = 0; i < m->npacked; i++) any |= !m->packed[i].valid;
     if (!any) return RT_OK;
     void **host = calloc((size_t)m->g->nparams + 1, sizeof *host);
-    if (!host) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    void **dev = calloc((size_t)m->g->nparams + 1, sizeof *dev);
+    if (!host || !dev) {
+        free(host);
+        free(dev);
+        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    }
     pack_source source = {m, host};
+    dev_source dsource = {m, dev};
     /* earlier runs may still read the packed buffers */
     rt_status st = RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), "packing weights", err, n);
+    bool kernels = false;
+    for (int i = 0; i < m->npacked && st == RT_OK && !kernels; i++) /* the kernels only when a value needs them */
+        if (!m->packed[i].valid && !rt_pack_dev_supported(m->g, m->packed[i].value.node, false) &&
+            rt_pack_dev_supported(m->g, m->packed[i].value.node, true))
+            st = pack_kernels(m, &kernels, err, n);
     for (int i = 0; i < m->npacked && st == RT_OK; i++) {
         rt_packed_buffer *p = &m->packed[i];
         if (p->valid) continue;
         void *val = NULL;
         size_t bytes = 0;
-        st = pack_value(m, &p->value, &source, &val, &bytes, err, n);
+        /* on the device wherever every node under the value allows it; the host otherwise */
+        const bool on_dev = rt_pack_dev_supported(m->g, p->value.node, kernels);
+        st = on_dev ? pack_value_dev(m, &p->value, &dsource, kernels, &val, &bytes, err, n)
+                    : pack_value(m, &p->value, &source, &val, &bytes, err, n);
         size_t accounted = 0; /* the size rt_model_memory states (rt_memory.c) */
         if (st == RT_OK && (!rt_packed_bytes(m->g, m->maxd, p->value, &accounted) || accounted != bytes))
             st = rt_fail(RT_ERR_INTERNAL, err, n, "packed value %%%d: %zu bytes evaluated, %zu accounted", p->value.node,
                          bytes, accounted);
-        if (st == RT_OK) st = pack_upload(m, p, val, bytes, err, n);
-        free(val);
+        if (on_dev) {
+            if (st == RT_OK) {
+                st = pack_adopt(m, p, val, bytes, err, n);
+                val = NULL;
+            }
+            if (val) {
+                (void)cudaStreamSynchronize((cudaStream_t)m->ctx->stream);
+                (void)cudaFree(val);
+            }
+            if (st == RT_OK) m->cnt.packed_bytes_device += bytes;
+            /* released as soon as their last packed copy is made: loading never holds every
+             * weight twice (device packing reads the weights in place) */
+            for (int w = 0; w < m->g->nparams && st == RT_OK; w++)
+                if (m->g->params[w]->op == IR_OP_WEIGHT && node_reads(m->g->nodes[p->value.node], w))
+                    st = release_weight(m, w, err, n);
+        } else {
+            if (st == RT_OK) st = pack_upload(m, p, val, bytes, err, n);
+            free(val);
+            if (st == RT_OK) m->cnt.packed_bytes_host += bytes;
+        }
     }
+    /* the device work is done before the temporaries go and kernels read the values */
+    rt_status sync = RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), "packing weights", err, n);
+    if (st == RT_OK) st = sync;
+    for (int i = 0; i < m->g->nparams; i++)
+        if (dev[i]) (void)cudaFree(dev[i]);
+    free(dev);
     if (st == RT_OK) {
         /* the uploads ran on the legacy stream: finish them before kernels read them */
         st = RT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), "uploading packed weights", err, n);

@@ -54,6 +54,7 @@ rt_status rt_model_create(rt_ctx *ctx, rt_plan *plan, const rt_model_config *cfg
     m->g = m->plan.graph;
     m->maxd = m->plan.max_dims;
     m->cnt.codegen_runs = (uint64_t)m->plan.codegen_runs;
+    m->pack_source = m->plan.pack_source;
     m->no_graphs = cfg->no_graphs;
     m->lazy = cfg->lazy;
     m->decode_max_rows = cfg->decode_max_rows == 0 ? 32 : cfg->decode_max_rows;
@@ -130,6 +131,7 @@ void rt_model_free(rt_model *m)
         }
     for (int i = 0; i < m->npacked; i++)
         if (m->packed[i].dev) (void)cudaFree(m->packed[i].dev);
+    rt_module_free(m->pack_mod);
     if (m->arena_dev) (void)cudaFree(m->arena_dev);
     if (m->scratch_dev) (void)cudaFree(m->scratch_dev);
     if (m->counters_dev) (void)cudaFree(m->counters_dev);

@@ -126,6 +126,9 @@ rt_status rt_model_check_safetensors(const rt_model *m, const struct rt_st_file 
 /* Copy the file's tensors that are weights of the model to the device (after
  * rt_model_check_safetensors). */
 rt_status rt_model_upload_safetensors(rt_model *m, const struct rt_st_file *f, char *err, size_t n);
+/* The tensors of nfiles checked files (a checkpoint's shards) in one upload
+ * (rt_wmodel.h: threads, pinned buffers): on failure none of them is bound. */
+rt_status rt_model_upload_safetensors_many(rt_model *m, const struct rt_st_file *files, int nfiles, char *err, size_t n);
 /* A Hugging Face checkpoint (rt_weights_index.h: a directory, an index or one
  * file): the index checked against its shards, every shard's tensors checked
  * against the model as rt_model_check_safetensors does, the weights missing
@@ -155,6 +158,7 @@ typedef struct rt_model_counters {
     uint64_t tma_fallbacks; /* wgmma launches recorded as their mma.sync fallback (operands TMA cannot describe) */
     uint64_t plan_cache_hits; /* variants whose kernels came from the plan cache */
     uint64_t codegen_runs;    /* times codegen went over the graph (the plan text, each variant) */
+    uint64_t packed_bytes_device, packed_bytes_host; /* packed values computed on the device / the host */
 } rt_model_counters;
 void rt_model_get_counters(const rt_model *m, rt_model_counters *c);
 

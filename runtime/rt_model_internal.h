@@ -16,6 +16,7 @@
 #include "runtime/rt_graph.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_model.h"
+#include "runtime/rt_pack_dev.h"
 #include "util/arena.h"
 
 struct rt_ctx {
@@ -80,6 +81,11 @@ struct rt_model {
     int nstate_params;
     rt_packed_buffer *packed;
     int npacked, cappacked;
+    /* packing on the device (rt_pack_dev.h): the kernels' source (plan.pack_source),
+     * their module once loaded, and the kernels */
+    const char *pack_source;
+    rt_module *pack_mod;
+    rt_pack_kernels pack_k;
     rt_variant *vars[RT_MAX_VARIANTS + 1];
     int nvars;
     rt_graph_cache *graphs;

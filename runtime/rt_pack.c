@@ -79,11 +79,15 @@ void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t ro
     }
 }
 
+bool rt_pack_rope_pairs_fit(int64_t rows, int64_t off, int64_t stride, int64_t heads, int64_t rot)
+{
+    return !(rot <= 0 || rot % 2 || off < 0 || stride < rot || heads < 0 || (heads && off + (heads - 1) * stride + rot > rows));
+}
+
 bool rt_pack_rope_pairs(void *val, int64_t rows, size_t row_bytes, int64_t off, int64_t stride, int64_t heads,
                         int64_t rot)
 {
-    if (rot <= 0 || rot % 2 || off < 0 || stride < rot || heads < 0 || (heads && off + (heads - 1) * stride + rot > rows))
-        return false;
+    if (!rt_pack_rope_pairs_fit(rows, off, stride, heads, rot)) return false;
     unsigned char *tmp = malloc((size_t)rot * row_bytes + 1), *v = val;
     if (!tmp) return false;
     for (int64_t h = 0; h < heads; h++) {
@@ -179,6 +183,22 @@ static bool rowscale_all(ir_dtype t, size_t es, int64_t rows, int64_t cols, cons
     return ok;
 }
 
+bool rt_pack_is_rowscale(const ir_node *n)
+{
+    return n->op == IR_OP_MUL && n->ninputs == 2 && n->type.rank == 2 && n->type.dtype != IR_I32 &&
+           ir_type_same_shape(&n->inputs[0]->type, &n->type) && n->inputs[1]->type.rank == 1 &&
+           ir_dim_eq(&n->inputs[1]->type.dims[0], &n->type.dims[1]) && n->inputs[0]->type.dtype == n->type.dtype &&
+           n->inputs[1]->type.dtype == n->type.dtype;
+}
+
+bool rt_pack_is_movement(const ir_node *n)
+{
+    if (n->op != IR_OP_RESHAPE && n->op != IR_OP_PERMUTE && n->op != IR_OP_CONCAT && n->op != IR_OP_SLICE) return false;
+    for (int i = 0; i < n->ninputs; i++)
+        if (n->inputs[i]->type.dtype != n->type.dtype) return false;
+    return true;
+}
+
 static rt_status set_shape(ctx *c, const ir_node *n, val *v)
 {
     v->rank = n->type.rank;
@@ -199,15 +219,8 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
         out->p = (unsigned char *)d;
         return RT_OK;
     }
-    bool movement = n->op == IR_OP_RESHAPE || n->op == IR_OP_PERMUTE || n->op == IR_OP_CONCAT || n->op == IR_OP_SLICE;
-    /* a matrix times a vector along its rows (a norm's gain folded into a weight,
-     * passes/fold_norm_gain.c): each product rounded once, as the interpreter does */
-    const bool rowscale = n->op == IR_OP_MUL && n->type.rank == 2 && n->type.dtype != IR_I32 &&
-                          ir_type_same_shape(&n->inputs[0]->type, &n->type) && n->inputs[1]->type.rank == 1 &&
-                          ir_dim_eq(&n->inputs[1]->type.dims[0], &n->type.dims[1]);
-    movement |= rowscale;
-    for (int i = 0; movement && i < n->ninputs; i++)
-        if (n->inputs[i]->type.dtype != n->type.dtype) movement = false;
+    const bool rowscale = rt_pack_is_rowscale(n);
+    const bool movement = rt_pack_is_movement(n) || rowscale;
     if (!movement || c->force_interp) return interp_node(c, n, out);
     RT_TRY(set_shape(c, n, out));
     val in[16];

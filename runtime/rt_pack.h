@@ -46,6 +46,17 @@ void rt_pack_interleave_rows(void *dst, const void *src, int64_t half, size_t ro
 bool rt_pack_rope_pairs(void *val, int64_t rows, size_t row_bytes, int64_t off, int64_t stride, int64_t heads,
                         int64_t rot);
 
+/* Whether rt_pack_rope_pairs accepts these rows. */
+bool rt_pack_rope_pairs_fit(int64_t rows, int64_t off, int64_t stride, int64_t heads, int64_t rot);
+
+/* The node kinds packing does without the interpreter: data movement
+ * (reshape, permute, concat, slice, every input of the node's dtype), and a
+ * row scale (a [R, C] matrix times a [C] vector of its dtype, not i32: a
+ * norm's gain folded into a weight, passes/fold_norm_gain.c; each product
+ * rounded once, as the interpreter does). */
+bool rt_pack_is_movement(const ir_node *n);
+bool rt_pack_is_rowscale(const ir_node *n);
+
 /* n elements of dtype t at src to floats (i32 converted by value), and back
  * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */
 void rt_to_f32(ir_dtype t, const void *src, float *dst, int64_t n);

@@ -106,6 +106,8 @@ typedef struct rt_plan {
     int head_weight;
     int codegen_runs;            /* times codegen went over the graph for the text and memory
                                   * figures (0: they came from the plan cache) */
+    const char *pack_source;     /* the device packing kernels (codegen/kernels/pack.cuh, static
+                                  * text, not freed); NULL: permutes and row scales pack on the host */
 } rt_plan;
 
 /* Frees everything a plan holds (NULL-safe); the struct itself is the caller's. */

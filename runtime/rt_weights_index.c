@@ -285,7 +285,7 @@ rt_status rt_model_load_checkpoint(rt_model *m, const char *path, unsigned flags
         }
     }
     free(line);
-    for (int i = 0; i < c.nshards && st == RT_OK; i++) st = rt_model_upload_safetensors(m, &c.shards[i], err, n);
+    if (st == RT_OK) st = rt_model_upload_safetensors_many(m, c.shards, c.nshards, err, n);
     rt_ckpt_close(&c);
     return st;
 }

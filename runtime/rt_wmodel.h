@@ -21,6 +21,7 @@
  *     max_new tokens each. */
 #ifndef KILN_RT_WMODEL_H
 #define KILN_RT_WMODEL_H
+#include <pthread.h>
 #include <stdint.h>
 
 #include "runtime/rt_model.h"
@@ -72,19 +73,37 @@ rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_samp
 rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int nseq, const int32_t *const *prompts,
                       const int *len, int32_t *out, int *out_len, rt_gen_stats *stats, char *err, size_t n);
 
-/* Weight uploads through two pinned buffers (rt_wmodel_upload.c) of
- * min(total, RT_UPLOAD_PIECE) bytes: begin, copy each tensor, end (waits for
- * the copies, frees the buffers; always call it, also after a failure). */
-#define RT_UPLOAD_PIECE ((size_t)32 << 20)
+/* Weight uploads (rt_wmodel_upload.c): begin with the bytes to come (starts
+ * up to RT_UPLOAD_THREADS threads, each with its stream and two pinned
+ * buffers of RT_UPLOAD_PIECE bytes); add each copy (from memory, or read from
+ * a file descriptor at an offset): the threads start on it at once, reading
+ * pieces into one buffer while the stream copies the previous one to the
+ * device; run (no more copies: returns when every copy has finished, or with
+ * the first failure's status and message, after every thread has stopped);
+ * end (stops and joins threads still running, frees the queue; always call
+ * it). The copies' device buffers must stay allocated until run or end
+ * returns. */
+#define RT_UPLOAD_PIECE ((size_t)8 << 20)
+#define RT_UPLOAD_THREADS 8
+struct rt_upload_job;
+struct rt_upload_worker;
 typedef struct rt_upload {
-    void *stream;
+    int device;
     size_t piece;
-    void *pinned[2];
-    void *done[2]; /* cudaEvent_t */
-    int slot;
+    /* the queue, under mu: workers wait on cv for pieces until closed */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool sync_ready; /* mu and cv exist (threads were started) */
+    struct rt_upload_job *jobs;
+    size_t njobs, capjobs, next_job, next_off, total;
+    bool closed, failed;
+    struct rt_upload_worker *workers;
+    int nworkers, nstarted;
 } rt_upload;
-rt_status rt_upload_begin(rt_upload *u, void *stream, size_t total, char *err, size_t n);
-rt_status rt_upload_copy(rt_upload *u, void *dev, const void *src, size_t bytes, const char *who, char *err, size_t n);
-rt_status rt_upload_end(rt_upload *u, char *err, size_t n);
+rt_status rt_upload_begin(rt_upload *u, int device, size_t total, char *err, size_t n);
+rt_status rt_upload_add(rt_upload *u, void *dev, const void *src, int fd, size_t off, size_t bytes, const char *who, char *err,
+                        size_t n);
+rt_status rt_upload_run(rt_upload *u, char *err, size_t n);
+void rt_upload_end(rt_upload *u);
 
 #endif

@@ -1059,6 +1059,7 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
     }
     plan.graph = u->fused;
     u->fused = NULL;
+    plan.pack_source = cg_template_text("pack.cuh");
     st = rt_model_create(ctx, &plan, &o->run, out, err, n); /* takes the plan */
     if (st == RT_OK && warnings) {
         *warnings = u->warnings;

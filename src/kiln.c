@@ -653,6 +653,8 @@ kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
     out->weight_packs = c.weight_packs;
     out->tma_fallbacks = c.tma_fallbacks;
     out->weight_bytes_released = c.weight_bytes_released;
+    out->packed_bytes_device = c.packed_bytes_device;
+    out->packed_bytes_host = c.packed_bytes_host;
     out->plan_cache_hits = c.plan_cache_hits;
     out->codegen_runs = c.codegen_runs;
     return KILN_OK;

@@ -9,7 +9,15 @@ the two-kernel sampler); transformers' steps are timed after its compile and
 graph capture.
 
     python3 bench/model/kiln_vs_hf.py [--bs 1,8,32] [--ctx 1024] [--new 16] [--hf-bs 1,8,32]
-                                      [--hf-timeout S] [--warm]
+                                      [--hf-timeout S] [--warm] [--ckpt DIR]
+
+--ckpt DIR: the random model is saved there with save_pretrained (sharded
+safetensors), tests/model/bench_load prints the file-read, pinned
+host-to-device and Kiln load bandwidths of that checkpoint, and Kiln loads
+its weights from the checkpoint (kiln_model_load_checkpoint) instead of
+binding the PyTorch tensors. --ckpt-layers N: only the first N layers
+written (with the embedding, norm and head; bench_load with NL=N), and Kiln
+binds the tensors.
 
 --warm: compile-only (no GPU, no torch): fills the kernel and plan caches
 ($KILN_CACHE_DIR) with every shape the run uses. --hf-timeout: skip the
@@ -19,6 +27,7 @@ began (its compile is the slow part). One line per (side, B):
 import argparse
 import ctypes
 import os
+import subprocess
 import sys
 import time
 
@@ -100,20 +109,50 @@ def layer_decode_us(ctx, ctxlen, torch, runs=200):
     s = torch.cuda.Stream()
     torch.cuda.synchronize()
     rounds = []
+    dims = {"B": 1, "S": 1, "T": ctxlen}
     with torch.cuda.stream(s):
-        outs = m.run({"x": x, "pos": pos})
+        outs = m.run({"x": x, "pos": pos}, dims=dims)
         for _ in range(10):
-            m.run({"x": x, "pos": pos}, outputs=outs)
+            m.run({"x": x, "pos": pos}, outputs=outs, dims=dims)
         for _ in range(5):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record(s)
             for _ in range(runs):
-                m.run({"x": x, "pos": pos}, outputs=outs)
+                m.run({"x": x, "pos": pos}, outputs=outs, dims=dims)
             e1.record(s)
             e1.synchronize()
             rounds.append(e0.elapsed_time(e1) * 1e3 / runs)
     m.close()
     return sorted(rounds)[2]
+
+
+def save_layers(model, path, nl, shard=4 << 30):
+    """The checkpoint of the model's first nl layers (with the embedding, the final
+    norm and the head) as save_pretrained lays one out: safetensors shards of at most
+    `shard` bytes and model.safetensors.index.json."""
+    import json
+    from safetensors.torch import save_file
+    keep = [(k, v) for k, v in model.state_dict().items()
+            if not k.startswith("model.layers.") or int(k.split(".")[2]) < nl]
+    shards, cur, size = [], [], 0
+    for k, v in keep:
+        b = v.numel() * v.element_size()
+        if cur and size + b > shard:
+            shards.append(cur)
+            cur, size = [], 0
+        cur.append((k, v))
+        size += b
+    shards.append(cur)
+    os.makedirs(path, exist_ok=True)
+    wmap, total = {}, 0
+    for i, sh in enumerate(shards):
+        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file({k: v.contiguous().cpu() for k, v in sh}, os.path.join(path, name), metadata={"format": "pt"})
+        for k, v in sh:
+            wmap[k] = name
+            total += v.numel() * v.element_size()
+    with open(os.path.join(path, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f)
 
 
 def warm(bs, plen, nnew):
@@ -145,6 +184,8 @@ def main():
     ap.add_argument("--new", type=int, default=16)
     ap.add_argument("--hf-timeout", type=float, default=1e9)
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--ckpt", default=None)
+    ap.add_argument("--ckpt-layers", type=int, default=0)
     a = ap.parse_args()
     os.chdir(ROOT)
     bs = [int(x) for x in a.bs.split(",")]
@@ -170,30 +211,57 @@ def main():
     print(f"transformers {transformers.__version__}, torch {torch.__version__}; random 8B weights made in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
 
-    # Kiln on the same tensors
+    if a.ckpt:
+        t0 = time.perf_counter()
+        if a.ckpt_layers:
+            save_layers(model, a.ckpt, a.ckpt_layers)
+        else:
+            model.save_pretrained(a.ckpt, max_shard_size="5GB")
+        os.sync()
+        print(f"checkpoint written to {a.ckpt} in {time.perf_counter() - t0:.1f} s: "
+              f"{sorted(os.listdir(a.ckpt))}", flush=True)
+        nl = [f"NL={a.ckpt_layers}"] if a.ckpt_layers else []
+        r = subprocess.run([os.path.join("build", "tests", "model", "bench_load"), MODEL, a.ckpt] + nl,
+                           capture_output=True, text=True, timeout=120)
+        print(f"bench_load {' '.join(nl)} (rc {r.returncode}):\n{r.stdout}{r.stderr}", flush=True)
+        if a.ckpt_layers:  # Kiln binds the whole model's tensors below
+            a.ckpt = None
+
+    # Kiln on the same weights
     ctx = kiln.Context()
     t0 = time.perf_counter()
     m = compile_kiln(ctx, bs, plen, nnew)
     print(f"kiln compile (warm start, lazy kernels): {(time.perf_counter() - t0) * 1e3:.1f} ms", flush=True)
-    sd = model.state_dict()
     names = [t.name for t in m.tensors("weight")]
     t0 = time.perf_counter()
-    m.bind_weights({n: sd[n] for n in names})
+    if a.ckpt:
+        lib = kiln.library()
+        lib.kiln_model_load_checkpoint.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint]
+        if lib.kiln_model_load_checkpoint(m._h, a.ckpt.encode(), 0) != 0:
+            raise RuntimeError("load: %s" % lib.kiln_last_error())
+        how = "loaded from the checkpoint"
+    else:
+        sd = model.state_dict()
+        m.bind_weights({n: sd[n] for n in names})
+        how = "bound"
     m.alloc_states()
-    print(f"kiln: {len(names)} weights bound, states allocated in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"kiln: {len(names)} weights {how}, states allocated in {time.perf_counter() - t0:.1f} s", flush=True)
     for b in bs:
         rows = prompts(b, plen)
         for rep in range(2):  # the first packs the weights (once), loads the variants and captures the graphs
             t0 = time.perf_counter()
             s, toks = kiln_generate(m, rows, nnew)
             if rep == 0:
-                print(f"kiln B={b}: first generation {time.perf_counter() - t0:.1f} s", flush=True)
+                c = m.counters
+                print(f"kiln B={b}: first generation {time.perf_counter() - t0:.1f} s (packed on the device "
+                      f"{c['packed_bytes_device'] / 1e9:.2f} GB, on the host {c['packed_bytes_host'] / 1e9:.2f} GB; "
+                      f"loaded weights released once packed {c['weight_bytes_released'] / 1e9:.2f} GB)", flush=True)
         steps = max(s.decode_steps, 1)
         print(f"kiln B={b} ctx={a.ctx} prompt={plen} new={nnew}: ttft {s.ttft_ms:.1f} ms, {s.tokens_per_s:.1f} tokens/s, "
               f"{s.decode_ms / steps:.3f} ms per step ({s.decode_steps} steps)", flush=True)
     m.close()
     lay = layer_decode_us(ctx, a.ctx, torch)
-    buf = torch.empty(1 << 30, dtype=torch.int32, device="cuda").fill_(1)  # 4 GiB streamed: the read bandwidth
+    buf = torch.empty(1 << 30, dtype=torch.float32, device="cuda").fill_(1)  # 4 GiB streamed: the read bandwidth
     bw = []
     for _ in range(5):
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -216,8 +284,11 @@ def main():
         if time.perf_counter() - t_hf > a.hf_timeout:
             print(f"hf-compile B={b}: not run (--hf-timeout {a.hf_timeout:.0f} s reached)", flush=True)
             continue
-        cache = StaticCache(config=cfg, max_batch_size=b, max_cache_len=plen + nnew, device="cuda",
-                            dtype=torch.bfloat16)
+        try:
+            cache = StaticCache(config=cfg, max_batch_size=b, max_cache_len=plen + nnew, device="cuda",
+                                dtype=torch.bfloat16)
+        except TypeError:  # newer transformers: the batch, device and dtype come with the first update
+            cache = StaticCache(config=cfg, max_cache_len=plen + nnew)
         ids = torch.tensor(prompts(b, plen), device="cuda")
         with torch.no_grad():
             pos = torch.arange(plen, device="cuda")

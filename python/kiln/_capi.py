@@ -90,7 +90,7 @@ class kiln_tensor_arg(ctypes.Structure):
 COUNTER_FIELDS = [
     "kernels_compiled", "cache_hits_memory", "cache_hits_disk", "variants", "runs", "launches", "graph_captures",
     "graph_replays", "graph_updates", "eager_runs", "eager_fallbacks", "weight_packs", "tma_fallbacks",
-    "weight_bytes_released", "plan_cache_hits", "codegen_runs",
+    "weight_bytes_released", "plan_cache_hits", "codegen_runs", "packed_bytes_device", "packed_bytes_host",
 ]
 
 

@@ -1,0 +1,122 @@
+/* tests/model/test_pack_cpu.c — which packed values are computed on the device
+ * (rt_pack_dev_supported, runtime/rt_pack_dev.h) and the weight-upload queue
+ * (rt_upload_*, runtime/rt_wmodel.h), without a GPU.
+ *
+ * Every bind-time node of the whole-model samples (merged Q/K/V and gate/up,
+ * Qwen's biases, the norms' gains folded into the projections) packs on the
+ * device; a folded gain (a row scale) in bf16 or f32 and a permute need
+ * pack.cuh's kernels; a cast, an
+ * f16 row scale and a value with either under it stay on the host. The upload
+ * queue started for nothing starts no thread, skips empty copies, refuses
+ * bytes it was not told of, runs nothing and frees what it holds (its
+ * threads need a device: test_model_gpu loads its checkpoints through them). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "frontend/frontend.h"
+#include "ir/ir.h"
+#include "passes/pass.h"
+#include "runtime/rt_pack.h"
+#include "runtime/rt_pack_dev.h"
+#include "runtime/rt_wmodel.h"
+
+static ir_graph *compile(const char *path, const char *text, const fe_define *defs, int ndefs, diag_list *d)
+{
+    fe_source src;
+    if (text) fe_source_from_string(&src, path, text);
+    else if (fe_source_read(&src, path, d) != 0) return NULL;
+    fe_options fo = {defs, ndefs};
+    ir_graph *g = fe_compile(&src, &fo, d);
+    pass_options po = {0};
+    pass_ctx pc = {.opts = &po, .diags = d};
+    if (g) g = pass_run_pipeline(g, &pc);
+    if (!g) diag_print(d, stderr, src.text);
+    fe_source_free(&src);
+    return g;
+}
+
+static int find(const ir_graph *g, ir_op op, ir_dtype t, int nth)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->op == op && g->nodes[i]->type.dtype == t && nth-- == 0) return i;
+    return -1;
+}
+
+int main(void)
+{
+    const char *samples[] = {"samples/models/llama3_2_1b.kiln", "samples/models/qwen2_5_0_5b.kiln",
+                             "samples/models/llama3_8b.kiln"};
+    fe_define small[] = {{"NL", "2"}, {"V", "512"}, {"D", "256"}, {"H", "4"}, {"KV", "2"}, {"F", "512"}};
+    int values = 0, kernels = 0, rowscales = 0;
+    for (size_t s = 0; s < sizeof samples / sizeof *samples; s++) {
+        arena a;
+        arena_init(&a);
+        diag_list d;
+        diag_list_init(&d, &a);
+        ir_graph *g = compile(samples[s], NULL, small, 6, &d);
+        CHECK_MSG(g != NULL, "%s does not compile", samples[s]);
+        if (g) {
+            bool *bind = pass_bind_time(g);
+            for (int i = 0; i < g->nnodes; i++) {
+                const ir_node *nd = g->nodes[i];
+                if (!bind[i] || nd->op == IR_OP_WEIGHT || nd->op == IR_OP_CONST) continue;
+                CHECK_MSG(rt_pack_dev_supported(g, i, true), "%s %%%d (%s) is not packed on the device", samples[s], i,
+                          ir_op_name(nd->op));
+                values++;
+                kernels += !rt_pack_dev_supported(g, i, false);
+                rowscales += rt_pack_is_rowscale(nd);
+            }
+            free(bind);
+            CHECK(!rt_pack_dev_supported(g, -1, true) && !rt_pack_dev_supported(g, g->nnodes, true));
+            ir_graph_free(g);
+        }
+        diag_list_free(&d);
+        arena_free(&a);
+    }
+    /* the norms' gains folded into the projections: row scales, which need the kernels */
+    CHECK_MSG(values >= 12 && rowscales >= 6 && kernels >= rowscales, "bind-time values in the samples: %d (%d row scales, "
+              "%d needing kernels)", values, rowscales, kernels);
+
+    const char *txt = "model m {\n dims B\n input x : bf16[B, 64]\n input xf : f32[B, 64]\n input xh : f16[B, 64]\n"
+                      " weight w : bf16[96, 64]\n weight g : bf16[64]\n weight wf : f32[40, 64]\n weight gf : f32[64]\n"
+                      " weight wh : f16[40, 64]\n weight gh : f16[64]\n weight u : bf16[64, 48]\n weight c : f32[32, 64]\n"
+                      " output y = linear(x, w * g)\n output yf = linear(xf, wf * gf)\n output yh = linear(xh, wh * gh)\n"
+                      " output z = x @ u\n output q = linear(x, cast(c, bf16))\n}\n";
+    arena a;
+    arena_init(&a);
+    diag_list d;
+    diag_list_init(&d, &a);
+    ir_graph *g = compile("pack.kiln", txt, NULL, 0, &d);
+    CHECK(g != NULL);
+    if (g) {
+        int rs = find(g, IR_OP_MUL, IR_BF16, 0), rsf = find(g, IR_OP_MUL, IR_F32, 0), rsh = find(g, IR_OP_MUL, IR_F16, 0);
+        int perm = find(g, IR_OP_PERMUTE, IR_BF16, 0), cast = find(g, IR_OP_CAST, IR_BF16, 0);
+        int cat = find(g, IR_OP_CONCAT, IR_BF16, 0); /* the merged projections of x: the cast is under it */
+        CHECK(rs >= 0 && rsf >= 0 && rsh >= 0 && perm >= 0 && cast >= 0 && cat >= 0);
+        if (rs >= 0 && rsf >= 0 && rsh >= 0 && perm >= 0 && cast >= 0 && cat >= 0) {
+            CHECK(rt_pack_is_rowscale(g->nodes[rs]) && rt_pack_is_rowscale(g->nodes[rsh]));
+            CHECK(rt_pack_dev_supported(g, rs, true) && !rt_pack_dev_supported(g, rs, false));
+            CHECK(rt_pack_dev_supported(g, rsf, true) && !rt_pack_dev_supported(g, rsf, false));
+            CHECK(!rt_pack_dev_supported(g, rsh, true)); /* f16 rounding is the host's */
+            CHECK(rt_pack_dev_supported(g, perm, true) && !rt_pack_dev_supported(g, perm, false));
+            CHECK(!rt_pack_dev_supported(g, cast, true) && !rt_pack_dev_supported(g, cat, true));
+            CHECK(rt_pack_is_movement(g->nodes[cat]) && !rt_pack_is_movement(g->nodes[cast]));
+        }
+        ir_graph_free(g);
+    }
+    diag_list_free(&d);
+    arena_free(&a);
+
+    /* the upload queue: nothing announced, nothing started, nothing to run; more than announced is refused */
+    rt_upload up;
+    char err[256] = "";
+    char buf[64];
+    CHECK(rt_upload_begin(&up, 0, 0, err, sizeof err) == RT_OK && up.nworkers == 0);
+    CHECK(rt_upload_add(&up, buf, buf, -1, 0, 0, "empty", err, sizeof err) == RT_OK && up.njobs == 0);
+    CHECK(rt_upload_add(&up, buf, buf, -1, 0, 8, "t", err, sizeof err) == RT_ERR_INTERNAL && strstr(err, "more bytes"));
+    CHECK(rt_upload_run(&up, err, sizeof err) == RT_OK);
+    rt_upload_end(&up);
+    CHECK(up.njobs == 0 && up.jobs == NULL && up.total == 0 && up.workers == NULL);
+    return CHECK_DONE();
+}
