@@ -183,8 +183,11 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     cg_ptr_strided(gen, "idx", &is, false);
     int64_t nv = 0;
     if (!ir_dim_value(&N, gen->dims, &nv)) nv = 0;
-    const int cols = mma ? 64 : gated ? 8 : stream_cols(nv, ev > 0 && ev < pv ? ev : pv,
-                                                        (int64_t)gen->target->sm_count * (maxp <= 2 ? 2 : 1));
+    /* streaming: 4 rows above 4 pairs (the accumulators are pairs x rows registers) */
+    const int cols = mma     ? 64
+                     : gated ? 8
+                     : maxp > 4 ? 4
+                                : stream_cols(nv, ev > 0 && ev < pv ? ev : pv, (int64_t)gen->target->sm_count * (maxp <= 2 ? 2 : 1));
     if (combine) {
         /* the slots' terms in the result's type; a counter per column block (at most N) */
         bool *ovf = &gen->dim_overflow;

@@ -175,7 +175,10 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
 #define KILN_MOE_STREAM 0
 #endif
 #ifndef KILN_MOE_SU
-#define KILN_MOE_SU 2
+// Steps (of 2048 elements of k) whose weight loads a thread issues before the first use:
+// COLS * SU 16-byte loads (8 at COLS 8: 32 KB per CTA, 64 KB per SM at two CTAs; ptxas fits
+// SU 1 in the 128 registers of two CTAs per SM, SU 2 spills there)
+#define KILN_MOE_SU 1
 #endif
 #ifndef KILN_MOE_COMBINE
 #define KILN_MOE_COMBINE 0
@@ -284,9 +287,9 @@ __device__ __forceinline__ void combine(const KilnArgs &p, long long cb, int col
 __device__ __forceinline__ void arrive(const KilnArgs &p, long long cb, int need, int cols)
 {
     __shared__ int last;
+    __threadfence(); // each thread's terms are visible to the grid before the count
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
         last = atomicAdd(p.sem + cb, 1) == need - 1;
         if (last) atomicExch(p.sem + cb, 0);
     }
@@ -345,9 +348,10 @@ __device__ __forceinline__ void stream(const KilnArgs &p)
             xr[i] = p.x + (p.xslot ? (long long)j : (long long)j / p.top) * p.ldx;
             if (mask) mask &= mask - 1u;
         }
-        const kiln_t *wr[COLS]; // columns past N re-read row N-1 (ignored)
-#pragma unroll
-        for (int c = 0; c < COLS; c++) wr[c] = p.w + (long long)e * p.sw + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
+        // row c of the item: wb + row(c) * ldw; rows past N re-read row N-1 (ignored)
+        const long long ldw = p.ldw, last = N - 1 - n0;
+        const kiln_t *const wb = p.w + (long long)e * p.sw + n0 * ldw;
+auto row = [&](int c) -> long long { return (long long)(c < last ? c : last) * ldw; };
         float acc[MAXP][COLS];
 #pragma unroll
         for (int i = 0; i < MAXP; i++)
@@ -360,7 +364,7 @@ __device__ __forceinline__ void stream(const KilnArgs &p)
 #pragma unroll
                 for (int s = 0; s < U; s++)
 #pragma unroll
-                    for (int c = 0; c < COLS; c++) wv[s][c] = kgv_ld_stream(wr[c] + k + s * STEP);
+                    for (int c = 0; c < COLS; c++) wv[s][c] = kgv_ld_stream(wb + row(c) + k + s * STEP);
 #pragma unroll
                 for (int s = 0; s < U; s++)
 #pragma unroll
@@ -374,7 +378,7 @@ __device__ __forceinline__ void stream(const KilnArgs &p)
             for (; k < K; k += STEP) {
                 uint4 wv[COLS];
 #pragma unroll
-                for (int c = 0; c < COLS; c++) wv[c] = kgv_ld_stream(wr[c] + k);
+                for (int c = 0; c < COLS; c++) wv[c] = kgv_ld_stream(wb + row(c) + k);
 #pragma unroll
                 for (int i = 0; i < MAXP; i++) {
                     if (i >= cnt) break;
@@ -387,7 +391,7 @@ __device__ __forceinline__ void stream(const KilnArgs &p)
             for (long long k = tid; k < K; k += 256) {
                 float wv[COLS];
 #pragma unroll
-                for (int c = 0; c < COLS; c++) wv[c] = kiln_ld(wr[c] + k);
+                for (int c = 0; c < COLS; c++) wv[c] = kiln_ld(wb + row(c) + k);
 #pragma unroll
                 for (int i = 0; i < MAXP; i++) {
                     if (i >= cnt) break;
