@@ -19,7 +19,8 @@
  * sums the slots and runs the chain (kiln_moe_term, kiln_moe_out).
  * The GEMV form of a single weight (the down projection at decode) takes the
  * streaming form: a grid of at most the resident CTAs walking (expert,
- * column block) items of 8 or 4 rows, whichever leaves the fuller last round.
+ * column block) items of 8 or 4 rows, whichever leaves the fuller last round,
+ * and as few CTAs as take the same number of items each.
  * A group that does not fit (f32 operands, another member in an expert
  * kernel, a layout that is not strided) fails with the reason and cg_emit.c
  * takes the generic kernel, whose note the reports print as a warning. */
@@ -258,7 +259,10 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     if (stream) {
         /* column blocks times min(P, E) experts, capped at the CTAs resident at once */
         const int64_t slots = (int64_t)gen->target->sm_count * (maxp <= 2 ? 2 : 1);
-        L->grid[0] = (cg_grid_dim){N, cols, slots, ir_dim_const(ev > 0 && ev < pv ? ev : pv), 1};
+        const int64_t experts = ev > 0 && ev < pv ? ev : pv, items = nv > 0 ? (nv + cols - 1) / cols * experts : 0;
+        /* as many CTAs as give each the same number of items in the fewest rounds (no ragged last one) */
+        const int64_t cap = items > 0 ? (items + (items + slots - 1) / slots - 1) / ((items + slots - 1) / slots) : slots;
+        L->grid[0] = (cg_grid_dim){N, cols, cap, ir_dim_const(experts), 1};
         L->grid[1] = GRID(one, 1, 0);
     } else {
         L->grid[0] = GRID(N, cols, 0);

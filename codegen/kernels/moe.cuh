@@ -41,7 +41,8 @@
 // gridDim.x CTAs (codegen: at most the CTAs resident at once, two per SM) walks the items
 // (expert u, column block cb) of the distinct valid experts in idx (u in first-appearance
 // order) times the ceil(N / KILN_MOE_COLS) column blocks, item t = blockIdx.x + i * gridDim.x.
-// Every CTA finds the experts itself (warp 0 matches the <= 32 ids). The 256 threads of a
+// Every CTA finds the experts itself (warp 0 matches the <= 32 ids). Codegen sizes the grid so
+// that every CTA takes the same number of items (the fewest rounds over the resident CTAs). The 256 threads of a
 // CTA stride along k over the COLS weight rows of its item (a warp reads 512 contiguous bytes
 // of a row per load), each issuing COLS * KILN_MOE_SU 16-byte weight loads before the first
 // use, with the pairs' x rows (L1/L2 hits); warp shuffles and a shared-memory pass over the 8
@@ -284,10 +285,10 @@ __device__ __forceinline__ void combine(const KilnArgs &p, long long cb, int col
 
 // This CTA's terms of column block cb are stored: count it; the CTA that brings the count
 // to need runs the block's combine and puts the counter back to 0.
-__device__ __forceinline__ void arrive(const KilnArgs &p, long long cb, int need, int cols)
+__device__ __forceinline__ void arrive(const KilnArgs &p, long long cb, int need, int cols, bool stored)
 {
     __shared__ int last;
-    __threadfence(); // each thread's terms are visible to the grid before the count
+    if (stored) __threadfence(); // this thread's terms are visible to the grid before the count
     __syncthreads();
     if (threadIdx.x == 0) {
         last = atomicAdd(p.sem + cb, 1) == need - 1;
@@ -420,7 +421,7 @@ auto row = [&](int c) -> long long { return (long long)(c < last ? c : last) * l
             if (n < N) store(p, list[q / COLS], n, &v);
         }
 #if KILN_MOE_COMBINE
-        arrive(p, cb, nexp, COLS); // ends with a barrier
+        arrive(p, cb, nexp, COLS, tid < cnt * COLS); // ends with a barrier
 #else
         __syncthreads(); // red and list are reused by the next item
 #endif
@@ -659,7 +660,7 @@ extern "C" __global__ void __launch_bounds__(256, KILN_MOE_MINB) KILN_KERNEL(Kil
     }
     kiln_pdl_launch();
 #if KILN_MOE_COMBINE
-    kmoe::arrive(p, blockIdx.x, (int)gridDim.y, 64); // every CTA of grid column x counts once
+    kmoe::arrive(p, blockIdx.x, (int)gridDim.y, 64, true); // every CTA of grid column x counts once
 #endif
 #endif
 #endif // KILN_MOE_STREAM
