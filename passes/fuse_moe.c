@@ -1,12 +1,13 @@
-/* passes/fuse_moe.c — the mixture-of-experts kernels: the router and the
- * gated expert FFN.
+/* passes/fuse_moe.c — the mixture-of-experts kernels: the router, the
+ * gated expert FFN and the combine.
  *
  * A model author routes tokens with topk over the router's scores, softmaxes
  * (over all experts before topk, or over the chosen after it) and runs each
  * chosen expert's FFN with expert_linear. Left alone, that is a kernel per
- * topk result, one per softmax, one per expert_linear and one for the gate:
- * small launches at decode, intermediates of [B, S, k, F] at prefill. Two
- * rules group them for codegen's moe template (codegen/cg_moe.c):
+ * topk result, one per softmax, one per expert_linear, one for the gate and
+ * one for the weighted sum over the slots: small launches at decode,
+ * intermediates of [B, S, k, F] at prefill. Three rules group them for
+ * codegen's moe template (codegen/cg_moe.c):
  *
  *   moe-router  both results of one topk (values and indices), a softmax
  *               over all experts that only they read, a softmax over the
