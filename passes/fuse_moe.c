@@ -34,12 +34,11 @@
  * after; for every mul of an unary op of one expert_linear and another
  * expert_linear over the same x and ids, each used once; for every sum
  * over one axis of a mul of an ungrouped expert_linear (the axis before its
- * last: the slots), the chain after it while each op is elementwise of the
- * sum's shape, has one consumer and reads nothing computed from the group.
+ * last: the slots) whose expert_linear and mul have one consumer each, the
+ * chain after it while each op is elementwise of the sum's shape with one
+ * consumer.
  * Each candidate that fails a condition is reported as refused with the
  * reason. */
-#include <string.h>
-
 #include "passes/pass.h"
 
 #define NZ(s) ((s) ? (s) : "?")
@@ -164,17 +163,6 @@ static void gated(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool *b
     }
 }
 
-/* Does n depend on any node of group k or on node d (through its inputs)? seen: one flag per node. */
-static bool reaches(const ir_node *n, const ir_node *d, int k, bool *seen)
-{
-    if (n == d || (k >= 0 && n->group == k)) return true;
-    if (seen[n->id]) return false;
-    seen[n->id] = true;
-    for (int i = 0; i < n->ninputs; i++)
-        if (reaches(n->inputs[i], d, k, seen)) return true;
-    return false;
-}
-
 static void combine(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool *bt, ir_node *s, arena *a)
 {
     ir_node *m = s->inputs[0];
@@ -189,14 +177,10 @@ static void combine(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool 
     const char *what = arena_printf(a, "compute %s of %s in the epilogue of %s", NZ(pass_describe(a, s)),
                                     NZ(pass_describe(a, m)), NZ(pass_describe(a, d)));
     const ir_dim bytes = pass_size(ctx, d, 2);
-    bool *seen = arena_alloc(a, sizeof(bool) * (size_t)g->nnodes);
-    if (!seen) return;
     const char *why = NULL;
     if (!free_node(d, bt) || !free_node(m, bt) || !free_node(s, bt)) why = "another kernel already holds one of them";
     else if (consumers(u, d) != 1 || consumers(u, m) != 1)
         why = arena_printf(a, "%s", NZ(pass_describe_consumers(a, g, u, consumers(u, d) != 1 ? d : m)));
-    else if (memset(seen, 0, sizeof(bool) * (size_t)g->nnodes), reaches(wt, d, -1, seen))
-        why = "the weights are computed from the expert's results";
     else if (!pass_rule_enabled(ctx, PASS_RULE_MOE_COMBINE))
         why = arena_printf(a, "rule %s is disabled (--disable)", pass_rule_name(PASS_RULE_MOE_COMBINE));
     if (why) {
@@ -206,19 +190,14 @@ static void combine(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool 
     int k = ir_graph_add_group(g, d, IR_GROUP_GATHER);
     if (k < 0) return;
     m->group = s->group = k;
-    /* the chain after the sum: single-consumer elementwise ops of its shape */
+    /* the chain after the sum: single-consumer elementwise ops of its shape. Every member has one
+     * consumer, the next member, so no operand from outside (the weights, the residual) can be
+     * computed from the group's results: the group cannot wait on a kernel that waits on it. */
     for (ir_node *tail = s; nn < 8;) {
         ir_node *c = u->is_output[tail->id] ? NULL : only_user(g, u, tail);
         if (!c || ir_op_class(c->op) != IR_CLASS_ELEMENTWISE || !free_node(c, bt) ||
             !ir_type_same_shape(&c->type, &s->type))
             break;
-        bool ok = true;
-        for (int j = 0; j < c->ninputs && ok; j++) {
-            if (c->inputs[j] == tail) continue;
-            memset(seen, 0, sizeof(bool) * (size_t)g->nnodes);
-            ok = !reaches(c->inputs[j], d, k, seen);
-        }
-        if (!ok) break;
         c->group = k;
         nodes[nn++] = c;
         tail = c;
