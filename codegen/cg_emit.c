@@ -87,7 +87,7 @@ const char *const *cg_family_templates(cg_family f)
     /* the attention helpers, then the wgmma/TMA/mbarrier helpers of matmul_wgmma.cuh (its
      * kernel left out: the generated part defines KILN_WGMMA_NO_KERNEL) */
     static const char *const att_wgmma[] = {"attention_common.cuh", "matmul_wgmma.cuh", "attention_wgmma.cuh", NULL};
-    static const char *const moe[] = {"moe.cuh", NULL};
+    static const char *const moe[] = {"gemv.cuh", "moe.cuh", NULL}; /* gemv.cuh: its traits and loads (KILN_GEMV_MMA 1) */
     /* gemv.cuh's element traits and loads (KILN_GEMV_MMA 1: not its kernel), then the kernel */
     static const char *const gemv_mma[] = {"gemv.cuh", "gemv_mma.cuh", NULL};
     switch (f) {
@@ -227,7 +227,7 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         out->family = plan.family;
         out->pdl = plan.family == CG_FAMILY_GEMV || plan.family == CG_FAMILY_GEMV_MMA || plan.family == CG_FAMILY_ROW ||
                    plan.family == CG_FAMILY_ELEMENTWISE || plan.family == CG_FAMILY_ATTENTION_DECODE ||
-                   plan.family == CG_FAMILY_MATMUL_WGMMA;
+                   plan.family == CG_FAMILY_MATMUL_WGMMA || plan.family == CG_FAMILY_MOE;
         out->args = gen.args;
         out->nargs = gen.nargs;
         gen.args = NULL;

@@ -12,6 +12,15 @@
  *  - TOPK (a router group, passes/fuse_moe.c: both topk results of one
  *    input, a softmax over all before them, a softmax over the chosen and
  *    elementwise work after): one warp per token computes the whole route.
+ * An expert kernel may also hold the combine (passes/fuse_moe.c,
+ * moe-combine): sum over the slots of mul(expert_linear, weights), then an
+ * elementwise chain on the sum (a residual add); the template then stores
+ * each slot's term in a workspace and the CTA that completes a column block
+ * sums the slots and runs the chain (kiln_moe_term, kiln_moe_out).
+ * The GEMV form of a single weight (the down projection at decode) takes the
+ * streaming form: a grid of at most the resident CTAs walking (expert,
+ * column block) items of 8 or 4 rows, whichever leaves the fuller last round,
+ * and as few CTAs as take the same number of items each.
  * A group that does not fit (f32 operands, another member in an expert
  * kernel, a layout that is not strided) fails with the reason and cg_emit.c
  * takes the generic kernel, whose note the reports print as a warning. */
@@ -64,15 +73,66 @@ static bool contiguous(const ir_type *t, const cg_strided *s)
 
 static bool half_type(ir_dtype t) { return t == IR_BF16 || t == IR_F16; }
 
+/* The combine members of the expert kernel of A (moe-combine): the sum over the slots, the
+ * weighting mul it reads, and the member stored (the sum or the last op of its chain). False
+ * with *sum NULL when there is no sum member; false with a reason failed when it is malformed. */
+static bool find_combine(cg_gen *gen, const ir_node *A, const ir_node **sum, const ir_node **cmul, const ir_node **out)
+{
+    const ir_graph *g = gen->g;
+    *sum = *cmul = *out = NULL;
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->group == gen->k && g->nodes[i]->op == IR_OP_SUM && !gen->bind[i]) *sum = g->nodes[i];
+    if (!*sum) return false;
+    const ir_node *s = *sum, *m = s->inputs[0];
+    const int r = A->type.rank;
+    if (m->group != gen->k || m->op != IR_OP_MUL || (m->inputs[0] == A) == (m->inputs[1] == A) ||
+        !ir_type_same_shape(&m->type, &A->type) || s->attrs.axes != (1u << (r - 2)))
+        return cg_fail(gen, "the expert kernel's sum is not the combine over the slots of its weighted results");
+    if (cg_used_outside(gen, A) || cg_used_outside(gen, m))
+        return cg_fail(gen, "a slot's result of the combined expert kernel is used outside it");
+    *cmul = m;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->group != gen->k || gen->bind[i] || pass_is_view(n) || n == A || n == m) continue;
+        if (n != s && (ir_op_class(n->op) != IR_CLASS_ELEMENTWISE || !ir_type_same_shape(&n->type, &s->type)))
+            return cg_fail(gen, "%s (line %d) in the combine of an expert kernel", ir_op_name(n->op), n->loc.line);
+        if (cg_used_outside(gen, n)) {
+            if (*out) return cg_fail(gen, "the combine of an expert kernel stores two results");
+            *out = n;
+        }
+    }
+    if (!*out) return cg_fail(gen, "the combine's result is not used");
+    return true;
+}
+
+/* Rows per item of the streaming form: 8, or 4 when blocks of 8 leave the last of the
+ * rounds over `slots` CTAs emptier (fewer rows for the busiest CTA). */
+static int stream_cols(int64_t n, int64_t experts, int64_t slots)
+{
+    if (n <= 0 || slots <= 0) return 8;
+    const int64_t r8 = ((n + 7) / 8 * experts + slots - 1) / slots * 8;
+    const int64_t r4 = ((n + 3) / 4 * experts + slots - 1) / slots * 4;
+    return r4 < r8 ? 4 : 8;
+}
+
 static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 {
     const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor, *x = A->inputs[0], *w = A->inputs[1], *idx = A->inputs[2];
+    /* combine (moe-combine): out = chain(sum over the slots of cmul(A, weights)) */
+    const ir_node *csum = NULL, *cmul = NULL, *cout = NULL;
+    const bool combine = find_combine(gen, A, &csum, &cmul, &cout);
+    if (gen->failed) return false;
     /* gated (passes/fuse_moe.c, moe-gated): act(A) * up, up = expert_linear(x, w2, idx) */
     const ir_node *up = NULL, *act = NULL, *mul = NULL;
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         if (n->group != gen->k || n == A || gen->bind[i] || pass_is_view(n)) continue;
+        if (combine) {
+            if (n->op == IR_OP_EXPERT_LINEAR)
+                return cg_fail(gen, "a gated expert kernel with the combine (its template takes one weight)");
+            continue; /* find_combine checked them */
+        }
         if (n->op == IR_OP_EXPERT_LINEAR && !up && n->inputs[0] == x && n->inputs[2] == idx) up = n;
         else if (ir_op_class(n->op) == IR_CLASS_ELEMENTWISE && n->ninputs == 1 && n->inputs[0] == A && !act) act = n;
         else if (n->op == IR_OP_MUL && !mul) mul = n;
@@ -115,12 +175,28 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     if (!mma)
         while (maxp < pv) maxp *= 2;
     if (ir_dim_is_const(&E, &ev) && ev > 65535) return cg_fail(gen, "more than 65535 experts");
+    const bool stream = !mma && !gated; /* the down projection at decode */
 
     plan->family = CG_FAMILY_MOE;
     cg_ptr_strided(gen, "x", &xs, false);
     cg_ptr_strided(gen, "w", &wsd, false);
     if (gated) cg_ptr_strided(gen, "w2", &w2s, false);
     cg_ptr_strided(gen, "idx", &is, false);
+    int64_t nv = 0;
+    if (!ir_dim_value(&N, gen->dims, &nv)) nv = 0;
+    /* streaming: 4 rows above 4 pairs (the accumulators are pairs x rows registers) */
+    const int cols = mma     ? 64
+                     : gated ? 8
+                     : maxp > 4 ? 4
+                                : stream_cols(nv, ev > 0 && ev < pv ? ev : pv, (int64_t)gen->target->sm_count * (maxp <= 2 ? 2 : 1));
+    if (combine) {
+        /* the slots' terms in the result's type; a counter per column block (at most N) */
+        bool *ovf = &gen->dim_overflow;
+        cg_workspace(gen, "dw", "kiln_t *",
+                     ir_dim_times(ir_dim_times(P, N, ovf), ir_dim_const((int64_t)ir_dtype_size(A->type.dtype)), ovf),
+                     false);
+        cg_workspace(gen, "sem", "int *", ir_dim_times(N, ir_dim_const(4), ovf), true);
+    }
     cg_scalar(gen, "P", P);
     cg_scalar(gen, "top", top);
     cg_scalar(gen, "E", E);
@@ -135,7 +211,21 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     cg_begin_fn(gen, &body);
     const ir_node *o = gated ? mul : A;
     cg_idx oi = cg_idx_flat(&o->type, cg_printf(gen, "(j * %s + n)", cg_dim(gen, &N)));
-    if (gated) {
+    if (combine) {
+        cg_idx ti = cg_idx_flat(&cmul->type, cg_printf(gen, "(j * %s + n)", cg_dim(gen, &N)));
+        cg_set_subst(gen, A, "v");
+        cg_line(gen, "return %s;", cg_value(gen, cmul, &ti));
+        cg_clear_subst(gen);
+        add_hook(hooks, "__device__ __forceinline__ float kiln_moe_term(const KilnArgs &p, long long j, long long n, float v)",
+                 &body);
+        cg_begin_fn(gen, &body);
+        cg_idx si = cg_idx_flat(&cout->type, cg_printf(gen, "(t * %s + n)", cg_dim(gen, &N)));
+        cg_set_subst(gen, csum, "s");
+        cg_store(gen, cout, &si, cout == csum ? "s" : cg_value(gen, cout, &si));
+        cg_clear_subst(gen);
+        add_hook(hooks, "__device__ __forceinline__ void kiln_moe_out(const KilnArgs &p, long long t, long long n, float s)",
+                 &body);
+    } else if (gated) {
         cg_set_subst(gen, A, "vg");
         cg_set_subst(gen, up, "vu");
         cg_store(gen, o, &oi, cg_value(gen, o, &oi));
@@ -143,27 +233,42 @@ static bool gen_expert(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     } else {
         cg_store(gen, o, &oi, "v");
     }
-    add_hook(hooks,
-              gated ? "__device__ __forceinline__ void kiln_moe_store2(const KilnArgs &p, long long j, long long n, float vg, "
-                      "float vu)"
-                    : "__device__ __forceinline__ void kiln_moe_store(const KilnArgs &p, long long j, long long n, float v)",
-              &body);
+    if (!combine)
+        add_hook(hooks,
+                 gated ? "__device__ __forceinline__ void kiln_moe_store2(const KilnArgs &p, long long j, long long n, "
+                         "float vg, float vu)"
+                       : "__device__ __forceinline__ void kiln_moe_store(const KilnArgs &p, long long j, long long n, float v)",
+                 &body);
 
+    DEFINE(plan, "KILN_GEMV_MMA", "%d", 1); /* gemv.cuh: its element traits and loads only */
     DEFINE(plan, "KILN_MOE_ROUTER", "%d", 0);
     DEFINE(plan, "KILN_MOE_MMA", "%d", mma ? 1 : 0);
-    const int cols = mma ? 64 : gated ? 8 : 16;
+    DEFINE(plan, "KILN_MOE_STREAM", "%d", stream ? 1 : 0);
+    DEFINE(plan, "KILN_MOE_COMBINE", "%d", combine ? 1 : 0);
     DEFINE(plan, "KILN_MOE_COLS", "%d", cols);
     DEFINE(plan, "KILN_MOE_GATED", "%d", gated ? 1 : 0);
     if (!mma) DEFINE(plan, "KILN_MOE_MAXP", "%d", maxp);
     if (x->type.dtype == IR_F16) DEFINE(plan, "KILN_MOE_F16", "%d", 1);
-    gen->kern->config = mma ? cg_printf(gen, "mma.sync 64x%d%s over the chosen experts", cols, gated ? " gated" : "")
-                            : cg_printf(gen, "gemv %d cols x %d pairs%s over the chosen experts", cols, maxp,
-                                        gated ? " gated" : "");
+    const char *comb = combine ? ", the combine in the last CTA of each column block" : "";
+    gen->kern->config = mma      ? cg_printf(gen, "mma.sync 64x%d%s over the chosen experts%s", cols, gated ? " gated" : "", comb)
+                        : stream ? cg_printf(gen, "gemv streaming %d rows x %d pairs over the chosen experts%s", cols, maxp, comb)
+                                 : cg_printf(gen, "gemv %d cols x %d pairs%s over the chosen experts", cols, maxp,
+                                             gated ? " gated" : "");
     cg_launch *L = &gen->kern->launch;
     L->block = 256;
-    L->grid[0] = GRID(N, cols, 0);
-    /* min(P, E): one CTA per chosen expert at decode, one per expert else */
-    L->grid[1] = ev > 0 ? GRID(P, 1, ev) : GRID(E, 1, 0);
+    if (stream) {
+        /* column blocks times min(P, E) experts, capped at the CTAs resident at once */
+        const int64_t slots = (int64_t)gen->target->sm_count * (maxp <= 2 ? 2 : 1);
+        const int64_t experts = ev > 0 && ev < pv ? ev : pv, items = nv > 0 ? (nv + cols - 1) / cols * experts : 0;
+        /* as many CTAs as give each the same number of items in the fewest rounds (no ragged last one) */
+        const int64_t cap = items > 0 ? (items + (items + slots - 1) / slots - 1) / ((items + slots - 1) / slots) : slots;
+        L->grid[0] = (cg_grid_dim){N, cols, cap, ir_dim_const(experts), 1};
+        L->grid[1] = GRID(one, 1, 0);
+    } else {
+        L->grid[0] = GRID(N, cols, 0);
+        /* min(P, E): one CTA per chosen expert at decode, one per expert else */
+        L->grid[1] = ev > 0 ? GRID(P, 1, ev) : GRID(E, 1, 0);
+    }
     L->grid[2] = GRID(one, 1, 0);
     return !gen->failed;
 }
@@ -250,6 +355,7 @@ static bool gen_router(cg_gen *gen, cg_plan *plan, cg_str *hooks)
               &body);
     if (nouts == 0) return cg_fail(gen, "the router's results are not used");
 
+    DEFINE(plan, "KILN_GEMV_MMA", "%d", 1); /* gemv.cuh: its element traits and loads only */
     DEFINE(plan, "KILN_MOE_ROUTER", "%d", 1);
     DEFINE(plan, "KILN_ROUTER_E", "%lld", (long long)ev);
     DEFINE(plan, "KILN_ROUTER_K", "%lld", (long long)kv);

@@ -1,12 +1,13 @@
-/* passes/fuse_moe.c — the mixture-of-experts kernels: the router and the
- * gated expert FFN.
+/* passes/fuse_moe.c — the mixture-of-experts kernels: the router, the
+ * gated expert FFN and the combine.
  *
  * A model author routes tokens with topk over the router's scores, softmaxes
  * (over all experts before topk, or over the chosen after it) and runs each
  * chosen expert's FFN with expert_linear. Left alone, that is a kernel per
- * topk result, one per softmax, one per expert_linear and one for the gate:
- * small launches at decode, intermediates of [B, S, k, F] at prefill. Two
- * rules group them for codegen's moe template (codegen/cg_moe.c):
+ * topk result, one per softmax, one per expert_linear, one for the gate and
+ * one for the weighted sum over the slots: small launches at decode,
+ * intermediates of [B, S, k, F] at prefill. Three rules group them for
+ * codegen's moe template (codegen/cg_moe.c):
  *
  *   moe-router  both results of one topk (values and indices), a softmax
  *               over all experts that only they read, a softmax over the
@@ -19,13 +20,25 @@
  *               (the SwiGLU of an expert FFN: the same input, the same
  *               experts) becomes one expert kernel that reads both weights
  *               of each chosen expert and stores only the product.
+ *   moe-combine sum(expert_linear(h, w, idx) * weights, axis=slots) (the
+ *               combine: each token's slots weighted and added up), with
+ *               the single-consumer elementwise chain after the sum (the
+ *               residual add), joins the expert kernel: the CTA that
+ *               completes a column block of every slot adds them up and
+ *               stores the chain's result, so the slots' results are not
+ *               written and read back by a kernel of their own.
  *
  * Algorithm: one walk over the nodes, before fuse-elementwise (so the
  * softmaxes and casts are still free): for every ungrouped topk of indices,
  * its sibling of values, then the optional softmax before and the chain
  * after; for every mul of an unary op of one expert_linear and another
- * expert_linear over the same x and ids, each used once. Each candidate
- * that fails a condition is reported as refused with the reason. */
+ * expert_linear over the same x and ids, each used once; for every sum
+ * over one axis of a mul of an ungrouped expert_linear (the axis before its
+ * last: the slots) whose expert_linear and mul have one consumer each, the
+ * chain after it while each op is elementwise of the sum's shape with one
+ * consumer.
+ * Each candidate that fails a condition is reported as refused with the
+ * reason. */
 #include "passes/pass.h"
 
 #define NZ(s) ((s) ? (s) : "?")
@@ -150,6 +163,52 @@ static void gated(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool *b
     }
 }
 
+static void combine(ir_graph *g, pass_ctx *ctx, const pass_users *u, const bool *bt, ir_node *s, arena *a)
+{
+    ir_node *m = s->inputs[0];
+    if (m->op != IR_OP_MUL) return;
+    ir_node *d = m->inputs[0]->op == IR_OP_EXPERT_LINEAR ? m->inputs[0] : m->inputs[1];
+    ir_node *wt = d == m->inputs[0] ? m->inputs[1] : m->inputs[0];
+    if (d->op != IR_OP_EXPERT_LINEAR || wt == d) return;
+    const int r = d->type.rank;
+    if (r < 2 || s->attrs.axes != (1u << (r - 2)) || !ir_type_same_shape(&m->type, &d->type)) return;
+    ir_node *nodes[8] = {d, m, s};
+    int nn = 3;
+    const char *what = arena_printf(a, "compute %s of %s in the epilogue of %s", NZ(pass_describe(a, s)),
+                                    NZ(pass_describe(a, m)), NZ(pass_describe(a, d)));
+    const ir_dim bytes = pass_size(ctx, d, 2);
+    const char *why = NULL;
+    if (!free_node(d, bt) || !free_node(m, bt) || !free_node(s, bt)) why = "another kernel already holds one of them";
+    else if (consumers(u, d) != 1 || consumers(u, m) != 1)
+        why = arena_printf(a, "%s", NZ(pass_describe_consumers(a, g, u, consumers(u, d) != 1 ? d : m)));
+    else if (!pass_rule_enabled(ctx, PASS_RULE_MOE_COMBINE))
+        why = arena_printf(a, "rule %s is disabled (--disable)", pass_rule_name(PASS_RULE_MOE_COMBINE));
+    if (why) {
+        pass_decide(ctx, g, PASS_RULE_MOE_COMBINE, false, bytes, nodes, nn, what, "not fused: %s", why);
+        return;
+    }
+    int k = ir_graph_add_group(g, d, IR_GROUP_GATHER);
+    if (k < 0) return;
+    m->group = s->group = k;
+    /* the chain after the sum: single-consumer elementwise ops of its shape. Every member has one
+     * consumer, the next member, so no operand from outside (the weights, the residual) can be
+     * computed from the group's results: the group cannot wait on a kernel that waits on it. */
+    for (ir_node *tail = s; nn < 8;) {
+        ir_node *c = u->is_output[tail->id] ? NULL : only_user(g, u, tail);
+        if (!c || ir_op_class(c->op) != IR_CLASS_ELEMENTWISE || !free_node(c, bt) ||
+            !ir_type_same_shape(&c->type, &s->type))
+            break;
+        c->group = k;
+        nodes[nn++] = c;
+        tail = c;
+    }
+    pass_decide(ctx, g, PASS_RULE_MOE_COMBINE, true, bytes, nodes, nn, what,
+                "each slot's weighted result goes to a workspace; the CTA that completes a column block of every slot "
+                "adds each token's slots%s and stores the result; the slots' results are not written and read back "
+                "by a kernel of their own; one kernel instead of 2",
+                nn > 3 ? " and applies what follows the sum" : "");
+}
+
 ir_graph *pass_fuse_moe(ir_graph *g, pass_ctx *ctx)
 {
     const pass_users *u = pass_users_of(ctx, g);
@@ -161,6 +220,7 @@ ir_graph *pass_fuse_moe(ir_graph *g, pass_ctx *ctx)
         ir_node *n = g->nodes[i];
         if (n->op == IR_OP_TOPK && n->attrs.indices && free_node(n, bt)) router(g, ctx, u, bt, n, &a);
         else if (n->op == IR_OP_MUL && free_node(n, bt)) gated(g, ctx, u, bt, n, &a);
+        else if (n->op == IR_OP_SUM && free_node(n, bt)) combine(g, ctx, u, bt, n, &a);
     }
     arena_free(&a);
     return pass_done(g, ctx, true);

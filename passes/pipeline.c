@@ -45,7 +45,7 @@ static const pass_info pipeline[] = {
     {"fuse-residual-norm", pass_fuse_residual_norm, "fuse a residual add and the norm after it into one row kernel", rules_residual_norm, false},
     {"fuse-qkv-epilogue", pass_fuse_qkv_epilogue, "rotate Q/K and write the KV cache in the QKV matmul's epilogue", rules_qkv_epilogue, false},
     {"fuse-attention", pass_fuse_attention, "fuse RoPE and the KV-cache write into attention", rules_attention, false},
-    {"fuse-moe", pass_fuse_moe, "group the router and the gated expert FFN of a mixture of experts", rules_moe, false},
+    {"fuse-moe", pass_fuse_moe, "group the router, the gated expert FFN and the combine of a mixture of experts", rules_moe, false},
     {"fuse-elementwise", pass_fuse_elementwise, "fuse elementwise chains and reduction prologues/epilogues", rules_elementwise, false},
     {"plan-kernels", pass_plan_kernels, "group every remaining op into a kernel", NULL, true},
     {"fold-norm-gemv", pass_fold_norm_gemv, "mark RMSNorms that decode GEMVs compute as they load", rules_fold_norm, false},

@@ -37,8 +37,30 @@
 // KILN_MOE_GATED 1 (rule moe-gated): a second weight p.w2 of the same layout (the up
 // projection next to the gate's), both accumulated side by side, and the hook
 // kiln_moe_store2(p, j, n, vg, vu) stores act(vg) * vu instead (GEMV form: 8 columns).
-// Args: `x, w, [w2,] idx` pointers, then scalars `P, top, E, N, K, ldx, xslot, sw, ldw`.
-// Launch: grid (ceil(N / KILN_MOE_COLS), min(P, E)), block 256, no dynamic shared memory.
+// KILN_MOE_STREAM 1 (decode, not gated: the down projection): a persistent grid of
+// gridDim.x CTAs (codegen: at most the CTAs resident at once, two per SM) walks the items
+// (expert u, column block cb) of the distinct valid experts in idx (u in first-appearance
+// order) times the ceil(N / KILN_MOE_COLS) column blocks, item t = blockIdx.x + i * gridDim.x.
+// Every CTA finds the experts itself (warp 0 matches the <= 32 ids). Codegen sizes the grid so
+// that every CTA takes the same number of items (the fewest rounds over the resident CTAs). The 256 threads of a
+// CTA stride along k over the COLS weight rows of its item (a warp reads 512 contiguous bytes
+// of a row per load), each issuing COLS * KILN_MOE_SU 16-byte weight loads before the first
+// use, with the pairs' x rows (L1/L2 hits); warp shuffles and a shared-memory pass over the 8
+// warps reduce the (pair, column) sums. Each item is 8 weight rows of K: fine enough that the
+// CTAs' last round is nearly full.
+// KILN_MOE_COMBINE 1 (rule moe-combine; STREAM or MMA): instead of out[j][n] the kernel
+// stores the slot's term kiln_moe_term(p, j, n, v) (the weighting of the combine, with v
+// for out[j][n]) rounded to KILN_T into the workspace p.dw [P, N], then counts the column
+// block done in p.sem[cb] (zero before the first launch); the CTA that completes a column
+// block (all its items: nexp of them; MMA: all gridDim.y CTAs of grid column cb) sums each
+// token's top terms in slot order (ids outside [0, E) add nothing) and stores through
+// kiln_moe_out(p, t, n, s) (the sum's epilogue: a residual add), then puts the counter back
+// to 0, so no memset runs before the next launch or graph replay.
+// Programmatic dependent launch: every kernel waits (kiln_pdl_wait) before it reads
+// anything, and lets the next kernel launch after its main loop.
+// Args: `x, w, [w2,] idx, [dw, sem]` pointers, then scalars `P, top, E, N, K, ldx, xslot, sw,
+// ldw`. Launch: grid (ceil(N / KILN_MOE_COLS), min(P, E)), block 256 (STREAM: grid (at most
+// the items, 1)), no dynamic shared memory.
 #ifndef KILN_MOE_CUH
 #define KILN_MOE_CUH
 
@@ -70,6 +92,8 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
 {
     const int lane = threadIdx.x & 31;
     const long long row = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+    kiln_pdl_wait();
+    kiln_pdl_launch();
     if (row >= p.rows) return;
     float s[KILN_ROUTER_EV];
     bool taken[KILN_ROUTER_EV];
@@ -148,11 +172,31 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
 #ifndef KILN_MOE_GATED
 #define KILN_MOE_GATED 0
 #endif
+#ifndef KILN_MOE_STREAM
+#define KILN_MOE_STREAM 0
+#endif
+#ifndef KILN_MOE_SU
+// Steps (of 2048 elements of k) whose weight loads a thread issues before the first use:
+// COLS * SU 16-byte loads (8 at COLS 8: 32 KB per CTA, 64 KB per SM at two CTAs; ptxas fits
+// SU 1 in the 128 registers of two CTAs per SM, SU 2 spills there)
+#define KILN_MOE_SU 1
+#endif
+#ifndef KILN_MOE_COMBINE
+#define KILN_MOE_COMBINE 0
+#endif
+#ifndef KILN_MOE_MINB
+// CTAs per SM the registers are capped for: two for the streaming form up to 2 pairs
+#define KILN_MOE_MINB (KILN_MOE_STREAM && KILN_MOE_MAXP <= 2 ? 2 : 1)
+#endif
 #define KILN_MOE_NW (KILN_MOE_GATED ? 2 : 1)
 #define KILN_MOE_CAP (KILN_MOE_MMA ? 64 : KILN_MOE_MAXP)
-static_assert(KILN_MOE_MMA || (KILN_MOE_COLS % 8 == 0 && KILN_MOE_MAXP >= 1 && KILN_MOE_MAXP <= 32),
+static_assert(KILN_MOE_MMA || KILN_MOE_STREAM || (KILN_MOE_COLS % 8 == 0 && KILN_MOE_MAXP >= 1 && KILN_MOE_MAXP <= 32),
               "moe.cuh: GEMV columns a multiple of the 8 warps, at most 32 pairs");
+static_assert(!KILN_MOE_STREAM || (!KILN_MOE_MMA && !KILN_MOE_GATED && KILN_MOE_MAXP >= 1 && KILN_MOE_MAXP <= 32),
+              "moe.cuh: the streaming form takes one weight and at most 32 pairs");
 static_assert(!KILN_MOE_MMA || KILN_MOE_COLS == 64, "moe.cuh: the mma tile is 64 x 64");
+static_assert(!KILN_MOE_COMBINE || ((KILN_MOE_STREAM || KILN_MOE_MMA) && !KILN_MOE_GATED),
+              "moe.cuh: the combine follows the streaming or the mma form of one weight");
 
 namespace kmoe {
 
@@ -211,15 +255,193 @@ __device__ __forceinline__ void store(const KilnArgs &p, long long j, long long 
 {
 #if KILN_MOE_GATED
     kiln_moe_store2(p, j, n, v[0], v[1]);
+#elif KILN_MOE_COMBINE
+    kiln_st(p.dw + j * p.N + n, kiln_moe_term(p, j, n, v[0]));
 #else
     kiln_moe_store(p, j, n, v[0]);
 #endif
 }
 
+#if KILN_MOE_COMBINE
+// The combine of column block cb (cols columns): every token's terms in slot order.
+__device__ __forceinline__ void combine(const KilnArgs &p, long long cb, int cols)
+{
+    const long long N = p.N, top = p.top, T = p.P / p.top, n0 = cb * cols;
+    for (long long q = threadIdx.x; q < T * cols; q += blockDim.x) {
+        const long long t = q / cols, n = n0 + q % cols;
+        if (n >= N) continue;
+        float s = 0.0f;
+        for (long long k = 0; k < top; k++) {
+            const long long j = t * top + k;
+            const int e = __ldg(p.idx + j);
+            if (e < 0 || e >= (int)p.E) continue;
+            kiln_t v; // written by other CTAs of this grid: from L2
+            *reinterpret_cast<unsigned short *>(&v) = __ldcg(reinterpret_cast<const unsigned short *>(p.dw + j * N + n));
+            s += kiln_ld(&v);
+        }
+        kiln_moe_out(p, t, n, s);
+    }
+}
+
+// This CTA's terms of column block cb are stored: count it; the CTA that brings the count
+// to need runs the block's combine and puts the counter back to 0.
+__device__ __forceinline__ void arrive(const KilnArgs &p, long long cb, int need, int cols, bool stored)
+{
+    __shared__ int last;
+    if (stored) __threadfence(); // this thread's terms are visible to the grid before the count
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(p.sem + cb, 1) == need - 1;
+        if (last) atomicExch(p.sem + cb, 0);
+    }
+    __syncthreads();
+    if (last) {
+        __threadfence();
+        combine(p, cb, cols);
+    }
+    __syncthreads();
+}
+#endif
+
+#if KILN_MOE_STREAM
+// The streaming form (KILN_MOE_STREAM, header): the items of this CTA.
+__device__ __forceinline__ void stream(const KilnArgs &p)
+{
+    constexpr int COLS = KILN_MOE_COLS, MAXP = KILN_MOE_MAXP, U = KILN_MOE_SU, STEP = 256 * 8;
+    __shared__ int ex_id[32];
+    __shared__ unsigned ex_mask[32];
+    __shared__ int nexp_s;
+    __shared__ int list[MAXP];
+    __shared__ float red[8][MAXP * COLS];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const long long P = p.P, N = p.N, K = p.K;
+    const int E = (int)p.E;
+    if (warp == 0) { // the distinct valid experts, in the order of their first pair
+        const int e = lane < P ? __ldg(p.idx + lane) : -1;
+        const bool valid = lane < P && e >= 0 && e < E;
+        const unsigned same = __match_any_sync(0xffffffffu, valid ? e : -1);
+        const bool first = valid && (__ffs(same) - 1) == lane;
+        const unsigned firsts = __ballot_sync(0xffffffffu, first);
+        if (first) {
+            const int u = __popc(firsts & ((1u << lane) - 1u));
+            ex_id[u] = e;
+            ex_mask[u] = same;
+        }
+        if (lane == 0) nexp_s = __popc(firsts);
+    }
+    __syncthreads();
+    const int nexp = nexp_s;
+    const long long ncb = (N + COLS - 1) / COLS, items = nexp * ncb;
+    const bool vec = (K % 8) == 0 && (p.ldx % 8) == 0 && (p.ldw % 8) == 0 && (p.sw % 8) == 0 &&
+                     (reinterpret_cast<unsigned long long>(p.x) & 15) == 0 &&
+                     (reinterpret_cast<unsigned long long>(p.w) & 15) == 0;
+    for (long long t = blockIdx.x; t < items; t += gridDim.x) {
+        const int u = (int)(t / ncb);
+        const long long cb = t - (long long)u * ncb, n0 = cb * COLS;
+        const int e = ex_id[u];
+        unsigned mask = ex_mask[u];
+        const int cnt = __popc(mask);
+        const kiln_t *xr[MAXP];
+#pragma unroll
+        for (int i = 0; i < MAXP; i++) {
+            const int j = mask ? __ffs(mask) - 1 : 0;
+            if (i < cnt && tid == 0) list[i] = j;
+            xr[i] = p.x + (p.xslot ? (long long)j : (long long)j / p.top) * p.ldx;
+            if (mask) mask &= mask - 1u;
+        }
+        // row c of the item: wb + row(c) * ldw; rows past N re-read row N-1 (ignored)
+        const long long ldw = p.ldw, last = N - 1 - n0;
+        const kiln_t *const wb = p.w + (long long)e * p.sw + n0 * ldw;
+auto row = [&](int c) -> long long { return (long long)(c < last ? c : last) * ldw; };
+        float acc[MAXP][COLS];
+#pragma unroll
+        for (int i = 0; i < MAXP; i++)
+#pragma unroll
+            for (int c = 0; c < COLS; c++) acc[i][c] = 0.0f;
+        if (vec) {
+            long long k = (long long)tid * 8;
+            for (; k + (long long)(U - 1) * STEP < K; k += (long long)U * STEP) {
+                uint4 wv[U][COLS];
+#pragma unroll
+                for (int s = 0; s < U; s++)
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) wv[s][c] = kgv_ld_stream(wb + row(c) + k + s * STEP);
+#pragma unroll
+                for (int s = 0; s < U; s++)
+#pragma unroll
+                    for (int i = 0; i < MAXP; i++) {
+                        if (i >= cnt) break;
+                        const uint4 xv = __ldg(reinterpret_cast<const uint4 *>(xr[i] + k + s * STEP));
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) acc[i][c] += dot8(wv[s][c], xv);
+                    }
+            }
+            for (; k < K; k += STEP) {
+                uint4 wv[COLS];
+#pragma unroll
+                for (int c = 0; c < COLS; c++) wv[c] = kgv_ld_stream(wb + row(c) + k);
+#pragma unroll
+                for (int i = 0; i < MAXP; i++) {
+                    if (i >= cnt) break;
+                    const uint4 xv = __ldg(reinterpret_cast<const uint4 *>(xr[i] + k));
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) acc[i][c] += dot8(wv[c], xv);
+                }
+            }
+        } else {
+            for (long long k = tid; k < K; k += 256) {
+                float wv[COLS];
+#pragma unroll
+                for (int c = 0; c < COLS; c++) wv[c] = kiln_ld(wb + row(c) + k);
+#pragma unroll
+                for (int i = 0; i < MAXP; i++) {
+                    if (i >= cnt) break;
+                    const float xv = kiln_ld(xr[i] + k);
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) acc[i][c] += wv[c] * xv;
+                }
+            }
+        }
+        if (t + gridDim.x >= items) kiln_pdl_launch(); // this CTA's last item: its weights are read
+#pragma unroll
+        for (int i = 0; i < MAXP; i++) {
+            if (i >= cnt) break;
+#pragma unroll
+            for (int c = 0; c < COLS; c++) {
+                const float v = kiln_warp_sum(acc[i][c]);
+                if (lane == 0) red[warp][i * COLS + c] = v;
+            }
+        }
+        __syncthreads();
+        for (int q = tid; q < cnt * COLS; q += 256) {
+            const long long n = n0 + q % COLS;
+            float v = 0.0f;
+#pragma unroll
+            for (int w = 0; w < 8; w++) v += red[w][q];
+            if (n < N) store(p, list[q / COLS], n, &v);
+        }
+#if KILN_MOE_COMBINE
+        arrive(p, cb, nexp, COLS, tid < cnt * COLS); // ends with a barrier
+#else
+        __syncthreads(); // red and list are reused by the next item
+#endif
+    }
+#if KILN_MOE_COMBINE
+    if (nexp == 0) // no valid expert: every output is the combine of nothing
+        for (long long cb = blockIdx.x; cb < ncb; cb += gridDim.x) combine(p, cb, COLS);
+#endif
+    kiln_pdl_launch();
+}
+#endif
+
 } // namespace kmoe
 
-extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
+extern "C" __global__ void __launch_bounds__(256, KILN_MOE_MINB) KILN_KERNEL(KilnArgs p)
 {
+    kiln_pdl_wait();
+#if KILN_MOE_STREAM
+    kmoe::stream(p);
+#else
     __shared__ int list[KILN_MOE_CAP];
     __shared__ int scratch[9];
     __shared__ long long pos;
@@ -227,14 +449,18 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
     const long long P = p.P;
     const int E = (int)p.E;
     int e;
+    bool run = true; // false: no pair of this CTA's expert, or an earlier CTA serves it
     if (P >= E) {
         e = blockIdx.y;
     } else {
         e = __ldg(p.idx + blockIdx.y);
         for (unsigned j = 0; j < blockIdx.y; j++)
-            if (__ldg(p.idx + j) == e) return; // an earlier CTA serves this expert
+            if (__ldg(p.idx + j) == e) run = false;
     }
-    if (e < 0 || e >= E) return;
+    if (e < 0 || e >= E) run = false;
+#if !KILN_MOE_COMBINE
+    if (!run) return;
+#endif
     if (tid == 0) pos = 0;
     const long long N = p.N, K = p.K;
     constexpr int NW = KILN_MOE_NW;
@@ -254,6 +480,7 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
     const long long n0 = (long long)blockIdx.x * KILN_MOE_COLS + warp * CPW;
     for (;;) {
         const int cnt = kmoe::gather(p.idx, P, e, list, KILN_MOE_CAP, &pos, scratch);
+        kiln_pdl_launch();
         if (cnt == 0) return;
         const kiln_t *xr[KILN_MOE_MAXP];
 #pragma unroll
@@ -329,9 +556,9 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
     const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, t = lane & 3;
     const long long n0 = (long long)blockIdx.x * 64;
     const int lr = tid >> 2, lk = (tid & 3) * 8; // the 16 bytes this thread loads of each tile
-    for (;;) {
+    while (run) {
         const int cnt = kmoe::gather(p.idx, P, e, list, 64, &pos, scratch);
-        if (cnt == 0) return;
+        if (cnt == 0) break;
         const kiln_t *xrow = NULL;
         if (lr < cnt) {
             const long long j = list[lr];
@@ -429,9 +656,14 @@ extern "C" __global__ void __launch_bounds__(256) KILN_KERNEL(KilnArgs p)
                     if (n < N) kmoe::store(p, j, n, v0);
                     if (n + 1 < N) kmoe::store(p, j, n + 1, v1);
                 }
-        if (cnt < 64) return;
+        if (cnt < 64) break;
     }
+    kiln_pdl_launch();
+#if KILN_MOE_COMBINE
+    kmoe::arrive(p, blockIdx.x, (int)gridDim.y, 64, true); // every CTA of grid column x counts once
 #endif
+#endif
+#endif // KILN_MOE_STREAM
 }
 
 #endif // KILN_MOE_ROUTER

@@ -115,6 +115,9 @@ typedef struct dev_state {
     void **node;   /* intermediates by node id */
     void **ws;     /* workspaces (freed at the end) */
     int nws;
+    void *zws[8];    /* the zeroed workspaces of the current kernel: zero again after it */
+    size_t zbytes[8];
+    int nz;
 } dev_state;
 
 static void *poisoned(size_t bytes)
@@ -197,6 +200,7 @@ static int run_case_ex(const char *name, ir_graph *g, const int64_t *dims, doubl
             failed = 1;
         } else {
             memset(args, 0, sizeof args);
+            ds.nz = 0;
             for (int a = 0; a < kern.nargs && !failed; a++) {
                 const cg_arg *x = &kern.args[a];
                 const ir_node *n = x->node >= 0 ? g->nodes[x->node] : NULL;
@@ -215,6 +219,7 @@ static int run_case_ex(const char *name, ir_graph *g, const int64_t *dims, doubl
                     cg_arg_eval(x, dims, &v);
                     ptr = poisoned((size_t)v);
                     if (x->zeroed) cudaMemset(ptr, 0, (size_t)v);
+                    if (x->zeroed && ptr && ds.nz < 8) ds.zws[ds.nz] = ptr, ds.zbytes[ds.nz++] = (size_t)v;
                     if (ds.nws < 64) ds.ws[ds.nws++] = ptr;
                     break;
                 case CG_ARG_SCALAR: cg_arg_eval(x, dims, &v); break;
@@ -242,6 +247,20 @@ static int run_case_ex(const char *name, ir_graph *g, const int64_t *dims, doubl
                 fprintf(stderr, "%s: kernel %s: %s\n", name, kern.name, cudaGetErrorString(ce));
                 failed = 1;
             }
+#ifdef KILN_MOE_ONLY
+            /* a zeroed workspace (counters) is put back to zero by the launch (rt_run.c: no memset before
+             * the next launch or graph replay) */
+            for (int z = 0; z < ds.nz && !failed; z++) {
+                unsigned char *h = malloc(ds.zbytes[z]);
+                bool zero = h && cudaMemcpy(h, ds.zws[z], ds.zbytes[z], cudaMemcpyDeviceToHost) == cudaSuccess;
+                for (size_t b = 0; zero && b < ds.zbytes[z]; b++) zero = h[b] == 0;
+                free(h);
+                if (!zero) {
+                    fprintf(stderr, "%s: kernel %s left a zeroed workspace nonzero\n", name, kern.name);
+                    failed = 1;
+                }
+            }
+#endif
         }
         rt_module_free(mod);
         rt_compile_result_free(&cr);
@@ -512,6 +531,37 @@ static void case_moe_gated(int64_t B, int64_t S, int top, bool decode)
     ir_graph_free(g);
 }
 
+/* The combine in the expert kernel (rule moe-combine): res + sum over the slots of
+ * expert_linear(xs, w, ids) * gw, a row per slot (the down projection's form). decode: the
+ * variant's dims (GEMV streaming form up to 16 pairs), else the mma.sync form. K = 264
+ * (16-byte loads) or 100 (scalar), N = 200 (a partial column block). */
+static void case_moe_combine(int64_t B, int64_t S, int top, int K, bool decode)
+{
+    ir_graph *g = new_graph("moe_combine");
+    const int E = 50, N = 200;
+    ir_node *xs = in(g, "xs", ty(IR_BF16, 4, -1, -2, top, K));
+    ir_node *res = in(g, "res", ty(IR_BF16, 3, -1, -2, N));
+    ir_node *ids = in(g, "ids", ty(IR_I32, 3, -1, -2, top));
+    ir_node *gw = in(g, "gw", ty(IR_BF16, 3, -1, -2, top));
+    ir_type wt = ty(IR_BF16, 3, E, N, K);
+    ir_node *w = ir_param(g, IR_OP_WEIGHT, "w", &wt, L0);
+    ir_node *d = ir_expert_linear(g, xs, w, ids, L0);
+    const ir_dim wd[4] = {ir_dim_sym(0), ir_dim_sym(1), ir_dim_const(top), ir_dim_const(1)};
+    ir_node *m = ir_binary(g, IR_OP_MUL, d, ir_reshape(g, gw, 4, wd, L0), L0);
+    ir_node *sm = ir_reduce(g, IR_OP_SUM, m, 1u << 2, false, L0);
+    ir_node *y = ir_binary(g, IR_OP_ADD, res, sm, L0);
+    ir_graph_add_output(g, "y", y, L0);
+    int k = ir_graph_add_group(g, d, IR_GROUP_GATHER);
+    m->group = sm->group = y->group = k;
+    char name[128];
+    snprintf(name, sizeof name, "moe combine B=%lld S=%lld top %d K=%d %s", (long long)B, (long long)S, top, K,
+             decode ? "variant" : "mma");
+    int64_t dims[3] = {B, S, 1};
+    cg_options o = {.dims = dims};
+    run_case_ex(name, g, dims, tol_of(IR_BF16), decode ? &o : NULL);
+    ir_graph_free(g);
+}
+
 /* The router (moe.cuh): Mixtral's softmax over the chosen and Qwen-MoE's softmax over all
  * before the top k, one kernel each (the group passes/fuse_moe.c builds). */
 static void case_moe_router(int64_t B, int64_t S, int E, int k, bool over_all)
@@ -548,7 +598,10 @@ static void moe_cases(void)
         if (B * S <= 8) case_moe_router(B, S, 60, 4, true);
         case_moe_experts(B, S, 2, 256, true); /* the variant's form: GEMV at B*S*2 <= 16 */
         case_moe_gated(B, S, 2, true);
+        case_moe_combine(B, S, 2, 264, true);
     }
+    case_moe_combine(1, 1, 2, 100, true);  /* scalar loads, streaming form */
+    case_moe_combine(8, 1, 2, 264, false); /* the mma form's combine */
     case_moe_gated(8, 1, 4, false);
     case_moe_experts(1, 1, 4, 100, true);  /* scalar loads, GEMV */
     case_moe_experts(8, 1, 4, 256, false); /* 32 pairs in mma tiles */
