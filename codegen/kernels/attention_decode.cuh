@@ -79,11 +79,26 @@
 #endif
 #ifndef KILN_DEC_QSMEM
 /* 1: q's fragments are read from shared memory for every key tile instead of held in
- * registers (head dims above 128: the registers go to the accumulators) */
-#define KILN_DEC_QSMEM (KILN_HD > 128)
+ * registers (head dims above 128: the registers go to the accumulators; above 64 with a
+ * cluster: a thread then fits in 128 registers, see KILN_DEC_MINB) */
+#define KILN_DEC_QSMEM (KILN_HD > 128 || (KILN_DEC_CLUSTER > 1 && KILN_HD > 64))
 #endif
 #ifndef KILN_DEC_CLUSTER
 #define KILN_DEC_CLUSTER 1
+#endif
+#ifndef KILN_DEC_MINB
+/* CTAs per SM for __launch_bounds__. Codegen: 65536 / (128 * KILN_ATT_THREADS) with a cluster up
+ * to head dim 128 at one query row (B = S = 1), i.e. at most 128 registers a thread, so a CTA of
+ * 4 warps fits beside the two CTAs per SM of the GEMV before it (gemv.cuh KILN_GEMV_NREG) and
+ * loads its cached rows while that GEMV runs */
+#define KILN_DEC_MINB 1
+#endif
+#ifndef KILN_DEC_LAUNCH_AT
+/* where the CTAs let the next kernel launch (programmatic dependent launch): 0 once their keys
+ * are read, 1 right after kiln_pdl_wait, 2 at entry (the next kernel's CTAs then take the room
+ * the previous kernel's CTAs leave as they exit, and issue their weight loads under this
+ * kernel's run; its kiln_pdl_wait still waits for this whole grid) */
+#define KILN_DEC_LAUNCH_AT 1
 #endif
 #ifndef KILN_DEC_TIMING
 #define KILN_DEC_TIMING 0
@@ -178,7 +193,7 @@ __device__ __forceinline__ void cluster_sync()
 #define KDEC_STAMP(k) ((void)0)
 #endif
 
-extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
+extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS, KILN_DEC_MINB) KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
     constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW, NWT = NT / 32;
@@ -223,6 +238,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     }
 #endif
     KDEC_STAMP(1);
+    if (KILN_DEC_LAUNCH_AT == 2) kiln_pdl_launch();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
@@ -299,6 +315,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
      * touching q, o, the workspace or the caches' new rows. */
     KDEC_STAMP(3);
     kiln_pdl_wait();
+    if (KILN_DEC_LAUNCH_AT == 1) kiln_pdl_launch();
     KDEC_STAMP(4);
 #if KILN_ROPE
     rope_table(sInv, tid, NT);
@@ -403,7 +420,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
         }
 
 #if KILN_DEC_CLUSTER > 1
-        if (mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+        if (KILN_DEC_LAUNCH_AT == 0 && mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
         if (mt == 0) KDEC_STAMP(6);
 #endif
         /* merge the warps' partials into the CTA's, write it to p.ws (a cluster: sPart) */
@@ -497,7 +514,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     }
 #if KILN_DEC_CLUSTER == 1
 
-    kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+    if (KILN_DEC_LAUNCH_AT == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
     /* publish; the last of the nsp CTAs of (b, KV head) merges the splits */
     __threadfence();
     __syncthreads();
