@@ -1435,8 +1435,14 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_GEMV_MINB", "%d", minb);
         /* the decode attention that reads this GEMV's output launches as soon as the GEMV's
          * CTAs have waited (gemv.cuh KILN_GEMV_EARLY_LAUNCH); 96 registers leave a 4-warp CTA of
-         * 128 registers room beside two of ours on each SM, so it loads its cached rows now */
-        if (minb == 2 && feeds_attention(gen)) define(plan, "KILN_GEMV_NREG", "%d", CG_GEMV_ATT_NREG);
+         * 128 registers room beside two of ours on each SM, and every decode kernel prefers the
+         * largest shared-memory carveout, so it is resident and loads its cached rows now (early
+         * launch between GEMVs, where no CTA of the next fits, measured slower: off there) */
+        if (minb == 2 && feeds_attention(gen)) {
+            define(plan, "KILN_GEMV_NREG", "%d", CG_GEMV_ATT_NREG);
+            define(plan, "KILN_GEMV_EARLY_LAUNCH", "1");
+        }
+        L->max_shared = true;
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
@@ -1734,6 +1740,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);
         L->cluster = dc.cluster > 1 ? dc.cluster : 0;
+        L->max_shared = true;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {

@@ -98,7 +98,7 @@
  * are read, 1 right after kiln_pdl_wait, 2 at entry (the next kernel's CTAs then take the room
  * the previous kernel's CTAs leave as they exit, and issue their weight loads under this
  * kernel's run; its kiln_pdl_wait still waits for this whole grid) */
-#define KILN_DEC_LAUNCH_AT 1
+#define KILN_DEC_LAUNCH_AT 0
 #endif
 #ifndef KILN_DEC_TIMING
 #define KILN_DEC_TIMING 0

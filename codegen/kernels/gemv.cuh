@@ -107,8 +107,9 @@
 // launches once every CTA of this one has done so, or exited), so that kernel's CTAs take
 // whatever room this one leaves on the SMs at once and issue their independent loads under this kernel's whole run (decode
 // attention's cached rows beside the QKV GEMV); where no room is left they start as this
-// kernel's CTAs exit, as with 0. 0: after the CTA's last column block is read.
-#define KILN_GEMV_EARLY_LAUNCH 1
+// kernel's CTAs exit, as with 0. 0: after the CTA's last column block is read (the default:
+// codegen sets 1 for a GEMV whose output a decode attention reads).
+#define KILN_GEMV_EARLY_LAUNCH 0
 #endif
 #ifndef KILN_GEMV_NREG
 // > 0: registers capped at this many per thread (__maxnreg__, instead of __launch_bounds__'s
