@@ -154,9 +154,6 @@ typedef struct cg_launch {
     int64_t smem;       /* dynamic shared memory bytes */
     int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__,
                          * at most the portable 8), 0: none */
-    bool max_shared;    /* prefer the largest shared-memory carveout (the decode kernels: one
-                         * configuration for all, so a kernel's CTAs can be resident beside the
-                         * previous kernel's under programmatic dependent launch) */
 } cg_launch;
 
 /* A bind-time layout change the runtime must apply to a packed value before

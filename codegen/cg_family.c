@@ -349,28 +349,6 @@ typedef struct mm_heur {
  * blocks when there are more: one wave, no partial second one, and every CTA
  * resident from the start so each issues its first weight loads under the
  * previous kernel's tail (programmatic dependent launch). */
-/* Does an attention of another kernel read what this kernel writes (through views, or through
- * the RoPE and cache writes fused into it)? */
-static bool made_here(const cg_gen *gen, const ir_node *n, int group, int depth)
-{
-    if (n->group == gen->k) return true;
-    if (depth > 16 || !(pass_is_view(n) || n->group == group)) return false;
-    for (int i = 0; i < n->ninputs; i++)
-        if (made_here(gen, n->inputs[i], group, depth + 1)) return true;
-    return false;
-}
-static bool feeds_attention(const cg_gen *gen)
-{
-    for (int i = 0; i < gen->g->nnodes; i++) {
-        const ir_node *n = gen->g->nodes[i];
-        if (n->op != IR_OP_ATTENTION || n->group == gen->k) continue;
-        for (int j = 0; j < n->ninputs; j++)
-            if (made_here(gen, n->inputs[j], n->group, 0)) return true;
-    }
-    return false;
-}
-enum { CG_GEMV_ATT_NREG = 96 };
-
 /* CTAs per SM the GEMV's registers are capped for (gemv.cuh KILN_GEMV_MINB): two up to 2 rows
  * of a 2-byte type without a heavy epilogue (GELU), where ptxas fits them in 128 registers. */
 static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 && t != IR_F32 && !heavy ? 2 : 1; }
@@ -1431,18 +1409,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         while (hm && maxm < mv && maxm < 16) maxm *= 2;
         define(plan, "KILN_GEMV_MAXM", "%d", hm ? maxm : 8);
         /* two CTAs per SM (registers capped at 128) only where ptxas fits them without spilling */
-        int minb = gemv_minb(hm ? maxm : 8, a->type.dtype, heavy);
-        define(plan, "KILN_GEMV_MINB", "%d", minb);
-        /* the decode attention that reads this GEMV's output launches as soon as the GEMV's
-         * CTAs have waited (gemv.cuh KILN_GEMV_EARLY_LAUNCH); 96 registers leave a 4-warp CTA of
-         * 128 registers room beside two of ours on each SM, and every decode kernel prefers the
-         * largest shared-memory carveout, so it is resident and loads its cached rows now (early
-         * launch between GEMVs, where no CTA of the next fits, measured slower: off there) */
-        if (minb == 2 && feeds_attention(gen)) {
-            define(plan, "KILN_GEMV_NREG", "%d", CG_GEMV_ATT_NREG);
-            define(plan, "KILN_GEMV_EARLY_LAUNCH", "1");
-        }
-        L->max_shared = true;
+        define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype, heavy));
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
@@ -1504,8 +1471,7 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 /* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
  * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
  * portable size; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
- * to hold the whole split before the programmatic-launch wait where it fits, at most 128 registers
- * a thread. */
+ * to hold the whole split before the programmatic-launch wait where it fits. */
 enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
@@ -1528,10 +1494,7 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
     c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
     if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
-        /* q in shared memory above head dim 64: 128 registers a thread (ptxas), so a CTA fits
-         * beside the two CTAs per SM of the GEMV before it (KILN_GEMV_NREG) and is resident,
-         * its cached rows loading, while that GEMV runs */
-        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 64};
+        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
         k.minkeys = 16 * k.warps;
@@ -1690,13 +1653,11 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_scalar(gen, "H", qt->dims[2]);
     cg_scalar(gen, "KV", ct->dims[1]);
     cg_att_decode_cfg dc = {0};
-    bool rows1 = false; /* one query row: B = S = 1 */
     if (decode) {
         int64_t b_val, kv_val, t_val;
         if (!ir_dim_value(&qt->dims[0], dims, &b_val)) b_val = 0;
         if (!ir_dim_value(&ct->dims[1], dims, &kv_val)) kv_val = 0;
         if (!ir_dim_value(&ct->dims[2], dims, &t_val)) t_val = 0;
-        rows1 = b_val == 1 && s_val == 1;
         dc = cg_attention_decode_config(b_val, kv_val, hd, t_val, gen->target->sm_count,
                                         gen->target->smem_per_block, !strncmp(gen->target->arch, "sm_90", 5));
     }
@@ -1735,12 +1696,10 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_DEC_STAGES", "%d", dc.stages);
         define(plan, "KILN_DEC_MINKEYS", "%d", dc.minkeys);
         define(plan, "KILN_DEC_QSMEM", "%d", dc.qsmem);
-        if (dc.cluster > 1 && hd <= 128 && rows1) define(plan, "KILN_DEC_MINB", "%d", 65536 / (128 * dc.threads));
         if (dc.cluster > 1) gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d", dc.cluster, dc.warps, dc.stages);
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);
         L->cluster = dc.cluster > 1 ? dc.cluster : 0;
-        L->max_shared = true;
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {

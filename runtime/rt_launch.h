@@ -72,8 +72,6 @@ rt_status rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *e
  * more than 48 KiB of dynamic shared memory; fails with a message when bytes
  * plus the kernel's static shared memory exceeds the device's opt-in limit. */
 rt_status rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, size_t n);
-/* Prefer the largest shared-memory carveout for k (cudaFuncAttributePreferredSharedMemoryCarveout). */
-rt_status rt_kernel_prefer_shared(const rt_kernel *k, char *err, size_t n);
 
 /* Registers, shared and local memory of a kernel (on the current device). */
 rt_status rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n);

@@ -79,25 +79,25 @@
 #endif
 #ifndef KILN_DEC_QSMEM
 /* 1: q's fragments are read from shared memory for every key tile instead of held in
- * registers (head dims above 128: the registers go to the accumulators; above 64 with a
- * cluster: a thread then fits in 128 registers, see KILN_DEC_MINB) */
-#define KILN_DEC_QSMEM (KILN_HD > 128 || (KILN_DEC_CLUSTER > 1 && KILN_HD > 64))
+ * registers (head dims above 128: the registers go to the accumulators; at head dim 128 with a
+ * cluster a thread then fits in 128 registers, see KILN_DEC_MINB) */
+#define KILN_DEC_QSMEM (KILN_HD > 128)
 #endif
 #ifndef KILN_DEC_CLUSTER
 #define KILN_DEC_CLUSTER 1
 #endif
 #ifndef KILN_DEC_MINB
-/* CTAs per SM for __launch_bounds__. Codegen: 65536 / (128 * KILN_ATT_THREADS) with a cluster up
- * to head dim 128 at one query row (B = S = 1), i.e. at most 128 registers a thread, so a CTA of
- * 4 warps fits beside the two CTAs per SM of the GEMV before it (gemv.cuh KILN_GEMV_NREG) and
- * loads its cached rows while that GEMV runs */
+/* CTAs per SM for __launch_bounds__. 4 with 128 threads caps a thread at 128 registers (the
+ * cluster shapes of the 1B and 8B layers, the 8B's with KILN_DEC_QSMEM 1, compile so without
+ * spills), so a CTA fits beside the two CTAs per SM of a GEMV capped at 96 (gemv.cuh
+ * KILN_GEMV_NREG, KILN_GEMV_EARLY_LAUNCH): README, "Decode attention beside the QKV GEMV" */
 #define KILN_DEC_MINB 1
 #endif
 #ifndef KILN_DEC_LAUNCH_AT
 /* where the CTAs let the next kernel launch (programmatic dependent launch): 0 once their keys
- * are read, 1 right after kiln_pdl_wait, 2 at entry (the next kernel's CTAs then take the room
- * the previous kernel's CTAs leave as they exit, and issue their weight loads under this
- * kernel's run; its kiln_pdl_wait still waits for this whole grid) */
+ * are read (the default), 1 right after kiln_pdl_wait, 2 at entry (the next kernel's CTAs then
+ * take the room the previous kernel's CTAs leave as they exit, and issue their weight loads
+ * under this kernel's run; its kiln_pdl_wait still waits for this whole grid) */
 #define KILN_DEC_LAUNCH_AT 0
 #endif
 #ifndef KILN_DEC_TIMING
@@ -193,7 +193,12 @@ __device__ __forceinline__ void cluster_sync()
 #define KDEC_STAMP(k) ((void)0)
 #endif
 
-extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS, KILN_DEC_MINB) KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
+#if KILN_DEC_MINB > 1
+#define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS, KILN_DEC_MINB)
+#else
+#define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS)
+#endif
+extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
     constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW, NWT = NT / 32;

@@ -105,16 +105,18 @@
 #ifndef KILN_GEMV_EARLY_LAUNCH
 // 1: every CTA lets the next kernel launch right after its kiln_pdl_wait (the next grid
 // launches once every CTA of this one has done so, or exited), so that kernel's CTAs take
-// whatever room this one leaves on the SMs at once and issue their independent loads under this kernel's whole run (decode
-// attention's cached rows beside the QKV GEMV); where no room is left they start as this
-// kernel's CTAs exit, as with 0. 0: after the CTA's last column block is read (the default:
-// codegen sets 1 for a GEMV whose output a decode attention reads).
+// whatever room this one leaves on the SMs at once and issue their independent loads under
+// this kernel's whole run (decode attention's cached rows beside the QKV GEMV); where no room
+// is left they start as this kernel's CTAs exit, as with 0. 0 (the default): after the CTA's last column block is read.
+// Measured on the H200 (README, "Decode attention beside the QKV GEMV"): 1 between GEMVs slows
+// the layer (the 8B gate/up 55.7 -> 67.5 us); 1 on the QKV GEMV alone gains nothing unless the
+// attention's shared memory fits the carveout the GEMV runs under.
 #define KILN_GEMV_EARLY_LAUNCH 0
 #endif
 #ifndef KILN_GEMV_NREG
 // > 0: registers capped at this many per thread (__maxnreg__, instead of __launch_bounds__'s
-// KILN_GEMV_MINB) — codegen sets it for the GEMV whose output a decode attention reads, so
-// that the attention's CTAs fit beside its two CTAs per SM (KILN_GEMV_EARLY_LAUNCH).
+// KILN_GEMV_MINB). 96 (the 8B QKV GEMV: 16 bytes spilled) leaves a 4-warp CTA of 128 registers
+// room beside two CTAs per SM (attention_decode.cuh KILN_DEC_MINB, KILN_GEMV_EARLY_LAUNCH).
 #define KILN_GEMV_NREG 0
 #endif
 #ifndef KILN_GEMV_MINB

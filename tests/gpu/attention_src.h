@@ -66,7 +66,7 @@ static inline cg_att_decode_cfg att_decode_shape(const att_cfg *c)
                            .warps = c->warps ? c->warps : cg_attention_decode_warps(c->hd),
                            .threads = c->threads ? c->threads : cg_attention_decode_threads(c->hd, 0),
                            .stages = c->stages ? c->stages : (c->hd > 64 ? 2 : 4), .minkeys = c->minkeys,
-                           .qsmem = c->hd > 128 || (c->cluster > 1 && c->hd > 64)};
+                           .qsmem = c->hd > 128};
     return d;
 }
 
