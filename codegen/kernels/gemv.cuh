@@ -109,8 +109,8 @@
 // this kernel's whole run (decode attention's cached rows beside the QKV GEMV); where no room
 // is left they start as this kernel's CTAs exit, as with 0. 0 (the default): after the CTA's last column block is read.
 // Measured on the H200 (README, "Decode attention beside the QKV GEMV"): 1 between GEMVs slows
-// the layer (the 8B gate/up 55.7 -> 67.5 us); 1 on the QKV GEMV alone gains nothing unless the
-// attention's shared memory fits the carveout the GEMV runs under.
+// the layer; 1 on the QKV GEMV alone gains nothing unless the attention's shared memory fits
+// the carveout the GEMV runs under.
 #define KILN_GEMV_EARLY_LAUNCH 0
 #endif
 #ifndef KILN_GEMV_NREG
