@@ -79,11 +79,26 @@
 #endif
 #ifndef KILN_DEC_QSMEM
 /* 1: q's fragments are read from shared memory for every key tile instead of held in
- * registers (head dims above 128: the registers go to the accumulators) */
+ * registers (head dims above 128: the registers go to the accumulators; at head dim 128 with a
+ * cluster a thread then fits in 128 registers, see KILN_DEC_MINB) */
 #define KILN_DEC_QSMEM (KILN_HD > 128)
 #endif
 #ifndef KILN_DEC_CLUSTER
 #define KILN_DEC_CLUSTER 1
+#endif
+#ifndef KILN_DEC_MINB
+/* CTAs per SM for __launch_bounds__. 4 with 128 threads caps a thread at 128 registers (the
+ * cluster shapes of the 1B and 8B layers, the 8B's with KILN_DEC_QSMEM 1, compile so without
+ * spills), so a CTA fits beside the two CTAs per SM of a GEMV capped at 96 (gemv.cuh
+ * KILN_GEMV_NREG, KILN_GEMV_EARLY_LAUNCH): README, "Decode attention beside the QKV GEMV" */
+#define KILN_DEC_MINB 1
+#endif
+#ifndef KILN_DEC_LAUNCH_AT
+/* where the CTAs let the next kernel launch (programmatic dependent launch): 0 once their keys
+ * are read (the default), 1 right after kiln_pdl_wait, 2 at entry (the next kernel's CTAs then
+ * take the room the previous kernel's CTAs leave as they exit, and issue their weight loads
+ * under this kernel's run; its kiln_pdl_wait still waits for this whole grid) */
+#define KILN_DEC_LAUNCH_AT 0
 #endif
 #ifndef KILN_DEC_TIMING
 #define KILN_DEC_TIMING 0
@@ -178,7 +193,12 @@ __device__ __forceinline__ void cluster_sync()
 #define KDEC_STAMP(k) ((void)0)
 #endif
 
-extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
+#if KILN_DEC_MINB > 1
+#define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS, KILN_DEC_MINB)
+#else
+#define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS)
+#endif
+extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 {
     using namespace katt;
     constexpr int NW = KILN_DEC_WARPS, NT = KILN_ATT_THREADS, TK = 16 * NW, NWT = NT / 32;
@@ -223,6 +243,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     }
 #endif
     KDEC_STAMP(1);
+    if (KILN_DEC_LAUNCH_AT == 2) kiln_pdl_launch();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
@@ -299,6 +320,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
      * touching q, o, the workspace or the caches' new rows. */
     KDEC_STAMP(3);
     kiln_pdl_wait();
+    if (KILN_DEC_LAUNCH_AT == 1) kiln_pdl_launch();
     KDEC_STAMP(4);
 #if KILN_ROPE
     rope_table(sInv, tid, NT);
@@ -403,7 +425,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
         }
 
 #if KILN_DEC_CLUSTER > 1
-        if (mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+        if (KILN_DEC_LAUNCH_AT == 0 && mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
         if (mt == 0) KDEC_STAMP(6);
 #endif
         /* merge the warps' partials into the CTA's, write it to p.ws (a cluster: sPart) */
@@ -497,7 +519,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KDEC_CLUSTER_ATTR
     }
 #if KILN_DEC_CLUSTER == 1
 
-    kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+    if (KILN_DEC_LAUNCH_AT == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
     /* publish; the last of the nsp CTAs of (b, KV head) merges the splits */
     __threadfence();
     __syncthreads();

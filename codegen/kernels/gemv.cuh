@@ -50,9 +50,9 @@
 // KILN_GEMV_MMA 1: only the element traits and loads above the kernel, for gemv_mma.cuh
 // (the tensor-core GEMV of 17..64 rows, which follows it in the unit).
 // Programmatic dependent launch: each thread issues its first group of weight loads, then
-// kiln_pdl_wait; kiln_pdl_launch after the main loop. After the wait one thread calls the
-// optional hook kiln_epilogue_prefetch(p) (the generated part defines
-// KILN_HAS_EPILOGUE_PREFETCH with it) to warm the epilogue's small inputs.
+// kiln_pdl_wait; kiln_pdl_launch right after it (KILN_GEMV_EARLY_LAUNCH) or after the main
+// loop. After the wait one thread calls the optional hook kiln_epilogue_prefetch(p) (the
+// generated part defines KILN_HAS_EPILOGUE_PREFETCH with it) to warm the epilogue's small inputs.
 // Column-block pipelining (KILN_GEMV_PIPE, default 1): a CTA walking several column blocks
 // issues the next block's first group of weight loads before reducing the current one.
 #ifndef KILN_GEMV_CUH
@@ -101,6 +101,23 @@
 // stores the current one, so the cross-warp reduction and the epilogue's memory round trips
 // overlap streaming. 0: the block's loads start after its epilogue.
 #define KILN_GEMV_PIPE 1
+#endif
+#ifndef KILN_GEMV_EARLY_LAUNCH
+// 1: every CTA lets the next kernel launch right after its kiln_pdl_wait (the next grid
+// launches once every CTA of this one has done so, or exited), so that kernel's CTAs take
+// whatever room this one leaves on the SMs at once and issue their independent loads under
+// this kernel's whole run (decode attention's cached rows beside the QKV GEMV); where no room
+// is left they start as this kernel's CTAs exit, as with 0. 0 (the default): after the CTA's last column block is read.
+// Measured on the H200 (README, "Decode attention beside the QKV GEMV"): 1 between GEMVs slows
+// the layer; 1 on the QKV GEMV alone gains nothing unless the attention's shared memory fits
+// the carveout the GEMV runs under.
+#define KILN_GEMV_EARLY_LAUNCH 0
+#endif
+#ifndef KILN_GEMV_NREG
+// > 0: registers capped at this many per thread (__maxnreg__, instead of __launch_bounds__'s
+// KILN_GEMV_MINB). 96 (the 8B QKV GEMV: 16 bytes spilled) leaves a 4-warp CTA of 128 registers
+// room beside two CTAs per SM (attention_decode.cuh KILN_DEC_MINB, KILN_GEMV_EARLY_LAUNCH).
+#define KILN_GEMV_NREG 0
 #endif
 #ifndef KILN_GEMV_MINB
 // CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
@@ -348,6 +365,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
             for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream_early(wr[c] + k + u * STEP);
     }
     kiln_pdl_wait();
+    if (KILN_GEMV_EARLY_LAUNCH) kiln_pdl_launch(); // the next kernel may launch (its wait still waits)
 #ifdef KILN_HAS_EPILOGUE_PREFETCH
     // the epilogue's small inputs (positions, tables: CONTRACT.md) into this SM's caches while
     // the first weights stream; after the wait, since an earlier kernel may write them
@@ -500,7 +518,7 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
         }
         kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);
     }
-    if (cb + gridDim.x >= ncb) kiln_pdl_launch(); // this CTA's weights are read
+    if (!KILN_GEMV_EARLY_LAUNCH && cb + gridDim.x >= ncb) kiln_pdl_launch(); // this CTA's weights are read
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
@@ -533,7 +551,12 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     }
 }
 
-extern "C" __global__ void __launch_bounds__(KGV_THREADS, KILN_GEMV_MINB) KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
+#if KILN_GEMV_NREG > 0
+#define KGV_BOUNDS __maxnreg__(KILN_GEMV_NREG) // (cannot be combined with __launch_bounds__)
+#else
+#define KGV_BOUNDS __launch_bounds__(KGV_THREADS, KILN_GEMV_MINB)
+#endif
+extern "C" __global__ void KGV_BOUNDS KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
 #endif // !KILN_GEMV_MMA
 
 #endif // KILN_GEMV_CUH
