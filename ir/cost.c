@@ -145,6 +145,29 @@ static int64_t valid_keys(const cost_ctx *c, const att_dims *d, int64_t b)
     return offset(c, d->pos, b, d->T - d->S, d->T - d->S) + d->S;
 }
 
+/* The first key sequence b's queries attend, its first query at position o:
+ * with a sliding window W that query sees keys j > o - W (the later ones
+ * fewer below); without one, every key from 0. */
+static int64_t first_key(const ir_node *n, int64_t o)
+{
+    int64_t w = n->attrs.window;
+    return w > 0 && o - w + 1 > 0 ? o - w + 1 : 0;
+}
+
+/* Query-key pairs of sequence b (new rows from o): causal queries p = o + s
+ * see keys up to p, the others up to o + S; a window keeps p - j < W. */
+static int64_t attended_pairs(const ir_node *n, int64_t o, int64_t S)
+{
+    int64_t w = n->attrs.window;
+    if (w <= 0) return n->attrs.causal ? S * o + S * (S + 1) / 2 : S * (o + S);
+    int64_t pairs = 0;
+    for (int64_t s = 0; s < S; s++) {
+        int64_t p = o + s, hi = n->attrs.causal ? p + 1 : o + S, lo = p - w + 1 > 0 ? p - w + 1 : 0;
+        pairs += hi > lo ? hi - lo : 0;
+    }
+    return pairs;
+}
+
 static int64_t node_flops(cost_ctx *c, const ir_node *n)
 {
     int64_t shape[IR_MAX_RANK], xs[IR_MAX_RANK];
@@ -161,8 +184,7 @@ static int64_t node_flops(cost_ctx *c, const ir_node *n)
         if (!attention_dims(c, n, &d)) return 0;
         int64_t pairs = 0;
         for (int64_t b = 0; b < d.B; b++) {
-            int64_t o = valid_keys(c, &d, b) - d.S;
-            pairs += n->attrs.causal ? d.S * o + d.S * (d.S + 1) / 2 : d.S * (o + d.S);
+            pairs += attended_pairs(n, valid_keys(c, &d, b) - d.S, d.S);
         }
         return 2 * pairs * d.H * (d.HD + d.HDV);
     }
@@ -179,14 +201,14 @@ static void attention_kv_read(cost_ctx *c, const ir_node *n, int i, const att_di
     const ir_node *via = fused_write ? cw->inputs[0] : x;
     int64_t rows = 0;
     for (int64_t b = 0; b < d->B; b++) {
-        int64_t valid = valid_keys(c, d, b);
+        int64_t valid = valid_keys(c, d, b), lo = first_key(n, valid - d->S);
         if (fused_write) {
             /* the cache write's rows [o, o + S) come from its input, not the cache */
             int64_t o = offset(c, cw->ninputs > 2 ? cw->inputs[2] : NULL, b, 0, d->T - d->S);
-            int64_t hi = o + d->S < valid ? o + d->S : valid;
-            valid -= hi > o ? hi - o : 0;
+            int64_t hi = o + d->S < valid ? o + d->S : valid, from = o > lo ? o : lo;
+            valid -= hi > from ? hi - from : 0;
         }
-        rows += valid;
+        rows += valid > lo ? valid - lo : 0;
     }
     int64_t bytes = bytes_of(c, via);
     if (d->B * d->T > 0) add_read(c, via, bytes / (d->B * d->T) * rows);

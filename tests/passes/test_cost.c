@@ -231,6 +231,38 @@ static void gpt2(const ir_graph *g)
     CHECK(l.weights == 4 * 3072 + 4LL * (768 * 2304 + 768 * 768 + 2 * 768 * 3072) + 4LL * (2304 + 768 + 3072 + 768));
 }
 
+/* Gemma-2-2B's local layer: a sliding window of 4096 keys; KV = 4, HD = 256,
+ * so one K or V cache row of a sequence is 4 * 256 * 2 = 2048 bytes. */
+static void gemma2_window(const ir_graph *g)
+{
+    int k = -1;
+    for (int i = 0; i < g->ngroups; i++)
+        if (!strcmp(ir_group_kind_name(g->groups[i].kind), "attention")) k = i;
+    CHECK(k >= 0);
+    if (k < 0) return;
+    /* decode over a 32k cache at position 32767: the window's 4096 keys of each cache,
+     * 2 * 4096 * 2048 = 16777216 bytes; FLOPs 2 * 4096 keys * 8 heads * (256 + 256) = 33554432 */
+    int64_t dims[3] = {1, 1, 32768};
+    int32_t pos[1] = {32767};
+    const int32_t *i32[16] = {NULL, pos};
+    ir_cost c;
+    CHECK(ir_cost_group(g, k, dims, i32, &c, NULL, 0) == 0);
+    CHECK_MSG(c.states == 16777216, "window decode states %lld", (long long)c.states);
+    CHECK_MSG(c.flops == 33554432, "window decode flops %lld", (long long)c.flops);
+    /* at position 1000 the window does not bind: 1001 keys, 2 * 1001 * 2048 = 4100096 bytes,
+     * 2 * 1001 * 8 * 512 = 8200192 FLOPs */
+    pos[0] = 1000;
+    CHECK(ir_cost_group(g, k, dims, i32, &c, NULL, 0) == 0);
+    CHECK_MSG(c.states == 4100096, "window decode at 1000: states %lld", (long long)c.states);
+    CHECK_MSG(c.flops == 8200192, "window decode at 1000: flops %lld", (long long)c.flops);
+    /* prefill of 8192 tokens from position 0: query p sees min(p + 1, 4096) keys, in all
+     * 4096 * 4097 / 2 + 4096 * 4096 = 25167872 pairs; 2 * 25167872 * 8 * 512 = 206175207424 */
+    int64_t pdims[3] = {1, 8192, 8192};
+    pos[0] = 0;
+    CHECK(ir_cost_group(g, k, pdims, i32, &c, NULL, 0) == 0);
+    CHECK_MSG(c.flops == 206175207424LL, "window prefill flops %lld", (long long)c.flops);
+}
+
 int main(void)
 {
     ir_graph *g = compile_sample("samples/llama3_8b_layer.kiln");
@@ -247,6 +279,12 @@ int main(void)
     CHECK(g != NULL);
     if (g) {
         llama1b_decode(g);
+        ir_graph_free(g);
+    }
+    g = compile_sample("samples/gemma2_2b_layer.kiln");
+    CHECK(g != NULL);
+    if (g) {
+        gemma2_window(g);
         ir_graph_free(g);
     }
     g = compile_sample("samples/gpt2_block.kiln");
