@@ -19,22 +19,8 @@
 #include "passes/pass.h"
 #include "runtime/rt_pack.h"
 #include "runtime/rt_pack_dev.h"
+#include "pack_compile.h"
 #include "runtime/rt_wmodel.h"
-
-static ir_graph *compile(const char *path, const char *text, const fe_define *defs, int ndefs, diag_list *d)
-{
-    fe_source src;
-    if (text) fe_source_from_string(&src, path, text);
-    else if (fe_source_read(&src, path, d) != 0) return NULL;
-    fe_options fo = {defs, ndefs};
-    ir_graph *g = fe_compile(&src, &fo, d);
-    pass_options po = {0};
-    pass_ctx pc = {.opts = &po, .diags = d};
-    if (g) g = pass_run_pipeline(g, &pc);
-    if (!g) diag_print(d, stderr, src.text);
-    fe_source_free(&src);
-    return g;
-}
 
 static int find(const ir_graph *g, ir_op op, ir_dtype t, int nth)
 {
@@ -54,7 +40,7 @@ int main(void)
         arena_init(&a);
         diag_list d;
         diag_list_init(&d, &a);
-        ir_graph *g = compile(samples[s], NULL, small, 6, &d);
+        ir_graph *g = pack_compile(samples[s], NULL, small, 6, &d);
         CHECK_MSG(g != NULL, "%s does not compile", samples[s]);
         if (g) {
             bool *bind = pass_bind_time(g);
@@ -87,7 +73,7 @@ int main(void)
     arena_init(&a);
     diag_list d;
     diag_list_init(&d, &a);
-    ir_graph *g = compile("pack.kiln", txt, NULL, 0, &d);
+    ir_graph *g = pack_compile("pack.kiln", txt, NULL, 0, &d);
     CHECK(g != NULL);
     if (g) {
         int rs = find(g, IR_OP_MUL, IR_BF16, 0), rsf = find(g, IR_OP_MUL, IR_F32, 0), rsh = find(g, IR_OP_MUL, IR_F16, 0);

@@ -24,6 +24,7 @@
 #include "runtime/rt_nvrtc.h"
 #include "runtime/rt_pack.h"
 #include "runtime/rt_pack_dev.h"
+#include "pack_compile.h"
 
 static uint64_t rng = 88172645463325252ull;
 static float randf(void)
@@ -50,22 +51,6 @@ static int get_dev(void *user, int param, const void **data, char *err, size_t n
     weights *w = user;
     *data = w->dev[param];
     return *data ? 0 : (snprintf(err, n, "no weight %d", param), -1);
-}
-
-static ir_graph *compile_text(const char *path, const char *text, const fe_define *defs, int ndefs, arena *a, diag_list *d)
-{
-    fe_source src;
-    if (text) fe_source_from_string(&src, path, text);
-    else if (fe_source_read(&src, path, d) != 0) return NULL;
-    fe_options fo = {defs, ndefs};
-    ir_graph *g = fe_compile(&src, &fo, d);
-    pass_options po = {0};
-    pass_ctx pc = {.opts = &po, .diags = d};
-    if (g) g = pass_run_pipeline(g, &pc);
-    if (!g) diag_print(d, stderr, src.text);
-    fe_source_free(&src);
-    (void)a;
-    return g;
 }
 
 /* Every bind-time node of g: host and device packing agree; returns the count done on the device. */
@@ -183,7 +168,7 @@ int main(void)
         arena_init(&a);
         diag_list d;
         diag_list_init(&d, &a);
-        ir_graph *g = compile_text(samples[s], NULL, small, 6, &a, &d);
+        ir_graph *g = pack_compile(samples[s], NULL, small, 6, &d);
         CHECK_MSG(g != NULL, "%s does not compile", samples[s]);
         int64_t dims[IR_MAX_SYMS] = {2, 5, 16};
         if (g) done += check_graph(samples[s], g, dims, &k, &rowscales, &permutes, &refused);
@@ -201,7 +186,7 @@ int main(void)
     arena_init(&a);
     diag_list d;
     diag_list_init(&d, &a);
-    ir_graph *g = compile_text("pack.kiln", txt, NULL, 0, &a, &d);
+    ir_graph *g = pack_compile("pack.kiln", txt, NULL, 0, &d);
     CHECK(g != NULL);
     int64_t dims[IR_MAX_SYMS] = {3};
     if (g) {
