@@ -73,6 +73,10 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
  * (gemv.cuh); more take the tensor-core templates. Also the "decode" bound
  * of decode attention's query rows and of a folded norm (README, "Decode"). */
 #define CG_GEMV_MAX_ROWS 16
+/* On sm_90a the most rows a linear takes the GEMV at (and so a norm is folded
+ * at): above, the Hopper matmul's skinny tiles are faster (README, "The
+ * decode rule"). Other targets keep the GEMV to CG_GEMV_MAX_ROWS. */
+#define CG_GEMV_HOPPER_MAX_ROWS 2
 /* The most rows the tensor-core GEMV (gemv_mma.cuh) serves (from 17), and so
  * the most rows at which a norm is folded into the linears that read it (a
  * linear of 17..CG_GEMV_MMA_MAX_ROWS rows that gemv_mma.cuh cannot take, with
@@ -262,6 +266,10 @@ typedef struct cg_target {
     int64_t smem_per_block; /* opt-in maximum of dynamic shared memory per block, bytes */
     int64_t l2_bytes;       /* L2 cache, bytes */
 } cg_target;
+
+/* The most rows a linear takes the GEMV at on target t (CG_GEMV_HOPPER_MAX_ROWS
+ * on sm_90a, else CG_GEMV_MAX_ROWS); a norm is folded up to the same bound. */
+int cg_gemv_max_rows(const cg_target *t);
 
 /* The documented default description for arch (NULL: "sm_90a"), used in CI
  * and by `kiln compile` without a GPU:

@@ -157,6 +157,11 @@ static int heur_row_threads(const ir_dim *d, int *items)
     return t;
 }
 
+int cg_gemv_max_rows(const cg_target *t)
+{
+    return strcmp(t->arch, "sm_90a") ? CG_GEMV_MAX_ROWS : CG_GEMV_HOPPER_MAX_ROWS;
+}
+
 bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
 {
     const ir_graph *g = gen->g;
@@ -164,7 +169,8 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
     bool ovf = false;
     ir_dim rows = ir_type_numel(&n->type, 0, n->type.rank - 1, &ovf);
     int64_t r;
-    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= CG_GEMV_MMA_MAX_ROWS;
+    const int most = CG_GEMV_MMA_MAX_ROWS > CG_GEMV_MAX_ROWS ? CG_GEMV_MMA_MAX_ROWS : cg_gemv_max_rows(gen->target);
+    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= most;
 }
 
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
@@ -572,7 +578,7 @@ static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, co
     int64_t m;
     if (strcmp(gen->target->arch, "sm_90a")) return false;
     if (at != wt || (at != IR_BF16 && at != IR_F16) || b_nk != 1) return false;
-    if (ir_dim_value(M, dims, &m) && m <= 16) return false;
+    if (ir_dim_value(M, dims, &m) && m <= cg_gemv_max_rows(gen->target)) return false;
     if (wg_smem(cfg) > gen->target->smem_per_block) return false;
     for (int i = 0; i < 6; i++)
         if (!mult8(strides[i])) return false;
@@ -580,11 +586,11 @@ static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, co
 }
 
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
-                           const int64_t *dims, int sm_count, ir_dtype t, bool heavy)
+                           const int64_t *dims, int sm_count, int gemv_rows, ir_dtype t, bool heavy)
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1, 0, false, 0, 0, 0, 0, 0, 0};
     int64_t m, n, k, b;
-    if (ir_dim_value(M, dims, &m) && m <= CG_GEMV_MAX_ROWS) h.gemv = true;
+    if (ir_dim_value(M, dims, &m) && m <= gemv_rows) h.gemv = true;
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
         const bool hb = ir_dim_value(batch, dims, &b);
@@ -1186,7 +1192,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     }
     if (nouts == 0) return cg_fail(gen, "the matmul result is not used");
 
-    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count, a->type.dtype, heavy);
+    mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count, cg_gemv_max_rows(gen->target),
+                            a->type.dtype, heavy);
     const ir_dim *tma_strides[6] = {&lda, &ldw, &sa, &sw, &as.off, &ws.off};
     /* the TMA-store epilogue: one output, of the operands' type, rows of a
      * multiple of 8 elements (its base is checked at run time) */

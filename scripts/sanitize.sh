@@ -67,7 +67,7 @@ families=(
   "test_cg_gpu|$build/tests/gpu/test_cg_gpu"
   "test_rt_launch|$build/tests/gpu/test_rt_launch"
 )
-for t in "$build"/tests/gpu/test_gpu_moe "$build"/tests/gpu/test_autotune_gpu; do
+for t in "$build"/tests/gpu/test_gpu_moe "$build"/tests/gpu/test_autotune_gpu "$build"/tests/model/test_pack_gpu; do
   [ -x "$t" ] && families+=("$(basename "$t")|$t")
 done
 
