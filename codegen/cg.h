@@ -70,8 +70,9 @@ int cg_rope_turns_table(char *buf, size_t n, const char *decl, const char *name,
 int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_attrs *r, int64_t hd);
 
 /* The most rows (the product of a linear's leading dims) a GEMV serves
- * (gemv.cuh); more take the tensor-core templates. Also the "decode" bound
- * of decode attention's query rows and of a folded norm (README, "Decode"). */
+ * (gemv.cuh) on targets other than sm_90a (cg_gemv_max_rows); more take the
+ * tensor-core templates. Also the "decode" bound of decode attention's query
+ * rows on every target (README, "The decode rule"). */
 #define CG_GEMV_MAX_ROWS 16
 /* On sm_90a the most rows a linear takes the GEMV at (and so a norm is folded
  * at): above, the Hopper matmul's skinny tiles are faster (README, "The

@@ -4,9 +4,9 @@
  * is a kernel of its own that moves almost nothing: its launch and the
  * boundary cost more than its bytes. Once fold-norm-gain has moved the gain
  * into the weights, linear(rmsnorm(x), W') = (x @ W'^T) * rs with rs =
- * 1/sqrt(mean(x^2) + eps) per row: a GEMV (a linear with at most
- * CG_GEMV_MMA_MAX_ROWS rows, 16 today: the CUDA-core GEMV up to 16 rows, the
- * tensor-core one above when codegen routes it) reads x instead of the norm's result, adds up
+ * 1/sqrt(mean(x^2) + eps) per row: a GEMV (a linear of at most
+ * cg_gemv_max_rows rows — 2 on sm_90a, 16 on the other targets — or the
+ * tensor-core GEMV up to CG_GEMV_MMA_MAX_ROWS when codegen routes it) reads x instead of the norm's result, adds up
  * x[k]^2 from the x it reads anyway (the CUDA-core GEMV next to each
  * product in its main loop, the tensor-core one from the slice of x it
  * stages in shared memory; the weight loads start first and nothing runs
@@ -90,7 +90,8 @@ ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx)
         } else {
             g->groups[n->group].fold_into_gemv = true;
             pass_decide(ctx, g, RULE, true, bytes, nodes, nn, NZ(what),
-                        "in a variant of at most 16 rows (decode) the GEMV reads the norm's input, adds up its squares "
+                        "in a variant whose linears are GEMVs (decode: at most 2 rows on sm_90a, 16 on other targets) the "
+                        "GEMV reads the norm's input, adds up its squares "
                         "next to the dot products and scales them by 1/rms; the row kernel k%d is not launched "
                         "(one kernel fewer per call; other variants keep it)",
                         n->group);
