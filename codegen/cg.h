@@ -74,15 +74,18 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
  * tensor-core templates. Also the "decode" bound of decode attention's query
  * rows on every target (README, "The decode rule"). */
 #define CG_GEMV_MAX_ROWS 16
-/* On sm_90a the most rows a linear takes the GEMV at (and so a norm is folded
- * at): above, the Hopper matmul's skinny tiles are faster (README, "The
+/* On sm_90a the most rows a linear takes the GEMV at: above, the Hopper matmul's skinny tiles are faster (README, "The
  * decode rule"). Other targets keep the GEMV to CG_GEMV_MAX_ROWS. */
 #define CG_GEMV_HOPPER_MAX_ROWS 2
-/* The most rows the tensor-core GEMV (gemv_mma.cuh) serves (from 17), and so
- * the most rows at which a norm is folded into the linears that read it (a
- * linear of 17..CG_GEMV_MMA_MAX_ROWS rows that gemv_mma.cuh cannot take, with
- * a folded norm, runs the CUDA-core GEMV). Above: the Hopper / mma.sync
- * templates. 16 (no rows): gemv_mma.cuh is not routed, because on the H200 it
+/* On sm_90a the most rows at which a norm is folded into the linears that read
+ * it: the GEMV up to CG_GEMV_HOPPER_MAX_ROWS, above it the Hopper matmul's
+ * skinny tiles (matmul_wgmma.cuh KILN_MATMUL_NORM: the sums of squares from
+ * the A tiles in shared memory; its mma.sync fallback reads them from memory).
+ * Larger row counts keep the row kernel. Other targets fold where the GEMV
+ * runs (CG_GEMV_MAX_ROWS). */
+#define CG_NORM_FOLD_HOPPER_MAX_ROWS 64
+/* The most rows the tensor-core GEMV (gemv_mma.cuh) serves (from 17). Above:
+ * the Hopper / mma.sync templates. 16 (no rows): gemv_mma.cuh is not routed, because on the H200 it
  * reads the weights slower than the skinny wgmma configuration at every
  * projection of the Llama layers from 17 to 64 rows (README, "Matmul table");
  * 64 routes it (its tests pass, tests/gpu/test_gpu_matmul). */
@@ -269,8 +272,11 @@ typedef struct cg_target {
 } cg_target;
 
 /* The most rows a linear takes the GEMV at on target t (CG_GEMV_HOPPER_MAX_ROWS
- * on sm_90a, else CG_GEMV_MAX_ROWS); a norm is folded up to the same bound. */
+ * on sm_90a, else CG_GEMV_MAX_ROWS). */
 int cg_gemv_max_rows(const cg_target *t);
+/* The most rows at which a norm is folded into the linears that read it on
+ * target t (CG_NORM_FOLD_HOPPER_MAX_ROWS on sm_90a, else CG_GEMV_MAX_ROWS). */
+int cg_norm_fold_max_rows(const cg_target *t);
 
 /* The documented default description for arch (NULL: "sm_90a"), used in CI
  * and by `kiln compile` without a GPU:

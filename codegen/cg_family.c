@@ -162,6 +162,11 @@ int cg_gemv_max_rows(const cg_target *t)
     return strcmp(t->arch, "sm_90a") ? CG_GEMV_MAX_ROWS : CG_GEMV_HOPPER_MAX_ROWS;
 }
 
+int cg_norm_fold_max_rows(const cg_target *t)
+{
+    return strcmp(t->arch, "sm_90a") ? CG_GEMV_MAX_ROWS : CG_NORM_FOLD_HOPPER_MAX_ROWS;
+}
+
 bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
 {
     const ir_graph *g = gen->g;
@@ -169,8 +174,7 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
     bool ovf = false;
     ir_dim rows = ir_type_numel(&n->type, 0, n->type.rank - 1, &ovf);
     int64_t r;
-    const int most = CG_GEMV_MMA_MAX_ROWS > CG_GEMV_MAX_ROWS ? CG_GEMV_MMA_MAX_ROWS : cg_gemv_max_rows(gen->target);
-    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= most;
+    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= cg_norm_fold_max_rows(gen->target);
 }
 
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
@@ -289,7 +293,7 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     gen->kern->launch.block = threads;
     /* a norm its GEMVs compute at these dims: not launched (an empty grid) */
     bool folded = cg_norm_folded(gen, A);
-    if (folded) gen->kern->config = "not launched: the GEMVs that read it compute it";
+    if (folded) gen->kern->config = "not launched: the linears that read it compute it";
     gen->kern->launch.grid[0] = grid_dim(folded ? ir_dim_const(0) : rows, 1, 0);
     gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = grid_dim(ir_dim_const(1), 1, 0);
     return !gen->failed;
@@ -1201,15 +1205,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     int64_t mv, nv, kv, bv;
     const bool hm = ir_dim_value(&M, dims, &mv), hn = ir_dim_value(&N, dims, &nv), hk = ir_dim_value(&K, dims, &kv),
                hb = ir_dim_value(&batch, dims, &bv);
-    /* 17..64 rows: the tensor-core GEMV where it fits; else, to compute a folded norm, the
-     * CUDA-core one (any row count: it loops over blocks of 16 rows) */
-    if (!h.gemv && gmma_fits(a->type.dtype, w->type.dtype, b_nk, hm, mv, hn, hk, kv, hb, gen->target)) {
+    /* 17..64 rows: the tensor-core GEMV where it fits (a folded norm above the GEMV's rows is
+     * computed by the matmul templates: KILN_MATMUL_NORM) */
+    if (!h.gemv && gmma_fits(a->type.dtype, w->type.dtype, b_nk, hm, mv, hn, hk, kv, hb, gen->target))
         gmma_choose(&h, mv, nv, kv, bv, gen->target);
-    } else if (!h.gemv && norm && hm && mv <= CG_GEMV_MMA_MAX_ROWS) {
-        h.gemv = true;
-        if (hn && hk) gemv_choose(&h, gemv_minb(16, a->type.dtype, heavy), nv, kv, hb ? bv : 1, gen->target->sm_count);
-        if (!hb) h.ctas = 0;
-    }
     /* the QKV epilogue through shared memory and TMA stores (qkv_tma_plan) at every M the Hopper
      * template takes: at skinny M too (the register epilogue's loads and scattered stores wait on
      * each other; decode rows go to the caches element by element from the staging) */
@@ -1221,6 +1220,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * QKV epilogue (a tile holds whole heads) */
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok, !swiglu && !qkv,
                           gen->target->sm_count);
+    /* a folded norm needs the whole of K in each tile: no split-K (nor among the candidates) */
+    if (norm) wc.split = 1;
     /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns);
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
@@ -1236,7 +1237,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (qkv && !qkv_ts && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
     /* autotuning: the problem, the candidates, and the tuner's choice for it
      * (the fallback build asks too and gets the same answer: same fields) */
-    const bool can_split = hm && hn && hk && hb;
+    const bool can_split = hm && hn && hk && hb && !norm;
     if (!h.gemv && !h.gmma && (!qkv || qkv_ts)) { /* the register QKV epilogue keeps its 64-row tiles (above) */
         char mtxt[24], ntxt[24], ktxt[24], btxt[24];
         snprintf(mtxt, sizeof mtxt, hm ? "%lld" : "sym", (long long)mv);
@@ -1278,7 +1279,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     cg_scalar(gen, "ldw", ldw);
     cg_scalar(gen, "sa", sa);
     cg_scalar(gen, "sw", sw);
-    if (norm && !h.gemv && !h.gmma) return cg_fail(gen, "a folded norm needs the GEMV template");
+    if (norm && !h.gemv && !h.gmma) { /* the matmul templates (matmul_wgmma.cuh and its fallback) */
+        define(plan, "KILN_MATMUL_NORM", "1");
+        define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));
+    }
     if (h.gemv || h.gmma) {
         bool *ovf = &gen->dim_overflow;
         /* partial products; with a folded norm as much again for the slices' sums of squares
@@ -1349,6 +1353,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
+        if (norm) gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
         if (gen->kern->tuned) gen->kern->config = cg_printf(gen, "%s (autotuned)", gen->kern->config);
         /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a",
          * "w"); the TMA-store epilogue's output: rows M of onb elements */
@@ -1450,6 +1455,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_STAGES", "%d", h.stages);
         gen->kern->config = a->type.dtype == IR_F32 ? cg_printf(gen, "fma %dx%dx%d", h.bm, h.bn, h.bk)
                                                    : cg_printf(gen, "mma.sync %dx%dx%d s%d", h.bm, h.bn, h.bk, h.stages);
+        if (norm) gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
         /* the template's KILN_SMEM_BYTES (matmul_mma.cuh), computed here for the launch:
          * 2-byte types a STAGES-deep ring of rows padded by 8 elements; f32 one
          * A and one B tile, k-major, padded by 4 */

@@ -1,26 +1,25 @@
-/* passes/fold_norm_gemv.c — let decode GEMVs compute the RMSNorm they read.
+/* passes/fold_norm_gemv.c — let decode linears compute the RMSNorm they read.
  *
  * At decode a row of the residual stream is a few KB, and the RMSNorm of it
  * is a kernel of its own that moves almost nothing: its launch and the
  * boundary cost more than its bytes. Once fold-norm-gain has moved the gain
  * into the weights, linear(rmsnorm(x), W') = (x @ W'^T) * rs with rs =
- * 1/sqrt(mean(x^2) + eps) per row: a GEMV (a linear of at most
- * cg_gemv_max_rows rows — 2 on sm_90a, 16 on the other targets — or the
- * tensor-core GEMV up to CG_GEMV_MMA_MAX_ROWS when codegen routes it) reads x instead of the norm's result, adds up
- * x[k]^2 from the x it reads anyway (the CUDA-core GEMV next to each
- * product in its main loop, the tensor-core one from the slice of x it
- * stages in shared memory; the weight loads start first and nothing runs
- * before them), and scales the reduced dot products by rs before its
- * epilogue (split-K: the slices' sums of squares are added with the
- * slices). The
- * norm's kernel is not launched and its result is never written or read
- * back.
+ * 1/sqrt(mean(x^2) + eps) per row: the linear reads x instead of the norm's
+ * result, adds up x[k]^2 from the x it reads anyway and scales its dot
+ * products by rs before its epilogue. Which kernel does it depends on the
+ * rows (cg_norm_fold_max_rows): the CUDA-core GEMV (up to cg_gemv_max_rows:
+ * 2 rows on sm_90a, 16 on other targets) next to each product in its main
+ * loop (split-K: the slices' sums of squares are added with the slices); on
+ * sm_90a from 3 to 64 rows the Hopper matmul's skinny tiles, from the A
+ * tiles its consumers multiply in shared memory (no split-K then; its
+ * mma.sync fallback reads them from memory). The norm's kernel is not
+ * launched and its result is never written or read back.
  *
  * The decision depends on the row count, which a variant fixes: this pass
  * marks the norm's kernel (ir_group.fold_into_gemv); codegen, for a variant
- * whose linears are GEMVs, skips that kernel (an empty launch) and has each
- * GEMV read x instead of the norm's result. Other variants (tensor-core
- * matmuls) keep the row kernel.
+ * of at most cg_norm_fold_max_rows rows, skips that kernel (an empty launch)
+ * and has each linear read x instead of the norm's result. Other variants
+ * (prefill) keep the row kernel.
  *
  * Algorithm: after plan-kernels, for every RMSNORM anchoring a row kernel:
  *  - it has no gain (fold-norm-gain took it into the weights),
@@ -78,7 +77,7 @@ ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx)
         int nn = 1;
         for (int j = 0; j < g->nnodes && nn < 8; j++)
             if (g->nodes[j]->op == IR_OP_LINEAR && g->nodes[j]->inputs[0] == n) nodes[nn++] = g->nodes[j];
-        const char *what = arena_printf(&a, "compute %s inside the GEMV%s of %s at decode", NZ(pass_describe(&a, n)),
+        const char *what = arena_printf(&a, "compute %s inside the kernel%s of %s at decode", NZ(pass_describe(&a, n)),
                                         nlin > 1 ? "s" : "", NZ(pass_describe(&a, nodes[1])));
         /* the norm's result written once and read by each linear */
         ir_dim bytes = pass_size(ctx, n, 1 + nlin);
@@ -90,9 +89,9 @@ ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx)
         } else {
             g->groups[n->group].fold_into_gemv = true;
             pass_decide(ctx, g, RULE, true, bytes, nodes, nn, NZ(what),
-                        "in a variant whose linears are GEMVs (decode: at most 2 rows on sm_90a, 16 on other targets) the "
-                        "GEMV reads the norm's input, adds up its squares "
-                        "next to the dot products and scales them by 1/rms; the row kernel k%d is not launched "
+                        "in a decode variant (at most 64 rows on sm_90a: the GEMV to 2, the Hopper matmul's skinny tiles "
+                        "above; 16 on other targets: the GEMV) each linear reads the norm's input, adds up its squares "
+                        "beside the dot products and scales them by 1/rms; the row kernel k%d is not launched "
                         "(one kernel fewer per call; other variants keep it)",
                         n->group);
         }

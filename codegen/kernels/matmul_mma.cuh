@@ -24,6 +24,12 @@
 // dynamic shared memory KILN_SMEM_BYTES (formula below; > 48 KiB needs the kernel's
 // max-dynamic-shared-memory attribute raised first: rt_kernel_set_max_smem).
 //
+// Folded RMSNorm (KILN_MATMUL_NORM 1, KILN_EPS; passes/fold_norm_gemv.c): A is the norm's
+// input x and its gain is in W, so the products are scaled by rs[m] = rsqrt(mean(x[m]^2) +
+// KILN_EPS) before the epilogue. Here (the run-time fallback of matmul_wgmma.cuh, which
+// computes the sums from its shared tiles) the CTA computes rs of its BM rows from A in
+// memory after its main loop, a warp per row, into the ring's shared memory.
+//
 // This is the portable first version; a Hopper wgmma + TMA kernel replaces the
 // body behind the same KilnArgs, hook, constants and launch rule.
 #ifndef KILN_MATMUL_MMA_CUH
@@ -156,6 +162,33 @@ __device__ __forceinline__ bool kmm_aligned16(const void *p, long long ld, long 
     return ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) && (ld % 8 == 0) && (sb % 8 == 0);
 }
 
+#ifndef KILN_MATMUL_NORM
+#define KILN_MATMUL_NORM 0
+#endif
+// The folded norm's rs of rows m0 .. m0 + BM - 1 of A into rs_s (shared memory that the main
+// loop no longer reads); 1 for every row without KILN_MATMUL_NORM (not called then).
+template <typename T, int BM>
+__device__ __forceinline__ void kmm_norm_rs(float *rs_s, const T *A, long long m0, long long M, long long K, long long lda)
+{
+#if KILN_MATMUL_NORM
+    __syncthreads(); // every warp is past its last read of the ring
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int r = warp; r < BM; r += nw) {
+        float v = 0.f;
+        if (m0 + r < M)
+            for (long long k = lane; k < K; k += 32) {
+                const float x = kiln_ld(A + (m0 + r) * lda + k);
+                v = fmaf(x, x, v);
+            }
+        v = kiln_warp_sum(v);
+        if (lane == 0) rs_s[r] = rsqrtf(v * (1.0f / (float)K) + KILN_EPS);
+    }
+    __syncthreads();
+#else
+    (void)rs_s, (void)A, (void)m0, (void)M, (void)K, (void)lda;
+#endif
+}
+
 // ---- bf16 / f16: tensor cores ------------------------------------------------------------
 template <typename T> __device__ __forceinline__ void kmm_main16(const KilnArgs &p)
 {
@@ -244,10 +277,22 @@ template <typename T> __device__ __forceinline__ void kmm_main16(const KilnArgs 
         }
     }
     kmm_cp_wait<0>();
+    float *rs_s = reinterpret_cast<float *>(kmm_smem);
+    kmm_norm_rs<T, BM>(rs_s, A, m0, M, K, p.lda);
 
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
         const long long r = m0 + wm * WM + mi * 16 + (lane >> 2);
+        if (KILN_MATMUL_NORM) {
+            const float r0 = rs_s[r - m0], r1 = rs_s[r + 8 - m0];
+#pragma unroll
+            for (int ni = 0; ni < NI; ni++) {
+                acc[mi][ni][0] *= r0;
+                acc[mi][ni][1] *= r0;
+                acc[mi][ni][2] *= r1;
+                acc[mi][ni][3] *= r1;
+            }
+        }
 #pragma unroll
         for (int ni = 0; ni < NI; ni++) {
             const long long c = n0 + wn * WN + ni * 8 + (lane & 3) * 2;
@@ -322,10 +367,16 @@ template <typename T> __device__ __forceinline__ void kmm_main32(const KilnArgs 
         __syncthreads();
     }
 
+    kmm_norm_rs<T, BM>(sA, A, m0, M, K, p.lda);
     const long long c = n0 + tx * 4;
 #pragma unroll
     for (int i = 0; i < RM; i++) {
         const long long r = m0 + ty + i * TY;
+        if (KILN_MATMUL_NORM) {
+            const float rs = sA[ty + i * TY];
+#pragma unroll
+            for (int j = 0; j < 4; j++) acc[i][j] *= rs;
+        }
         if (r < M) {
             if (c < N) kiln_epilogue2(p, b, r, c, acc[i][0], acc[i][1], c + 1 < N);
             if (c + 2 < N) kiln_epilogue2(p, b, r, c + 2, acc[i][2], acc[i][3], c + 3 < N);

@@ -46,6 +46,16 @@
 // past the edges read zeros and the epilogue is called only for m < M, n < N.
 // The maps hold the base pointers: they must be encoded again when a pointer changes.
 //
+// Folded RMSNorm (KILN_MATMUL_NORM 1, passes/fold_norm_gemv.c, decode variants of skinny M):
+// A is the norm's input x and its gain is already in W (passes/fold_norm_gain.c), so
+// linear(rmsnorm(x), W) = (x @ W^T) * rs with rs[m] = rsqrt(mean(x[m]^2) + KILN_EPS). Each
+// consumer adds up the squares of its rows of every A slot it multiplies (the slot is in
+// shared memory anyway: nothing more is read from memory; the four lanes of a quad read the
+// 128 bytes of one of their two accumulator rows, whose 16-byte chunks the swizzle only
+// permutes within the row), the quad's partial sums are reduced once the tile's K is done,
+// and the accumulators are scaled by their row's rs before the epilogue. A tile must see the
+// whole of K: codegen never splits K with it.
+//
 // Constants: KILN_BM, KILN_BN (tile per CTA), KILN_STAGES, KILN_GROUP_M (default 16),
 // KILN_WGMMA_PINGPONG (0: both consumers share a tile, BM 128 or 256; 1: they take tiles in
 // turn, BM 64 or 128), KILN_CLUSTER_M (1, or 2: clusters of two CTAs on adjacent row blocks,
@@ -121,6 +131,12 @@
 #endif
 #ifndef KILN_WGMMA_EPI_COLS
 #define KILN_WGMMA_EPI_COLS (KILN_SWIGLU ? KILN_BN / 2 : KILN_BN)
+#endif
+#ifndef KILN_MATMUL_NORM
+#define KILN_MATMUL_NORM 0
+#endif
+#if KILN_MATMUL_NORM && KILN_SPLITK > 1
+#error "matmul_wgmma.cuh: a folded norm needs the whole of K in each tile (KILN_SPLITK 1)"
 #endif
 #ifndef KILN_SPLITK
 #define KILN_SPLITK 1
@@ -664,6 +680,60 @@ __device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][B
 }
 #endif
 
+#if KILN_MATMUL_NORM
+// The folded norm's sums of squares (KILN_MATMUL_NORM): the consumer's slot `tile` (its MW
+// m64 blocks, 128-byte rows) adds to ss[mi][h] the squares of row mi*64 + warp*16 + lane/4
+// + 8h, a quarter of the row per lane of the quad (the quad's sums are added by kwg_norm_rs).
+template <int MW> __device__ __forceinline__ void kwg_norm_add(float (&ss)[MW][2], unsigned tile, int warp, int lane)
+{
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const unsigned a = tile + (unsigned)((mi * 64 + warp * 16 + (lane >> 2) + h * 8) * 128 + (lane & 3) * 32);
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                unsigned v[4];
+                asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                             : "r"(a + 16u * (unsigned)q));
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+#if KILN_WGMMA_F16
+                    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&v[e]));
+                    const float lo = f.x, hi = f.y;
+#else
+                    const float lo = __uint_as_float(v[e] << 16), hi = __uint_as_float(v[e] & 0xffff0000u);
+#endif
+                    ss[mi][h] = fmaf(lo, lo, fmaf(hi, hi, ss[mi][h]));
+                }
+            }
+        }
+}
+
+// rs = rsqrt(mean + eps) of each accumulator row once the tile's K is done; the accumulators
+// are scaled by it (rows past M summed zeros: their values are never stored)
+template <int MW, int BN>
+__device__ __forceinline__ void kwg_norm_scale(float (&ss)[MW][2], float (&acc)[MW][BN / 2], long long K)
+{
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float v = ss[mi][h];
+            v += __shfl_xor_sync(0xffffffffu, v, 1);
+            v += __shfl_xor_sync(0xffffffffu, v, 2);
+            const float rs = rsqrtf(v * (1.0f / (float)K) + KILN_EPS);
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++) {
+                acc[mi][j * 4 + h * 2] *= rs;
+                acc[mi][j * 4 + h * 2 + 1] *= rs;
+            }
+            ss[mi][h] = 0.f;
+        }
+}
+#endif
+
 // BM x BN: the tile of one unit of work per CTA. PP 0 (cooperative): both consumer
 // warpgroups share each tile, BM/2 rows each. PP 1 (ping-pong): the consumers take whole
 // tiles in turn, so one's epilogue runs under the other's mainloop; an ordering barrier pair
@@ -764,6 +834,9 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
         float acc[MW][BN / 2];
+#if KILN_MATMUL_NORM
+        float ss[MW][2] = {}; // the folded norm's sums of squares of this tile's rows
+#endif
         bool pending = false; // TMA stores issued by this warpgroup (TS)
         volatile int *flag = reinterpret_cast<volatile int *>(kwg_smem + (bars - kwg_saddr(kwg_smem)) +
                                                               8u * (unsigned)(2 * STAGES + 2)) + c;
@@ -819,6 +892,13 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                     }
                 }
                 kwg_commit();
+#if KILN_MATMUL_NORM
+                // read beside the wgmma group reading the same slot; done (the sums need the
+                // values) before this warp's lane 0 can release it
+                kwg_norm_add<MW>(ss, sA + s * A_BYTES + (unsigned)((PP ? 0 : c * MW) * 64 * 128), warp, lane);
+#pragma unroll
+                for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]); // the sums exist before any release
+#endif
                 if (PP && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE
                 // tests only (bench/wgmma): a planted race that racecheck must report: the slot
@@ -843,6 +923,9 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #endif
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
+#if KILN_MATMUL_NORM
+            kwg_norm_scale<MW, BN>(ss, acc, K);
+#endif
 
             const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
 #if KILN_WGMMA_SPLIT_FIELDS

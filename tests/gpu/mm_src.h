@@ -91,7 +91,8 @@ typedef struct mm_cfg {
     /* gemv (bm > 0: at most bm CTAs along N); matmul_wgmma: cols = output columns staged by the TMA-store
      * epilogue (0: the epilogue from registers), splitk = split-K factor */
     int cols, splitk, maxm;
-    int norm; /* gemv, gemv_mma: KILN_GEMV_NORM (A is x; the result scaled by 1/rms of its row) */
+    int norm; /* gemv, gemv_mma: KILN_GEMV_NORM; wgmma, mma: KILN_MATMUL_NORM (A is x; the result
+               * scaled by 1/rms of its row) */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
@@ -111,16 +112,16 @@ static inline size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
 static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 {
     if (c->kind == MM_KIND_WGMMA)
-        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn, c->cols,
-                 c->splitk > 1 ? c->splitk : 1);
+                 c->splitk > 1 ? c->splitk : 1, c->norm ? "_norm" : "");
     else if (c->kind == MM_KIND_GMMA)
         snprintf(buf, n, "gmma_%s_%s_nt%d_mt%d_w%d_u%d_sk%d%s%s%.0d", mm_dt_name(c->dt),
                  c->epi ? "biasres" : "store", c->maxm, c->cols, c->wm, c->stages, c->splitk, c->norm ? "_norm" : "",
                  c->bm ? "_grid" : "", c->bm);
     else if (c->kind == MM_KIND_MMA)
-        snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
-                 c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+        snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+                 c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, c->norm ? "_norm" : "");
     else
         snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d%s%s%.0d%s%.0d%s%.0d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm, c->norm ? "_norm" : "",
@@ -198,6 +199,8 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   c->bm, c->bn, c->stages, c->wm, c->wn, c->dt == MM_F16);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0)
         nu_printf(&b, "#define KILN_WGMMA_TMA_STORE 1\n#define KILN_WGMMA_EPI_COLS %d\n", c->cols);
+    if ((c->kind == MM_KIND_WGMMA || c->kind == MM_KIND_MMA) && c->norm)
+        nu_printf(&b, "#define KILN_MATMUL_NORM 1\n#define KILN_EPS 1e-5f\n");
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
         nu_printf(&b,

@@ -19,9 +19,9 @@
  *     off: with them the gains are in the weights and the decode GEMVs
  *     compute the RMSNorms (5 kernels launched per eager run instead of 7);
  *     outputs and caches agree with the rules off within bf16 tolerance
- *     (2e-2 relative); at B=2 S=5 too (10 rows: a GEMV variant
- *     where the target's GEMV takes 10 rows, cg_gemv_max_rows, else tensor-core
- *     matmuls with the norms launched). The rebinding of 3
+ *     (2e-2 relative); at 10, 8, 40 and 64 rows too (B=2 S=5, B=8 S=1,
+ *     5, 8: folded up to cg_norm_fold_max_rows of the target, by the GEMV or
+ *     on sm_90a the Hopper matmul's skinny tiles; above, the norms launched). The rebinding of 3
  *     runs with the folds on, so the folded weights are made again. Against
  *     the interpreter: tests/api/test_api_gpu. */
 #include <cuda_runtime_api.h>
@@ -35,7 +35,7 @@
 #include "src/compile.h"
 
 #define SAMPLE "samples/llama3_1b_layer.kiln"
-enum { MAXB = 2, MAXS = 8, T = 64, D = 1024 };
+enum { MAXB = 8, MAXS = 8, T = 64, D = 1024 };
 
 static uint64_t seed = 12345;
 static float rndf(void)
@@ -135,7 +135,8 @@ static void io_make(io *r, int64_t B, int64_t S, int p0)
     cudaMalloc(&r->x, xb);
     cudaMemcpy(r->x, xh, xb, cudaMemcpyHostToDevice);
     free(xh);
-    int32_t pos[MAXB] = {p0, p0 + 7};
+    int32_t pos[MAXB];
+    for (int j = 0; j < MAXB; j++) pos[j] = (p0 + 7 * j) % (T - MAXS);
     cudaMalloc(&r->pos, sizeof pos);
     cudaMemcpy(r->pos, pos, sizeof pos, cudaMemcpyHostToDevice);
     r->ybytes = xb;
@@ -326,13 +327,14 @@ static void test_norm_fold(rt_ctx *ctx)
     if (!m || !mn) goto out;
     weights_make(m, &w);
     if (!bind(m, &w) || !bind(mn, &w)) goto out;
-    /* 10 rows (B=2, S=5): a GEMV variant up to cg_gemv_max_rows of the target, else the tensor-core
-     * matmuls with the norms as kernels of their own (7 launches both ways) */
+    /* up to cg_norm_fold_max_rows rows of the target the norms are computed by the linears (the
+     * GEMV to cg_gemv_max_rows, on sm_90a the Hopper matmul's skinny tiles above: 10, 40 and 64
+     * rows, a partial and a whole 64-row tile), else kernels of their own (7 launches both ways) */
     cg_target t;
     rt_ctx_target(ctx, &t);
-    struct { int64_t B, S; int p0; } cases[] = {{1, 1, 30}, {2, 1, 41}, {2, 5, 9}};
-    for (int c = 0; c < 3; c++) {
-        const uint64_t want = cases[c].B * cases[c].S <= cg_gemv_max_rows(&t) ? 5 : 7;
+    struct { int64_t B, S; int p0; } cases[] = {{1, 1, 30}, {2, 1, 41}, {2, 5, 9}, {8, 1, 20}, {8, 5, 3}, {8, 8, 2}};
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+        const uint64_t want = cases[c].B * cases[c].S <= cg_norm_fold_max_rows(&t) ? 5 : 7;
         io r;
         io_make(&r, cases[c].B, cases[c].S, cases[c].p0);
         uint64_t l0 = m->cnt.launches, n0 = mn->cnt.launches;

@@ -768,6 +768,9 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
 #define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0, 0}
+/* the folded RMSNorm (KILN_MATMUL_NORM) in the Hopper template (no split-K) and its mma.sync fallback */
+#define WGMMA_NORM(dt, epi, bm, bn, st, pp, ec) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, 1, 0, 1}
+#define MMA_NORM(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 1}
 
 static const mm_cfg test_cfgs[] = {
     /* 0 */ MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
@@ -824,6 +827,14 @@ static const mm_cfg test_cfgs[] = {
     /* 47 */ WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 1),
     /* 48 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 0, 3),
     /* 49 */ WGMMA_X(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 4),
+    /* decode rows with the norm folded (codegen's 64x128 and 64x64 skinny tiles, the TMA store and
+     * registers, a cooperative 128-row tile) and the fallbacks (bf16, f32) */
+    /* 50 */ WGMMA_NORM(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128),
+    /* 51 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64),
+    /* 52 */ WGMMA_NORM(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 0),
+    /* 53 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 0, 0),
+    /* 54 */ MMA_NORM(MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 32, 2, 2, 3),
+    /* 55 */ MMA_NORM(MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
