@@ -681,34 +681,60 @@ __device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][B
 #endif
 
 #if KILN_MATMUL_NORM
-// The folded norm's sums of squares (KILN_MATMUL_NORM): the consumer's slot `tile` (its MW
-// m64 blocks, 128-byte rows) adds to ss[mi][h] the squares of row mi*64 + warp*16 + lane/4
-// + 8h, a quarter of the row per lane of the quad (the quad's sums are added by kwg_norm_rs).
-template <int MW> __device__ __forceinline__ void kwg_norm_add(float (&ss)[MW][2], unsigned tile, int warp, int lane)
+// The folded norm's sums of squares (KILN_MATMUL_NORM). kwg_norm_load reads, from the
+// consumer's slot `tile` (its MW m64 blocks of 128-byte rows), a quarter of rows mi*64 +
+// warp*16 + lane/4 + 8h: two 16-byte chunks per row and lane. It reads physical chunks
+// (2 * (lane & 3) + q) ^ (lane / 4): the four lanes of a quad still cover all eight chunks of
+// their row, whatever the swizzle did to them, and the eight rows of one load hit distinct
+// banks (four wavefronts for 512 bytes). A warp whose 16 rows all lie at or past M (rows0:
+// the first row of the tile's block) reads nothing. kwg_norm_add then adds the squares;
+// kwg_norm_scale reduces the quad's sums once the tile's K is done.
+template <int MW> struct kwg_norm_regs {
+    unsigned v[MW][2][2][4];
+};
+template <int MW>
+__device__ __forceinline__ void kwg_norm_load(kwg_norm_regs<MW> &r, unsigned tile, int warp, int lane, long long rows0,
+                                              long long M)
 {
 #pragma unroll
-    for (int mi = 0; mi < MW; mi++)
+    for (int mi = 0; mi < MW; mi++) {
+        if (rows0 + mi * 64 + warp * 16 >= M) continue; // uniform across the warp
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const unsigned a = tile + (unsigned)((mi * 64 + warp * 16 + (lane >> 2) + h * 8) * 128 + (lane & 3) * 32);
+        for (int h = 0; h < 2; h++)
 #pragma unroll
             for (int q = 0; q < 2; q++) {
-                unsigned v[4];
+                const unsigned ch = (unsigned)(((lane & 3) * 2 + q) ^ ((lane >> 2) & 7));
+                const unsigned a = tile + (unsigned)((mi * 64 + warp * 16 + (lane >> 2) + h * 8) * 128) + 16u * ch;
                 asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                             : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                             : "r"(a + 16u * (unsigned)q));
+                             : "=r"(r.v[mi][h][q][0]), "=r"(r.v[mi][h][q][1]), "=r"(r.v[mi][h][q][2]),
+                               "=r"(r.v[mi][h][q][3])
+                             : "r"(a));
+            }
+    }
+}
+template <int MW>
+__device__ __forceinline__ void kwg_norm_add(float (&ss)[MW][2], const kwg_norm_regs<MW> &r, int warp, long long rows0,
+                                             long long M)
+{
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++) {
+        if (rows0 + mi * 64 + warp * 16 >= M) continue;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int q = 0; q < 2; q++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
+                    const unsigned v = r.v[mi][h][q][e];
 #if KILN_WGMMA_F16
-                    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&v[e]));
+                    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&v));
                     const float lo = f.x, hi = f.y;
 #else
-                    const float lo = __uint_as_float(v[e] << 16), hi = __uint_as_float(v[e] & 0xffff0000u);
+                    const float lo = __uint_as_float(v << 16), hi = __uint_as_float(v & 0xffff0000u);
 #endif
                     ss[mi][h] = fmaf(lo, lo, fmaf(hi, hi, ss[mi][h]));
                 }
-            }
-        }
+    }
 }
 
 // rs = rsqrt(mean + eps) of each accumulator row once the tile's K is done; the accumulators
@@ -865,6 +891,9 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             }
             kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
             const int mb = um * CM + (int)rank;
+#if KILN_MATMUL_NORM
+            const long long nrow0 = (long long)mb * BM + (PP ? 0 : c * (BM / 2)); // the consumer's first row
+#endif
             if (PP && i > 0) { // the other consumer has issued the previous tile's mainloop
                 kwg_bar_wait(KWG_ORDER(c), c == 0 ? ((turn - 1u) & 1u) : (turn & 1u));
             }
@@ -880,6 +909,11 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             int prev = 0;
             for (int kt = 0; kt < nk; kt++) {
                 kwg_bar_wait(KWG_FULL(s), ph);
+#if KILN_MATMUL_NORM
+                // the slot's rows for the sums, read while the wgmma group below is issued
+                kwg_norm_regs<MW> nr;
+                kwg_norm_load<MW>(nr, sA + s * A_BYTES + (unsigned)((PP ? 0 : c * MW) * 64 * 128), warp, lane, nrow0, M);
+#endif
                 kwg_fence();
 #pragma unroll
                 for (int kk = 0; kk < KWG_BK / 16; kk++) {
@@ -893,11 +927,11 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 }
                 kwg_commit();
 #if KILN_MATMUL_NORM
-                // read beside the wgmma group reading the same slot; done (the sums need the
-                // values) before this warp's lane 0 can release it
-                kwg_norm_add<MW>(ss, sA + s * A_BYTES + (unsigned)((PP ? 0 : c * MW) * 64 * 128), warp, lane);
+                // the sums need the loaded values: every lane has them before this warp's lane 0
+                // can release the slot
+                kwg_norm_add<MW>(ss, nr, warp, nrow0, M);
 #pragma unroll
-                for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]); // the sums exist before any release
+                for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]);
 #endif
                 if (PP && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE

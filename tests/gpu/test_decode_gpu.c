@@ -19,9 +19,11 @@
  *     off: with them the gains are in the weights and the decode GEMVs
  *     compute the RMSNorms (5 kernels launched per eager run instead of 7);
  *     outputs and caches agree with the rules off within bf16 tolerance
- *     (2e-2 relative); at 10, 8, 40 and 64 rows too (B=2 S=5, B=8 S=1,
- *     5, 8: folded up to cg_norm_fold_max_rows of the target, by the GEMV or
- *     on sm_90a the Hopper matmul's skinny tiles; above, the norms launched). The rebinding of 3
+ *     (2e-2 relative); at 10, 8, 32 and 40 rows too (B=2 S=5, B=8 S=1, B=4
+ *     S=8, B=8 S=5: folded in variants of their own dims up to
+ *     cg_norm_fold_max_rows of the target, by the GEMV or on sm_90a the
+ *     Hopper matmul's skinny tiles; 40 rows take the large-shape variant,
+ *     whose norms are launched). The rebinding of 3
  *     runs with the folds on, so the folded weights are made again. Against
  *     the interpreter: tests/api/test_api_gpu. */
 #include <cuda_runtime_api.h>
@@ -327,14 +329,16 @@ static void test_norm_fold(rt_ctx *ctx)
     if (!m || !mn) goto out;
     weights_make(m, &w);
     if (!bind(m, &w) || !bind(mn, &w)) goto out;
-    /* up to cg_norm_fold_max_rows rows of the target the norms are computed by the linears (the
-     * GEMV to cg_gemv_max_rows, on sm_90a the Hopper matmul's skinny tiles above: 10, 40 and 64
-     * rows, a partial and a whole 64-row tile), else kernels of their own (7 launches both ways) */
+    /* in a variant planned for its dims (at most the model's decode_max_rows rows, 32) of up to
+     * cg_norm_fold_max_rows rows of the target, the norms are computed by the linears (the GEMV to
+     * cg_gemv_max_rows, on sm_90a the Hopper matmul's skinny tiles above: 10 and 32 rows); else
+     * (40 rows: the large-shape variant) kernels of their own (7 launches both ways) */
     cg_target t;
     rt_ctx_target(ctx, &t);
-    struct { int64_t B, S; int p0; } cases[] = {{1, 1, 30}, {2, 1, 41}, {2, 5, 9}, {8, 1, 20}, {8, 5, 3}, {8, 8, 2}};
+    struct { int64_t B, S; int p0; } cases[] = {{1, 1, 30}, {2, 1, 41}, {2, 5, 9}, {8, 1, 20}, {4, 8, 2}, {8, 5, 3}};
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-        const uint64_t want = cases[c].B * cases[c].S <= cg_norm_fold_max_rows(&t) ? 5 : 7;
+        const int64_t rows = cases[c].B * cases[c].S;
+        const uint64_t want = rows <= cg_norm_fold_max_rows(&t) && rows <= m->decode_max_rows ? 5 : 7;
         io r;
         io_make(&r, cases[c].B, cases[c].S, cases[c].p0);
         uint64_t l0 = m->cnt.launches, n0 = mn->cnt.launches;
