@@ -481,11 +481,12 @@ static int64_t wg_smem(const wg_cfg *c)
  *   N, K and batch known. */
 /* The decode-sized options of matmul_wgmma.cuh that codegen turns on at skinny M (bit 0
  * KILN_WGMMA_W_EARLY, bit 1 KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY, bit 3 with bit 0
- * KILN_WGMMA_W_L2 at two rings of K steps; cg_gen_matmul
- * says when each applies). A build-time knob so that a benchmark can build the variants it
- * compares (bench/gemv/b32_device.sh). */
+ * KILN_WGMMA_W_L2 at two rings of K steps; cg_gen_matmul says when each applies): W early and
+ * evict-first, the two the 8B decode layer measured faster with (README, "The decode-sized
+ * options"). A build-time knob so that a benchmark can build the variants it compares
+ * (bench/gemv/build_variants.sh). */
 #ifndef KILN_CG_WG_DECODE
-#define KILN_CG_WG_DECODE 15
+#define KILN_CG_WG_DECODE 3
 #endif
 
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
