@@ -668,7 +668,7 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
 {
     const char *f = cg_ptr(gen, n, false);
     if (!f) return "0.0f";
-    return cg_printf(gen, "kiln_ld(p.%s + %s)", f, cg_idx_flatten(gen, x));
+    return cg_printf(gen, "%s(p.%s + %s)", gen->ld_fn ? gen->ld_fn : "kiln_ld", f, cg_idx_flatten(gen, x));
 }
 
 /* An elementwise op over operand expressions v: the op table's CUDA

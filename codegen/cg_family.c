@@ -483,6 +483,16 @@ static int64_t wg_smem(const wg_cfg *c)
  *   slice) at most a quarter of the weight's bytes; at M <= 64 only when
  *   K >= 8192 or the tiles fill at most a quarter of the SMs. The split needs
  *   N, K and batch known. */
+/* The decode-sized options of matmul_wgmma.cuh that codegen turns on at skinny M (bit 0
+ * KILN_WGMMA_W_EARLY, bit 1 KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY, bit 3 with bit 0
+ * KILN_WGMMA_W_L2 at two rings of K steps; cg_gen_matmul says when each applies): W early and
+ * evict-first, the two the 8B decode layer measured faster with (README, "The decode-sized
+ * options"). A build-time knob so that a benchmark can build the variants it compares
+ * (bench/gemv/build_variants.sh). */
+#ifndef KILN_CG_WG_DECODE
+#define KILN_CG_WG_DECODE 3
+#endif
+
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
                         bool narrow, int sm_count)
 {
@@ -616,8 +626,12 @@ typedef struct mm_epi {
     const ir_type *ot, *out_t;
 } mm_epi;
 
-static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool val)
+/* warm: kiln_epilogue_warm, the value hook's body under another name with every load a
+ * kiln_ld_warm (common.cuh: an L2 prefetch that returns 0), its values discarded by the
+ * template (matmul_wgmma.cuh, KILN_WGMMA_EPI_EARLY): it asks for what the epilogue will read */
+static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool val, bool warm)
 {
+    if (warm) gen->ld_fn = "kiln_ld_warm";
     const ir_node *A = e->A, *bias = e->bias;
     const int ro = e->ro;
     cg_str body = {0};
@@ -672,12 +686,16 @@ static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool v
     }
     cg_line(gen, "(void)b;");
     if (val) cg_line(gen, "return %s;", ret);
+    if (warm) cg_str_printf(hooks, "#define KILN_HAS_EPILOGUE_WARM 1\n");
     finish_fn(gen, hooks,
-              val ? "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m, "
-                    "long long n, float v0, float v1, bool has1)"
-                  : "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
-                    "long long n, float v0, float v1, bool has1)",
+              warm  ? "__device__ __forceinline__ float2 kiln_epilogue_warm(const KilnArgs &p, long long b, long long m, "
+                      "long long n, float v0, float v1, bool has1)"
+              : val ? "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m, "
+                      "long long n, float v0, float v1, bool has1)"
+                    : "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
+                      "long long n, float v0, float v1, bool has1)",
               &body);
+    gen->ld_fn = NULL;
 }
 
 /* The QKV epilogue (passes/fuse_qkv_epilogue.c): the linear's result [B, S, N]
@@ -1324,7 +1342,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             }
         }
     } else {
-        emit_mm_epilogue(gen, hooks, &epi, false);
+        emit_mm_epilogue(gen, hooks, &epi, false, false);
     }
     if (swiglu) {
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
@@ -1332,7 +1350,16 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, w->id, half, 0, 0, 0, 0};
         if (bias) gen->kern->xforms[gen->kern->nxforms++] = (cg_xform){CG_XFORM_INTERLEAVE_ROWS, bias->id, half, 0, 0, 0, 0};
     }
-    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true);
+    /* the decode-sized template options (matmul_wgmma.cuh) at skinny M: W's first ring slots
+     * before kiln_pdl_wait when W is a weight (bind time: no kernel of the graph writes it), W
+     * evict-first in L2 when each of its bytes is read once (one row block, one batch), the
+     * epilogue's operands asked for before the mainloop ends (the TMA-store epilogues) */
+    const bool w_const = gen->bind[ws.base->id] || ws.base->op == IR_OP_WEIGHT;
+    const bool w_early = wgmma && skinny && w_const && (KILN_CG_WG_DECODE & 1);
+    const bool w_once = wgmma && hm && mv <= wc.bm && hb && bv == 1 && (KILN_CG_WG_DECODE & 2);
+    const bool epi_early = wgmma && skinny && wc.ts && (KILN_CG_WG_DECODE & 4);
+    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, false);
+    if (epi_early && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true);
 
     define(plan, "KILN_B_NK", "%d", b_nk);
     define(plan, "KILN_SWIGLU", "%d", swiglu ? 1 : 0);
@@ -1350,6 +1377,10 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         }
         define(plan, "KILN_SPLITK", "%d", wc.split);
         define(plan, "KILN_WGMMA_F16", "%d", a->type.dtype == IR_F16 ? 1 : 0);
+        if (w_early) define(plan, "KILN_WGMMA_W_EARLY", "1");
+        if (w_early && (KILN_CG_WG_DECODE & 8)) define(plan, "KILN_WGMMA_W_L2", "%d", 2 * wc.stages);
+        if (w_once) define(plan, "KILN_WGMMA_W_EVICT_FIRST", "1");
+        if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);

@@ -73,6 +73,7 @@ typedef struct cg_gen {
     size_t errlen;
     bool failed;
     bool dim_overflow; /* a size did not fit (ir_dim_times): the kernel fails */
+    const char *ld_fn; /* the element load the expressions emit (NULL: kiln_ld) */
 } cg_gen;
 
 bool cg_fail(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -102,6 +102,18 @@ __device__ __forceinline__ void kiln_prefetch_l2(const void *p, long long bytes)
 #endif
 }
 
+// kiln_ld's form for a generated warm-up hook (matmul_wgmma.cuh's kiln_epilogue_warm: the
+// value hook's body with its loads replaced): asks the L2 for the element's line, returns 0.
+template <typename T> __device__ __forceinline__ float kiln_ld_warm(const T *p)
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+#else
+    (void)p;
+#endif
+    return 0.0f;
+}
+
 // ---- row family op codes (KILN_ROW_OP) -------------------------------------
 #define KILN_ROW_RMSNORM 1
 #define KILN_ROW_LAYERNORM 2

@@ -62,6 +62,20 @@
 // the W box multicast; the W map's box is then BN/2 rows), KILN_WGMMA_F16 (1 when KILN_T is
 // __half). BN is 64 (skinny M: twice the column blocks of 128; not with SwiGLU's TMA store), 128
 // or 256; a consumer holds at most 64 x 256 or 128 x 128 accumulators.
+// Decode-sized options (codegen sets them for skinny M; all default 0):
+//   KILN_WGMMA_W_EARLY 1: W is a weight no kernel of the graph writes (common.cuh, PDL): the
+//     producer issues the W boxes of its first min(KILN_STAGES, steps) ring slots before
+//     kiln_pdl_wait, their A boxes after it, so the ring fills under the previous kernel's tail;
+//   KILN_WGMMA_W_L2 n (with KILN_WGMMA_W_EARLY): also asks the L2 for the W boxes of the next n
+//     K steps of that unit (TMA prefetches), still before the wait;
+//   KILN_WGMMA_W_EVICT_FIRST 1: W is read once (one row block): its boxes are loaded with the
+//     L2 evict-first policy, so the stream does not evict what the epilogue and A need;
+//   KILN_WGMMA_EPI_EARLY 1: KWG_WARM_LEAD K steps before a tile's mainloop ends, each consumer
+//     thread asks for what its epilogue will read: the generated hook kiln_epilogue_warm
+//     (KILN_HAS_EPILOGUE_WARM; kiln_epilogue_val's signature, its values discarded: L2
+//     prefetches of the operands kiln_epilogue_val reads at (b, m, n..n+1)) over its rows, or
+//     with the QKV epilogue its rows' positions (loaded into registers, held until the
+//     epilogue, so the epilogue's own loads of them hit the SM's L1).
 // Launch: persistent, grid = (CM * min(batch * ceil(ceil(M/BM)/CM) * ceil(N/BN), resident),
 // 1, 1) where resident = CTAs (CM 1: one per SM) or clusters (cudaOccupancyMaxActiveClusters)
 // that fit at once; block 384; dynamic shared memory KILN_SMEM_BYTES (formula below; above
@@ -141,6 +155,23 @@
 #ifndef KILN_SPLITK
 #define KILN_SPLITK 1
 #endif
+#ifndef KILN_WGMMA_W_EARLY
+#define KILN_WGMMA_W_EARLY 0
+#endif
+#ifndef KILN_WGMMA_W_EVICT_FIRST
+#define KILN_WGMMA_W_EVICT_FIRST 0
+#endif
+#ifndef KILN_WGMMA_W_L2
+#define KILN_WGMMA_W_L2 0
+#endif
+#ifndef KILN_WGMMA_EPI_EARLY
+#define KILN_WGMMA_EPI_EARLY 0
+#endif
+/* K steps before the end of a tile's mainloop at which KILN_WGMMA_EPI_EARLY asks for the
+ * epilogue's operands (about one ring of steps: the loads' latency under the weight stream) */
+#ifndef KWG_WARM_LEAD
+#define KWG_WARM_LEAD 8
+#endif
 /* KilnArgs has the split-K fields ws and sem (the generated part has them when KILN_SPLITK > 1) */
 #ifndef KILN_WGMMA_SPLIT_FIELDS
 #define KILN_WGMMA_SPLIT_FIELDS (KILN_SPLITK > 1)
@@ -192,6 +223,29 @@ __device__ __forceinline__ void kwg_tma_load(unsigned dst, const kiln_tmap *map,
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
                  "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(k), "r"(row), "r"(b)
+                 : "memory");
+}
+// ... with an L2 cache policy (createpolicy): KILN_WGMMA_W_EVICT_FIRST's W boxes.
+__device__ __forceinline__ void kwg_tma_load_hint(unsigned dst, const kiln_tmap *map, unsigned bar, int k, int row,
+                                                  int b, unsigned long long policy)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(k), "r"(row), "r"(b), "l"(policy)
+                 : "memory");
+}
+__device__ __forceinline__ unsigned long long kwg_policy_evict_first()
+{
+    unsigned long long p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+// The box at (k, row, b) into the L2 only (KILN_WGMMA_W_L2).
+__device__ __forceinline__ void kwg_tma_prefetch_box(const kiln_tmap *map, int k, int row, int b)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(map)),
+                 "r"(k), "r"(row), "r"(b)
                  : "memory");
 }
 __device__ __forceinline__ void kwg_tma_prefetch(const kiln_tmap *map)
@@ -680,6 +734,40 @@ __device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][B
 }
 #endif
 
+// KILN_WGMMA_EPI_EARLY: what the epilogue of this consumer's tile will read, asked for while
+// its mainloop still runs. The QKV epilogue: this thread's rows' positions, loaded into `pos`
+// (held in registers until the epilogue: the load completes under the mainloop and leaves the
+// line in the SM's L1, where the epilogue's own loads find it). Else kiln_epilogue_warm (L2
+// prefetches) at every 8th column of the tile for this thread's rows: lane l of a quad takes
+// columns 8 * (l % 4) + 32 * j.
+template <int MW, int BN>
+__device__ __forceinline__ void kwg_warm(const KilnArgs &p, long long b, long long rbase, int nb, long long M,
+                                         long long N, int (&pos)[MW][2])
+{
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+    (void)p;
+    (void)b;
+    (void)nb;
+    (void)N;
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+            pos[mi][h] = 0;
+            if (m >= M) continue;
+#if KILN_WGMMA_QKV
+            pos[mi][h] = kiln_qkv_pos(p, m / kiln_qkv_rows(p));
+#elif defined(KILN_HAS_EPILOGUE_WARM)
+#pragma unroll
+            for (int j = 0; j < BN / 32; j++) {
+                const long long n = (long long)nb * BN + j * 32 + (lane & 3) * 8;
+                if (n < N) (void)kiln_epilogue_warm(p, b, m, n, 0.f, 0.f, n + 1 < N);
+            }
+#endif
+        }
+}
+
 #if KILN_MATMUL_NORM
 // The folded norm's sums of squares (KILN_MATMUL_NORM). kwg_norm_load reads, from the
 // consumer's slot `tile` (its MW m64 blocks of 128-byte rows), a quarter of rows mi*64 +
@@ -820,8 +908,35 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     }
     if (CM > 1) kwg_cluster_sync();
     else __syncthreads();
-    // Programmatic dependent launch (common.cuh): everything above touched only shared memory
-    // and the parameter; A, the epilogue's operands, the output and the split-K workspace may
+    // W's boxes: with KILN_WGMMA_W_EVICT_FIRST under the evict-first policy
+    constexpr bool W_EARLY = KILN_WGMMA_W_EARLY != 0 && CM == 1;
+    unsigned long long wpol = 0;
+    if (KILN_WGMMA_W_EVICT_FIRST && threadIdx.x == 0) wpol = kwg_policy_evict_first();
+    auto load_w = [&](int slot, int kt, int nb, int wb) {
+        if (KILN_WGMMA_W_EVICT_FIRST)
+            kwg_tma_load_hint(sB + slot * B_BYTES, tw, KWG_FULL(slot), kt * KWG_BK, nb * BN, wb, wpol);
+        else kwg_tma_load(sB + slot * B_BYTES, tw, KWG_FULL(slot), kt * KWG_BK, nb * BN, wb);
+    };
+    // KILN_WGMMA_W_EARLY: the W boxes of the first `early` slots of this CTA's first unit (ring
+    // slots 0.., phase 0: free) are issued now, before the wait: W is a weight no kernel of the
+    // graph writes. Their slots' expect_tx counts the A boxes too, issued after the wait, so no
+    // slot completes before its A box has landed.
+    int early = 0;
+    if (W_EARLY && threadIdx.x == 0 && cluster < nunits) {
+        long long t, b;
+        int sl, k0, nk, um, nb;
+        kwg_slice(cluster, S, ktiles, t, sl, k0, nk);
+        kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
+        early = nk < STAGES ? nk : STAGES;
+        for (int e = 0; e < early; e++) {
+            kwg_bar_expect_tx(KWG_FULL(e), A_BYTES + B_BYTES);
+            load_w(e, k0 + e, nb, p.sw ? (int)b : 0);
+        }
+        for (int e = early; e < nk && e < early + KILN_WGMMA_W_L2; e++)
+            kwg_tma_prefetch_box(tw, (k0 + e) * KWG_BK, nb * BN, p.sw ? (int)b : 0);
+    }
+    // Programmatic dependent launch (common.cuh): everything above touched only shared memory,
+    // the parameter and W; A, the epilogue's operands, the output and the split-K workspace may
     // belong to the kernel before, so every thread waits here, under that kernel's tail.
     kiln_pdl_wait();
 
@@ -838,14 +953,18 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 const int mb = um * CM + (int)rank;
                 const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
                 for (int kt = k0; kt < k0 + nk; kt++) {
-                    kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
-                    kwg_bar_expect_tx(KWG_FULL(s), A_BYTES + B_BYTES);
-                    kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
-                    if (CM == 1)
-                        kwg_tma_load(sB + s * B_BYTES, tw, KWG_FULL(s), kt * KWG_BK, nb * BN, wb);
-                    else
-                        kwg_tma_load_mc(sB + s * B_BYTES + rank * B_PART, tw, KWG_FULL(s), kt * KWG_BK,
-                                        nb * BN + (int)rank * (BN / CM), wb, (unsigned short)((1u << CM) - 1u));
+                    if (early > 0) { // slot s of the first pass: its W box and expect_tx are issued
+                        early--;
+                        kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
+                    } else {
+                        kwg_bar_wait(KWG_EMPTY(s), ph ^ 1u);
+                        kwg_bar_expect_tx(KWG_FULL(s), A_BYTES + B_BYTES);
+                        kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);
+                        if (CM == 1) load_w(s, kt, nb, wb);
+                        else
+                            kwg_tma_load_mc(sB + s * B_BYTES + rank * B_PART, tw, KWG_FULL(s), kt * KWG_BK,
+                                            nb * BN + (int)rank * (BN / CM), wb, (unsigned short)((1u << CM) - 1u));
+                    }
                     if (++s == STAGES) {
                         s = 0;
                         ph ^= 1u;
@@ -898,6 +1017,11 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 kwg_bar_wait(KWG_ORDER(c), c == 0 ? ((turn - 1u) & 1u) : (turn & 1u));
             }
             if (PP) turn++;
+            const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
+            int wpos[MW][2]; // KILN_WGMMA_EPI_EARLY with the QKV epilogue: the rows' positions
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++) wpos[mi][0] = wpos[mi][1] = 0;
+            const int warm_at = nk > KWG_WARM_LEAD ? nk - KWG_WARM_LEAD : 0;
             if (nk == 0) {
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++)
@@ -933,6 +1057,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]);
 #endif
+                if (KILN_WGMMA_EPI_EARLY && kt == warm_at) kwg_warm<MW, BN>(p, b, rbase, nb, M, N, wpos);
                 if (PP && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE
                 // tests only (bench/wgmma): a planted race that racecheck must report: the slot
@@ -960,8 +1085,11 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #if KILN_MATMUL_NORM
             kwg_norm_scale<MW, BN>(ss, acc, K);
 #endif
-
-            const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
+#if KILN_WGMMA_EPI_EARLY && KILN_WGMMA_QKV
+            // the positions' loads complete here at the latest (their lines are then in L1)
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++) asm volatile("" ::"r"(wpos[mi][0]), "r"(wpos[mi][1]));
+#endif
 #if KILN_WGMMA_SPLIT_FIELDS
             if (S > 1) {
                 const long long cidx = t * CW + (PP ? 0 : c);

@@ -3,7 +3,8 @@
  * hand-written generated part of tests/gpu/mm_src.h: cooperative and ping-pong
  * consumers, tiles 128x256 / 256x128 / 64x256 / 128x128 / 64x128 / 64x64, clusters of 1 and 2,
  * bf16 and f16, both test epilogues, from registers and through shared memory
- * and TMA stores, split-K. For each: an empty NVRTC log, the kernel's
+ * and TMA stores, split-K, the decode-sized options (W early, evict-first, the
+ * epilogue's operands early). For each: an empty NVRTC log, the kernel's
  * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
  * PTX holding wgmma.mma_async (the asynchronous warpgroup MMA), the TMA copy
  * (cp.async.bulk.tensor), setmaxnreg and griddepcontrol (programmatic dependent
@@ -32,6 +33,9 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 0, 1, 1, 8, 128, 2, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 64, 2, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 0, 1, 0, 0},
+    /* the decode-sized options in bk (W early, W evict-first, the epilogue's operands early, W into L2) */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 15, 1, 1, 8, 128, 1, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 7, 1, 1, 12, 64, 2, 0, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

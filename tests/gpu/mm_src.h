@@ -71,6 +71,17 @@ static const char mm_val_bias_res_text[] =
     "    if (has1) v1 += kiln_ld(p.bias + n + 1) + kiln_ld(p.res + i + 1);\n"
     "    return make_float2(v0, v1);\n"
     "}\n";
+/* ... its warm-up hook (matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY): the same loads as L2 prefetches */
+static const char mm_warm_bias_res_text[] =
+    "#define KILN_HAS_EPILOGUE_WARM 1\n"
+    "__device__ __forceinline__ float2 kiln_epilogue_warm(const KilnArgs &p, long long b, long long m,\n"
+    "                                                    long long n, float v0, float v1, bool has1)\n"
+    "{\n"
+    "    const long long i = b * p.so + m * p.ldo + n;\n"
+    "    v0 += kiln_ld_warm(p.bias + n) + kiln_ld_warm(p.res + i);\n"
+    "    if (has1) v1 += kiln_ld_warm(p.bias + n + 1) + kiln_ld_warm(p.res + i + 1);\n"
+    "    return make_float2(v0, v1);\n"
+    "}\n";
 static const char mm_epi_bias_res_text[] =
     "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m,\n"
     "                                               long long n, float v0, float v1, bool has1)\n"
@@ -93,6 +104,9 @@ typedef struct mm_cfg {
     int cols, splitk, maxm;
     int norm; /* gemv, gemv_mma: KILN_GEMV_NORM; wgmma, mma: KILN_MATMUL_NORM (A is x; the result
                * scaled by 1/rms of its row) */
+    /* matmul_wgmma keeps its decode-sized options in bk: bit 0 KILN_WGMMA_W_EARLY, bit 1
+     * KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY (with the bias + residual epilogue: its
+     * warm-up hook), bit 3 KILN_WGMMA_W_L2 at two rings of K steps */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
@@ -112,9 +126,9 @@ static inline size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
 static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 {
     if (c->kind == MM_KIND_WGMMA)
-        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d%s%.0d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn, c->cols,
-                 c->splitk > 1 ? c->splitk : 1, c->norm ? "_norm" : "");
+                 c->splitk > 1 ? c->splitk : 1, c->bk ? "_o" : "", c->bk, c->norm ? "_norm" : "");
     else if (c->kind == MM_KIND_GMMA)
         snprintf(buf, n, "gmma_%s_%s_nt%d_mt%d_w%d_u%d_sk%d%s%s%.0d", mm_dt_name(c->dt),
                  c->epi ? "biasres" : "store", c->maxm, c->cols, c->wm, c->stages, c->splitk, c->norm ? "_norm" : "",
@@ -201,6 +215,11 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
         nu_printf(&b, "#define KILN_WGMMA_TMA_STORE 1\n#define KILN_WGMMA_EPI_COLS %d\n", c->cols);
     if ((c->kind == MM_KIND_WGMMA || c->kind == MM_KIND_MMA) && c->norm)
         nu_printf(&b, "#define KILN_MATMUL_NORM 1\n#define KILN_EPS 1e-5f\n");
+    if (c->kind == MM_KIND_WGMMA)
+        nu_printf(&b,
+                  "#define KILN_WGMMA_W_EARLY %d\n#define KILN_WGMMA_W_EVICT_FIRST %d\n#define KILN_WGMMA_EPI_EARLY %d\n"
+                  "#define KILN_WGMMA_W_L2 %d\n",
+                  c->bk & 1, (c->bk >> 1) & 1, (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0);
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
         nu_printf(&b,
@@ -224,6 +243,8 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0)
         nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_val_bias_res_text : mm_val_store_text);
+    if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 4) && c->epi == MM_EPI_BIAS_RES)
+        nu_printf(&b, "%s", mm_warm_bias_res_text);
     nu_printf(&b, "%s", tmpl);
     if (tmpl2) nu_printf(&b, "%s", tmpl2);
     free(common);

@@ -768,8 +768,12 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
 #define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0, 0}
-/* the folded RMSNorm (KILN_MATMUL_NORM) in the Hopper template (no split-K) and its mma.sync fallback */
-#define WGMMA_NORM(dt, epi, bm, bn, st, pp, ec) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, 1, 0, 1}
+/* ... with the decode-sized options (mm_src.h: kept in bk; W early, W evict-first, the epilogue's
+ * operands early, W's next steps into L2) */
+#define WGMMA_O(dt, epi, bm, bn, st, pp, ec, sk, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, sk, 0, 0}
+/* the folded RMSNorm (KILN_MATMUL_NORM) in the Hopper template (no split-K; o: the decode-sized
+ * options as above) and its mma.sync fallback */
+#define WGMMA_NORM(dt, epi, bm, bn, st, pp, ec, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, 1, 0, 1}
 #define MMA_NORM(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 1}
 
 static const mm_cfg test_cfgs[] = {
@@ -827,14 +831,22 @@ static const mm_cfg test_cfgs[] = {
     /* 47 */ WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 1),
     /* 48 */ WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 0, 3),
     /* 49 */ WGMMA_X(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 4),
-    /* decode rows with the norm folded (codegen's 64x128 and 64x64 skinny tiles, the TMA store and
-     * registers, a cooperative 128-row tile) and the fallbacks (bf16, f32) */
-    /* 50 */ WGMMA_NORM(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128),
-    /* 51 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64),
-    /* 52 */ WGMMA_NORM(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 0),
-    /* 53 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 0, 0),
-    /* 54 */ MMA_NORM(MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 32, 2, 2, 3),
-    /* 55 */ MMA_NORM(MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1),
+    /* the decode-sized options codegen turns on at skinny M (W early, evict-first, the epilogue's
+     * operands early; the first also W's next steps into L2) on the skinny tiles and splits it
+     * picks, and W early alone on a cooperative tile (several units per CTA) */
+    /* 50 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1, 15),
+    /* 51 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 7),
+    /* 52 */ WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 4, 7),
+    /* 53 */ WGMMA_O(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 1, 7),
+    /* 54 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 1, 1),
+    /* decode rows with the norm folded (codegen's 64x128 and 64x64 skinny tiles with the options it
+     * turns on, the TMA store and registers, a cooperative 128-row tile) and the fallbacks (bf16, f32) */
+    /* 55 */ WGMMA_NORM(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 3),
+    /* 56 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 3),
+    /* 57 */ WGMMA_NORM(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 0, 0),
+    /* 58 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 0, 0, 0),
+    /* 59 */ MMA_NORM(MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 32, 2, 2, 3),
+    /* 60 */ MMA_NORM(MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -871,6 +883,12 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 1),   WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 2),
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 3),   WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 4),
     WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2), WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 4),
+    /* the decode-sized options (alone, no kernel before: W early changes nothing here) */
+    WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1, 7), WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 2, 7),
+    WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 1, 7),  WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 7),
+    WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 3),  WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1, 3),
+    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3),    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 2, 3),
+    WGMMA_X(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 1),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 1, 32),
     GEMV(MM_BF16, 1, MM_EPI_STORE, 2, 4, 32),
     /* the tensor-core GEMV (gemv_mma.cuh) at M = 32: split, warps, unroll, tile width, grid */
@@ -964,6 +982,10 @@ static int build_cases(mm_case *cs)
             /* decode-batch rows: N an odd number of 64-column blocks, a K tail */
             cs[n++] = (mm_case){.cfg = cfg, .M = 32, .N = 4160, .K = 4104, .batch = 1};
             cs[n++] = (mm_case){.cfg = cfg, .M = 31, .N = 200, .K = 14336, .batch = 1};
+            if (c->bk) { /* the decode-sized options: a whole 64-row block, fewer K steps than the ring */
+                cs[n++] = (mm_case){.cfg = cfg, .M = 64, .N = 4160, .K = 4104, .batch = 1};
+                cs[n++] = (mm_case){.cfg = cfg, .M = 32, .N = 1000, .K = 200, .batch = 1};
+            }
         }
     }
     return n;
