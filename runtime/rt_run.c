@@ -12,6 +12,12 @@
  * kernel (cg_kernel.fallback) is launched instead with the same KilnArgs,
  * and counted (tma_fallbacks).
  *
+ * A matmul that autotuning gave to cuBLASLt (cg_kernel.lt.chosen) launches
+ * a cuBLASLt matmul instead of its kernel, with the pointers of the same
+ * KilnArgs and the "lt_ws" workspace of the scratch region; its plan (the
+ * heuristic's algorithm) is made the first time the kernel is recorded at a
+ * shape and kept in the variant (runtime/rt_cublaslt.h).
+ *
  * Programmatic dependent launch: a kernel whose template waits on the one
  * before it (cg_kernel.pdl) is launched with programmatic stream
  * serialization (captured into the graph as a programmatic edge), so its
@@ -26,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_cublaslt.h"
 #include "runtime/rt_model_internal.h"
 #include "runtime/rt_tmap.h"
 
@@ -165,6 +172,15 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
         if (!rt_kernel_workspace(K, run->dims, true, &cnt))
             return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: a counter size does not evaluate", K->name);
         cnt_off += cnt;
+        if (K->lt.chosen) { /* autotuning gave this matmul to cuBLASLt (runtime/rt_cublaslt.h) */
+            if (!v->lt && !(v->lt = calloc((size_t)v->plan.nkernels, sizeof *v->lt)))
+                return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+            RT_TRY(rt_lt_prepare(&v->lt[k], K, run->dims, buf, err, n));
+            RT_TRY(rt_lt_launch(v->lt[k], K, buf, stream, err, n));
+            m->cnt.launches++;
+            v->launched++;
+            continue;
+        }
         const rt_kernel *kern = &v->kern[k];
         const void *arg = param;
         size_t arg_size = K->param_size;
