@@ -1488,7 +1488,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     }
     cg_lt_fields(gen, &ltn, lt);
     char ltxt[320];
-    gen->kern->lt_note = cg_printf(gen, "%s", cg_lt_text(gen->kern, ltxt, sizeof ltxt));
+    gen->kern->lt_note = cg_printf(gen, "%s", cg_lt_line(gen->kern, ltxt, sizeof ltxt));
     (void)nother;
     return !gen->failed;
 }

@@ -193,6 +193,11 @@ const char *cg_lt_text(const cg_kernel *k, char *buf, size_t n)
     if (!k || (k->family != CG_FAMILY_MATMUL && k->family != CG_FAMILY_MATMUL_WGMMA && k->family != CG_FAMILY_GEMV &&
                k->family != CG_FAMILY_GEMV_MMA))
         return NULL;
+    return cg_lt_line(k, buf, n);
+}
+
+const char *cg_lt_line(const cg_kernel *k, char *buf, size_t n)
+{
     const cg_lt *lt = &k->lt;
     char e[64], w[160];
     if (lt->why != CG_LT_OK)

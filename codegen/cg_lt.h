@@ -27,5 +27,7 @@ void cg_lt_analyze(cg_gen *gen, const cg_lt_in *in, cg_lt *out, cg_lt_nodes *nd)
 void cg_lt_fields(cg_gen *gen, const cg_lt_nodes *nd, cg_lt *lt);
 /* The epilogue's text for a tuning problem: " lt=bias+relu" (candidates only). */
 const char *cg_lt_problem_suffix(cg_gen *gen, const cg_lt *lt);
+/* cg_lt_text's line for a matmul kernel being emitted (its family not yet set). */
+const char *cg_lt_line(const cg_kernel *k, char *buf, size_t n);
 
 #endif
