@@ -58,7 +58,8 @@ bool rt_lt_forced(void)
 
 typedef struct lt_shape {
     int64_t m, n, k, batch, lda, ldw, sa, sw;
-    uint32_t align[4]; /* bytes: W (cuBLASLt's A), the rows (its B), C, D */
+    uint32_t align[5]; /* bytes: W (cuBLASLt's A), the rows (its B), C, D, the bias */
+    uint64_t bias;     /* the bias pointer the heuristic saw */
 } lt_shape;
 
 struct rt_lt_plan {
@@ -70,7 +71,9 @@ struct rt_lt_plan {
     cublasLtMatmulAlgo_t algo;
     size_t ws;          /* the workspace the algorithm needs */
     int algo_id, splitk, reduction;
+    rt_lt_plan *next;   /* the kernel's plans for other shapes (graphs captured at them stay valid) */
 };
+#define LT_MAX_PLANS 32 /* per kernel; the oldest beyond are freed */
 
 static uint32_t align_of(uint64_t p)
 {
@@ -101,12 +104,13 @@ static rt_status shape_of(const cg_kernel *K, const int64_t *dims, const unsigne
     s->align[1] = align_of(ptr_at(K, args, lt->a_arg));
     s->align[3] = align_of(ptr_at(K, args, lt->out_arg));
     s->align[2] = lt->residual ? align_of(ptr_at(K, args, lt->res_arg)) : s->align[3];
+    s->bias = lt->bias ? ptr_at(K, args, lt->bias_arg) : 0;
+    s->align[4] = lt->bias ? align_of(s->bias) : 256;
     return RT_OK;
 }
 
-void rt_lt_plan_free(rt_lt_plan *p)
+static void plan_free_one(rt_lt_plan *p)
 {
-    if (!p) return;
     const rt_cublaslt_api *L = p->L;
     if (p->la) (void)L->layout_destroy(p->la);
     if (p->lb) (void)L->layout_destroy(p->lb);
@@ -115,6 +119,15 @@ void rt_lt_plan_free(rt_lt_plan *p)
     if (p->op) (void)L->desc_destroy(p->op);
     if (p->h) (void)L->destroy(p->h);
     free(p);
+}
+
+void rt_lt_plan_free(rt_lt_plan *p)
+{
+    while (p) {
+        rt_lt_plan *next = p->next;
+        plan_free_one(p);
+        p = next;
+    }
 }
 
 static rt_status layout(const rt_cublaslt_api *L, cublasLtMatrixLayout_t *out, cudaDataType t, int64_t rows, int64_t cols,
@@ -147,8 +160,8 @@ static rt_status make_plan(rt_lt_plan *p, const cg_kernel *K, char *err, size_t 
     else if (lt->act == CG_LT_ACT_GELU_TANH) epi = lt->bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
     else if (lt->bias) epi = CUBLASLT_EPILOGUE_BIAS;
     RT_TRY(RT_CUBLAS_CHECK(L->desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "cuBLASLt matmul", err, n));
-    if (lt->bias) { /* the alignment the heuristic assumes comes from a pointer: the real one is set per launch */
-        const void *bp = (const void *)(uintptr_t)256;
+    if (lt->bias) { /* the heuristic assumes the alignment of the pointer it sees: the run's (set again per launch) */
+        const void *bp = (const void *)(uintptr_t)s->bias;
         RT_TRY(RT_CUBLAS_CHECK(L->desc_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp), "cuBLASLt bias",
                                err, n));
     }
@@ -160,13 +173,8 @@ static rt_status make_plan(rt_lt_plan *p, const cg_kernel *K, char *err, size_t 
     cublasLtMatmulPreference_t pref = NULL;
     rt_status st = RT_CUBLAS_CHECK(L->pref_create(&pref), "cuBLASLt preference", err, n);
     const uint64_t wsb = CG_LT_WORKSPACE;
-    /* deterministic: no split-K, or a reduction in a separate pass (never in place in the output) */
-    const uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
     if (st == RT_OK)
         st = RT_CUBLAS_CHECK(L->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb),
-                             "cuBLASLt preference", err, n);
-    if (st == RT_OK)
-        st = RT_CUBLAS_CHECK(L->pref_set(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red),
                              "cuBLASLt preference", err, n);
     static const cublasLtMatmulPreferenceAttributes_t al[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -180,6 +188,7 @@ static rt_status make_plan(rt_lt_plan *p, const cg_kernel *K, char *err, size_t 
                              "cuBLASLt heuristic", err, n);
     if (pref) (void)L->pref_destroy(pref);
     if (st != RT_OK) return st;
+    /* deterministic: no split-K, or a reduction in a separate pass (never the in-place one) */
     int pick = -1;
     for (int i = 0; i < got && pick < 0; i++) {
         uint32_t r = 0;
@@ -208,26 +217,37 @@ rt_status rt_lt_prepare(rt_lt_plan **pp, const cg_kernel *K, const int64_t *dims
 {
     lt_shape s;
     RT_TRY(shape_of(K, dims, args, &s, err, n));
-    rt_lt_plan *p = *pp;
-    if (p) {
+    /* a plan of this shape, for an alignment the pointers have: to the front */
+    int count = 0;
+    for (rt_lt_plan **q = pp; *q; q = &(*q)->next, count++) {
+        rt_lt_plan *p = *q;
         bool same = s.m == p->s.m && s.n == p->s.n && s.k == p->s.k && s.batch == p->s.batch && s.lda == p->s.lda &&
                     s.ldw == p->s.ldw && s.sa == p->s.sa && s.sw == p->s.sw;
-        for (int i = 0; i < 4; i++) same &= s.align[i] >= p->s.align[i];
-        if (same) return RT_OK;
-        rt_lt_plan_free(p);
-        *pp = NULL;
+        for (int i = 0; i < 5; i++) same &= s.align[i] >= p->s.align[i];
+        if (!same) continue;
+        *q = p->next;
+        p->next = *pp;
+        *pp = p;
+        return RT_OK;
+    }
+    if (count >= LT_MAX_PLANS) { /* the oldest goes */
+        rt_lt_plan **q = pp;
+        while ((*q)->next) q = &(*q)->next;
+        rt_lt_plan_free(*q);
+        *q = NULL;
     }
     const rt_cublaslt_api *L = rt_cublaslt(err, n);
     if (!L) return RT_ERR_NOT_FOUND;
-    p = calloc(1, sizeof *p);
+    rt_lt_plan *p = calloc(1, sizeof *p);
     if (!p) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     p->L = L;
     p->s = s;
     rt_status st = make_plan(p, K, err, n);
     if (st != RT_OK) {
-        rt_lt_plan_free(p);
+        plan_free_one(p);
         return st;
     }
+    p->next = *pp;
     *pp = p;
     return RT_OK;
 }

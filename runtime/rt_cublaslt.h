@@ -60,17 +60,19 @@ const rt_cublaslt_api *rt_cublaslt(char *err, size_t n);
 /* One matmul at one shape (above). */
 typedef struct rt_lt_plan rt_lt_plan;
 
-/* *p ready for kernel K (K->lt.chosen) at dims with the operand pointers of
- * its KilnArgs (args): kept when it was made for the same shape and an
- * alignment the pointers still have, else made again (the heuristic asked
- * once per shape). RT_ERR_NOT_FOUND without cuBLASLt, RT_ERR_CUDA when no
- * algorithm takes the shape. */
+/* *p (a kernel's list of plans, one per shape) with a plan for kernel K
+ * (K->lt.chosen) at dims with the operand pointers of its KilnArgs (args)
+ * at its front: the one made for that shape and an alignment the pointers
+ * still have, else a new one (the heuristic asked once per shape; plans
+ * of other shapes are kept, for the graphs captured with them, up to 32).
+ * RT_ERR_NOT_FOUND without cuBLASLt, RT_ERR_CUDA when no algorithm takes
+ * the shape. */
 rt_status rt_lt_prepare(rt_lt_plan **p, const cg_kernel *K, const int64_t *dims, const unsigned char *args, char *err,
                         size_t n);
 /* One launch of the plan on stream with the pointers of args (the bias's
  * and the residual's too). */
 rt_status rt_lt_launch(rt_lt_plan *p, const cg_kernel *K, const unsigned char *args, void *stream, char *err, size_t n);
-void rt_lt_plan_free(rt_lt_plan *p); /* NULL-safe */
+void rt_lt_plan_free(rt_lt_plan *p); /* the whole list; NULL-safe */
 /* "algo 23, split-k 1, reduction none, tile 12": the plan's algorithm, for
  * tests and reports. */
 const char *rt_lt_plan_describe(const rt_lt_plan *p, char *buf, size_t n);
