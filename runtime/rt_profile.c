@@ -221,7 +221,7 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         k->tmpl = K->lt.chosen ? arena_printf(&p->a, "cublasLt: %s", K->config)
                   : K->config  ? arena_printf(&p->a, "%s: %s", cg_family_template(K->family), K->config)
                                : cg_family_template(K->family);
-        k->constants = kernel_constants(&p->a, K);
+        k->constants = K->lt.chosen ? "" : kernel_constants(&p->a, K); /* cuBLASLt: no template constants */
         k->lines = group_lines(&p->a, g, K->group);
         if (ir_cost_group(g, K->group, r->dims, (const int32_t *const *)r->pos, &k->cost, ce, sizeof ce) != 0)
             st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %s", K->name, ce);
