@@ -204,8 +204,60 @@ typedef struct cg_tmap {
  * the TMA-store epilogue at a time (ec; unused without it), split-K factor. */
 typedef struct cg_wg_choice {
     int bm, bn, stages, pp, ec, split;
+    /* the implementation: CG_IMPL_TEMPLATE (the configuration above) or
+     * CG_IMPL_CUBLASLT (the fields above unused) */
+    int impl;
+    /* a stored choice (rt_tuner_lookup): its time and the best time of the
+     * other implementation (cuBLASLt's for a template choice, the best
+     * template configuration's for cuBLASLt), microseconds; 0: not measured */
+    double us, other_us;
 } cg_wg_choice;
-#define CG_MAX_TUNE_CANDS 8
+#define CG_IMPL_TEMPLATE 0
+#define CG_IMPL_CUBLASLT 1
+#define CG_MAX_TUNE_CANDS 9 /* the template's configurations (one slot fewer) and cuBLASLt */
+
+/* cuBLASLt as an implementation of a matmul kernel (codegen/cg_lt.c,
+ * runtime/rt_cublaslt.h). A matmul whose whole epilogue cuBLASLt expresses
+ * is a candidate that autotuning times beside the Hopper template's
+ * configurations: bf16 or f16 operands of one type and an output of that
+ * type, W as [N, K] or [K, N] with a contiguous axis, batched strides, and
+ * an epilogue of at most a bias (the linear's, [N] contiguous, the output's
+ * type), a residual added as beta * C (C: a stored tensor of the output's
+ * shape, type and contiguous layout) and then one activation (ReLU, or GELU
+ * in its tanh form: cuBLASLt's GELU). Anything else (SwiGLU, the QKV
+ * rope/cache-write epilogue, a folded norm, another op, an activation
+ * before the residual) is not: `why` says which (cg_lt_why_text). Dims are
+ * elements, cuBLASLt's column-major view of the row-major operands is the
+ * runtime's (rt_cublaslt.c). */
+typedef enum cg_lt_act { CG_LT_ACT_NONE, CG_LT_ACT_RELU, CG_LT_ACT_GELU_TANH } cg_lt_act;
+typedef enum cg_lt_why {
+    CG_LT_OK = 0,        /* a candidate */
+    CG_LT_NOT_TUNED,     /* not a Hopper-template matmul (autotuning times only those) */
+    CG_LT_DTYPE,         /* operands not bf16/f16 of one type, or an output of another type */
+    CG_LT_SWIGLU,
+    CG_LT_QKV,           /* the rope / cache-write epilogue */
+    CG_LT_NORM,          /* a folded RMSNorm */
+    CG_LT_OUTPUTS,       /* more than one output, or an intermediate used outside */
+    CG_LT_OP,            /* an epilogue op cuBLASLt has no form of (cg_lt.op) */
+    CG_LT_GELU_ERF,      /* GELU in its erf form (cuBLASLt's is the tanh form) */
+    CG_LT_ACT_ORDER,     /* a residual added after the activation (cuBLASLt adds C before it) */
+    CG_LT_LAYOUT,        /* a bias, residual or output layout cuBLASLt cannot take */
+    CG_LT_FIELDS,        /* an operand has no pointer field of its own */
+} cg_lt_why;
+typedef struct cg_lt {
+    cg_lt_why why;
+    int op;              /* CG_LT_OP: the ir_op */
+    bool chosen;         /* the tuner chose it: the runtime launches cuBLASLt, not the kernel */
+    bool f16, b_nk, bias, residual;
+    cg_lt_act act;
+    int a_arg, w_arg, bias_arg, res_arg, out_arg, ws_arg; /* indices in cg_kernel.args, -1: none */
+    ir_dim M, N, K, batch, lda, ldw, sa, sw; /* elements; the output and C: ld N, batch stride M*N */
+    double us, other_us; /* a stored choice's times (cg_wg_choice.us, other_us); 0: not measured */
+} cg_lt;
+/* The bytes of workspace a cuBLASLt matmul gets (the kernel's "lt_ws" field). */
+#define CG_LT_WORKSPACE (32 * 1024 * 1024)
+/* The epilogue cuBLASLt would run, "bias+gelu_tanh", "none" (for the text). */
+const char *cg_lt_epilogue_name(const cg_lt *lt, char *buf, size_t n);
 
 typedef struct cg_kernel {
     int group;              /* index in g->groups */
@@ -241,6 +293,10 @@ typedef struct cg_kernel {
     cg_wg_choice tune_cands[CG_MAX_TUNE_CANDS];
     int ntune_cands;
     bool tuned;
+    /* matmul kernels: cuBLASLt as an implementation (a candidate or why not;
+     * lt.chosen: the runtime launches cuBLASLt instead of this kernel) */
+    cg_lt lt;
+    const char *lt_note;    /* matmul kernels: cg_lt_text's line (which implementation, and why); else NULL */
     /* matmul_wgmma: the same group as a matmul_mma kernel (same KilnArgs
      * fields in the same order), launched instead when an operand is not
      * TMA-describable at run time (rt_tmap_describable: a base pointer not
@@ -258,6 +314,12 @@ typedef struct cg_kernel {
     void *priv_;            /* storage; freed by cg_kernel_free */
     /* (a new pointer field: runtime/rt_plan_cache.c writes and reads it) */
 } cg_kernel;
+
+/* Why k is or is not a cuBLASLt candidate, and which implementation runs, as
+ * one line ("cublasLt: chosen by timing (X us vs the template's Y us)",
+ * "cublasLt: not a candidate: the epilogue holds SwiGLU", ...) into buf;
+ * NULL for a kernel that is not a matmul. */
+const char *cg_lt_text(const cg_kernel *k, char *buf, size_t n);
 
 /* The GPU a kernel is generated for. Launch rules and heuristics size
  * themselves from it (the elementwise grid cap, the GEMV's split-K, the

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codegen/cg_impl.h"
+#include "codegen/cg_lt.h"
 
 
 static void define(cg_plan *plan, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -566,7 +567,7 @@ static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heav
         all[n++] = (wg_cfg){64, 256, 4, 1, ts, ec, heur->split};
     }
     int m = 0;
-    for (int i = 0; i < n && m < CG_MAX_TUNE_CANDS; i++) {
+    for (int i = 0; i < n && m < CG_MAX_TUNE_CANDS - 1; i++) { /* the last slot: cuBLASLt */
         wg_cfg c = all[i];
         if (c.ec > (swiglu ? c.bn / 2 : c.bn)) c.ec = swiglu ? c.bn / 2 : c.bn;
         if (qkv_ec) c.ec = qkv_ec; /* the QKV epilogue stages one head at a time */
@@ -575,7 +576,7 @@ static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heav
         for (int j = 0; j < m; j++)
             dup |= out[j].bm == c.bm && out[j].bn == c.bn && out[j].stages == c.stages && out[j].pp == c.pp &&
                    (!ts || out[j].ec == c.ec) && out[j].split == c.split;
-        if (!dup) out[m++] = (cg_wg_choice){c.bm, c.bn, c.stages, c.pp, c.ec, c.split};
+        if (!dup) out[m++] = (cg_wg_choice){c.bm, c.bn, c.stages, c.pp, c.ec, c.split, CG_IMPL_TEMPLATE, 0, 0};
     }
     return m;
 }
@@ -1253,6 +1254,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
      * skinny configuration */
     if (qkv && !qkv_ts && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
+    /* cuBLASLt as an implementation (codegen/cg_lt.c): a candidate where it expresses the whole epilogue */
+    cg_lt_nodes ltn;
+    const cg_lt_in lti = {A, a, w, bias, norm != NULL, swiglu, qkv, outs, nouts, b_nk, M, N, K, batch, lda, ldw, sa, sw};
+    cg_lt_analyze(gen, &lti, &gen->kern->lt, &ltn);
+    cg_lt *lt = &gen->kern->lt;
     /* autotuning: the problem, the candidates, and the tuner's choice for it
      * (the fallback build asks too and gets the same answer: same fields) */
     const bool can_split = hm && hn && hk && hb && !norm;
@@ -1262,20 +1268,26 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         snprintf(ntxt, sizeof ntxt, hn ? "%lld" : "sym", (long long)nv);
         snprintf(ktxt, sizeof ktxt, hk ? "%lld" : "sym", (long long)kv);
         snprintf(btxt, sizeof btxt, hb ? "%lld" : "sym", (long long)bv);
-        gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d",
+        gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d%s",
                                             ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
-                                            qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0);
+                                            qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0,
+                                            cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
         gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, qkv_ts ? qt.hd : 0,
                                                gen->target, gen->kern->tune_cands);
+        if (lt->why == CG_LT_OK) gen->kern->tune_cands[gen->kern->ntune_cands++] = (cg_wg_choice){.impl = CG_IMPL_CUBLASLT};
         cg_wg_choice tc;
         if (gen->opts && gen->opts->tune && gen->opts->tune(gen->opts->tune_user, gen->kern->tune_problem, &tc)) {
             wg_cfg t = {tc.bm, tc.bn, tc.stages, tc.pp ? 1 : 0, wc.ts, tc.ec, tc.split};
             if (!t.ts || qkv_ts) t.ec = wc.ec;
-            if (wg_legal(&t, swiglu, heavy, can_split, gen->target)) {
+            if (tc.impl == CG_IMPL_CUBLASLT && lt->why == CG_LT_OK) { /* the kernel stays the heuristic's, unlaunched */
+                lt->chosen = gen->kern->tuned = true;
+                cg_workspace(gen, "lt_ws", "void *", ir_dim_const(CG_LT_WORKSPACE), false);
+            } else if (tc.impl == CG_IMPL_TEMPLATE && wg_legal(&t, swiglu, heavy, can_split, gen->target)) {
                 wc = t;
                 gen->kern->tuned = true;
             }
+            if (gen->kern->tuned) lt->us = tc.us, lt->other_us = tc.other_us;
         }
     }
     /* the fallback of a wgmma kernel (no_wgmma) has the same fields: wg_fit */
@@ -1285,6 +1297,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->tune_problem = NULL;
         gen->kern->ntune_cands = 0;
         gen->kern->tuned = false;
+        if (lt->why == CG_LT_OK) lt->why = CG_LT_NOT_TUNED;
+        lt->chosen = false;
     }
     plan->family = h.gemv ? CG_FAMILY_GEMV : h.gmma ? CG_FAMILY_GEMV_MMA : wgmma ? CG_FAMILY_MATMUL_WGMMA : CG_FAMILY_MATMUL;
     cg_ptr_strided(gen, "a", &as, false);
@@ -1386,6 +1400,13 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
         if (norm) gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
         if (gen->kern->tuned) gen->kern->config = cg_printf(gen, "%s (autotuned)", gen->kern->config);
+        if (lt->chosen) { /* what runs: cuBLASLt (the template's configuration is the heuristic's, unlaunched) */
+            char e[64];
+            gen->kern->config = cg_printf(gen, "cublasLt %s (autotuned)", cg_lt_epilogue_name(lt, e, sizeof e));
+            if (lt->other_us > 0)
+                gen->kern->config = cg_printf(gen, "%s, %.1f us vs the template's %.1f us", gen->kern->config, lt->us,
+                                              lt->other_us);
+        }
         /* the tensor maps: A rows M, W rows N, both K-major (base: fields "a",
          * "w"); the TMA-store epilogue's output: rows M of onb elements */
         int fa = -1, fw = -1, fo = -1;
@@ -1502,6 +1523,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         L->grid[1] = grid_dim(M, h.bm, 0);
         L->grid[2] = grid_dim(batch, 1, 0);
     }
+    cg_lt_fields(gen, &ltn, lt);
+    char ltxt[320];
+    gen->kern->lt_note = cg_printf(gen, "%s", cg_lt_line(gen->kern, ltxt, sizeof ltxt));
     (void)nother;
     return !gen->failed;
 }

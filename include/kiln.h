@@ -264,6 +264,11 @@ typedef struct kiln_kernel_info {
     const char *config;   /* the template's configuration: "wgmma 128x256 s4", "mma.sync 128x128x32 s3", or "" */
     const char *fallback; /* the template launched instead when TMA cannot describe an operand at run
                            * time ("matmul_mma.cuh"), or NULL */
+    /* Matmuls: which implementation runs and why, one line: "cublasLt (bias): chosen by timing
+     * (X us vs the template's Y us)", "cublasLt: not a candidate: the epilogue holds a SwiGLU
+     * gate", ...; NULL for other kernels. When autotuning chose cuBLASLt, template_file is
+     * "cublasLt" and config says so ("cublasLt bias (autotuned), ..."). */
+    const char *implementation;
 } kiln_kernel_info;
 kiln_status kiln_model_kernel(const kiln_model *m, int i, kiln_kernel_info *out);
 

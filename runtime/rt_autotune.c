@@ -10,6 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "runtime/rt_cublaslt.h"
 #include "runtime/rt_model_internal.h"
 #include "runtime/rt_util.h"
 
@@ -90,16 +91,35 @@ static rt_status key_of(const rt_tuner *t, const char *problem, rt_cache_key *k)
     return tune_key(t->arch, dt, t->dev.driver, KILN_VERSION, problem, k);
 }
 
-/* "choice BM BN ST PP EC SPLIT\nus X\n..." -> c, us; false when it does not parse. */
+/* "choice BM BN ST PP EC SPLIT\nus X\n..." or "choice cublasLt\nus X\n..." -> c
+ * (its time in c->us, the other implementation's best candidate time in
+ * c->other_us), us; false when it does not parse. */
 static bool parse_payload(const unsigned char *data, size_t size, cg_wg_choice *c, double *us)
 {
-    char buf[160];
+    char buf[2048];
     size_t len = size < sizeof buf - 1 ? size : sizeof buf - 1;
     memcpy(buf, data, len);
     buf[len] = 0;
     double t = 0;
-    int got = sscanf(buf, "choice %d %d %d %d %d %d\nus %lf", &c->bm, &c->bn, &c->stages, &c->pp, &c->ec, &c->split, &t);
-    if (got != 7 || c->bm <= 0 || c->bn <= 0 || c->stages <= 0 || c->split <= 0 || !(t > 0)) return false;
+    memset(c, 0, sizeof *c);
+    if (sscanf(buf, "choice cublasLt\nus %lf", &t) == 1) {
+        c->impl = CG_IMPL_CUBLASLT;
+        c->bm = c->bn = c->stages = c->split = 1;
+    } else {
+        int got = sscanf(buf, "choice %d %d %d %d %d %d\nus %lf", &c->bm, &c->bn, &c->stages, &c->pp, &c->ec, &c->split,
+                         &t);
+        if (got != 7) return false;
+    }
+    if (c->bm <= 0 || c->bn <= 0 || c->stages <= 0 || c->split <= 0 || !(t > 0)) return false;
+    c->us = t;
+    /* the candidates' lines: the best time of the other implementation */
+    for (const char *l = strstr(buf, "\ncand "); l; l = strstr(l + 1, "\ncand ")) {
+        int q[6];
+        double ct;
+        bool lt = sscanf(l, "\ncand cublasLt %lf", &ct) == 1;
+        if (!lt && sscanf(l, "\ncand %d %d %d %d %d %d %lf", &q[0], &q[1], &q[2], &q[3], &q[4], &q[5], &ct) != 7) continue;
+        if (ct > 0 && lt != (c->impl == CG_IMPL_CUBLASLT) && (c->other_us <= 0 || ct < c->other_us)) c->other_us = ct;
+    }
     if (us) *us = t;
     return true;
 }
@@ -113,6 +133,8 @@ bool rt_tuner_lookup(rt_tuner *t, const char *problem, cg_wg_choice *out, double
     rt_cache_lookup r = rt_cache_get(c, k, t->arch, &b); /* a corrupt file is deleted there: a miss */
     bool ok = (r == RT_CACHE_HIT_MEMORY || r == RT_CACHE_HIT_DISK) && parse_payload(b.data, b.size, out, us);
     rt_blob_free(&b);
+    /* a cuBLASLt choice on a device where the library does not load: measured again (without it) */
+    if (ok && out->impl == CG_IMPL_CUBLASLT && !t->hooks.timer && !rt_cublaslt(NULL, 0)) ok = false;
     if (ok) t->st.hits++;
     return ok;
 }
@@ -140,14 +162,16 @@ rt_status rt_tuner_measure(rt_tuner *t, const char *problem, const cg_kernel *ca
     const char **names = calloc((size_t)ncands + 1, sizeof *names), **srcs = calloc((size_t)ncands + 1, sizeof *srcs);
     rt_compile_result *res = calloc((size_t)ncands + 1, sizeof *res);
     if (names && srcs && res && t->ctx && rt_ctx_has_device(t->ctx) && !t->ctx->no_cache) {
+        int nsrc = 0;
         for (int i = 0; i < ncands; i++) {
-            names[i] = cands[i].name;
-            srcs[i] = cands[i].source;
+            if (cands[i].lt.chosen) continue; /* cuBLASLt: nothing to compile */
+            names[nsrc] = cands[i].name;
+            srcs[nsrc++] = cands[i].source;
         }
         rt_compile_opts co = {.arch = t->ctx->arch};
-        (void)rt_cache_compile_many(t->ctx->cache, ncands, names, srcs, &co, 0, res, NULL, t->ctx->compile_threads, NULL,
+        (void)rt_cache_compile_many(t->ctx->cache, nsrc, names, srcs, &co, 0, res, NULL, t->ctx->compile_threads, NULL,
                                     NULL);
-        for (int i = 0; i < ncands; i++) rt_compile_result_free(&res[i]);
+        for (int i = 0; i < nsrc; i++) rt_compile_result_free(&res[i]);
     }
     free(names);
     free(srcs);
@@ -164,6 +188,9 @@ rt_status rt_tuner_measure(rt_tuner *t, const char *problem, const cg_kernel *ca
         }
         if (*best < 0 || us[i] < us[*best]) *best = i; /* ties: the earlier candidate */
     }
+    /* the test hook (rt_lt_forced): cuBLASLt wins wherever it ran */
+    for (int i = 0; i < ncands && rt_lt_forced(); i++)
+        if (choice[i].impl == CG_IMPL_CUBLASLT && us[i] > 0) *best = i;
     t->st.measured++;
     rt_status st = RT_OK;
     rt_cache *c = tuner_cache(t);
@@ -177,12 +204,18 @@ rt_status rt_tuner_measure(rt_tuner *t, const char *problem, const cg_kernel *ca
         else if ((st = key_of(t, problem, &k)) != RT_OK) rt_fail(st, err, n, "autotune: the key of '%s'", problem);
         if (st == RT_OK) {
             const cg_wg_choice *b = &choice[*best];
-            len += (size_t)snprintf(p + len, cap - len, "choice %d %d %d %d %d %d\nus %.3f\n", b->bm, b->bn, b->stages,
-                                    b->pp, b->ec, b->split, us[*best]);
+            if (b->impl == CG_IMPL_CUBLASLT)
+                len += (size_t)snprintf(p + len, cap - len, "choice cublasLt\nus %.3f\n", us[*best]);
+            else
+                len += (size_t)snprintf(p + len, cap - len, "choice %d %d %d %d %d %d\nus %.3f\n", b->bm, b->bn,
+                                        b->stages, b->pp, b->ec, b->split, us[*best]);
             for (int i = 0; i < ncands && len < cap; i++) {
                 const cg_wg_choice *q = &choice[i];
-                len += (size_t)snprintf(p + len, cap - len, "cand %d %d %d %d %d %d %.3f\n", q->bm, q->bn, q->stages,
-                                        q->pp, q->ec, q->split, us[i]);
+                if (q->impl == CG_IMPL_CUBLASLT)
+                    len += (size_t)snprintf(p + len, cap - len, "cand cublasLt %.3f\n", us[i]);
+                else
+                    len += (size_t)snprintf(p + len, cap - len, "cand %d %d %d %d %d %d %.3f\n", q->bm, q->bn,
+                                            q->stages, q->pp, q->ec, q->split, us[i]);
             }
             rt_blob blob = {(unsigned char *)p, len < cap ? len : cap - 1};
             st = rt_cache_put_ex(c, k, t->arch, &blob, man);

@@ -19,9 +19,14 @@
  * by the cache and the problem measured again; a payload that does not parse
  * counts as a miss and is overwritten. A second process reads the choice
  * from disk and times nothing. The payload is text:
- *   choice BM BN STAGES PP EC SPLIT
+ *   choice BM BN STAGES PP EC SPLIT      (a template configuration), or
+ *   choice cublasLt                      (cuBLASLt: codegen/cg_lt.c)
  *   us BEST
- *   cand BM BN STAGES PP EC SPLIT US     (one line per candidate timed)
+ *   cand BM BN STAGES PP EC SPLIT US     (one line per candidate timed;
+ *   cand cublasLt US                      cuBLASLt's, when it was one)
+ * Entries written before cuBLASLt was a candidate (template choices only)
+ * read as they did. A matmul that cuBLASLt can implement has " lt=EPILOGUE"
+ * at the end of its problem (a problem of its own: measured again once).
  *
  * Export and import (`kiln tune export FILE`, `kiln tune import FILE`): one
  * JSON file {"kiln_tune": 1, "entries": [{arch, device, driver, kiln,

@@ -10,12 +10,15 @@
  * zeros, so that every index the epilogue computes stays in range. The launch is the one the run makes (cg_launch_eval, the
  * tensor maps encoded for the scratch pointers, programmatic serialization
  * off); three warm-ups, then the median of RT_TUNE_LAUNCHES launches, each
- * between two events on the context's stream. */
+ * between two events on the context's stream. The cuBLASLt candidate
+ * (cg_kernel.lt.chosen) is timed the same way: its plan made for the same
+ * scratch operands (workspace: its "lt_ws" field), its matmul launched. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt_autotune.h"
+#include "runtime/rt_cublaslt.h"
 #include "runtime/rt_launch.h"
 #include "runtime/rt_model_internal.h"
 #include "runtime/rt_util.h"
@@ -132,26 +135,31 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
         if (a->offset + 8 > k->args_size) st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: field outside KilnArgs", k->name);
         else memcpy(args + a->offset, &val, 8);
     }
+    const bool lt = k->lt.chosen; /* the cuBLASLt candidate: its matmul on the same operands */
+    rt_lt_plan *plan = NULL;
+    if (st == RT_OK && lt) st = rt_lt_prepare(&plan, k, dims, args, err, n);
     bool describable = true;
-    if (st == RT_OK && k->ntmaps) st = rt_encode_tmaps(k, dims, param, args, &describable, err, n);
+    if (st == RT_OK && k->ntmaps && !lt) st = rt_encode_tmaps(k, dims, param, args, &describable, err, n);
     if (st == RT_OK && !describable) st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: scratch operands TMA cannot describe", k->name);
     /* compile (through the cache) and load */
     rt_compile_opts co = {.arch = ctx->arch};
-    if (st == RT_OK) {
+    if (st == RT_OK && !lt) {
         st = rt_cache_compile(ctx->cache, k->name, k->source, &co, ctx->no_cache ? RT_CACHE_NO_CACHE : 0, &res, NULL);
         if (st != RT_OK) rt_fail(st, err, n, "autotune: kernel %s: %s", k->name, res.message ? res.message : rt_status_str(st));
     }
-    if (st == RT_OK) st = rt_module_load(&mod, res.code.data, res.code.size, err, n);
-    if (st == RT_OK) st = rt_module_kernel(mod, k->name, &kern, err, n);
-    if (st == RT_OK && kern.param_size != k->param_size)
+    if (st == RT_OK && !lt) st = rt_module_load(&mod, res.code.data, res.code.size, err, n);
+    if (st == RT_OK && !lt) st = rt_module_kernel(mod, k->name, &kern, err, n);
+    if (st == RT_OK && !lt && kern.param_size != k->param_size)
         st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: parameter size differs in the cubin", k->name);
-    if (st == RT_OK && k->launch.smem > 48 * 1024) st = rt_kernel_set_max_smem(&kern, (size_t)k->launch.smem, err, n);
+    if (st == RT_OK && !lt && k->launch.smem > 48 * 1024)
+        st = rt_kernel_set_max_smem(&kern, (size_t)k->launch.smem, err, n);
     unsigned grid[3] = {0, 0, 0}, block = 0;
     size_t smem = 0;
     char lerr[512];
-    if (st == RT_OK && !cg_launch_eval(k, dims, grid, &block, &smem, lerr, sizeof lerr))
+    if (st == RT_OK && !lt && !cg_launch_eval(k, dims, grid, &block, &smem, lerr, sizeof lerr))
         st = rt_fail(RT_ERR_INVALID, err, n, "kernel %s: %s", k->name, lerr);
-    if (st == RT_OK && (!grid[0] || !grid[1] || !grid[2])) st = rt_fail(RT_ERR_INVALID, err, n, "kernel %s: empty grid", k->name);
+    if (st == RT_OK && !lt && (!grid[0] || !grid[1] || !grid[2]))
+        st = rt_fail(RT_ERR_INVALID, err, n, "kernel %s: empty grid", k->name);
     /* floating-point operands: random (the fill kernel, compiled through the cache too) */
     rt_compile_result fres = {0};
     rt_module *fmod = NULL;
@@ -173,10 +181,12 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     for (; st == RT_OK && nev < 2 * RT_TUNE_LAUNCHES; nev++) st = RT_CUDA_CHECK(cudaEventCreate(&ev[nev]), "autotune events", err, n);
     rt_dim3 gd = {grid[0], grid[1], grid[2]}, bd = {block, 1, 1};
     void *stream = ctx->stream;
-    for (int i = 0; st == RT_OK && i < 3; i++) st = rt_launch_ex(&kern, gd, bd, smem, stream, param, k->param_size, 0, err, n);
+#define LAUNCH() (lt ? rt_lt_launch(plan, k, args, stream, err, n) \
+                    : rt_launch_ex(&kern, gd, bd, smem, stream, param, k->param_size, 0, err, n))
+    for (int i = 0; st == RT_OK && i < 3; i++) st = LAUNCH();
     for (int i = 0; st == RT_OK && i < RT_TUNE_LAUNCHES; i++) {
         st = RT_CUDA_CHECK(cudaEventRecord(ev[2 * i], (cudaStream_t)stream), "autotune events", err, n);
-        if (st == RT_OK) st = rt_launch_ex(&kern, gd, bd, smem, stream, param, k->param_size, 0, err, n);
+        if (st == RT_OK) st = LAUNCH();
         if (st == RT_OK) st = RT_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], (cudaStream_t)stream), "autotune events", err, n);
     }
     if (st == RT_OK) st = RT_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream), "autotune launches", err, n);
@@ -191,7 +201,9 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     }
     if (st != RT_OK) (void)cudaStreamSynchronize((cudaStream_t)stream);
     for (int i = 0; i < nev; i++) (void)cudaEventDestroy(ev[i]);
+#undef LAUNCH
     if (slab) (void)cudaFree(slab);
+    rt_lt_plan_free(plan);
     rt_module_free(mod);
     rt_module_free(fmod);
     rt_compile_result_free(&res);

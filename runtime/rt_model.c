@@ -228,7 +228,7 @@ char *rt_model_describe(const rt_model *m)
             const cg_kernel *K = &vp->kernels[k];
             char label[128];
             fprintf(f, "  %-40s %s%s%s%s\n", K->name, cg_kernel_label(K, label, sizeof label),
-                    K->fallback ? ", mma.sync fallback" : "", K->note ? "  " : "", K->note ? K->note : "");
+                    K->fallback && !K->lt.chosen ? ", mma.sync fallback" : "", K->note ? "  " : "", K->note ? K->note : "");
         }
     }
     fclose(f);

@@ -40,6 +40,7 @@ typedef struct rt_variant {
     rt_blob *cubins; /* compiled, until loaded */
     rt_module **mods;
     rt_kernel *kern;
+    struct rt_lt_plan **lt; /* per kernel: the cuBLASLt plan of one whose lt.chosen (made when first recorded) */
     bool compiled, loaded;
     int launched;    /* kernels the last recording launched (empty grids are skipped) */
 } rt_variant;

@@ -9,7 +9,7 @@
  * A kernel: the cg_kernel bytes, then its strings (kind; name, source and
  * generated part unless shared: a kernel that shares another's program reads
  * that one's generated part, the code that runs; note, config,
- * tune_problem), nargs cg_arg bytes
+ * tune_problem, lt_note), nargs cg_arg bytes
  * with each one's field and ctype, nxforms cg_xform bytes, u8 has_fallback
  * and the fallback the same way. A str is u64 length (UINT64_MAX: NULL) and
  * its bytes. Pointers in the copied structs are never read: each is replaced
@@ -198,6 +198,7 @@ static void put_kernel(wbuf *b, const cg_kernel *k, bool shared)
     put_str(b, k->note);
     put_str(b, k->config);
     put_str(b, k->tune_problem);
+    put_str(b, k->lt_note);
     for (int i = 0; i < k->nargs; i++) {
         put(b, &k->args[i], sizeof k->args[i]);
         put_str(b, k->args[i].field);
@@ -411,7 +412,7 @@ static void take_kernel(rbuf *r, cg_kernel *k, const cg_kernel *from, const ir_g
         return;
     }
     /* what the bytes held for pointers is meaningless here */
-    k->kind = k->name = k->source = k->generated = k->note = k->config = k->tune_problem = NULL;
+    k->kind = k->name = k->source = k->generated = k->note = k->config = k->tune_problem = k->lt_note = NULL;
     k->args = NULL;
     k->xforms = NULL;
     k->fallback = NULL;
@@ -439,6 +440,7 @@ static void take_kernel(rbuf *r, cg_kernel *k, const cg_kernel *from, const ir_g
     take_str(r, k, &k->note, NULL, "a kernel's note");
     take_str(r, k, &k->config, NULL, "a kernel's configuration");
     take_str(r, k, &k->tune_problem, NULL, "a kernel's tuning problem");
+    take_str(r, k, &k->lt_note, NULL, "a kernel's cuBLASLt note");
     if (r->bad) return;
     k->args = calloc((size_t)nargs + 1, sizeof *k->args);
     k->xforms = calloc((size_t)nx + 1, sizeof *k->xforms);

@@ -33,7 +33,7 @@
 #include "runtime/rt_cache.h"
 #include "runtime/rt_plan.h"
 
-#define RT_PLAN_CACHE_VERSION 1u
+#define RT_PLAN_CACHE_VERSION 2u
 
 /* The key of a plan (desc: the driver's description, len bytes) for arch.
  * RT_ERR_NOT_FOUND with a reason when the build has no identity (no build-id

@@ -151,6 +151,48 @@ static int run_once(prof_run *r, char *err, size_t n)
     return rt_model_run(r->m, r->dims, r->in, r->nin, r->out, r->nout, NULL, err, n);
 }
 
+static int rec_start_cmp(const void *a, const void *b)
+{
+    const rt_cupti_record *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* A matmul that autotuning gave to cuBLASLt (cg_kernel.lt.chosen) runs
+ * cuBLAS's kernels under cuBLAS's names: in each replay (records in start
+ * order), a kernel record whose name is no kernel of the variant's is
+ * renamed to the first such matmul after the last Kiln kernel seen, so its
+ * row gets its time. */
+static void name_lt_records(const rt_variant *v, rt_cupti_record *rec, int nrec, int runs)
+{
+    const int nk = v->plan.nkernels;
+    bool any = false;
+    for (int j = 0; j < nk; j++) any |= v->plan.kernels[j].lt.chosen;
+    if (!any || runs <= 0 || nrec % runs) return;
+    qsort(rec, (size_t)nrec, sizeof *rec, rec_start_cmp);
+    const int per = nrec / runs;
+    for (int q = 0; q < runs; q++) {
+        int last = -1;
+        for (int i = q * per; i < (q + 1) * per; i++) {
+            if (rec[i].kind == RT_CUPTI_MEMSET || !rec[i].name) continue;
+            int hit = -1;
+            for (int j = last + 1; j < nk && hit < 0; j++)
+                if (!strcmp(v->plan.kernels[j].name, rec[i].name)) hit = j;
+            for (int j = 0; j < nk && hit < 0; j++)
+                if (!strcmp(v->plan.kernels[j].name, rec[i].name)) hit = -2;
+            if (hit >= 0) {
+                last = hit;
+                continue;
+            }
+            if (hit == -2) continue; /* a Kiln kernel out of order: leave it */
+            for (int j = last + 1; j < nk; j++)
+                if (v->plan.kernels[j].lt.chosen) {
+                    rec[i].name = v->plan.kernels[j].name;
+                    break;
+                }
+        }
+    }
+}
+
 static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, int nrec, rt_profile *p, char *err,
                         size_t n)
 {
@@ -176,9 +218,10 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         k->kind = K->kind;
         k->group = K->group;
         /* the template and its configuration (which implementation ran, and "(autotuned)" when measured) */
-        k->tmpl = K->config ? arena_printf(&p->a, "%s: %s", cg_family_template(K->family), K->config)
-                            : cg_family_template(K->family);
-        k->constants = kernel_constants(&p->a, K);
+        k->tmpl = K->lt.chosen ? arena_printf(&p->a, "cublasLt: %s", K->config)
+                  : K->config  ? arena_printf(&p->a, "%s: %s", cg_family_template(K->family), K->config)
+                               : cg_family_template(K->family);
+        k->constants = K->lt.chosen ? "" : kernel_constants(&p->a, K); /* cuBLASLt: no template constants */
         k->lines = group_lines(&p->a, g, K->group);
         if (ir_cost_group(g, K->group, r->dims, (const int32_t *const *)r->pos, &k->cost, ce, sizeof ce) != 0)
             st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %s", K->name, ce);
@@ -188,6 +231,7 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         st = RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n);
         wall[q] = ms * 1e3;
     }
+    if (st == RT_OK) name_lt_records(v, rec, nrec, p->runs);
     if (st == RT_OK) st = rt_profile_add_records(p, nrows, rec, nrec, wall, err, n);
     if (st == RT_OK && ir_cost_layer(g, r->dims, (const int32_t *const *)r->pos, &p->layer, ce, sizeof ce) != 0)
         st = rt_fail(RT_ERR_INTERNAL, err, n, "the layer's cost: %s", ce);

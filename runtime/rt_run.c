@@ -12,6 +12,13 @@
  * kernel (cg_kernel.fallback) is launched instead with the same KilnArgs,
  * and counted (tma_fallbacks).
  *
+ * A matmul that autotuning gave to cuBLASLt (cg_kernel.lt.chosen) launches
+ * a cuBLASLt matmul instead of its kernel, with the pointers of the same
+ * KilnArgs and the "lt_ws" workspace of the scratch region; its plan (the
+ * heuristic's algorithm) is made before the run records anything (outside
+ * any capture) the first time the kernel runs at a shape, and kept in the
+ * variant (runtime/rt_cublaslt.h).
+ *
  * Programmatic dependent launch: a kernel whose template waits on the one
  * before it (cg_kernel.pdl) is launched with programmatic stream
  * serialization (captured into the graph as a programmatic edge), so its
@@ -26,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_cublaslt.h"
 #include "runtime/rt_model_internal.h"
 #include "runtime/rt_tmap.h"
 
@@ -165,6 +173,15 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
         if (!rt_kernel_workspace(K, run->dims, true, &cnt))
             return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: a counter size does not evaluate", K->name);
         cnt_off += cnt;
+        if (K->lt.chosen) { /* autotuning gave this matmul to cuBLASLt (runtime/rt_cublaslt.h) */
+            if (!v->lt && !(v->lt = calloc((size_t)v->plan.nkernels, sizeof *v->lt)))
+                return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+            RT_TRY(rt_lt_prepare(&v->lt[k], K, run->dims, buf, err, n));
+            RT_TRY(rt_lt_launch(v->lt[k], K, buf, stream, err, n));
+            m->cnt.launches++;
+            v->launched++;
+            continue;
+        }
         const rt_kernel *kern = &v->kern[k];
         const void *arg = param;
         size_t arg_size = K->param_size;
@@ -195,6 +212,26 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
             return rt_fail(rt_kernel_status(ls), err, n, "kernel %s (k%d, %s): %s", K->name, k, cg_family_name(K->family), launch_err);
         m->cnt.launches++;
         v->launched++;
+    }
+    return RT_OK;
+}
+
+/* The cuBLASLt plans of the variant's kernels that run cuBLASLt, made for these dims and
+ * pointers before any capture (the heuristic and the handle are host work a capture need
+ * not see); record_kernels then finds them ready. */
+static rt_status prepare_lt(run_ctx *run, char *err, size_t n)
+{
+    rt_variant *v = run->v;
+    _Alignas(64) unsigned char buf[8 * 256];
+    const int *packed_of = v->plan.arg_packed;
+    for (int k = 0; k < v->plan.nkernels; packed_of += v->plan.kernels[k++].nargs) {
+        const cg_kernel *K = &v->plan.kernels[k];
+        if (!K->lt.chosen) continue;
+        if (K->args_size > sizeof buf) return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: KilnArgs too large", K->name);
+        if (!v->lt && !(v->lt = calloc((size_t)v->plan.nkernels, sizeof *v->lt)))
+            return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        RT_TRY(fill_args(run, K, packed_of, buf, 0, err, n));
+        RT_TRY(rt_lt_prepare(&v->lt[k], K, run->dims, buf, err, n));
     }
     return RT_OK;
 }
@@ -362,6 +399,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
         m->counters_dirty = false;
     }
     run_ctx run = {m, v, dims, in, out, RT_OK};
+    if ((st = prepare_lt(&run, err, n)) != RT_OK) goto done;
     m->cnt.runs++;
     if (m->no_graphs) {
         st = record_kernels(&run, stream, err, n);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt_cublaslt.h"
 #include "runtime/rt_model_internal.h"
 #include "util/vec.h"
 
@@ -66,6 +67,9 @@ void rt_variant_free(rt_variant *v)
         for (int i = 0; i < 2 * nk; i++) rt_module_free(v->mods[i]);
     free(v->mods);
     free(v->kern);
+    if (v->lt)
+        for (int i = 0; i < nk; i++) rt_lt_plan_free(v->lt[i]);
+    free(v->lt);
     free(v->pack_slot);
     rt_variant_plan_free(&v->plan);
     free(v);

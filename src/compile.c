@@ -281,6 +281,7 @@ static void print_templates(const cg_kernel *ks, int n, const cg_target *t, FILE
         char label[128];
         fprintf(out, "  k%-3d %s%s%s\n", k, cg_kernel_label(&ks[k], label, sizeof label),
                 ks[k].fallback ? ", mma.sync fallback" : "", ks[k].note ? " (generic: the template does not fit)" : "");
+        if (ks[k].lt_note) fprintf(out, "       %s\n", ks[k].lt_note); /* which implementation, and why (codegen/cg_lt.c) */
     }
 }
 

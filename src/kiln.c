@@ -468,9 +468,10 @@ kiln_status kiln_model_kernel(const kiln_model *m, int i, kiln_kernel_info *out)
                       rt_model_num_kernels(m->rt));
     out->name = k->name;
     out->kind = k->kind;
-    out->template_file = cg_family_template(k->family);
+    out->template_file = k->lt.chosen ? "cublasLt" : cg_family_template(k->family);
     out->config = k->config ? k->config : "";
-    out->fallback = k->fallback ? cg_family_template(k->fallback->family) : NULL;
+    out->fallback = k->fallback && !k->lt.chosen ? cg_family_template(k->fallback->family) : NULL;
+    out->implementation = k->lt_note;
     return KILN_OK;
 }
 

@@ -78,7 +78,7 @@ static const command commands[] = {
      "           nearest entry\n"
      "KILN_CACHE_MAX_MB caps its size (least recently used entries go first)."},
     {"tune", C_TUNE, "export|import FILE", 2, 2, "move the autotuned matmul choices to or from one file",
-     "The Hopper matmul configurations `kiln run --autotune` measured (kept in the\n"
+     "The Hopper matmul configurations (or cuBLASLt) `kiln run --autotune` chose (kept in the\n"
      "kernel cache directory, per device, driver, Kiln version and problem):\n"
      "  export FILE  write every stored choice into FILE (JSON with a checksum)\n"
      "  import FILE  store the choices of FILE here (entries whose key or the file's\n"
@@ -161,9 +161,10 @@ static const opt_def options[] = {
     {"no-pdl", O_NO_PDL, no_argument, NULL, NULL, C_RUN,
      "no programmatic dependent launch: each kernel starts when the one before it has finished"},
     {"autotune", O_AUTOTUNE, no_argument, NULL, NULL, C_RUN,
-     "time the Hopper matmul's candidate configurations when a variant is\n"
-     "planned and use the fastest (stored in the cache directory: later runs\n"
-     "time nothing; `kiln tune export|import` moves them)"},
+     "time the Hopper matmul's candidate configurations (and cuBLASLt, where it\n"
+     "expresses the epilogue) when a variant is planned and use the fastest\n"
+     "(stored in the cache directory: later runs time nothing; `kiln tune\n"
+     "export|import` moves them)"},
     {"profile", O_PROFILE, no_argument, NULL, NULL, C_RUN,
      "time every kernel inside graph replays (CUPTI) against its floor"},
     {"profile-runs", O_PROFILE_RUNS, required_argument, "N", "a number", C_RUN, "replays to time (default 50)"},

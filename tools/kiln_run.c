@@ -356,9 +356,10 @@ int kiln_run_command(const run_opts *o)
         for (int i = 0;; i++) {
             kiln_kernel_info ki;
             if (kiln_model_kernel(r.m, i, &ki) != KILN_OK) break;
-            if (!strcmp(ki.template_file, "matmul_wgmma.cuh"))
-                printf("autotune: %s: %s%s\n", ki.name, ki.config,
-                       strstr(ki.config, "(autotuned)") ? "" : " (the rule's: nothing measured or stored)");
+            if (!strcmp(ki.template_file, "matmul_wgmma.cuh") || !strcmp(ki.template_file, "cublasLt"))
+                printf("autotune: %s: %s%s%s%s\n", ki.name, ki.config,
+                       strstr(ki.config, "(autotuned)") ? "" : " (the rule's: nothing measured or stored)",
+                       ki.implementation ? "; " : "", ki.implementation ? ki.implementation : "");
         }
     int np = r.g->nparams;
     r.host = calloc((size_t)np + 1, sizeof *r.host);

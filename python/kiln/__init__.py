@@ -60,7 +60,7 @@ def _s(b):
 DTYPES = {C.KILN_F32: "f32", C.KILN_F16: "f16", C.KILN_BF16: "bf16", C.KILN_I32: "i32"}
 KINDS = {C.KILN_INPUT: "input", C.KILN_OUTPUT: "output", C.KILN_WEIGHT: "weight", C.KILN_STATE: "state"}
 TensorInfo = collections.namedtuple("TensorInfo", "name kind dtype shape bytes type")
-KernelInfo = collections.namedtuple("KernelInfo", "name kind template config fallback")
+KernelInfo = collections.namedtuple("KernelInfo", "name kind template config fallback implementation")
 KernelProfile = collections.namedtuple("KernelProfile", [f for f, _ in C.kiln_kernel_profile._fields_])
 
 # ---- DLPack through the CPython capsule API --------------------------------------------------
@@ -359,7 +359,8 @@ class Model:
         for i in range(lib.kiln_model_num_kernels(self._h)):
             k = C.kiln_kernel_info()
             _check(lib.kiln_model_kernel(self._h, i, ctypes.byref(k)), "kiln_model_kernel")
-            out.append(KernelInfo(_s(k.name), _s(k.kind), _s(k.template_file), _s(k.config), _s(k.fallback)))
+            out.append(KernelInfo(_s(k.name), _s(k.kind), _s(k.template_file), _s(k.config), _s(k.fallback),
+                                  _s(k.implementation)))
         return out
 
     def describe(self):

@@ -80,6 +80,7 @@ class kiln_kernel_info(ctypes.Structure):
         ("template_file", c_char_p),
         ("config", c_char_p),
         ("fallback", c_char_p),
+        ("implementation", c_char_p),
     ]
 
 

@@ -14,13 +14,22 @@
  *     there times nothing; a damaged export file is refused; an entry whose
  *     fields no longer give its key is rejected;
  *   - without autotune the heuristic's configuration, no timing;
- *   - another device (driver version) does not see the first one's choices. */
+ *   - another device (driver version) does not see the first one's choices;
+ *   - cuBLASLt (codegen/cg_lt.c) is the matmul's last candidate: when the
+ *     timer likes it best, the stored choice names it ("choice cublasLt"),
+ *     the kernel says so (lt.chosen, "cublasLt ... (autotuned)", the times
+ *     of both implementations in its note), a second process reads it back,
+ *     and an imported entry whose cuBLASLt payload does not parse (a time
+ *     of -1) is rejected while a good one is stored. */
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
+#include <xxhash.h>
 
 #include "check.h"
 #include "runtime/rt_test_util.h"
@@ -75,6 +84,12 @@ static char *compile_config(const char *dir, bool autotune, fake_timer *ft, cons
         if (k->family == CG_FAMILY_MATMUL_WGMMA) {
             cfg = strdup(k->config);
             CHECK(k->tune_problem && strstr(k->tune_problem, "N=2048 K=1024"));
+            /* cuBLASLt: a candidate (plain linear), the last one; chosen exactly when the config says so */
+            CHECK(k->lt.why == CG_LT_OK && strstr(k->tune_problem, " lt=none"));
+            CHECK(k->tune_cands[k->ntune_cands - 1].impl == CG_IMPL_CUBLASLT);
+            CHECK(k->lt.chosen == (strstr(k->config, "cublasLt") != NULL));
+            if (k->lt.chosen)
+                CHECK_MSG(strstr(k->lt_note, "chosen by timing (10.0 us vs the template's"), "%s", k->lt_note);
             CHECK(k->ntune_cands >= 2);
         }
     }
@@ -127,6 +142,79 @@ static void spit(const char *path, const char *b, long len)
     if (!f) return;
     CHECK(fwrite(b, 1, (size_t)len, f) == (size_t)len);
     fclose(f);
+}
+
+/* The entries of tuning file path with entry 0's payload replaced by payload, the checksum
+ * recomputed (as rt_tune_export computes it), into out. */
+static void rewrite_payload(const char *path, const char *payload, const char *out)
+{
+    json_t *doc = json_load_file(path, 0, NULL);
+    json_t *entries = doc ? json_object_get(doc, "entries") : NULL;
+    CHECK(json_is_array(entries) && json_array_size(entries) >= 1);
+    if (!json_is_array(entries) || !json_array_size(entries)) {
+        json_decref(doc);
+        return;
+    }
+    json_t *e0 = json_deep_copy(json_array_get(entries, 0));
+    json_object_set_new(e0, "payload", json_string(payload));
+    json_array_append_new(entries, e0); /* the good entry stays: one stored, one rejected */
+    char *canon = json_dumps(entries, JSON_COMPACT | JSON_SORT_KEYS);
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)XXH3_64bits(canon, strlen(canon)));
+    free(canon);
+    json_object_set_new(doc, "checksum", json_string(sum));
+    CHECK(json_dump_file(doc, out, JSON_INDENT(1) | JSON_SORT_KEYS) == 0);
+    json_decref(doc);
+}
+
+/* Whether text s occurs in b[0..len) (the entry's header holds zero bytes). */
+static bool has_bytes(const char *b, long len, const char *s)
+{
+    const size_t n = strlen(s);
+    for (long i = 0; i + (long)n <= len; i++)
+        if (!memcmp(b + i, s, n)) return true;
+    return false;
+}
+
+static void test_cublaslt(const rt_tune_device *dev)
+{
+    char *dir = make_tmpdir(), *dir2 = make_tmpdir();
+    fake_timer ft = {0, "cublasLt"};
+    char *c1 = compile_config(dir, true, &ft, dev);
+    CHECK_MSG(c1 && strstr(c1, "cublasLt none (autotuned)"), "cuBLASLt favoured: %s", c1 ? c1 : "-");
+    char *entry = tune_entry(dir);
+    long len = 0;
+    char *bytes = entry ? slurp(entry, &len) : NULL;
+    CHECK_MSG(bytes && has_bytes(bytes, len, "choice cublasLt\nus 10.000\n") && has_bytes(bytes, len, "cand cublasLt 10.000\n"),
+              "the stored payload does not name cuBLASLt");
+    free(bytes);
+    ft.calls = 0;
+    char *c2 = compile_config(dir, true, &ft, dev);
+    CHECK_MSG(ft.calls == 0 && c2 && c1 && !strcmp(c1, c2), "second process: %d timed, %s", ft.calls, c2 ? c2 : "-");
+    /* export; a copy with a second entry whose payload does not parse: that one rejected */
+    char file[600], bad[600];
+    snprintf(file, sizeof file, "%s/tune.json", dir2);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir2);
+    rt_cache_config ccfg = {.dir = dir};
+    rt_cache *cache = NULL;
+    int count = -1, rejected = -1;
+    CHECK(rt_cache_open(&cache, &ccfg) == RT_OK);
+    CHECK(cache && rt_tune_export(cache, file, &count, err, sizeof err) == RT_OK && count == 1);
+    rt_cache_close(cache);
+    rewrite_payload(file, "choice cublasLt\nus -1\n", bad);
+    char *dir3 = make_tmpdir();
+    rt_cache_config c3cfg = {.dir = dir3};
+    cache = NULL;
+    CHECK(rt_cache_open(&cache, &c3cfg) == RT_OK);
+    rt_status st = cache ? rt_tune_import(cache, bad, &count, &rejected, err, sizeof err) : RT_ERR_IO;
+    CHECK_MSG(st == RT_OK && count == 1 && rejected == 1, "import: %s (%d stored, %d rejected)", err, count, rejected);
+    rt_cache_close(cache);
+    ft.calls = 0;
+    char *c3 = compile_config(dir3, true, &ft, dev);
+    CHECK_MSG(ft.calls == 0 && c3 && c1 && !strcmp(c1, c3), "after import: %d timed, %s", ft.calls, c3 ? c3 : "-");
+    free(c1), free(c2), free(c3), free(entry);
+    rm_tree(dir), rm_tree(dir2), rm_tree(dir3);
+    free(dir), free(dir2), free(dir3);
 }
 
 int main(void)
@@ -218,6 +306,8 @@ int main(void)
     CHECK_MSG(ft.calls == 0, "after import timed %d", ft.calls);
     CHECK(c5 && c1 && !strcmp(c5, c1));
     free(c5);
+
+    test_cublaslt(&dev);
 
     free(heur);
     free(c1);
