@@ -3,22 +3,24 @@
  * the logits of each sequence's last new token (samples/models/), with the GPU
  * sampler (rt_sample.h) choosing each next token.
  *
- * A generation, for nseq prompts of lengths len[b]:
- *   - batch: the smallest configured bucket >= nseq (default 1, 2, 4, 8, 16,
- *     32), capped by the model's max B; when no bucket fits (nseq over the
- *     largest bucket but within max B) the exact size runs and counts a
- *     bucket miss. Padded rows run token 0 in cache rows no sequence uses.
- *   - prefill: the common prompt length Lmin = min len[b], in calls of at most
- *     prefill_chunk tokens (0: the whole of it, at most max S), each appending
- *     to the caches at the next positions; the last one's logits are sampled.
- *   - the prompts' tails (len[b] > Lmin) are fed one token per decode step as
- *     forced tokens of the sampler, so every decode step is one call with S = 1
- *     for the whole batch (a sequence with a longer prompt starts generating
- *     later); the model's positions advance on the device (the sampler's
- *     combine adds 1), so decode steps replay one CUDA graph and copy nothing.
- *   - stop tokens end a sequence (the token is kept); generation ends when
- *     every sequence has stopped (checked every RT_GEN_STOP_EVERY steps) or
- *     max_new tokens each. */
+ * A generation, for nseq prompts of lengths len[b], is a serving loop over
+ * the slot table (rt_server below):
+ *   - batch: the smallest configured bucket >= the rows in use (default 1, 2,
+ *     4, 8, 16, 32), capped by the model's max B; when no bucket fits (over
+ *     the largest bucket but within max B) the exact size runs and counts a
+ *     bucket miss. Rows without a running sequence (padding, holes) run in
+ *     free cache slots, never a live one.
+ *   - prefill: per distinct prompt length, the prompts of that length together
+ *     into their slots, in calls of at most prefill_chunk tokens (0: the whole
+ *     prompt, at most max S), each appending to the caches at the next
+ *     positions; the last one's logits are sampled into each sequence's row.
+ *   - decode: one call with S = 1 for all running sequences per step; the
+ *     model's positions advance on the device (the sampler's combine adds 1),
+ *     so decode steps replay one CUDA graph and copy nothing until a sequence
+ *     joins or leaves.
+ *   - stop tokens end a sequence (the token is kept; checked every
+ *     RT_GEN_STOP_EVERY steps), as do max_new tokens; a finished sequence
+ *     leaves and the next prompt joins in its slot. */
 #ifndef KILN_RT_WMODEL_H
 #define KILN_RT_WMODEL_H
 #include <pthread.h>

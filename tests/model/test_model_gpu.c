@@ -39,6 +39,7 @@
  *      (one of them padding) leave slot 2's rows of every KV cache bit for bit
  *      as they were, and write slot 1 and 3; the errors: no free slot, a slot
  *      id not running, a prompt longer than T allows.
+ * KILN_MODEL_SLOTS_ONLY=1: section 5 only (for compute-sanitizer).
  * KILN_MODEL_WARM=1: compile-only, prepares every shape the test runs (fills
  * the kernel cache; no device needed) and exits. */
 #include "api/api_util.h"
@@ -339,6 +340,19 @@ int main(int argc, char **argv)
     CHECK_MSG(ls == KILN_OK, "load %s: %s", ckpt, kiln_last_error());
     if (ls != KILN_OK) return CHECK_DONE();
     CHECK(kiln_model_alloc_states(m) == KILN_OK);
+    if (getenv("KILN_MODEL_SLOTS_ONLY")) { /* section 5 alone (a sanitizer run) */
+        const int32_t *sp[4];
+        static int32_t sbuf[4][64];
+        for (int b = 0; b < r.nseq; b++) {
+            for (int j = 0; j < r.lens[b]; j++) sbuf[b][j] = r.prompts[b][j];
+            sp[b] = sbuf[b];
+        }
+        slot_tests(m, &r, sp, r.vocab);
+        free(r.logits);
+        kiln_model_free(m);
+        kiln_context_free(ctx);
+        return CHECK_DONE();
+    }
 
     /* 1. teacher forcing */
     int V = r.vocab;
