@@ -129,6 +129,10 @@ typedef enum cg_arg_kind {
     CG_ARG_WORKSPACE,    /* pointer: scratch of `dim` bytes (evaluated at run time) */
     CG_ARG_SCALAR,       /* long long: the value of `dim` for the run's dims */
     CG_ARG_NULL,         /* pointer: always NULL (an optional operand this group lacks) */
+    CG_ARG_SLOTS,        /* const int *: the run's slot table (slot[b]: the state row of batch
+                          * row b), NULL when the run has none (row b is state row b); field
+                          * "slot", read through kiln_slot (common.cuh) by every access of a
+                          * state's rows: cache writes and attention */
 } cg_arg_kind;
 
 typedef struct cg_arg {
@@ -195,6 +199,9 @@ typedef struct cg_tmap {
     ir_dtype dtype;     /* IR_BF16 or IR_F16 */
     ir_dim K, rows, ld, batch, batch_stride; /* elements */
     int box_rows;       /* rows per TMA box: BM (A), BN / cluster size (W), 64 (OUT) */
+    bool state_rows;    /* a state (a KV cache): `batch` evaluates at the model's max dims, the
+                         * rows the state is allocated with, since a slot table may address
+                         * any of them */
 } cg_tmap;
 
 #define CG_MAX_TMAPS 5 /* matmul_wgmma: A, W, output (QKV epilogue: q, two caches); attention_wgmma: q, k, v */

@@ -363,6 +363,20 @@ void cg_null_ptr(cg_gen *gen, const char *field, const char *ctype)
     a->ctype = ctype;
 }
 
+const char *cg_slot_row(cg_gen *gen, const char *b)
+{
+    bool have = false;
+    for (int i = 0; i < gen->nargs && !have; i++) have = gen->args[i].kind == CG_ARG_SLOTS;
+    if (!have) {
+        cg_arg *a = new_arg(gen);
+        if (!a) return "0LL";
+        a->kind = CG_ARG_SLOTS;
+        a->field = "slot";
+        a->ctype = "const int *";
+    }
+    return cg_printf(gen, "kiln_slot(p.slot, %s)", b);
+}
+
 void cg_scalar(cg_gen *gen, const char *field, ir_dim value)
 {
     cg_arg *a = new_arg(gen);

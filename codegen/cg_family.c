@@ -74,7 +74,7 @@ static void emit_output(cg_gen *gen, const ir_node *o, const char *e)
                 cg_dim(gen, &o->type.dims[2]));
         const char *v = cg_value(gen, xs, &xi);
         cg_idx ci = cg_idx_flat(&o->type, NULL);
-        ci.c[0] = b;
+        ci.c[0] = cg_slot_row(gen, b); /* the state row of batch row b */
         ci.c[1] = h;
         ci.c[2] = "t";
         ci.c[3] = d;
@@ -928,7 +928,7 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
             cg_open(gen, "if (t >= 0 && t < %s) /* positions past the cache are not written */",
                     cg_dim(gen, &cw->type.dims[2]));
             cg_idx ci = cg_idx_flat(&cw->type, NULL);
-            ci.c[0] = "rb", ci.c[1] = "(long long)hh", ci.c[2] = "t", ci.c[3] = "(long long)d0";
+            ci.c[0] = cg_slot_row(gen, "rb"), ci.c[1] = "(long long)hh", ci.c[2] = "t", ci.c[3] = "(long long)d0";
             cg_store(gen, cw, &ci, "y0");
             ci.c[3] = "(long long)d1";
             cg_store(gen, cw, &ci, "y1");
@@ -1075,7 +1075,7 @@ static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, 
         cg_open(gen, "if (dst == %d && t >= 0 && t < %s) /* positions past the cache are not written */", j,
                 cg_dim(gen, &cw->type.dims[2]));
         cg_idx ci = cg_idx_flat(&cw->type, NULL);
-        ci.c[0] = "b", ci.c[1] = "(long long)head", ci.c[2] = "t", ci.c[3] = "(long long)d";
+        ci.c[0] = cg_slot_row(gen, "b"), ci.c[1] = "(long long)head", ci.c[2] = "t", ci.c[3] = "(long long)d";
         cg_store(gen, cw, &ci, "v");
         cg_close(gen);
     }
@@ -1083,6 +1083,12 @@ static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, 
               "__device__ __forceinline__ void kiln_qkv_put(const KilnArgs &p, int dst, long long b, int head, "
               "long long t, int d, float v)",
               &body);
+
+    /* the caches' row of batch row b (the TMA stores' slab: row * heads + head) */
+    cg_begin_fn(gen, &body);
+    cg_line(gen, "(void)p; (void)b;");
+    cg_line(gen, "return %s;", cg_slot_row(gen, "b"));
+    finish_fn(gen, hooks, "__device__ __forceinline__ long long kiln_qkv_slot(const KilnArgs &p, long long b)", &body);
     return !gen->failed;
 }
 
@@ -1417,15 +1423,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             if (of && !strcmp(gen->args[i].field, of)) fo = i;
         }
         if (fa < 0 || fw < 0 || (wc.ts && fo < 0)) return cg_fail(gen, "matmul: the operand fields are missing");
-        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fa, a->type.dtype, K, M, lda, batch, sa, wc.bm};
-        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fw, w->type.dtype, K, N, ldw, batch, sw, wc.bn};
+        gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_A, fa, a->type.dtype, K, M, lda, batch, sa, wc.bm, false};
+        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_W, fw, w->type.dtype, K, N, ldw, batch, sw, wc.bn, false};
         gen->kern->ntmaps = 2;
         if (qkv_ts) {
             /* q: rows M of its heads * hd columns; each cache {hd, T, B * heads} (as attention reads it) */
             const ir_type *qy = &qt.node[0]->type;
             bool *ovf = &gen->dim_overflow;
             ir_dim qw = ir_dim_times(qy->dims[2], qy->dims[3], ovf);
-            gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_Q, fo, qy->dtype, qw, M, qw, batch, ir_dim_times(M, qw, ovf), 64};
+            gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_Q, fo, qy->dtype, qw, M, qw, batch, ir_dim_times(M, qw, ovf), 64, false};
             gen->kern->ntmaps = 3;
             for (int j = 1; j < 3 && qt.node[j]; j++) {
                 const char *cf = cg_ptr(gen, qt.node[j], true);
@@ -1437,12 +1443,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                 ir_dim hdd = ir_dim_const(qt.hd);
                 gen->kern->tmaps[2 + j] = (cg_tmap){j == 1 ? CG_TMAP_K : CG_TMAP_V, fc, ct->dtype, hdd, ct->dims[2], hdd,
                                                     ir_dim_times(ct->dims[0], ct->dims[1], ovf),
-                                                    ir_dim_times(ct->dims[2], hdd, ovf), 64};
+                                                    ir_dim_times(ct->dims[2], hdd, ovf), 64, true};
                 gen->kern->ntmaps = 3 + j;
             }
         } else if (wc.ts) {
             ir_dim so = ir_dim_times(M, onb, &gen->dim_overflow);
-            gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_OUT, fo, outs[0]->type.dtype, onb, M, onb, batch, so, 64};
+            gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_OUT, fo, outs[0]->type.dtype, onb, M, onb, batch, so, 64, false};
             gen->kern->ntmaps = 3;
         }
         /* persistent: one CTA per SM (the ring takes most of its shared
@@ -1717,6 +1723,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         cg_ptr_named(gen, i ? "v" : "k", append ? c : data, append);
     }
     cg_ptr_named(gen, "o", A, true);
+    (void)cg_slot_row(gen, "b"); /* the templates read the caches' rows at kiln_slot(p.slot, b) */
     if (pos) cg_ptr_named(gen, "pos", pos, false);
     else cg_null_ptr(gen, "pos", "const int *");
     if (append) {
@@ -1792,7 +1799,8 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_ATT_STAGES", "%d", ATTW_STAGES);
         gen->kern->config = cg_printf(gen, "wgmma 2x64x%d s%d", bk, ATTW_STAGES);
         /* the maps (attention_wgmma.cuh): q {H*HD, S, B} (ld q_ss, batch stride q_sb), k and v
-         * {HD, T, B*KV} (ld HD, batch stride T*HD); bases: fields "q", "k", "v" */
+         * {HD, T, rows*KV} (ld HD, batch stride T*HD; rows: the caches' allocated rows, which
+         * a slot table may address); bases: fields "q", "k", "v" */
         int fq = -1, fk = -1, fv = -1;
         for (int i = 0; i < gen->nargs; i++) {
             if (!strcmp(gen->args[i].field, "q")) fq = i;
@@ -1801,12 +1809,12 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         }
         if (fq < 0 || fk < 0 || fv < 0) return cg_fail(gen, "attention: the operand fields are missing");
         bool *ovf = &gen->dim_overflow;
-        ir_dim hdd = ir_dim_const(hd), bkv = ir_dim_times(qt->dims[0], ct->dims[1], ovf);
+        ir_dim hdd = ir_dim_const(hd), bkv = ir_dim_times(ct->dims[0], ct->dims[1], ovf);
         ir_dim th = ir_dim_times(ct->dims[2], hdd, ovf);
         gen->kern->tmaps[0] = (cg_tmap){CG_TMAP_Q, fq, qt->dtype, ir_dim_times(qt->dims[2], hdd, ovf), qt->dims[1],
-                                        qs.stride[1], qt->dims[0], qs.stride[0], 64};
-        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_K, fk, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
-        gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_V, fv, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk};
+                                        qs.stride[1], qt->dims[0], qs.stride[0], 64, false};
+        gen->kern->tmaps[1] = (cg_tmap){CG_TMAP_K, fk, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk, true};
+        gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_V, fv, qt->dtype, hdd, ct->dims[2], hdd, bkv, th, bk, true};
         gen->kern->ntmaps = 3;
         /* persistent: at most one CTA per SM, about one per tile (pairs of 64-row sub-tiles) */
         L->block = 384;

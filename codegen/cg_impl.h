@@ -101,6 +101,9 @@ const char *cg_ptr_named(cg_gen *gen, const char *field, const ir_node *n, bool 
 const char *cg_ptr_strided(cg_gen *gen, const char *field, const cg_strided *s, bool written);
 /* A named pointer field that is always NULL. */
 void cg_null_ptr(cg_gen *gen, const char *field, const char *ctype);
+/* The state row of batch row b (an expression of the hook's KilnArgs p): kiln_slot(p.slot, b),
+ * adding the kernel's "slot" field (CG_ARG_SLOTS) the first time. */
+const char *cg_slot_row(cg_gen *gen, const char *b);
 void cg_scalar(cg_gen *gen, const char *field, ir_dim value);
 void cg_workspace(cg_gen *gen, const char *field, const char *ctype, ir_dim bytes, bool zeroed);
 /* Storage identity: state values resolve to their state parameter. */

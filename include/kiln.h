@@ -353,6 +353,18 @@ kiln_status kiln_model_run(kiln_model *m, const kiln_dim *dims, int ndims, const
 /* Wait for the model's stream. */
 kiln_status kiln_model_sync(kiln_model *m);
 
+/* The slot table of the runs that follow (NULL: none, the default): a device
+ * array of int32, entry b the row of every state (the KV caches, allocated
+ * with the max B rows) that batch row b reads and writes, so a run of B rows
+ * can serve any B of the cache's sequences ("slots") and sequences join and
+ * leave without copying caches. Entries must be distinct and in 0 .. max B - 1
+ * (not checked: they live on the device); rows of no sequence (padding) must
+ * name free slots. The kernels read the array when they run: graph replays see
+ * its current contents. Keep it alive while runs use it. A run fails with
+ * KILN_ERR_INVALID_ARGUMENT when a kernel reads a state other than through a
+ * cache write or an attention (they map rows through the table). */
+kiln_status kiln_model_set_slot_table(kiln_model *m, const void *device_slots);
+
 typedef struct kiln_counters {
     uint64_t kernels_compiled;  /* NVRTC compiles (cache misses) */
     uint64_t cache_hits_memory; /* kernels found in the context's memory cache */
@@ -570,12 +582,14 @@ typedef struct kiln_generate_options {
     int max_new;                /* new tokens per sequence, at most */
     const int32_t *stop_ids;    /* a sequence ends after one of these (EOS and the user's) */
     int nstop;
-    int prefill_chunk;          /* prompt tokens per prefill call (0: the whole common prompt) */
+    int prefill_chunk;          /* prompt tokens per prefill call (0: the whole prompt, at most max S) */
     const int *buckets;         /* batch sizes calls are padded to, ascending (NULL: 1, 2, 4, 8,
                                  * 16, 32), within the model's max B */
     int nbuckets;
     const char *ids_name, *pos_name, *logits_name; /* NULL: "ids", "pos", "logits" (with head_sample:
                                  * "head_in") */
+    int max_live;               /* kiln_generate: sequences running at once (0: the model's max B);
+                                 * kiln_server_create: slots to serve (0: max B) */
 } kiln_generate_options;
 
 typedef struct kiln_generate_stats {
@@ -591,13 +605,41 @@ typedef struct kiln_generate_stats {
 /* Generate for nseq prompts (prompts[b]: lens[b] token ids) into out
  * (nseq x max_new, row b's first out_lens[b] valid, up to and including its
  * stop token). The model's states are zeroed first (each call is a new
- * generation). The common prompt length is prefilled (in prefill_chunk
- * pieces); longer prompts' remaining tokens are fed one per decode step. Each
- * decode step is one S = 1 run of the whole batch (a CUDA-graph replay: the
- * positions advance on the device) and the sampler's two kernels. */
+ * generation). A serving loop over the slot table (kiln_server below): the
+ * first max_live prompts join at once (one prefill per distinct prompt length,
+ * in prefill_chunk pieces); each decode step is one S = 1 run of the running
+ * sequences (a CUDA-graph replay of their batch bucket: positions advance on
+ * the device) and the sampler's kernels; a sequence that finishes (max_new
+ * tokens, or a stop token: checked every 16 steps) leaves, and the next prompt
+ * joins in its slot while the others keep decoding. So nseq may exceed max B. */
 kiln_status kiln_generate(kiln_model *m, int nseq, const int32_t *const *prompts, const int *lens,
                           const kiln_generate_options *opts, int32_t *out, int *out_lens,
                           kiln_generate_stats *stats);
+
+/* Serving: sequences that join and leave a running batch. The model's KV
+ * caches hold max B slots; a sequence's id is its slot. join prefills new
+ * prompts into free slots (one prefill per distinct length; each sequence's
+ * first token is sampled then) while the running ones keep their caches; step
+ * decodes one token for every running sequence (one batch-bucket graph replay:
+ * rows are mapped to slots by a slot table in device memory; padding rows get
+ * free slots and write no live one); tokens reads a sequence's tokens so far
+ * (a synchronization; *finished: max_new tokens or a stop token); leave frees
+ * its slot for the next join. opts as kiln_generate's (max_new: tokens kept per
+ * sequence, max_live: at most that many at once). The model's states are
+ * zeroed when the server is created; the model runs with a slot table while
+ * the server lives (use one server per model at a time). Errors: no free slot
+ * (join of more prompts than free slots: nothing joins), a slot id that is
+ * not running, a prompt longer than T - max_new + 1, an empty prompt or a
+ * token outside the vocabulary. With temperature > 0 a sequence's random
+ * stream depends on its batch row, so it draws differently than alone. */
+typedef struct kiln_server kiln_server;
+kiln_status kiln_server_create(kiln_model *m, const kiln_generate_options *opts, kiln_server **out);
+kiln_status kiln_server_join(kiln_server *s, int n, const int32_t *const *prompts, const int *lens, int *seqs_out);
+kiln_status kiln_server_step(kiln_server *s);
+kiln_status kiln_server_tokens(kiln_server *s, int seq, int32_t *out, int cap, int *count, int *finished);
+kiln_status kiln_server_leave(kiln_server *s, int seq);
+int kiln_server_free_slots(const kiln_server *s); /* joins possible now */
+void kiln_server_free(kiln_server *s);             /* NULL-safe */
 
 /* Declarations go above this line: those below it are not exported. */
 #if defined(__GNUC__)

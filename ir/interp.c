@@ -1245,3 +1245,69 @@ done:
     free(newstate);
     return rc;
 }
+
+/* The slot table's meaning: batch row b of every state is row slots[b] of the
+ * caller's tensor (rows of them). Gathered into tensors of the run's shape,
+ * run, scattered back: rows no slot names are untouched. */
+int ir_interp_run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *slots, int nslots,
+                        ir_tensor *outputs, char *err, size_t errlen)
+{
+    if (err && errlen) err[0] = '\0';
+    if (!g || !params || !slots || nslots < 1) {
+        if (err && errlen) snprintf(err, errlen, "slot run: no graph, parameters or slot table");
+        return -1;
+    }
+    ir_tensor *local = calloc((size_t)g->nparams + 1, sizeof *local);
+    if (!local) {
+        if (err && errlen) snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    for (int i = 0; i < g->nparams; i++) {
+        local[i] = params[i];
+        const ir_tensor *t = &params[i];
+        if (g->params[i]->op != IR_OP_STATE) continue;
+        if (t->rank < 1 || t->shape[0] < 1) {
+            if (err && errlen) snprintf(err, errlen, "slot run: state %s has no rows", g->params[i]->name);
+            goto done;
+        }
+        for (int b = 0; b < nslots; b++) {
+            bool dup = false;
+            for (int c = 0; c < b; c++) dup |= slots[c] == slots[b];
+            if (slots[b] < 0 || slots[b] >= t->shape[0] || dup) {
+                if (err && errlen)
+                    snprintf(err, errlen, "slot run: slot[%d] = %d is %s (state %s has %lld rows)", b, (int)slots[b],
+                             dup ? "given twice" : "out of range", g->params[i]->name, (long long)t->shape[0]);
+                goto done;
+            }
+        }
+        int64_t shape[IR_MAX_RANK];
+        memcpy(shape, t->shape, sizeof shape);
+        shape[0] = nslots;
+        memset(&local[i], 0, sizeof local[i]);
+        if (!ir_tensor_alloc(&local[i], t->dtype, t->rank, shape)) {
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        int64_t row = ir_tensor_numel(t) / t->shape[0];
+        for (int b = 0; b < nslots; b++) {
+            if (t->f) memcpy(local[i].f + b * row, t->f + (int64_t)slots[b] * row, (size_t)row * sizeof *t->f);
+            else memcpy(local[i].i + b * row, t->i + (int64_t)slots[b] * row, (size_t)row * sizeof *t->i);
+        }
+    }
+    rc = ir_interp_run(g, dims, local, outputs, err, errlen);
+    for (int i = 0; rc == 0 && i < g->nparams; i++) {
+        const ir_tensor *t = &params[i];
+        if (g->params[i]->op != IR_OP_STATE) continue;
+        int64_t row = ir_tensor_numel(t) / t->shape[0];
+        for (int b = 0; b < nslots; b++) {
+            if (t->f) memcpy(t->f + (int64_t)slots[b] * row, local[i].f + b * row, (size_t)row * sizeof *t->f);
+            else memcpy(t->i + (int64_t)slots[b] * row, local[i].i + b * row, (size_t)row * sizeof *t->i);
+        }
+    }
+done:
+    for (int i = 0; i < g->nparams; i++)
+        if (g->params[i]->op == IR_OP_STATE && (local[i].f != params[i].f || local[i].i != params[i].i)) ir_tensor_free(&local[i]);
+    free(local);
+    return rc;
+}

@@ -467,6 +467,14 @@ double ir_tensor_rel_err(const ir_tensor *ref, const ir_tensor *got);
 int ir_interp_run(const ir_graph *g, const int64_t *dims, ir_tensor *params,
                   ir_tensor *outputs, char *err, size_t errlen);
 
+/* ir_interp_run with a slot table (the runtime's rt_model_set_slots): each
+ * STATE tensor holds any number of rows (its first axis; the other axes as at
+ * dims), and batch row b of the run reads and writes its row slots[b] (nslots
+ * = the dim of the states' first axis at dims, entries distinct and in range,
+ * else an error); rows no slot names stay as they are. */
+int ir_interp_run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *slots, int nslots,
+                        ir_tensor *outputs, char *err, size_t errlen);
+
 /* One element of an elementwise op exactly as the interpreter computes it
  * (constant folding, passes/canonicalize.c, uses the same code).
  * ir_eval_scalar: float math. a (and b, for ADD SUB MUL DIV MAX MIN POW) are

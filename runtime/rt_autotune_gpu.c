@@ -98,7 +98,7 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     for (int i = 0; st == RT_OK && i < k->nargs; i++) {
         const cg_arg *a = &k->args[i];
         int64_t b = 0;
-        if (a->kind == CG_ARG_SCALAR || a->kind == CG_ARG_NULL) continue;
+        if (a->kind == CG_ARG_SCALAR || a->kind == CG_ARG_NULL || a->kind == CG_ARG_SLOTS) continue;
         if (a->kind == CG_ARG_WORKSPACE) {
             if (!cg_arg_eval(a, dims, &b) || b < 0) st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: workspace %s", k->name, a->field);
         } else {
@@ -123,7 +123,7 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
             int64_t x;
             if (!cg_arg_eval(a, dims, &x)) st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: scalar %s", k->name, a->field);
             val = (uint64_t)x;
-        } else if (a->kind != CG_ARG_NULL) {
+        } else if (a->kind != CG_ARG_NULL && a->kind != CG_ARG_SLOTS) { /* no slot table: identity */
             const ir_node *nd = a->kind == CG_ARG_WORKSPACE ? NULL : arg_node(g, a);
             st = RT_CUDA_CHECK(cudaMemsetAsync(slab + off[i], 0, bytes[i], (cudaStream_t)ctx->stream),
                                "autotune operands", err, n);
@@ -139,7 +139,7 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     rt_lt_plan *plan = NULL;
     if (st == RT_OK && lt) st = rt_lt_prepare(&plan, k, dims, args, err, n);
     bool describable = true;
-    if (st == RT_OK && k->ntmaps && !lt) st = rt_encode_tmaps(k, dims, param, args, &describable, err, n);
+    if (st == RT_OK && k->ntmaps && !lt) st = rt_encode_tmaps(k, dims, dims, param, args, &describable, err, n); /* states allocated at dims */
     if (st == RT_OK && !describable) st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: scratch operands TMA cannot describe", k->name);
     /* compile (through the cache) and load */
     rt_compile_opts co = {.arch = ctx->arch};
@@ -172,7 +172,7 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     if (st == RT_OK) st = rt_module_kernel(fmod, "kiln_tune_fill", &fill, err, n);
     for (int i = 0; st == RT_OK && i < k->nargs; i++) {
         const cg_arg *a = &k->args[i];
-        const ir_node *nd = a->kind == CG_ARG_WORKSPACE || a->kind == CG_ARG_SCALAR || a->kind == CG_ARG_NULL ? NULL : arg_node(g, a);
+        const ir_node *nd = a->kind == CG_ARG_WORKSPACE || a->kind == CG_ARG_SCALAR || a->kind == CG_ARG_NULL || a->kind == CG_ARG_SLOTS ? NULL : arg_node(g, a);
         if (!nd || !(nd->type.dtype == IR_BF16 || nd->type.dtype == IR_F16 || nd->type.dtype == IR_F32)) continue;
         fill_args fa = {slab + off[i], bytes[i] / (size_t)ir_dtype_size(nd->type.dtype), (int)ir_dtype_size(nd->type.dtype),
                         nd->type.dtype == IR_F16, (unsigned long long)i + 1};

@@ -149,6 +149,15 @@ rt_status rt_model_prepare(rt_model *m, const int64_t *dims, char *err, size_t n
 rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *inputs, int ninputs,
                  const rt_tensor_ptr *outputs, int noutputs, void *stream, char *err, size_t n);
 rt_status rt_model_sync(rt_model *m, char *err, size_t n);
+/* The slot table of the runs that follow: dev_slots, a device array of int32
+ * (entry b: the state row that batch row b reads and writes, 0 <= it < the
+ * states' allocated rows, distinct per live sequence) that the kernels read
+ * when they run, so a graph replay sees the table's current contents; NULL:
+ * none (batch row b is state row b, as before). The pointer is part of a
+ * graph's key. A run with a table fails when a kernel reads a state other than
+ * through a cache write or an attention. The caller keeps the array alive. */
+void rt_model_set_slots(rt_model *m, const int32_t *dev_slots);
+const int32_t *rt_model_slots(const rt_model *m);
 
 typedef struct rt_model_counters {
     uint64_t kernels_compiled, cache_hits_memory, cache_hits_disk, variants;

@@ -95,6 +95,9 @@ struct rt_model {
     void (*progress)(void *user, int done, int total, const char *kernel, double ms); /* rt_model_config */
     void *progress_user;
     rt_model_counters cnt;
+    /* The slot table runs read (rt_model_set_slots): a device array of int32, one state row
+     * per batch row; NULL: none (batch row b is state row b). */
+    const int32_t *slots;
     const char **types;  /* per param, then per output: declared type text */
 };
 
@@ -129,10 +132,12 @@ void rt_variant_free(rt_variant *v);
 rt_status rt_variant_compile(rt_model *m, rt_variant *v, char *err, size_t n);
 rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n);
 /* The tensor maps of a wgmma kernel (cg_kernel.tmaps) at dims into the
- * parameter's prefix, from the pointers in its KilnArgs (args); *ok false
- * (RT_OK returned) when TMA cannot describe an operand (rt_run.c). */
-rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, unsigned char *param, const unsigned char *args,
-                          bool *ok, char *err, size_t n);
+ * parameter's prefix, from the pointers in its KilnArgs (args); a map of a
+ * state's rows (cg_tmap.state_rows) takes its batch at state_dims (the dims
+ * the states are allocated at); *ok false (RT_OK returned) when TMA cannot
+ * describe an operand (rt_run.c). */
+rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, const int64_t *state_dims, unsigned char *param,
+                          const unsigned char *args, bool *ok, char *err, size_t n);
 /* The index in m->vars of the variant a run with these dims uses, planned
  * on first use. */
 rt_status rt_variant_pick(rt_model *m, const int64_t *dims, int *index, char *err, size_t n);

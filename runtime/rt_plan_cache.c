@@ -399,7 +399,8 @@ static bool arg_fits(const cg_arg *a, const ir_graph *g)
     case CG_ARG_INTERMEDIATE: return a->node >= 0;
     case CG_ARG_WORKSPACE:
     case CG_ARG_SCALAR:
-    case CG_ARG_NULL: return true;
+    case CG_ARG_NULL:
+    case CG_ARG_SLOTS: return true;
     }
     return false;
 }

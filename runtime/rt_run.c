@@ -104,6 +104,7 @@ static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_o
             break;
         }
         case CG_ARG_NULL: break;
+        case CG_ARG_SLOTS: val = (uint64_t)(uintptr_t)m->slots; is_ptr = false; break; /* NULL: none */
         }
         if (is_ptr && a->kind != CG_ARG_NULL) {
             if (!p) return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: field %s (%%%d) has no storage", K->name, a->field, a->node);
@@ -126,8 +127,8 @@ static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_o
  * prefix, from the pointers fill_args put in its KilnArgs (args). *ok false
  * (RT_OK returned) when TMA cannot describe an operand: the caller launches
  * the fallback. */
-rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, unsigned char *param, const unsigned char *args,
-                          bool *ok, char *err, size_t n)
+rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, const int64_t *state_dims, unsigned char *param,
+                          const unsigned char *args, bool *ok, char *err, size_t n)
 {
     rt_tmap_operand ops[CG_MAX_TMAPS];
     *ok = true;
@@ -136,7 +137,7 @@ rt_status rt_encode_tmaps(const cg_kernel *K, const int64_t *dims, unsigned char
         int64_t v[5];
         const ir_dim *d[5] = {&t->K, &t->rows, &t->ld, &t->batch, &t->batch_stride};
         for (int j = 0; j < 5; j++)
-            if (!ir_dim_value(d[j], dims, &v[j]))
+            if (!ir_dim_value(d[j], t->state_rows && j == 3 ? state_dims : dims, &v[j]))
                 return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: tensor map %d does not evaluate", K->name, i);
         uint64_t base;
         memcpy(&base, args + K->args[t->arg].offset, 8);
@@ -187,7 +188,7 @@ static rt_status record_kernels(run_ctx *run, void *stream, char *err, size_t n)
         size_t arg_size = K->param_size;
         if (K->ntmaps) { /* maps hold the pointers: encoded whenever the launch is recorded */
             bool ok;
-            RT_TRY(rt_encode_tmaps(K, run->dims, param, buf, &ok, err, n));
+            RT_TRY(rt_encode_tmaps(K, run->dims, m->maxd, param, buf, &ok, err, n));
             if (!ok) {
                 if (!K->fallback)
                     return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: an operand TMA cannot describe and no fallback",
@@ -344,6 +345,34 @@ static bool not_bound(const rt_model *m, int param, const void *user)
     return !m->weight_ptr[param] && !m->weight_released[param]; /* released: packed, in its file */
 }
 
+/* With a slot table every kernel that touches a state must map its rows
+ * (a "slot" field, CG_ARG_SLOTS: cache writes and attention do): a kernel that
+ * reads a state another way (a generic kernel over it) would read row b. */
+static rt_status check_slot_kernels(const rt_model *m, const rt_variant *v, char *err, size_t n)
+{
+    const ir_graph *g = m->g;
+    for (int k = 0; k < v->plan.nkernels; k++) {
+        const cg_kernel *K = &v->plan.kernels[k];
+        const char *state = NULL;
+        bool slots = false;
+        for (int i = 0; i < K->nargs; i++) {
+            const cg_arg *a = &K->args[i];
+            if (a->kind == CG_ARG_SLOTS) slots = true;
+            else if (a->kind == CG_ARG_STATE) state = g->states[a->index].state->name;
+            else if (a->kind == CG_ARG_PARAM && g->params[a->index]->op == IR_OP_STATE) state = g->params[a->index]->name;
+        }
+        if (state && !slots)
+            return rt_fail(RT_ERR_INVALID, err, n,
+                           "run with a slot table: kernel %s reads state %s by batch row (only cache writes and attention "
+                           "map a state's rows through the table)",
+                           K->name, state);
+    }
+    return RT_OK;
+}
+
+void rt_model_set_slots(rt_model *m, const int32_t *dev_slots) { m->slots = dev_slots; }
+const int32_t *rt_model_slots(const rt_model *m) { return m->slots; }
+
 static void count_graph_run(rt_model *m, const rt_variant *v, rt_graph_how how)
 {
     switch (how) {
@@ -364,7 +393,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     if ((ninputs && !inputs) || (noutputs && !outputs) || ninputs < 0 || noutputs < 0)
         return rt_fail(RT_ERR_INVALID, err, n, "run: NULL inputs or outputs array");
     void **in = calloc((size_t)g->nparams + 1, sizeof *in), **out = calloc((size_t)g->noutputs + 1, sizeof *out);
-    void **ptrs = calloc((size_t)(g->nparams + g->noutputs) + 1, sizeof *ptrs);
+    void **ptrs = calloc((size_t)(g->nparams + g->noutputs) + 2, sizeof *ptrs);
     int64_t key[IR_MAX_SYMS + 1];
     if (!in || !out || !ptrs) {
         st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
@@ -387,6 +416,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     int vi;
     if ((st = rt_variant_pick(m, dims, &vi, err, n)) != RT_OK) goto done;
     rt_variant *v = m->vars[vi];
+    if (m->slots && (st = check_slot_kernels(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_variant_load(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_model_restore_weights(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_model_update_packs(m, err, n)) != RT_OK) goto done;
@@ -413,6 +443,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     for (int i = 0; i < g->nparams; i++)
         if (in[i]) ptrs[nptrs++] = in[i];
     for (int j = 0; j < g->noutputs; j++) ptrs[nptrs++] = out[j];
+    ptrs[nptrs++] = (void *)m->slots; /* a new table (or none) re-records the launches that read it */
     rt_graph_how how;
     char graph_err[1024];
     if (rt_graph_run(m->graphs, key, 1 + g->nsyms, (const void *const *)ptrs, nptrs, stream, record, &run, &how, graph_err,

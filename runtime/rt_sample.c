@@ -149,6 +149,17 @@ rt_status rt_sampler_reset(rt_sampler *s, void *stream, char *err, size_t n)
     return RT_OK;
 }
 
+rt_status rt_sampler_reset_rows(rt_sampler *s, int row0, int rows, void *stream, char *err, size_t n)
+{
+    if (row0 < 0 || rows < 1 || row0 + rows > s->cfg.max_rows)
+        return rt_fail(RT_ERR_INVALID, err, n, "sampler: rows %d..%d outside its %d rows", row0, row0 + rows - 1,
+                       s->cfg.max_rows);
+    cudaStream_t st = (cudaStream_t)stream;
+    RT_TRY(RT_CUDA_CHECK(cudaMemsetAsync((int *)s->step + row0, 0, (size_t)rows * 4, st), "sampler reset", err, n));
+    return RT_CUDA_CHECK(cudaMemsetAsync((unsigned long long *)s->rng + row0, 0, (size_t)rows * 8, st), "sampler reset", err,
+                         n);
+}
+
 rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int rows, void *stream, char *err, size_t n)
 {
     rt_sample_extra none = {0};
@@ -157,14 +168,15 @@ rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int r
 
 static sample_args make_args(const rt_sampler *s, const void *logits, void *out_ids, int rows, const rt_sample_extra *x)
 {
+    const size_t r0 = (size_t)x->row0; /* the per-row state of rows row0.. */
     return (sample_args){
         .logits = (unsigned long long)(uintptr_t)logits,
         .cand_val = (unsigned long long)(uintptr_t)s->cand_val,
         .cand_idx = (unsigned long long)(uintptr_t)s->cand_idx,
         .out = (unsigned long long)(uintptr_t)out_ids,
-        .hist = (unsigned long long)(uintptr_t)s->hist,
-        .step = (unsigned long long)(uintptr_t)s->step,
-        .rng = (unsigned long long)(uintptr_t)s->rng,
+        .hist = s->hist ? (unsigned long long)(uintptr_t)((int *)s->hist + r0 * (size_t)s->cfg.hist_cap) : 0,
+        .step = (unsigned long long)(uintptr_t)((int *)s->step + r0),
+        .rng = (unsigned long long)(uintptr_t)((unsigned long long *)s->rng + r0),
         .seed = s->cfg.seed,
         .vocab = s->cfg.vocab,
         .ld = s->cfg.ld,
@@ -190,8 +202,9 @@ rt_status rt_sampler_run_ex(rt_sampler *s, const void *logits, void *out_ids, in
 {
     if (!stream) stream = s->stream;
     if (s->cfg.dmodel > 0) return rt_fail(RT_ERR_INVALID, err, n, "sampler: this one computes the LM head: run_head");
-    if (rows < 1 || rows > s->cfg.max_rows || !logits || !out_ids)
-        return rt_fail(RT_ERR_INVALID, err, n, "sampler: %d rows (at most %d) or a NULL pointer", rows, s->cfg.max_rows);
+    if (rows < 1 || x->row0 < 0 || x->row0 + rows > s->cfg.max_rows || !logits || !out_ids)
+        return rt_fail(RT_ERR_INVALID, err, n, "sampler: rows %d..%d (at most %d) or a NULL pointer", x->row0,
+                       x->row0 + rows - 1, s->cfg.max_rows);
     sample_args a = make_args(s, logits, out_ids, rows, x);
     RT_TRY(rt_launch(&s->partial, (rt_dim3){(unsigned)s->nct, (unsigned)rows, 1}, (rt_dim3){SAMPLE_THREADS, 1, 1},
                      (size_t)s->chunk * 4, stream, &a, sizeof a, err, n));
@@ -204,8 +217,9 @@ rt_status rt_sampler_run_head(rt_sampler *s, const void *hidden, const void *wei
 {
     if (!stream) stream = s->stream;
     if (s->cfg.dmodel <= 0) return rt_fail(RT_ERR_INVALID, err, n, "sampler: created without the fused head (dmodel 0)");
-    if (rows < 1 || rows > s->cfg.max_rows || !hidden || !weight || !out_ids)
-        return rt_fail(RT_ERR_INVALID, err, n, "sampler: %d rows (at most %d) or a NULL pointer", rows, s->cfg.max_rows);
+    if (rows < 1 || x->row0 < 0 || x->row0 + rows > s->cfg.max_rows || !hidden || !weight || !out_ids)
+        return rt_fail(RT_ERR_INVALID, err, n, "sampler: rows %d..%d (at most %d) or a NULL pointer", x->row0,
+                       x->row0 + rows - 1, s->cfg.max_rows);
     if (((uintptr_t)hidden | (uintptr_t)weight) & 15)
         return rt_fail(RT_ERR_INVALID, err, n, "sampler: the fused head reads 16-byte aligned inputs and weights");
     sample_args a = make_args(s, logits, out_ids, rows, x);
@@ -219,3 +233,4 @@ bool rt_sampler_is_head(const rt_sampler *s) { return s->cfg.dmodel > 0; }
 
 const void *rt_sampler_history(const rt_sampler *s) { return s->hist; }
 int rt_sampler_hist_cap(const rt_sampler *s) { return s->cfg.hist_cap; }
+int rt_sampler_max_rows(const rt_sampler *s) { return s->cfg.max_rows; }

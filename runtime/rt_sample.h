@@ -57,6 +57,8 @@ rt_status rt_sampler_create(struct rt_ctx *ctx, const char *source, const rt_sam
 void rt_sampler_free(rt_sampler *s); /* NULL-safe */
 /* Zero the step counters and the draws made (a new generation, same seed). */
 rt_status rt_sampler_reset(rt_sampler *s, void *stream, char *err, size_t n);
+/* The same for rows row0 .. row0 + rows - 1 only (a sequence starting in them). */
+rt_status rt_sampler_reset_rows(rt_sampler *s, int row0, int rows, void *stream, char *err, size_t n);
 /* Sample rows tokens from logits (bf16 [rows, ld], device) into out_ids
  * (i32 [rows], device), asynchronously on stream (NULL: the context's, where
  * models run). */
@@ -65,12 +67,15 @@ rt_status rt_sampler_run(rt_sampler *s, const void *logits, void *out_ids, int r
 /* What a generation step adds (all optional): positions advanced by pos_add
  * after the step (the position input of the model, i32 [rows]); forced
  * tokens, i32 [rows, force_cap], emitted at step s of row r while s <
- * force_len[r] (i32 [rows]) instead of a sampled one. */
+ * force_len[r] (i32 [rows]) instead of a sampled one; row0: the rows are the
+ * sampler's rows row0 .. row0 + rows - 1 (their histories, step counters and
+ * random states; the random stream is keyed by the row within the call). */
 typedef struct rt_sample_extra {
     void *pos;
     int pos_add;
     const void *force, *force_len;
     int force_cap;
+    int row0;
 } rt_sample_extra;
 rt_status rt_sampler_run_ex(rt_sampler *s, const void *logits, void *out_ids, int rows, const rt_sample_extra *x,
                             void *stream, char *err, size_t n);
@@ -83,5 +88,6 @@ bool rt_sampler_is_head(const rt_sampler *s);
 /* The device history: i32 [max_rows, hist_cap], token j of row r at r * hist_cap + j. */
 const void *rt_sampler_history(const rt_sampler *s);
 int rt_sampler_hist_cap(const rt_sampler *s);
+int rt_sampler_max_rows(const rt_sampler *s);
 
 #endif

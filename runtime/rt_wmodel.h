@@ -3,22 +3,24 @@
  * the logits of each sequence's last new token (samples/models/), with the GPU
  * sampler (rt_sample.h) choosing each next token.
  *
- * A generation, for nseq prompts of lengths len[b]:
- *   - batch: the smallest configured bucket >= nseq (default 1, 2, 4, 8, 16,
- *     32), capped by the model's max B; when no bucket fits (nseq over the
- *     largest bucket but within max B) the exact size runs and counts a
- *     bucket miss. Padded rows run token 0 in cache rows no sequence uses.
- *   - prefill: the common prompt length Lmin = min len[b], in calls of at most
- *     prefill_chunk tokens (0: the whole of it, at most max S), each appending
- *     to the caches at the next positions; the last one's logits are sampled.
- *   - the prompts' tails (len[b] > Lmin) are fed one token per decode step as
- *     forced tokens of the sampler, so every decode step is one call with S = 1
- *     for the whole batch (a sequence with a longer prompt starts generating
- *     later); the model's positions advance on the device (the sampler's
- *     combine adds 1), so decode steps replay one CUDA graph and copy nothing.
- *   - stop tokens end a sequence (the token is kept); generation ends when
- *     every sequence has stopped (checked every RT_GEN_STOP_EVERY steps) or
- *     max_new tokens each. */
+ * A generation, for nseq prompts of lengths len[b], is a serving loop over
+ * the slot table (rt_server below):
+ *   - batch: the smallest configured bucket >= the rows in use (default 1, 2,
+ *     4, 8, 16, 32), capped by the model's max B; when no bucket fits (over
+ *     the largest bucket but within max B) the exact size runs and counts a
+ *     bucket miss. Rows without a running sequence (padding, holes) run in
+ *     free cache slots, never a live one.
+ *   - prefill: per distinct prompt length, the prompts of that length together
+ *     into their slots, in calls of at most prefill_chunk tokens (0: the whole
+ *     prompt, at most max S), each appending to the caches at the next
+ *     positions; the last one's logits are sampled into each sequence's row.
+ *   - decode: one call with S = 1 for all running sequences per step; the
+ *     model's positions advance on the device (the sampler's combine adds 1),
+ *     so decode steps replay one CUDA graph and copy nothing until a sequence
+ *     joins or leaves.
+ *   - stop tokens end a sequence (the token is kept; checked every
+ *     RT_GEN_STOP_EVERY steps), as do max_new tokens; a finished sequence
+ *     leaves and the next prompt joins in its slot. */
 #ifndef KILN_RT_WMODEL_H
 #define KILN_RT_WMODEL_H
 #include <pthread.h>
@@ -53,6 +55,29 @@ typedef struct rt_gen_stats {
 /* The batch size for nseq sequences (rt_gen_config's rule); -1 when nseq > max_b. */
 int rt_gen_bucket(const int *buckets, int nbuckets, int nseq, int64_t max_b, int *miss);
 
+/* The slot table's bookkeeping (rt_wmodel_slots.c): nslots cache slots (a
+ * state's rows: the model's max B) and as many batch rows. A sequence that
+ * opens takes the highest free slot and the lowest free batch row; one that
+ * closes frees both, and nothing moves. A call runs rows 0 .. rows - 1 (rows
+ * at least rt_slots_rows: the last used row + 1, padded to a bucket); table[r]
+ * is row r's slot, and a row without a sequence (a hole, or padding) gets a
+ * free slot of its own, the lowest ones first, so it writes no live slot. */
+typedef struct rt_slots {
+    int nslots, live;
+    int *slot_row; /* per slot: its batch row, -1 free */
+    int *row_slot; /* per batch row: its slot, -1 none */
+} rt_slots;
+int rt_slots_init(rt_slots *t, int nslots); /* 0, or -1 (nslots < 1, out of memory) */
+void rt_slots_free(rt_slots *t);
+/* The slot opened (its row in *row), or -1 when every slot is taken. */
+int rt_slots_open(rt_slots *t, int *row);
+/* 0, or -1 when slot is not an open slot's id. */
+int rt_slots_close(rt_slots *t, int slot);
+int rt_slots_row(const rt_slots *t, int slot); /* -1: not open */
+int rt_slots_rows(const rt_slots *t);
+/* table[0 .. rows - 1]; -1 when rows < rt_slots_rows(t) or rows > nslots. */
+int rt_slots_table(const rt_slots *t, int rows, int32_t *table);
+
 /* Vocabulary size of a generation model: checks that it has dims B, S, T,
  * inputs ids i32[B, S] and pos i32[B] and one output logits [B, 1, V] (*dmodel
  * 0), or, compiled with head_sample (rt_plan.head), one output head_in [B, 1,
@@ -66,12 +91,57 @@ const void *rt_model_head_weight(const rt_model *m);
 rt_status rt_model_sampler_create(rt_model *m, const char *source, const rt_sample_config *cfg, rt_sampler **out,
                                   char *err, size_t n);
 
+/* Serving (rt_wmodel_serve.c): sequences join and leave a running batch
+ * through the slot table (rt_model_set_slots), so no cache is copied.
+ *   create: at most max_live sequences at once (<= 0 or over max B: max B);
+ *     the sampler needs max_rows >= the bucket of max_live and a history of
+ *     max_new tokens. Zeroes the model's states and the sampler.
+ *   join: k prompts take free slots (seqs[i]: the slot id, which names the
+ *     sequence) and batch rows; each distinct prompt length is one prefill
+ *     (in chunks of prefill_chunk, at most max S) of the prompts of that
+ *     length, padded to a bucket when enough slots are free for the padding
+ *     rows (exact size otherwise); then each one's first token is sampled.
+ *     Fails with nothing joined when the slots do not suffice, a prompt is
+ *     empty, has a token outside the vocabulary, or len + max_new - 1 > T.
+ *   step: one decode token for every running sequence (one S = 1 call of R
+ *     rows, R the last used row + 1 padded to a bucket, and one sampler call);
+ *     a sequence done (max_new tokens, or a stop token seen by tokens) runs on
+ *     idle in its own slot until it leaves.
+ *   tokens: the sequence's tokens so far (up to and including a stop token:
+ *     *done then), read from the device (a synchronization).
+ *   leave: frees the slot and the row.
+ * An unknown or closed slot id is an error. The sampler's random stream is
+ * keyed by the batch row of each call (rt_sample_extra.row0), so a sampled
+ * (not greedy) sequence draws differently than it would alone. */
+typedef struct rt_server rt_server;
+typedef struct rt_server_stats {
+    int prefill_calls, decode_steps;
+    int batch;       /* the most rows a step runs: the bucket of max_live */
+    int bucket_miss; /* 1: no bucket fitted max_live, the exact size ran */
+} rt_server_stats;
+rt_status rt_server_create(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int max_live, rt_server **out,
+                           char *err, size_t n);
+void rt_server_free(rt_server *s); /* NULL-safe; the model runs without a slot table again */
+rt_status rt_server_join(rt_server *s, int k, const int32_t *const *prompts, const int *lens, int *seqs, char *err,
+                         size_t n);
+rt_status rt_server_step(rt_server *s, char *err, size_t n);
+rt_status rt_server_tokens(rt_server *s, int seq, int32_t *out, int cap, int *count, bool *done, char *err, size_t n);
+rt_status rt_server_leave(rt_server *s, int seq, char *err, size_t n);
+int rt_server_live(const rt_server *s);
+int rt_server_free_slots(const rt_server *s);
+bool rt_server_done(const rt_server *s, int seq); /* what the host knows: max_new reached, or a stop seen */
+void rt_server_get_stats(const rt_server *s, rt_server_stats *st);
+
 /* out: nseq x max_new tokens, out_len[b] of them valid (up to and including
- * the first stop token). The sampler needs max_rows >= the batch and a
- * history of at least (Lmax - Lmin) + max_new tokens. The model's states are
- * zeroed first. */
-rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int nseq, const int32_t *const *prompts,
-                      const int *len, int32_t *out, int *out_len, rt_gen_stats *stats, char *err, size_t n);
+ * the first stop token). A serving loop (rt_server): the first min(nseq,
+ * max_live) prompts join at once; when a sequence finishes (max_new tokens,
+ * or a stop token, checked every RT_GEN_STOP_EVERY steps) its tokens are read
+ * and it leaves, and the next prompt joins in its slot while the others keep
+ * decoding. max_live <= 0: the model's max B. The sampler as rt_server_create
+ * needs. */
+rt_status rt_generate(rt_model *m, rt_sampler *smp, const rt_gen_config *cfg, int max_live, int nseq,
+                      const int32_t *const *prompts, const int *len, int32_t *out, int *out_len, rt_gen_stats *stats,
+                      char *err, size_t n);
 
 /* Weight uploads (rt_wmodel_upload.c): begin with the bytes to come (starts
  * up to RT_UPLOAD_THREADS threads, each with its stream and two pinned

@@ -634,6 +634,13 @@ kiln_status kiln_model_sync(kiln_model *m)
     return set_error((kiln_status)rt_model_sync(m->rt, err, sizeof err), m->error, err);
 }
 
+kiln_status kiln_model_set_slot_table(kiln_model *m, const void *device_slots)
+{
+    NEED_MODEL(m, "kiln_model_set_slot_table");
+    rt_model_set_slots(m->rt, device_slots);
+    return KILN_OK;
+}
+
 kiln_status kiln_model_counters(const kiln_model *m, kiln_counters *out)
 {
     if (!m || !out) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_model_counters: NULL argument");

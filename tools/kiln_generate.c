@@ -4,7 +4,7 @@
  *   kiln generate MODEL.kiln --weights DIR|INDEX|FILE (--prompt-ids 1,2,3 | --batch-file F)
  *       [--max-new N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
  *       [--stop ID,ID...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T]
- *       [--fused-head] [-D NAME=VALUE]...
+ *       [--slots N] [--fused-head] [-D NAME=VALUE]...
  *
  * The LM head is the model's own kernel, its logits sampled by the two-kernel
  * sampler; --fused-head runs the head in the sampler's one kernel instead
@@ -13,7 +13,11 @@
  *
  * --batch-file F: one prompt per line, token ids separated by commas or
  * blanks; blank lines and lines starting with '#' are skipped. Prints one
- * line of generated ids per prompt (stdout), then the timing on stderr. */
+ * line of generated ids per prompt (stdout), then the timing on stderr.
+ * --slots N: the KV caches hold N sequences (the model's max B; default: the
+ * prompts, rounded up to a power of two, or the largest bucket): with more
+ * prompts than slots, a finished sequence's slot takes the next prompt while
+ * the others keep decoding (kiln_generate's serving loop). */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/kiln_generate.h"
 #include "tools/kiln_run.h"
@@ -35,7 +39,7 @@ enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE =
 static const char usage[] =
     "usage: kiln generate MODEL.kiln --weights DIR (--prompt-ids 1,2,3 | --batch-file F)\n"
     "           [--max-new N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-    "           [--stop ID,...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T] [--fused-head]\n"
+    "           [--stop ID,...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T] [--slots N] [--fused-head]\n"
     "           [-D NAME=V]\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -96,7 +100,7 @@ int kiln_generate_command(int argc, char **argv)
     int32_t *stops = NULL, *buckets32 = NULL;
     int nstops = 0, nb = 0;
     bool fused_head = false;
-    double max_seq = 0;
+    double max_seq = 0, slots = 0;
     kiln_define defs[MAX_DEFINES];
     int ndefs = 0;
     for (int i = 1; i < argc; i++) {
@@ -151,6 +155,10 @@ int kiln_generate_command(int argc, char **argv)
             NEED_VALUE();
             free(buckets32);
             if (parse_ids(v, &buckets32, &nb) != 0 || nb == 0) return usage_error("--buckets expects sizes, got '%s'", v);
+        } else if (!strcmp(a, "--slots")) {
+            NEED_VALUE();
+            if (!num_arg(v, 1, 1 << 20, &slots) || slots != (int)slots)
+                return usage_error("--slots expects a positive integer, got '%s'", v);
         } else if (!strcmp(a, "--fused-head")) {
             fused_head = true;
         } else if (!strcmp(a, "--max-seq")) {
@@ -234,6 +242,8 @@ int kiln_generate_command(int argc, char **argv)
         while (p2 < nseq) p2 *= 2;
         bmax = p2;
     }
+    if (slots > 0) bmax = (int)slots; /* the caches' slots: more prompts wait for a free one */
+    go.max_live = bmax;
     go.stop_ids = stops;
     go.nstop = nstops;
 

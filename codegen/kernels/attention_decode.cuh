@@ -275,8 +275,9 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
     const int j0 = lo + c * per, j1 = min(L, j0 + per);
     const int ntiles = max(0, (j1 - j0 + TK - 1) / TK);
 
-    const elem *kc = (const elem *)p.k + ((long long)b * KV + kvh) * T * HD;
-    const elem *vc = (const elem *)p.v + ((long long)b * KV + kvh) * T * HD;
+    const long long crow = kiln_slot((const int *)p.slot, b); /* the caches' row of batch row b */
+    const elem *kc = (const elem *)p.k + (crow * KV + kvh) * T * HD;
+    const elem *vc = (const elem *)p.v + (crow * KV + kvh) * T * HD;
 #if KILN_APPEND
     const elem *kn = (const elem *)p.k_new + (long long)b * p.kn_sb + (long long)kvh * p.kn_sh;
     const elem *vn = (const elem *)p.v_new + (long long)b * p.vn_sb + (long long)kvh * p.vn_sh;

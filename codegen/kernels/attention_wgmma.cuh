@@ -652,7 +652,7 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                     }
                     qn++;
                 }
-                const int kvb = t.b * (int)p.KV + t.kvh;
+                const int kvb = (int)kiln_slot((const int *)p.slot, t.b) * (int)p.KV + t.kvh; /* the caches' row */
                 for (int kt = t.kt0; kt < t.kt1; kt++, kvn++) {
                     const int s = (int)(kvn % ST);
                     const unsigned ph = (kvn / ST) & 1u;

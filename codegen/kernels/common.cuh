@@ -25,6 +25,10 @@ __device__ __forceinline__ void kiln_st(__half *p, float v) { *p = __float2half_
 __device__ __forceinline__ void kiln_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void kiln_st(int *p, float v) { *p = (int)v; }
 
+// The state row of batch row b: slot[b] with a slot table (KilnArgs field "slot", CG_ARG_SLOTS),
+// b without one.
+__device__ __forceinline__ long long kiln_slot(const int *slot, long long b) { return slot ? (long long)slot[b] : b; }
+
 // Round to a storage type and back (an explicit cast inside a fused chain).
 __device__ __forceinline__ float kiln_round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 __device__ __forceinline__ float kiln_round_f16(float v) { return __half2float(__float2half_rn(v)); }

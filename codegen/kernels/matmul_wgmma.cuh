@@ -538,13 +538,14 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
 //   float2 kiln_qkv_in(p, n, v0, v1): bias and rounding to the projection's type;
 //   void kiln_qkv_rotate(seg, pos, i, y0, y1): rotation pair i (dims i, i + HD/2) at pos;
 //   long long kiln_qkv_rows(p) (S: rows per batch), int kiln_qkv_pos(p, b) (pos[b], or 0);
+//   long long kiln_qkv_slot(p, b): the caches' row of batch row b (the slot table's, or b);
 //   void kiln_qkv_put(p, dst, b, head, t, d, v): one element into cache `dst` (row t < 0 or
 //     past the cache: not written).
 // Bind time permuted the weight rows of a rotating segment so that columns 2i, 2i + 1 of a head
 // are dims i, i + HD/2; the consumer rotates them in registers and writes dims in their natural
 // order into its staging (64 x 64 boxes, 128-byte swizzle, as kwg_epilogue_tma), one head at a
 // time. Then one thread stores the boxes with TMA: q at (column head*HD, row m0), a cache at
-// (dim, row pos[b] + s0, slab b*heads + head), which clips rows past the cache (they are not
+// (dim, row pos[b] + s0, slab slot*heads + head; slot = kiln_qkv_slot(p, b)), which clips rows past the cache (they are not
 // written). A 64-row block whose rows are not all < M and of one batch row, or whose first
 // position is negative, is stored element by element from the staging by the whole warpgroup
 // (kiln_qkv_put) instead; q rows past M are clipped by its map.
@@ -629,7 +630,7 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
 #pragma unroll
                     for (int q = 0; q < NCH; q++)
                         kwg_tma_store(to + ch.dst, box + (unsigned)(q * 8192), q * 64, (int)t0,
-                                      (int)(b0 * ch.heads + ch.head));
+                                      (int)(kiln_qkv_slot(p, b0) * ch.heads + ch.head));
                 continue;
             }
             // element by element: rows past M, across batch rows, negative positions (decode: one

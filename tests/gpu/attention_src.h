@@ -29,6 +29,7 @@ typedef struct att_args {
     int *sem;
     long long q_sb, q_ss, q_sh, kn_sb, kn_ss, kn_sh, vn_sb, vn_ss, vn_sh;
     long long B, S, T, H, KV;
+    const int *slot; /* the slot table (NULL: row b is cache row b) */
 } att_args;
 
 static const char att_struct_text[] =
@@ -41,6 +42,7 @@ static const char att_struct_text[] =
     "    int *sem;\n"
     "    long long q_sb, q_ss, q_sh, kn_sb, kn_ss, kn_sh, vn_sb, vn_ss, vn_sh;\n"
     "    long long B, S, T, H, KV;\n"
+    "    const int *slot;\n"
     "};\n";
 
 typedef struct att_cfg {

@@ -23,6 +23,7 @@ typedef struct wa_args {
     long long q_sb, q_ss, q_sh, kn_sb, kn_ss, kn_sh, vn_sb, vn_ss, vn_sh;
     long long B, S, T, H, KV;
     const int *cu_q;
+    const int *slot; /* the slot table (NULL: row b is cache row b) */
 } wa_args;
 static const char wa_struct[] = "struct KilnArgs {\n"
                                 "    const kiln_t *q;\n"
@@ -32,6 +33,7 @@ static const char wa_struct[] = "struct KilnArgs {\n"
                                 "    long long q_sb, q_ss, q_sh, kn_sb, kn_ss, kn_sh, vn_sb, vn_ss, vn_sh;\n"
                                 "    long long B, S, T, H, KV;\n"
                                 "    const int *cu_q;\n"
+                                "    const int *slot;\n"
                                 "};\n";
 typedef struct wa_param {
     rt_tmap q, k, v;

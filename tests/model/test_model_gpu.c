@@ -17,8 +17,10 @@
  *      wherever its top-2 margin exceeds twice the tolerance.
  *   2. kiln_generate, greedy: the prompt alone; the prompt with prefill in
  *      chunks of 3; the prompt padded to a batch bucket of 2; three prompts of
- *      different lengths in one batch (bucket 4, one padded row, the longer
- *      tails fed as forced tokens): every sequence's tokens equal
+ *      different lengths in one batch (each length prefilled on its own into
+ *      its slot, then decoded together in bucket 4 with one padded row), and
+ *      the same three through 2 slots (the third prompt joins when a sequence
+ *      leaves): every sequence's tokens equal
  *      transformers' greedy ones, except that a step whose top-2 margin is
  *      under twice the tolerance may go either way (random weights make
  *      near-ties), which ends the comparison.
@@ -30,6 +32,14 @@
  *      where the margin allows); kiln_generate's ragged batch gives the unfused
  *      sampler's tokens wherever those match transformers'; a seeded sampled
  *      run reports how many tokens equal the unfused sampler's.
+ *   5. the slot table: a server (kiln_server_*) where the three prompts join
+ *      at different steps, one leaves and joins again in the freed slot while
+ *      the others decode: each one's tokens equal transformers' greedy ones
+ *      (as in 2); a prefill into slot 2 then decode steps of two other rows
+ *      (one of them padding) leave slot 2's rows of every KV cache bit for bit
+ *      as they were, and write slot 1 and 3; the errors: no free slot, a slot
+ *      id not running, a prompt longer than T allows.
+ * KILN_MODEL_SLOTS_ONLY=1: section 5 only (for compute-sanitizer).
  * KILN_MODEL_WARM=1: compile-only, prepares every shape the test runs (fills
  * the kernel cache; no device needed) and exits. */
 #include "api/api_util.h"
@@ -121,6 +131,143 @@ static int compare_greedy(const char *what, const int32_t *got, int ngot, const 
     return k;
 }
 
+/* Every state's bytes (the KV caches of all layers), in one host buffer. */
+static size_t states_bytes(kiln_model *m, uint8_t *dst)
+{
+    size_t total = 0;
+    int ns = kiln_model_num_tensors(m, KILN_STATE);
+    for (int i = 0; i < ns; i++) {
+        kiln_tensor_info ti;
+        void *p;
+        size_t bytes;
+        if (kiln_model_tensor(m, KILN_STATE, i, NULL, 0, &ti) != KILN_OK ||
+            kiln_model_state_ptr(m, ti.name, &p, &bytes) != KILN_OK)
+            return 0;
+        if (dst) CHECK(kiln_copy_to_host(ctx, dst + total, p, bytes) == KILN_OK);
+        total += bytes;
+    }
+    return total;
+}
+
+/* Whether slot `slot`'s rows (of nslots) are equal in two snapshots of the states. */
+static bool slot_equal(kiln_model *m, const uint8_t *a, const uint8_t *b, int slot, int nslots)
+{
+    size_t off = 0;
+    int ns = kiln_model_num_tensors(m, KILN_STATE);
+    for (int i = 0; i < ns; i++) {
+        kiln_tensor_info ti;
+        void *p;
+        size_t bytes;
+        if (kiln_model_tensor(m, KILN_STATE, i, NULL, 0, &ti) != KILN_OK ||
+            kiln_model_state_ptr(m, ti.name, &p, &bytes) != KILN_OK)
+            return false;
+        size_t row = bytes / (size_t)nslots;
+        if (memcmp(a + off + row * (size_t)slot, b + off + row * (size_t)slot, row)) return false;
+        off += bytes;
+    }
+    return true;
+}
+
+/* 5. the slot table (see the top of the file). */
+static void slot_tests(kiln_model *m, const ref *r, const int32_t *const *pp, int V)
+{
+    (void)V;
+    const int NS = 4; /* max B */
+    kiln_generate_options go = {.max_new = STEPS};
+    kiln_server *s = NULL;
+    CHECK_MSG(kiln_server_create(m, &go, &s) == KILN_OK, "server: %s", kiln_last_error());
+    if (!s) return;
+    /* joins at different steps, a leave and a join into the freed slot */
+    int seq[4] = {-1, -1, -1, -1}, joined_at[4] = {0}, steps = 0;
+    int32_t toks[4][STEPS];
+    int ntok[4] = {0}, again = -1;
+    CHECK(kiln_server_join(s, 1, pp, r->lens, &seq[0]) == KILN_OK);
+    for (; steps < 4 * STEPS && kiln_server_free_slots(s) < NS; steps++) {
+        if (steps == 4) { CHECK(kiln_server_join(s, 1, pp + 1, r->lens + 1, &seq[1]) == KILN_OK); joined_at[1] = steps; }
+        if (steps == 9) { CHECK(kiln_server_join(s, 1, pp + 2, r->lens + 2, &seq[2]) == KILN_OK); joined_at[2] = steps; }
+        for (int b = 0; b < 4; b++) {
+            int fin = 0, cnt = 0;
+            if (seq[b] < 0) continue;
+            int32_t tk[STEPS];
+            CHECK(kiln_server_tokens(s, seq[b], tk, STEPS, &cnt, &fin) == KILN_OK);
+            if (!fin) continue;
+            memcpy(toks[b], tk, sizeof tk);
+            ntok[b] = cnt;
+            CHECK(kiln_server_leave(s, seq[b]) == KILN_OK);
+            if (b == 0) { /* prompt 0 again, in the slot it freed, while 1 and 2 decode */
+                CHECK(kiln_server_join(s, 1, pp, r->lens, &seq[3]) == KILN_OK);
+                again = seq[3];
+                CHECK_MSG(again == seq[0], "rejoin: slot %d, the freed one was %d", again, seq[0]);
+                joined_at[3] = steps;
+            }
+            seq[b] = -1;
+        }
+        if (kiln_server_free_slots(s) < NS) CHECK_MSG(kiln_server_step(s) == KILN_OK, "step: %s", kiln_last_error());
+    }
+    for (int b = 0; b < 4; b++) {
+        char what[96];
+        snprintf(what, sizeof what, "server: prompt %d joined at step %d%s", b == 3 ? 0 : b, joined_at[b],
+                 b == 3 ? ", again in the freed slot" : "");
+        CHECK_MSG(ntok[b] == STEPS, "%s: %d tokens", what, ntok[b]);
+        int pi = b == 3 ? 0 : b;
+        compare_greedy(what, toks[b], ntok[b], r->cont[pi], r->cmargin[pi], r->catol[pi], STEPS);
+    }
+    /* errors */
+    int bad = -1;
+    CHECK(kiln_server_leave(s, 7) != KILN_OK && strstr(kiln_last_error(), "not a running sequence"));
+    CHECK(kiln_server_step(s) != KILN_OK); /* nothing runs */
+    int32_t longp[MAXT + 1] = {0};
+    const int32_t *lp = longp;
+    int ll = MAXT;
+    CHECK(kiln_server_join(s, 1, &lp, &ll, &bad) != KILN_OK && strstr(kiln_last_error(), "max T"));
+    const int32_t *four[5] = {pp[0], pp[0], pp[0], pp[0], pp[0]};
+    int fl[5] = {r->lens[0], r->lens[0], r->lens[0], r->lens[0], r->lens[0]}, fs[5];
+    CHECK(kiln_server_join(s, 5, four, fl, fs) != KILN_OK && strstr(kiln_last_error(), "slot"));
+    CHECK(kiln_server_free_slots(s) == NS);
+    kiln_server_free(s);
+
+    /* padding rows and other sequences write no live slot */
+    size_t total = states_bytes(m, NULL);
+    uint8_t *before = malloc(total), *after = malloc(total);
+    void *dslot, *ids, *pos, *lg;
+    CHECK(kiln_device_alloc(ctx, 16, &dslot) == KILN_OK && kiln_device_alloc(ctx, 64 * 4, &ids) == KILN_OK &&
+          kiln_device_alloc(ctx, 16, &pos) == KILN_OK && kiln_device_alloc(ctx, (size_t)NS * V * 2, &lg) == KILN_OK);
+    CHECK(kiln_model_zero_states(m) == KILN_OK);
+    int32_t tab[4] = {2, 0, 0, 0}, p0[4] = {0, 0, 0, 0};
+    CHECK(kiln_copy_to_device(ctx, dslot, tab, 16) == KILN_OK && kiln_copy_to_device(ctx, pos, p0, 16) == KILN_OK);
+    CHECK(kiln_copy_to_device(ctx, ids, pp[0], (size_t)r->lens[0] * 4) == KILN_OK);
+    CHECK(kiln_model_set_slot_table(m, dslot) == KILN_OK);
+    kiln_dim d1[] = {{"B", 1}, {"S", r->lens[0]}, {"T", MAXT}};
+    kiln_tensor_arg ia[] = {{"ids", ids}, {"pos", pos}}, oa[] = {{"logits", lg}};
+    CHECK_MSG(kiln_model_run(m, d1, 3, ia, 2, oa, 1, NULL) == KILN_OK, "prefill into slot 2: %s", kiln_last_error());
+    CHECK(kiln_model_sync(m) == KILN_OK);
+    if (before && after && total) {
+        states_bytes(m, before);
+        CHECK_MSG(!slot_equal(m, before, (uint8_t *)memset(after, 0, total), 2, NS) && slot_equal(m, before, after, 0, NS) &&
+                      slot_equal(m, before, after, 1, NS) && slot_equal(m, before, after, 3, NS),
+                  "a prefill with table [2] must write slot 2 only");
+        int32_t t2[4] = {1, 3, 0, 0}, ps[4] = {3, 5, 0, 0}, id2[4] = {7, 0, 0, 0};
+        CHECK(kiln_copy_to_device(ctx, dslot, t2, 16) == KILN_OK && kiln_copy_to_device(ctx, pos, ps, 16) == KILN_OK &&
+              kiln_copy_to_device(ctx, ids, id2, 16) == KILN_OK);
+        kiln_dim d2[] = {{"B", 2}, {"S", 1}, {"T", MAXT}};
+        for (int k = 0; k < 3; k++) /* captured, then replayed: the table is read from device memory */
+            CHECK_MSG(kiln_model_run(m, d2, 3, ia, 2, oa, 1, NULL) == KILN_OK, "decode rows in slots 1, 3: %s", kiln_last_error());
+        CHECK(kiln_model_sync(m) == KILN_OK);
+        states_bytes(m, after);
+        CHECK_MSG(slot_equal(m, before, after, 2, NS) && slot_equal(m, before, after, 0, NS),
+                  "decode rows mapped to slots 1 and 3 (one of them padding) changed slot 2 or 0");
+        CHECK_MSG(!slot_equal(m, before, after, 1, NS) && !slot_equal(m, before, after, 3, NS),
+                  "decode rows mapped to slots 1 and 3 did not write them");
+    }
+    CHECK(kiln_model_set_slot_table(m, NULL) == KILN_OK);
+    free(before);
+    free(after);
+    kiln_device_free(ctx, dslot);
+    kiln_device_free(ctx, ids);
+    kiln_device_free(ctx, pos);
+    kiln_device_free(ctx, lg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -157,7 +304,8 @@ int main(int argc, char **argv)
     ref r = {0};
     if (warm) {
         /* the shapes of the test below, for the kernel cache */
-        int sets[][2] = {{1, 8}, {1, 1}, {1, 3}, {1, 2}, {2, 8}, {2, 1}, {4, 5}, {4, 1}, {2, 3}}; /* {2, 3}: samples/embed */
+        int sets[][2] = {{1, 8}, {1, 1}, {1, 3}, {1, 2}, {2, 8}, {2, 1}, {4, 1}, {2, 3}, /* {2, 3}: samples/embed */
+                         {1, 5}, {1, 11}, {2, 1}};                                          /* per-length prefills */
         for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
             kiln_dim d[] = {{"B", sets[i][0]}, {"S", sets[i][1]}, {"T", MAXT}};
             kiln_status st = kiln_model_prepare(m, d, 3);
@@ -173,7 +321,7 @@ int main(int argc, char **argv)
         kiln_model_free(m);
         mo.head_sample = 1; /* section 4's model */
         if (kiln_model_compile_file(ctx, model, &mo, &m) == KILN_OK) {
-            int hsets[][2] = {{1, 8}, {1, 1}, {4, 5}, {4, 1}};
+            int hsets[][2] = {{1, 8}, {1, 1}, {1, 5}, {1, 11}, {4, 1}};
             for (size_t i = 0; i < sizeof hsets / sizeof hsets[0]; i++) {
                 kiln_dim d[] = {{"B", hsets[i][0]}, {"S", hsets[i][1]}, {"T", MAXT}};
                 kiln_status st = kiln_model_prepare(m, d, 3);
@@ -192,6 +340,19 @@ int main(int argc, char **argv)
     CHECK_MSG(ls == KILN_OK, "load %s: %s", ckpt, kiln_last_error());
     if (ls != KILN_OK) return CHECK_DONE();
     CHECK(kiln_model_alloc_states(m) == KILN_OK);
+    if (getenv("KILN_MODEL_SLOTS_ONLY")) { /* section 5 alone (a sanitizer run) */
+        const int32_t *sp[4];
+        static int32_t sbuf[4][64];
+        for (int b = 0; b < r.nseq; b++) {
+            for (int j = 0; j < r.lens[b]; j++) sbuf[b][j] = r.prompts[b][j];
+            sp[b] = sbuf[b];
+        }
+        slot_tests(m, &r, sp, r.vocab);
+        free(r.logits);
+        kiln_model_free(m);
+        kiln_context_free(ctx);
+        return CHECK_DONE();
+    }
 
     /* 1. teacher forcing */
     int V = r.vocab;
@@ -299,7 +460,24 @@ int main(int argc, char **argv)
             compare_greedy(what, out + b * STEPS, olen[b], r.cont[b], r.cmargin[b], r.catol[b], STEPS);
         }
         printf("ragged batch of %d: ttft %.2f ms, %.1f tokens/s\n", r.nseq, st.ttft_ms, st.tokens_per_s);
+        /* one prefill per distinct length; decode steps for the longest-running sequence only */
+        CHECK_MSG(st.prefill_calls == 3 && st.decode_steps == STEPS - 1, "ragged: %d prefills, %d decode steps",
+                  st.prefill_calls, st.decode_steps);
     } else CHECK_MSG(0, "generate ragged: %s", kiln_last_error());
+    go.max_live = 2; /* two slots: the third prompt waits for the first to finish */
+    if (kiln_generate(m, r.nseq, pp, r.lens, &go, out, olen, &st) == KILN_OK) {
+        CHECK(st.batch == 2);
+        for (int b = 0; b < r.nseq; b++) {
+            char what[80];
+            snprintf(what, sizeof what, "generate, 2 slots for 3 prompts, sequence %d", b);
+            compare_greedy(what, out + b * STEPS, olen[b], r.cont[b], r.cmargin[b], r.catol[b], STEPS);
+        }
+        CHECK_MSG(st.decode_steps == 2 * (STEPS - 1), "2 slots: %d decode steps", st.decode_steps);
+    } else CHECK_MSG(0, "generate in 2 slots: %s", kiln_last_error());
+    go.max_live = 0;
+
+    /* 5. the slot table */
+    slot_tests(m, &r, pp, V);
 
     /* 3. sampling */
     go.sampling = (kiln_sampling){.temperature = 0.8f, .top_k = 20, .top_p = 0.9f, .seed = 7};
