@@ -20,6 +20,19 @@ __device__ __forceinline__ float kiln_ld(const __half *p) { return __half2float(
 __device__ __forceinline__ float kiln_ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
 __device__ __forceinline__ float kiln_ld(const int *p) { return (float)*p; }
 
+// Loads from the L2 (ld.global.cg), not the SM's L1: values another CTA of the same launch
+// stored before a __threadfence and an atomic this thread observed (the QKV epilogue's per-head
+// norm, codegen/cg_family.c).
+__device__ __forceinline__ float kiln_ld_cg(const float *p) { return __ldcg(p); }
+__device__ __forceinline__ float kiln_ld_cg(const __half *p)
+{
+    return __half2float(__ushort_as_half(__ldcg(reinterpret_cast<const unsigned short *>(p))));
+}
+__device__ __forceinline__ float kiln_ld_cg(const __nv_bfloat16 *p)
+{
+    return __uint_as_float((unsigned)__ldcg(reinterpret_cast<const unsigned short *>(p)) << 16);
+}
+
 __device__ __forceinline__ void kiln_st(float *p, float v) { *p = v; }
 __device__ __forceinline__ void kiln_st(__half *p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void kiln_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
