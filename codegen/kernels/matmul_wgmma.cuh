@@ -522,6 +522,8 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
         for (int mi = 0; mi < MW; mi++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
+                rsd[mi][h] = 1.f;
+                if (!ch.norm) continue;
                 float ss = 0.f;
 #pragma unroll
                 for (int jj = 0; jj < HD / 8; jj++) {
@@ -532,7 +534,7 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
                 }
                 ss += __shfl_xor_sync(0xffffffffu, ss, 1);
                 ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-                rsd[mi][h] = ch.norm ? kiln_qkv_rstd(ch.seg, ss) : 1.f;
+                rsd[mi][h] = kiln_qkv_rstd(ch.seg, ss);
             }
 #endif
         if (pending && wt == 0) kwg_store_wait_read();
