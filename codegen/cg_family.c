@@ -815,6 +815,16 @@ static void emit_qkv_prefetch(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, i
     finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_epilogue_prefetch(const KilnArgs &p)", &body);
 }
 
+/* The first position of batch row rb that cache write cw writes at (0 without positions). */
+static const char *cw_pos(cg_gen *gen, const ir_node *cw)
+{
+    const ir_node *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
+    if (!pos) return "0LL";
+    cg_idx pi = cg_idx_flat(&pos->type, NULL);
+    pi.c[0] = "rb";
+    return cg_int_value(gen, pos, &pi);
+}
+
 /* A per-head norm without a tile that holds whole heads (the register epilogue: GEMV, mma.sync,
  * the wgmma kernel's register epilogue): each epilogue call stores its two projected columns,
  * rounded, in the segment's first destination (the rotated q rows, else the first cache) in the
@@ -848,13 +858,8 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
         int nd = 0;
         if (qout) dn[nd] = sg->rope, tv[nd++] = NULL;
         for (int j = 0; j < sg->ncw; j++) {
-            const ir_node *cw = sg->cw[j], *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
-            const char *o = "0LL";
-            if (pos) {
-                cg_idx pi = cg_idx_flat(&pos->type, NULL);
-                pi.c[0] = "rb";
-                o = cg_int_value(gen, pos, &pi);
-            }
+            const ir_node *cw = sg->cw[j];
+            const char *o = cw_pos(gen, cw);
             tv[nd] = cg_printf(gen, "t%d", j);
             cg_line(gen, "const long long %s = %s + rs;", tv[nd], o);
             cg_line(gen, "const bool in%d = %s >= 0 && %s < %s; /* positions past the cache are not written */", j,
@@ -1063,13 +1068,8 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
                 ri.c[3] = "(long long)d1";
                 cg_store(gen, sg->rope, &ri, "y1");
             } else {
-                const ir_node *cw = sg->cw[0], *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
-                const char *o = "0LL";
-                if (pos) {
-                    cg_idx pi = cg_idx_flat(&pos->type, NULL);
-                    pi.c[0] = "rb";
-                    o = cg_int_value(gen, pos, &pi);
-                }
+                const ir_node *cw = sg->cw[0];
+                const char *o = cw_pos(gen, cw);
                 cg_line(gen, "const long long t = %s + rs;", o);
                 cg_open(gen, "if (t >= 0 && t < %s)", cg_dim(gen, &cw->type.dims[2]));
                 cg_idx ci = cg_idx_flat(&cw->type, NULL);
@@ -1098,13 +1098,8 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
             cg_store(gen, sg->rope, &ri, "y1");
         }
         for (int j = 0; j < sg->ncw; j++) {
-            const ir_node *cw = sg->cw[j], *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
-            const char *o = "0LL";
-            if (pos) {
-                cg_idx pi = cg_idx_flat(&pos->type, NULL);
-                pi.c[0] = "rb";
-                o = cg_int_value(gen, pos, &pi);
-            }
+            const ir_node *cw = sg->cw[j];
+            const char *o = cw_pos(gen, cw);
             cg_open(gen, "%s", "");
             cg_line(gen, "const long long t = %s + rs;", o);
             cg_open(gen, "if (t >= 0 && t < %s) /* positions past the cache are not written */",
