@@ -834,9 +834,12 @@ static const char *cw_pos(cg_gen *gen, const ir_node *cw)
  * it by 1/rms and the gain, rotates it and stores it in every destination. Slower than the Hopper
  * QKV epilogue's in-register norm (a head's row sits in one quad of lanes there), and used only
  * where that one does not run. Returns the heads counted per row. */
-static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, int nseg, const char *rnd)
+static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, int nseg, const char *rnd, bool gemv)
 {
     const ir_node *A = gen->anchor;
+    /* values in flight per pass: 8 in the GEMV (its one call site is inlined once); 1 where the
+     * hook is inlined once per accumulator pair of a tile (mma.sync, wgmma registers) */
+    const int CH = gemv ? 8 : 1;
     int64_t nht = 0;
     for (int i = 0; i < nseg; i++) nht += segs[i].norm ? segs[i].heads : 0;
     if (!nht) return 0;
@@ -876,10 +879,10 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
                 else x.c[0] = "rb", x.c[1] = "rs", x.c[2] = "(long long)hh", x.c[3] = dv[e];
                 addr[j][e] = cg_printf(gen, "p.%s + %s", cg_ptr(gen, dn[j], true), cg_idx_flatten(gen, &x));
             }
-        /* the row is read back from the L2: every load of a pass is issued before the first is used
-         * (full unroll; chunks of 32 values, normalized as they are loaded, whose stores follow) */
+        /* the row is read back from the L2, CH loads in flight (chunks of CH values, normalized as
+         * they are loaded, whose stores follow) */
         cg_line(gen, "float ss = 0.f;");
-        cg_line(gen, "#pragma unroll");
+        cg_line(gen, "#pragma unroll %d", CH);
         cg_open(gen, "for (int d = 0; d < %lld; d++)", (long long)sg->hd);
         cg_line(gen, "const float x = kiln_ld_cg(%s);", addr[0][0]);
         cg_line(gen, "ss += x * x;");
@@ -901,10 +904,10 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
             cg_line(gen, "const float ms = (float)%.17g;", ir_rope_mscale(&r->attrs.rope));
             /* the rotated pairs (d, d + R/2) */
             cg_line(gen, "#pragma unroll 1");
-            cg_open(gen, "for (int c = 0; c < %lld; c += 32)", half);
-            cg_line(gen, "float a0[32], a1[32];");
+            cg_open(gen, "for (int c = 0; c < %lld; c += %d)", half, CH);
+            cg_line(gen, "float a0[%d], a1[%d];", CH, CH);
             cg_line(gen, "#pragma unroll");
-            cg_open(gen, "for (int q = 0; q < 32; q++)");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
             cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
             cg_line(gen, "a0[q] = a1[q] = 0.f;");
             cg_open(gen, "if (d < %lld)", half);
@@ -913,7 +916,7 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
             cg_close(gen);
             cg_close(gen);
             cg_line(gen, "#pragma unroll");
-            cg_open(gen, "for (int q = 0; q < 32; q++)");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
             cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
             cg_line(gen, "if (d >= %lld) break;", half);
             cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
@@ -930,15 +933,15 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
         }
         if (sg->rot < sg->hd) { /* the dims that pass through */
             cg_line(gen, "#pragma unroll 1");
-            cg_open(gen, "for (int c = %lld; c < %lld; c += 32)", (long long)sg->rot, (long long)sg->hd);
-            cg_line(gen, "float a0[32];");
+            cg_open(gen, "for (int c = %lld; c < %lld; c += %d)", (long long)sg->rot, (long long)sg->hd, CH);
+            cg_line(gen, "float a0[%d];", CH);
             cg_line(gen, "#pragma unroll");
-            cg_open(gen, "for (int q = 0; q < 32; q++)");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
             cg_line(gen, "const int d = c + q;");
             cg_line(gen, "a0[q] = d < %lld ? %s(kiln_ld_cg(%s) * rn%s) : 0.f;", (long long)sg->hd, rnd, addr[0][0], gd);
             cg_close(gen);
             cg_line(gen, "#pragma unroll");
-            cg_open(gen, "for (int q = 0; q < 32; q++)");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
             cg_line(gen, "const int d = c + q;");
             cg_line(gen, "if (d >= %lld) break;", (long long)sg->hd);
             cg_line(gen, "const float y0 = a0[q];");
@@ -953,7 +956,7 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
         cg_line(gen, "return;");
         cg_close(gen);
     }
-    finish_fn(gen, hooks, "__device__ __noinline__ void kiln_qkv_norm_fix(const KilnArgs &p, int seg, long long m, int hh)",
+    finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_qkv_norm_fix(const KilnArgs &p, int seg, long long m, int hh)",
               &body);
     return nht;
 }
@@ -983,7 +986,7 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
     if (nht)
         cg_workspace(gen, "hn", "int *",
                      ir_dim_times(M, ir_dim_const(4 * nht), &gen->dim_overflow), true);
-    if (nht && emit_qkv_norm_fix(gen, hooks, segs, nseg, rnd) != nht) return cg_fail(gen, "out of memory");
+    if (nht && emit_qkv_norm_fix(gen, hooks, segs, nseg, rnd, gemv) != nht) return cg_fail(gen, "out of memory");
     cg_str body = {0};
     cg_begin_fn(gen, &body);
     cg_line(gen, "(void)b; (void)has1; /* every segment is pairs of columns: n + 1 is in n's head */");
