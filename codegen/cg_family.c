@@ -881,11 +881,24 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
             }
         /* the row is read back from the L2, CH loads in flight (chunks of CH values, normalized as
          * they are loaded, whose stores follow) */
+        /* the GEMV reads 2-byte rows of whole 16-byte units eight values a load (rows start at
+         * multiples of hd elements; the buffers are 16-byte aligned) */
+        const bool vec = gemv && A->type.dtype != IR_F32 && sg->hd % 8 == 0 && sg->rot % 16 == 0 &&
+                         (!gn || gn->type.dtype == A->type.dtype);
         cg_line(gen, "float ss = 0.f;");
-        cg_line(gen, "#pragma unroll %d", CH);
-        cg_open(gen, "for (int d = 0; d < %lld; d++)", (long long)sg->hd);
-        cg_line(gen, "const float x = kiln_ld_cg(%s);", addr[0][0]);
-        cg_line(gen, "ss += x * x;");
+        if (vec) {
+            cg_line(gen, "#pragma unroll 8");
+            cg_open(gen, "for (int d = 0; d < %lld; d += 8)", (long long)sg->hd);
+            cg_line(gen, "float f[8];");
+            cg_line(gen, "kiln_ld_cg8(%s, f);", addr[0][0]);
+            cg_line(gen, "#pragma unroll");
+            cg_line(gen, "for (int e = 0; e < 8; e++) ss += f[e] * f[e];");
+        } else {
+            cg_line(gen, "#pragma unroll %d", CH);
+            cg_open(gen, "for (int d = 0; d < %lld; d++)", (long long)sg->hd);
+            cg_line(gen, "const float x = kiln_ld_cg(%s);", addr[0][0]);
+            cg_line(gen, "ss += x * x;");
+        }
         cg_close(gen);
         cg_line(gen, "const float rn = rsqrtf(ss * %s + %s);", cg_float_lit(gen, 1.0 / (double)sg->hd),
                 cg_float_lit(gen, sg->norm->attrs.eps));
@@ -903,6 +916,42 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
             }
             cg_line(gen, "const float ms = (float)%.17g;", ir_rope_mscale(&r->attrs.rope));
             /* the rotated pairs (d, d + R/2) */
+            if (vec) { /* 16 pairs a round: their values and gains loaded (eight a load) before any is stored */
+                cg_line(gen, "#pragma unroll 1");
+                cg_open(gen, "for (int c = 0; c < %lld; c += 16)", half);
+                cg_line(gen, "float a0[16], a1[16];");
+                cg_line(gen, "#pragma unroll");
+                cg_open(gen, "for (int u = 0; u < 16; u += 8)");
+                cg_line(gen, "const int d = c + u, d1 = d + %lld;", half);
+                cg_line(gen, "float x0[8], x1[8], w0[8], w1[8];");
+                cg_line(gen, "kiln_ld_cg8(%s, x0);", addr[0][0]);
+                cg_line(gen, "kiln_ld_cg8(%s, x1);", addr[0][1]);
+                if (gf) {
+                    cg_line(gen, "kiln_ld_cg8(p.%s + d, w0);", gf);
+                    cg_line(gen, "kiln_ld_cg8(p.%s + d1, w1);", gf);
+                } else {
+                    cg_line(gen, "for (int e = 0; e < 8; e++) w0[e] = w1[e] = 1.f;");
+                }
+                cg_line(gen, "#pragma unroll");
+                cg_line(gen, "for (int e = 0; e < 8; e++) a0[u + e] = %s(x0[e] * rn * w0[e]), a1[u + e] = %s(x1[e] * rn * w1[e]);",
+                        rnd, rnd);
+                cg_close(gen);
+                cg_line(gen, "#pragma unroll");
+                cg_open(gen, "for (int q = 0; q < 16; q++)");
+                cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
+                cg_line(gen, "if (d >= %lld) break;", half);
+                cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
+                cg_line(gen, "const float2 g = kiln_qkv_turns%d[d];", i);
+                emit_rotation(gen);
+                for (int j = 0; j < nd; j++) {
+                    cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
+                    cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
+                    cg_line(gen, "kiln_st(%s, y1);", addr[j][1]);
+                    cg_close(gen);
+                }
+                cg_close(gen);
+                cg_close(gen);
+            } else {
             cg_line(gen, "#pragma unroll 1");
             cg_open(gen, "for (int c = 0; c < %lld; c += %d)", half, CH);
             cg_line(gen, "float a0[%d], a1[%d];", CH, CH);
@@ -930,6 +979,7 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
             }
             cg_close(gen);
             cg_close(gen);
+            }
         }
         if (sg->rot < sg->hd) { /* the dims that pass through */
             cg_line(gen, "#pragma unroll 1");

@@ -33,6 +33,24 @@ __device__ __forceinline__ float kiln_ld_cg(const __nv_bfloat16 *p)
     return __uint_as_float((unsigned)__ldcg(reinterpret_cast<const unsigned short *>(p)) << 16);
 }
 
+// Eight consecutive elements, 16-byte aligned, from the L2 (as kiln_ld_cg).
+__device__ __forceinline__ void kiln_ld_cg8(const __nv_bfloat16 *p, float (&f)[8])
+{
+    const uint4 u = __ldcg(reinterpret_cast<const uint4 *>(p));
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+}
+__device__ __forceinline__ void kiln_ld_cg8(const __half *p, float (&f)[8])
+{
+    const uint4 u = __ldcg(reinterpret_cast<const uint4 *>(p));
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        f[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu))),
+        f[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+}
+
 __device__ __forceinline__ void kiln_st(float *p, float v) { *p = v; }
 __device__ __forceinline__ void kiln_st(__half *p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void kiln_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }

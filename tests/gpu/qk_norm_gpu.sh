@@ -24,14 +24,14 @@ Q='samples/qwen3_8b_layer.kiln -D D=512 -D H=4 -D KV=2 -D F=512' # head dim 128,
 # tiles (B*S = 80), head dim 64 at a position offset
 expect 0 'check step 0: state +vc' run $Q --dims B=2,S=300,T=512 --random --check
 expect 0 'check step 0: state +vc' run $Q --dims B=2,S=40,T=64 --random --check --seed=3
-expect 0 'check step 0: state +vc' run $Q -D H=8 -D HD=64 --dims B=1,S=200,T=256 --random --check --pos=24
+expect 0 'check step 0: state +vc' run samples/qwen3_8b_layer.kiln -D D=512 -D H=8 -D KV=2 -D HD=64 -D F=512 --dims B=1,S=200,T=256 --random --check --pos=24
 # decode: the GEMV (B = 1, 2: per-head counters), the skinny wgmma tiles (B = 3), the real widths
 expect 0 'check step 3: state +vc' run $Q --dims B=1,S=1,T=64 --random --steps 4 --check
 expect 0 'check step 2: state +vc' run $Q --dims B=2,S=1,T=64 --random --steps 3 --check
 expect 0 'check step 2: state +vc' run $Q --dims B=3,S=1,T=64 --random --steps 3 --check
 expect 0 'check step 1: state +vc' run samples/qwen3_8b_layer.kiln --dims B=1,S=1,T=64 --random --steps 2 --check
 # head dim 32: no Hopper QKV epilogue, the register epilogue counts each head's columns
-expect 0 'check step 0: state +vc' run $Q -D H=16 -D KV=4 -D HD=32 --dims B=2,S=100,T=128 --random --check
+expect 0 'check step 0: state +vc' run samples/qwen3_8b_layer.kiln -D D=512 -D H=16 -D KV=4 -D HD=32 -D F=512 --dims B=2,S=100,T=128 --random --check
 # f16, and the rule off (row kernels, attention applies RoPE and the cache write)
 sed 's/bf16/f16/g' samples/qwen3_8b_layer.kiln >"$tmp/qwen3_f16.kiln"
 expect 0 'check step 0: state +vc' run "$tmp/qwen3_f16.kiln" -D D=512 -D H=4 -D KV=2 -D F=512 --dims B=2,S=100,T=128 --random --check
