@@ -708,7 +708,7 @@ static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool v
  * bind time (CG_XFORM_ROPE_PAIRS) so that columns n, n + 1 of one epilogue call
  * are a rotation pair (d, d + R/2), or two dims that pass through. */
 typedef struct qkv_seg {
-    const ir_node *view, *rope, *cw[2];
+    const ir_node *view, *norm, *rope, *cw[2]; /* norm: a per-head RMSNorm before the rope, or NULL */
     int ncw;
     int64_t off, stride, heads, hd, rot;
 } qkv_seg;
@@ -726,20 +726,29 @@ static qkv_seg *qkv_seg_of(qkv_seg *segs, int *nseg, const ir_node *view)
     return sg;
 }
 
-/* The segments of the QKV epilogue from the group's ropes and cache writes. */
+/* The segments of the QKV epilogue from the group's per-head norms, ropes and cache writes. */
 static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *segs, int *nseg)
 {
     const ir_node *A = gen->anchor;
     *nseg = 0;
-    for (int pass = 0; pass < 2; pass++) /* ropes first, then the cache writes that read them */
+    static const ir_op order[3] = {IR_OP_RMSNORM, IR_OP_ROPE, IR_OP_CACHE_WRITE}; /* each reads the one before */
+    for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < nm; i++) {
             const ir_node *n = members[i];
-            if ((n->op == IR_OP_ROPE) != (pass == 0)) continue;
-            const ir_node *v = n->op == IR_OP_ROPE ? n->inputs[0] : n->inputs[1];
+            if (n->op != order[pass]) continue;
+            const ir_node *v = n->op == IR_OP_CACHE_WRITE ? n->inputs[1] : n->inputs[0];
             if (n->op == IR_OP_CACHE_WRITE && v->op == IR_OP_ROPE && cg_is_member(gen, v)) v = v->inputs[0];
+            const ir_node *nv = n->op != IR_OP_RMSNORM && v->op == IR_OP_RMSNORM && cg_is_member(gen, v) ? v : NULL;
+            if (nv) v = nv->inputs[0];
             qkv_seg *sg = qkv_seg_of(segs, nseg, v);
             if (!sg) return cg_fail(gen, "qkv epilogue: too many segments");
-            if (n->op == IR_OP_ROPE) {
+            if (n->op != IR_OP_RMSNORM && nv != sg->norm)
+                return cg_fail(gen, "qkv epilogue: a segment read both through its per-head norm and without it");
+            if (n->op == IR_OP_RMSNORM) {
+                if (sg->norm) return cg_fail(gen, "qkv epilogue: two per-head norms of one segment");
+                if (cg_used_outside(gen, n)) return cg_fail(gen, "qkv epilogue: a per-head norm is used outside the kernel");
+                sg->norm = n;
+            } else if (n->op == IR_OP_ROPE) {
                 if (sg->rope) return cg_fail(gen, "qkv epilogue: two ropes over one segment");
                 sg->rope = n;
             } else {
@@ -765,6 +774,12 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
         sg->rot = sg->rope ? ir_rope_dims(&sg->rope->attrs.rope, sg->hd) : 0;
         if (sg->off % 2 || sg->stride % 2 || sg->hd % 2 || sg->rot % 2 || sg->rot > sg->hd || sg->hd > sg->stride)
             return cg_fail(gen, "qkv epilogue: a segment's columns are not in pairs");
+        const ir_node *gn = sg->norm && sg->norm->ninputs > 1 ? sg->norm->inputs[1] : NULL;
+        int64_t gl;
+        if (gn && (gn->type.rank != 1 || !ir_dim_is_const(&gn->type.dims[0], &gl) || gl != sg->hd || pass_is_view(gn)))
+            return cg_fail(gen, "qkv epilogue: a per-head norm's gain is not a stored vector of the head dim");
+        if (sg->norm && !sg->rope && !sg->ncw)
+            return cg_fail(gen, "qkv epilogue: a per-head norm that is neither rotated nor cached");
     }
     return true;
 }
@@ -823,8 +838,204 @@ static void emit_qkv_prefetch(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, i
     finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_epilogue_prefetch(const KilnArgs &p)", &body);
 }
 
+/* The first position of batch row rb that cache write cw writes at (0 without positions). */
+static const char *cw_pos(cg_gen *gen, const ir_node *cw)
+{
+    const ir_node *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
+    if (!pos) return "0LL";
+    cg_idx pi = cg_idx_flat(&pos->type, NULL);
+    pi.c[0] = "rb";
+    return cg_int_value(gen, pos, &pi);
+}
+
+/* A per-head norm without a tile that holds whole heads (the register epilogue: GEMV, mma.sync,
+ * the wgmma kernel's register epilogue): each epilogue call stores its two projected columns,
+ * rounded, in the segment's first destination (the rotated q rows, else the first cache) in the
+ * natural dim order, then counts them on the int workspace `hn` at (row, head) after a
+ * __threadfence. The call that brings a head's count to hd/2 resets it to 0 (the next launch
+ * needs no memset) and runs kiln_qkv_norm_fix: it reads the head's row back from the L2, scales
+ * it by 1/rms and the gain, rotates it and stores it in every destination. Slower than the Hopper
+ * QKV epilogue's in-register norm (a head's row sits in one quad of lanes there), and used only
+ * where that one does not run. Returns the heads counted per row. */
+static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, int nseg, const char *rnd, bool gemv)
+{
+    const ir_node *A = gen->anchor;
+    /* values in flight per pass: 8 in the GEMV (its one call site is inlined once); 1 where the
+     * hook is inlined once per accumulator pair of a tile (mma.sync, wgmma registers) */
+    const int CH = gemv ? 8 : 1;
+    int64_t nht = 0;
+    for (int i = 0; i < nseg; i++) nht += segs[i].norm ? segs[i].heads : 0;
+    if (!nht) return 0;
+    cg_str body = {0};
+    cg_begin_fn(gen, &body);
+    const char *S = cg_dim(gen, &A->type.dims[1]);
+    cg_line(gen, "const long long rb = m / %s, rs = m %% %s;", S, S);
+    cg_line(gen, "(void)rb; (void)rs; (void)hh;");
+    for (int i = 0; i < nseg; i++) {
+        const qkv_seg *sg = &segs[i];
+        if (!sg->norm) continue;
+        cg_open(gen, "if (seg == %d)", i);
+        const ir_node *gn = sg->norm->ninputs > 1 ? sg->norm->inputs[1] : NULL;
+        const char *gf = gn ? cg_ptr(gen, gn, false) : NULL;
+        const bool qout = sg->rope && cg_used_outside(gen, sg->rope);
+        /* the destinations' element addresses at dim d */
+        const ir_node *dn[3];
+        const char *tv[3];
+        int nd = 0;
+        if (qout) dn[nd] = sg->rope, tv[nd++] = NULL;
+        for (int j = 0; j < sg->ncw; j++) {
+            const ir_node *cw = sg->cw[j];
+            const char *o = cw_pos(gen, cw);
+            tv[nd] = cg_printf(gen, "t%d", j);
+            cg_line(gen, "const long long %s = %s + rs;", tv[nd], o);
+            cg_line(gen, "const bool in%d = %s >= 0 && %s < %s; /* positions past the cache are not written */", j,
+                    tv[nd], tv[nd], cg_dim(gen, &cw->type.dims[2]));
+            dn[nd++] = cw;
+        }
+        if (!qout) cg_line(gen, "if (!in0) return;");
+        const char *addr[3][3]; /* [destination][d, the pair's d1] */
+        const char *dv[2] = {"(long long)d", "(long long)d1"};
+        for (int j = 0; j < nd; j++)
+            for (int e = 0; e < 2; e++) {
+                cg_idx x = cg_idx_flat(&dn[j]->type, NULL);
+                if (tv[j]) x.c[0] = "rb", x.c[1] = "(long long)hh", x.c[2] = tv[j], x.c[3] = dv[e];
+                else x.c[0] = "rb", x.c[1] = "rs", x.c[2] = "(long long)hh", x.c[3] = dv[e];
+                addr[j][e] = cg_printf(gen, "p.%s + %s", cg_ptr(gen, dn[j], true), cg_idx_flatten(gen, &x));
+            }
+        /* the row is read back from the L2, CH loads in flight (chunks of CH values, normalized as
+         * they are loaded, whose stores follow) */
+        /* the GEMV reads 2-byte rows of whole 16-byte units eight values a load (rows start at
+         * multiples of hd elements; the buffers are 16-byte aligned) */
+        const bool vec = gemv && A->type.dtype != IR_F32 && sg->hd % 8 == 0 && sg->rot % 16 == 0 &&
+                         (!gn || gn->type.dtype == A->type.dtype);
+        cg_line(gen, "float ss = 0.f;");
+        if (vec) {
+            cg_line(gen, "#pragma unroll 8");
+            cg_open(gen, "for (int d = 0; d < %lld; d += 8)", (long long)sg->hd);
+            cg_line(gen, "float f[8];");
+            cg_line(gen, "kiln_ld_cg8(%s, f);", addr[0][0]);
+            cg_line(gen, "#pragma unroll");
+            cg_line(gen, "for (int e = 0; e < 8; e++) ss += f[e] * f[e];");
+        } else {
+            cg_line(gen, "#pragma unroll %d", CH);
+            cg_open(gen, "for (int d = 0; d < %lld; d++)", (long long)sg->hd);
+            cg_line(gen, "const float x = kiln_ld_cg(%s);", addr[0][0]);
+            cg_line(gen, "ss += x * x;");
+        }
+        cg_close(gen);
+        cg_line(gen, "const float rn = rsqrtf(ss * %s + %s);", cg_float_lit(gen, 1.0 / (double)sg->hd),
+                cg_float_lit(gen, sg->norm->attrs.eps));
+        const char *gd = gf ? cg_printf(gen, " * kiln_ld(p.%s + d)", gf) : "";
+        const char *gd1 = gf ? cg_printf(gen, " * kiln_ld(p.%s + d1)", gf) : "";
+        const long long half = (long long)(sg->rot / 2);
+        if (sg->rot) {
+            const ir_node *r = sg->rope, *pos = r->ninputs > 1 ? r->inputs[1] : NULL;
+            if (pos) {
+                cg_idx pi = cg_idx_flat(&pos->type, NULL);
+                pi.c[0] = "rb";
+                cg_line(gen, "const int pp = (int)(%s + rs);", cg_int_value(gen, pos, &pi));
+            } else {
+                cg_line(gen, "const int pp = (int)rs;");
+            }
+            cg_line(gen, "const float ms = (float)%.17g;", ir_rope_mscale(&r->attrs.rope));
+            /* the rotated pairs (d, d + R/2) */
+            if (vec) { /* 16 pairs a round: their values and gains loaded (eight a load) before any is stored */
+                cg_line(gen, "#pragma unroll 1");
+                cg_open(gen, "for (int c = 0; c < %lld; c += 16)", half);
+                cg_line(gen, "float a0[16], a1[16];");
+                cg_line(gen, "#pragma unroll");
+                cg_open(gen, "for (int u = 0; u < 16; u += 8)");
+                cg_line(gen, "const int d = c + u, d1 = d + %lld;", half);
+                cg_line(gen, "float x0[8], x1[8], w0[8], w1[8];");
+                cg_line(gen, "kiln_ld_cg8(%s, x0);", addr[0][0]);
+                cg_line(gen, "kiln_ld_cg8(%s, x1);", addr[0][1]);
+                if (gf) {
+                    cg_line(gen, "kiln_ld_cg8(p.%s + d, w0);", gf);
+                    cg_line(gen, "kiln_ld_cg8(p.%s + d1, w1);", gf);
+                } else {
+                    cg_line(gen, "for (int e = 0; e < 8; e++) w0[e] = w1[e] = 1.f;");
+                }
+                cg_line(gen, "#pragma unroll");
+                cg_line(gen, "for (int e = 0; e < 8; e++) a0[u + e] = %s(x0[e] * rn * w0[e]), a1[u + e] = %s(x1[e] * rn * w1[e]);",
+                        rnd, rnd);
+                cg_close(gen);
+                cg_line(gen, "#pragma unroll");
+                cg_open(gen, "for (int q = 0; q < 16; q++)");
+                cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
+                cg_line(gen, "if (d >= %lld) break;", half);
+                cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
+                cg_line(gen, "const float2 g = kiln_qkv_turns%d[d];", i);
+                emit_rotation(gen);
+                for (int j = 0; j < nd; j++) {
+                    cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
+                    cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
+                    cg_line(gen, "kiln_st(%s, y1);", addr[j][1]);
+                    cg_close(gen);
+                }
+                cg_close(gen);
+                cg_close(gen);
+            } else {
+            cg_line(gen, "#pragma unroll 1");
+            cg_open(gen, "for (int c = 0; c < %lld; c += %d)", half, CH);
+            cg_line(gen, "float a0[%d], a1[%d];", CH, CH);
+            cg_line(gen, "#pragma unroll");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
+            cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
+            cg_line(gen, "a0[q] = a1[q] = 0.f;");
+            cg_open(gen, "if (d < %lld)", half);
+            cg_line(gen, "a0[q] = %s(kiln_ld_cg(%s) * rn%s);", rnd, addr[0][0], gd);
+            cg_line(gen, "a1[q] = %s(kiln_ld_cg(%s) * rn%s);", rnd, addr[0][1], gd1);
+            cg_close(gen);
+            cg_close(gen);
+            cg_line(gen, "#pragma unroll");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
+            cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
+            cg_line(gen, "if (d >= %lld) break;", half);
+            cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
+            cg_line(gen, "const float2 g = kiln_qkv_turns%d[d];", i);
+            emit_rotation(gen);
+            for (int j = 0; j < nd; j++) {
+                cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
+                cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
+                cg_line(gen, "kiln_st(%s, y1);", addr[j][1]);
+                cg_close(gen);
+            }
+            cg_close(gen);
+            cg_close(gen);
+            }
+        }
+        if (sg->rot < sg->hd) { /* the dims that pass through */
+            cg_line(gen, "#pragma unroll 1");
+            cg_open(gen, "for (int c = %lld; c < %lld; c += %d)", (long long)sg->rot, (long long)sg->hd, CH);
+            cg_line(gen, "float a0[%d];", CH);
+            cg_line(gen, "#pragma unroll");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
+            cg_line(gen, "const int d = c + q;");
+            cg_line(gen, "a0[q] = d < %lld ? %s(kiln_ld_cg(%s) * rn%s) : 0.f;", (long long)sg->hd, rnd, addr[0][0], gd);
+            cg_close(gen);
+            cg_line(gen, "#pragma unroll");
+            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
+            cg_line(gen, "const int d = c + q;");
+            cg_line(gen, "if (d >= %lld) break;", (long long)sg->hd);
+            cg_line(gen, "const float y0 = a0[q];");
+            for (int j = 0; j < nd; j++) {
+                cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
+                cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
+                cg_close(gen);
+            }
+            cg_close(gen);
+            cg_close(gen);
+        }
+        cg_line(gen, "return;");
+        cg_close(gen);
+    }
+    finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_qkv_norm_fix(const KilnArgs &p, int seg, long long m, int hh)",
+              &body);
+    return nht;
+}
+
 static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, const qkv_seg *segs, int nseg,
-                              bool gemv)
+                              bool gemv, ir_dim M)
 {
     const ir_node *A = gen->anchor;
     /* the frequencies in turns, computed on the host (codegen/cg_rope.c), in constant memory: a warp
@@ -841,6 +1052,14 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
             return cg_fail(gen, "out of memory");
         cg_str_printf(hooks, "%s\n", text);
     }
+    const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
+    /* per-head norms: the counters (rows x normed heads) and the function that completes a head */
+    int64_t nht = 0;
+    for (int i = 0; i < nseg; i++) nht += segs[i].norm ? segs[i].heads : 0;
+    if (nht)
+        cg_workspace(gen, "hn", "int *",
+                     ir_dim_times(M, ir_dim_const(4 * nht), &gen->dim_overflow), true);
+    if (nht && emit_qkv_norm_fix(gen, hooks, segs, nseg, rnd, gemv) != nht) return cg_fail(gen, "out of memory");
     cg_str body = {0};
     cg_begin_fn(gen, &body);
     cg_line(gen, "(void)b; (void)has1; /* every segment is pairs of columns: n + 1 is in n's head */");
@@ -865,7 +1084,7 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
     cg_line(gen, "if (seg < 0) return;");
     const char *S = cg_dim(gen, &A->type.dims[1]);
     cg_line(gen, "const long long rb = m / %s, rs = m %% %s;", S, S);
-    const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
+    if (nht) cg_line(gen, "(void)rb;");
     const char *x[2] = {"v0", "v1"};
     for (int c = 0; c < 2; c++) {
         if (bias) {
@@ -902,12 +1121,51 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
         cg_open(gen, "if (rot)");
         cg_line(gen, "d0 = jj >> 1;");
         cg_line(gen, "d1 = d0 + rot;");
+        /* a normed segment is rotated once its head is complete (kiln_qkv_norm_fix) */
+        const char *nc = NULL;
+        for (int i = 0; i < nseg; i++)
+            if (segs[i].norm) nc = nc ? cg_printf(gen, "%s || seg == %d", nc, i) : cg_printf(gen, "seg == %d", i);
+        if (nc) cg_open(gen, "if (!(%s))", nc);
         emit_rotation(gen);
+        if (nc) cg_close(gen);
         cg_close(gen);
     }
+    int64_t hb = 0; /* the first counter of the segment's heads in a row */
     for (int i = 0; i < nseg; i++) {
         const qkv_seg *sg = &segs[i];
         cg_open(gen, "%sif (seg == %d)", i ? "else " : "", i);
+        if (sg->norm) {
+            /* the projected columns to the first destination, then count them (emit_qkv_norm_fix) */
+            const bool qout = sg->rope && cg_used_outside(gen, sg->rope);
+            if (qout) {
+                cg_idx ri = cg_idx_flat(&sg->rope->type, NULL);
+                ri.c[0] = "rb", ri.c[1] = "rs", ri.c[2] = "(long long)hh", ri.c[3] = "(long long)d0";
+                cg_store(gen, sg->rope, &ri, "y0");
+                ri.c[3] = "(long long)d1";
+                cg_store(gen, sg->rope, &ri, "y1");
+            } else {
+                const ir_node *cw = sg->cw[0];
+                const char *o = cw_pos(gen, cw);
+                cg_line(gen, "const long long t = %s + rs;", o);
+                cg_open(gen, "if (t >= 0 && t < %s)", cg_dim(gen, &cw->type.dims[2]));
+                cg_idx ci = cg_idx_flat(&cw->type, NULL);
+                ci.c[0] = "rb", ci.c[1] = "(long long)hh", ci.c[2] = "t", ci.c[3] = "(long long)d0";
+                cg_store(gen, cw, &ci, "y0");
+                ci.c[3] = "(long long)d1";
+                cg_store(gen, cw, &ci, "y1");
+                cg_close(gen);
+            }
+            cg_line(gen, "__threadfence();");
+            cg_line(gen, "const long long slot = m * %lldLL + %lld + hh;", (long long)nht, (long long)hb);
+            cg_open(gen, "if (atomicAdd(p.hn + slot, 1) == %lld)", (long long)(sg->hd / 2 - 1));
+            cg_line(gen, "__threadfence();");
+            cg_line(gen, "p.hn[slot] = 0;");
+            cg_line(gen, "kiln_qkv_norm_fix(p, %d, m, hh);", i);
+            cg_close(gen);
+            hb += sg->heads;
+            cg_close(gen);
+            continue;
+        }
         if (sg->rope && cg_used_outside(gen, sg->rope)) {
             cg_idx ri = cg_idx_flat(&sg->rope->type, NULL);
             ri.c[0] = "rb", ri.c[1] = "rs", ri.c[2] = "(long long)hh", ri.c[3] = "(long long)d0";
@@ -916,13 +1174,8 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
             cg_store(gen, sg->rope, &ri, "y1");
         }
         for (int j = 0; j < sg->ncw; j++) {
-            const ir_node *cw = sg->cw[j], *pos = cw->ninputs > 2 ? cw->inputs[2] : NULL;
-            const char *o = "0LL";
-            if (pos) {
-                cg_idx pi = cg_idx_flat(&pos->type, NULL);
-                pi.c[0] = "rb";
-                o = cg_int_value(gen, pos, &pi);
-            }
+            const ir_node *cw = sg->cw[j];
+            const char *o = cw_pos(gen, cw);
             cg_open(gen, "%s", "");
             cg_line(gen, "const long long t = %s + rs;", o);
             cg_open(gen, "if (t >= 0 && t < %s) /* positions past the cache are not written */",
@@ -1000,18 +1253,51 @@ static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, 
 {
     const ir_node *A = gen->anchor;
     cg_str_printf(hooks, "/* a head of the tile's columns: segment (-1: none), destination map, head, the segment's "
-                         "heads, rotated */\nstruct kiln_qkv_chunk {\n    int seg, dst, head, heads, rot;\n};\n\n");
+                         "heads, rotated, normed per head */\nstruct kiln_qkv_chunk {\n    int seg, dst, head, heads, rot, "
+                         "norm;\n};\n\n");
     cg_str body = {0};
     cg_begin_fn(gen, &body);
     for (int i = 0; i < nseg; i++) {
         const qkv_seg *sg = &segs[i];
         cg_open(gen, "if (n0 >= %lldLL && n0 < %lldLL)", (long long)sg->off, (long long)(sg->off + sg->heads * sg->hd));
-        cg_line(gen, "return kiln_qkv_chunk{%d, %d, (int)((n0 - %lldLL) / %lld), %lld, %d};", i, q->dst[i],
-                (long long)sg->off, (long long)sg->hd, (long long)sg->heads, sg->rot ? 1 : 0);
+        cg_line(gen, "return kiln_qkv_chunk{%d, %d, (int)((n0 - %lldLL) / %lld), %lld, %d, %d};", i, q->dst[i],
+                (long long)sg->off, (long long)sg->hd, (long long)sg->heads, sg->rot ? 1 : 0, sg->norm ? 1 : 0);
         cg_close(gen);
     }
-    cg_line(gen, "return kiln_qkv_chunk{-1, 0, 0, 0, 0};");
+    cg_line(gen, "return kiln_qkv_chunk{-1, 0, 0, 0, 0, 0};");
     finish_fn(gen, hooks, "__device__ __forceinline__ kiln_qkv_chunk kiln_qkv_find(long long n0)", &body);
+
+    /* per-head norms: 1/rms from a row's sum of squares over its head, then the gain at dims d0, d1 */
+    bool anynorm = false;
+    for (int i = 0; i < nseg; i++) anynorm |= segs[i].norm != NULL;
+    if (anynorm) {
+        cg_str_printf(hooks, "#define KILN_QKV_NORM 1\n");
+        cg_begin_fn(gen, &body);
+        cg_line(gen, "(void)seg;");
+        for (int i = 0; i < nseg; i++)
+            if (segs[i].norm)
+                cg_line(gen, "if (seg == %d) return rsqrtf(ss * %s + %s);", i, cg_float_lit(gen, 1.0 / (double)segs[i].hd),
+                        cg_float_lit(gen, segs[i].norm->attrs.eps));
+        cg_line(gen, "return 1.f;");
+        finish_fn(gen, hooks, "__device__ __forceinline__ float kiln_qkv_rstd(int seg, float ss)", &body);
+        cg_begin_fn(gen, &body);
+        cg_line(gen, "(void)p; (void)d0; (void)d1;");
+        const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
+        for (int i = 0; i < nseg; i++) {
+            const ir_node *nm = segs[i].norm, *gn = nm && nm->ninputs > 1 ? nm->inputs[1] : NULL;
+            if (!nm) continue;
+            const char *gf = gn ? cg_ptr(gen, gn, false) : NULL;
+            if (gf)
+                cg_line(gen, "if (seg == %d) return make_float2(%s(y.x * rs * kiln_ld(p.%s + d0)), %s(y.y * rs * kiln_ld(p.%s + d1)));",
+                        i, rnd, gf, rnd, gf);
+            else
+                cg_line(gen, "if (seg == %d) return make_float2(%s(y.x * rs), %s(y.y * rs));", i, rnd, rnd);
+        }
+        cg_line(gen, "return y;");
+        finish_fn(gen, hooks,
+                  "__device__ __forceinline__ float2 kiln_qkv_norm(const KilnArgs &p, int seg, int d0, int d1, float rs, float2 y)",
+                  &body);
+    }
 
     cg_begin_fn(gen, &body);
     const char *rnd = A->type.dtype == IR_BF16 ? "kiln_round_bf16" : A->type.dtype == IR_F16 ? "kiln_round_f16" : "";
@@ -1159,8 +1445,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             slices[nslices++] = n;
             continue;
         }
-        if (n->op == IR_OP_ROPE || n->op == IR_OP_CACHE_WRITE) {
-            if (nqkv == 16) return cg_fail(gen, "too many ropes and cache writes in a matmul epilogue");
+        if (n->op == IR_OP_ROPE || n->op == IR_OP_CACHE_WRITE || n->op == IR_OP_RMSNORM) {
+            if (nqkv == 16) return cg_fail(gen, "too many norms, ropes and cache writes in a matmul epilogue");
             qkv_members[nqkv++] = n;
             continue;
         }
@@ -1345,7 +1631,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
 
     mm_epi epi = {A, bias, {slices[0], slices[1]}, outs, nouts, ro, swiglu, M, N, half, ot, out_t};
     if (qkv) {
-        if (!emit_qkv_epilogue(gen, hooks, bias, segs, nseg, h.gemv)) return false;
+        if (!emit_qkv_epilogue(gen, hooks, bias, segs, nseg, h.gemv, M)) return false;
         if (wg_fit && qkv_ts && !emit_qkv_tma_hooks(gen, hooks, bias, segs, nseg, &qt)) return false;
         int nx = 0;
         for (int i = 0; i < nseg; i++) nx += segs[i].rope ? 2 : 0;
@@ -1529,6 +1815,13 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         L->grid[1] = grid_dim(M, h.bm, 0);
         L->grid[2] = grid_dim(batch, 1, 0);
     }
+    bool head_norm = false;
+    for (int i = 0; i < nseg; i++) head_norm |= segs[i].norm != NULL;
+    if (head_norm) /* where the per-head q/k norm is computed (emit_qkv_norm_fix) */
+        gen->kern->config = cg_printf(gen, "%s, per-head q/k norm %s", gen->kern->config ? gen->kern->config : "?",
+                                      wgmma && qkv_ts ? "in the epilogue (a quad of lanes holds a head's row)"
+                                                      : "by the epilogue call that completes a head (a counter per row and "
+                                                        "head: this template's threads hold no whole heads)");
     cg_lt_fields(gen, &ltn, lt);
     char ltxt[320];
     gen->kern->lt_note = cg_printf(gen, "%s", cg_lt_line(gen->kern, ltxt, sizeof ltxt));

@@ -106,6 +106,15 @@ int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind)
     return g->ngroups++;
 }
 
+void ir_graph_remove_group(ir_graph *g, int k)
+{
+    if (k < 0 || k >= g->ngroups) return;
+    memmove(&g->groups[k], &g->groups[k + 1], (size_t)(g->ngroups - k - 1) * sizeof *g->groups);
+    g->ngroups--;
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->group > k) g->nodes[i]->group--;
+}
+
 void ir_graph_count_uses(const ir_graph *g, int *uses)
 {
     memset(uses, 0, (size_t)g->nnodes * sizeof *uses);

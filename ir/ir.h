@@ -342,6 +342,9 @@ int ir_graph_set_state(ir_graph *g, ir_node *state, ir_node *value, src_loc loc)
 /* Starts a kernel group anchored at `anchor` (which joins it); returns its
  * index or -1 when out of memory. */
 int ir_graph_add_group(ir_graph *g, ir_node *anchor, ir_group_kind kind);
+/* Drops group k, which no node may be in any more (its anchor moved to
+ * another group); the groups after it move down by one, their nodes with them. */
+void ir_graph_remove_group(ir_graph *g, int k);
 /* Number of uses of each node (by other nodes, outputs and state updates);
  * `uses` has g->nnodes entries indexed by node id. */
 void ir_graph_count_uses(const ir_graph *g, int *uses);

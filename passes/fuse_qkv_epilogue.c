@@ -26,12 +26,21 @@
  *   - a CACHE_WRITE of its rows (rule epilogue-cache-write) that updates a
  *     state in place: the cache write is the state's new value, not a model
  *     output, and the old cache is read by nothing else.
- * Every rope joins (rule epilogue-rope) and every cache write joins (rule
- * epilogue-cache-write), or none does: the linear's result is then not
- * stored at all. Anything else reading the result — a per-head norm before
- * the rope, an op that is not a view — keeps them all out, each refusal
- * recorded with its reason, and fuse-attention places them as before. A
- * linear whose result reaches no rope and no cache write is left alone. */
+ *   - an RMSNORM over it (rule epilogue-head-norm: Qwen3's per-head q/k
+ *     norm before the rope), its gain a bind-time [hd] vector or none,
+ *     read only by a rope over it and by cache writes of it (as above).
+ *     The norm needs the sum of squares of each head's row: codegen gets it
+ *     where the tile holds whole heads (the Hopper matmul's QKV epilogue:
+ *     a row's columns sit in the four lanes of a quad) and otherwise
+ *     through a counter per (row, head) in a workspace, the epilogue call
+ *     that completes a head normalizing and rotating it (codegen/cg_family.c).
+ * Every norm, rope and cache write joins (rules epilogue-head-norm,
+ * epilogue-rope, epilogue-cache-write), or none does: the linear's result
+ * is then not stored at all. Anything else reading the result — a per-head
+ * LayerNorm, a norm read by something else, an op that is not a view —
+ * keeps them all out, each refusal recorded with its reason, and
+ * fuse-attention places them as before. A linear whose result reaches no
+ * rope and no cache write is left alone. */
 #include <stdlib.h>
 
 #include "passes/pass.h"
@@ -49,7 +58,7 @@ typedef struct qkv {
     /* one linear's candidates */
     ir_node *seg[MAX_SEG];
     int nseg;
-    ir_node *cand[MAX_CAND]; /* ropes and cache writes, in node order */
+    ir_node *cand[MAX_CAND]; /* per-head norms, ropes and cache writes, as found */
     int ncand;
     const char *why; /* the first reason they cannot join */
 } qkv;
@@ -112,8 +121,37 @@ static const char *cache_write_blocker(qkv *q, const ir_node *cw)
     return NULL;
 }
 
-/* The readers of segment v: ropes and cache writes. */
-static void segment_readers(qkv *q, ir_node *v)
+static void segment_readers(qkv *q, ir_node *v, ir_node *seg);
+
+/* A per-head RMSNorm c of segment v that the epilogue can apply; NULL, or why not. */
+static const char *head_norm_blocker(qkv *q, const ir_node *v, const ir_node *c)
+{
+    int64_t hd = konst(&v->type.dims[3]);
+    /* a norm starts a row kernel of its own (fuse-residual-norm): it may leave it when alone in it */
+    for (int i = 0; c->group >= 0 && i < q->g->nnodes; i++) {
+        const ir_node *m = q->g->nodes[i];
+        if (m->group == c->group && (m != c || q->g->groups[c->group].anchor != c))
+            return arena_printf(&q->a, "the per-head norm (line %d) is in a kernel with %s", c->loc.line,
+                                NZ(pass_describe(&q->a, m == c ? q->g->groups[c->group].anchor : m)));
+    }
+    if (q->u->is_output[c->id])
+        return arena_printf(&q->a, "the per-head norm (line %d) is a model output", c->loc.line);
+    if (c->ninputs > 1) {
+        const ir_node *w = c->inputs[1];
+        if (!q->bt[w->id])
+            return arena_printf(&q->a, "the gain of the per-head norm (line %d) is computed at run time", c->loc.line);
+        if (w->type.rank != 1 || konst(&w->type.dims[0]) != hd)
+            return arena_printf(&q->a, "the gain of the per-head norm (line %d) is not one value per head dim",
+                                c->loc.line);
+    }
+    if (c->type.dtype != v->type.dtype)
+        return arena_printf(&q->a, "the per-head norm (line %d) changes the dtype", c->loc.line);
+    return NULL;
+}
+
+/* The readers of segment v (seg: v itself, or the per-head norm of it that
+ * is read instead): ropes and cache writes. */
+static void segment_readers(qkv *q, ir_node *v, ir_node *seg)
 {
     const ir_graph *g = q->g;
     if (q->u->is_output[v->id]) block(q, arena_printf(&q->a, "the columns of %s are a model output", NZ(pass_describe(&q->a, v))));
@@ -139,10 +177,21 @@ static void segment_readers(qkv *q, ir_node *v)
             }
             continue;
         }
-        const char *what = c->op == IR_OP_RMSNORM || c->op == IR_OP_LAYERNORM
-                               ? arena_printf(&q->a, "the per-head %s (line %d) before the rope needs the whole head's sum of "
-                                                     "squares, which one epilogue call does not hold (it sees two columns)",
-                                              ir_op_name(c->op), c->loc.line)
+        if (c->op == IR_OP_RMSNORM && c->inputs[0] == v && v == seg) {
+            const char *why = head_norm_blocker(q, v, c);
+            if (why) block(q, why);
+            add_cand(q, c);
+            segment_readers(q, c, v);
+            continue;
+        }
+        const char *what = c->op == IR_OP_LAYERNORM && v == seg
+                               ? arena_printf(&q->a, "the per-head layernorm (line %d) before the rope: the epilogue "
+                                                     "applies a per-head RMSNorm only",
+                                              c->loc.line)
+                           : v != seg
+                               ? arena_printf(&q->a, "%s reads the per-head norm, and the epilogue stores only rotated "
+                                                     "rows and cache rows",
+                                              NZ(pass_describe(&q->a, c)))
                                : arena_printf(&q->a, "%s reads the projected columns, and the epilogue stores only "
                                                      "rotated rows and cache rows",
                                               NZ(pass_describe(&q->a, c)));
@@ -162,7 +211,7 @@ static void add_segment(qkv *q, const ir_node *A, ir_node *v)
         return;
     }
     q->seg[q->nseg++] = v;
-    segment_readers(q, v);
+    segment_readers(q, v, v);
 }
 
 /* The segments of A: slice(A, last axis) -> reshape, reshape(A) -> slice(axis 3), reshape(A). */
@@ -215,7 +264,9 @@ static void find_segments(qkv *q, const ir_node *A)
 
 static pass_rule rule_of(const ir_node *n)
 {
-    return n->op == IR_OP_ROPE ? PASS_RULE_EPILOGUE_ROPE : PASS_RULE_EPILOGUE_CACHE_WRITE;
+    return n->op == IR_OP_RMSNORM ? PASS_RULE_EPILOGUE_HEAD_NORM
+           : n->op == IR_OP_ROPE  ? PASS_RULE_EPILOGUE_ROPE
+                                  : PASS_RULE_EPILOGUE_CACHE_WRITE;
 }
 
 static void decide(qkv *q, ir_node *A)
@@ -224,18 +275,22 @@ static void decide(qkv *q, ir_node *A)
     /* both rules on: the epilogue takes all or none */
     for (int i = 0; i < q->ncand && !q->why; i++)
         if (!pass_rule_enabled(q->ctx, rule_of(q->cand[i])))
-            q->why = arena_printf(&q->a, "rule %s is disabled (--disable), and the epilogue takes every rope and cache "
-                                         "write of the projection or none",
-                                  pass_rule_name(rule_of(q->cand[i])));
+            q->why = arena_printf(&q->a, "rule %s is %s, and the epilogue takes every per-head norm, "
+                                         "rope and cache write of the projection or none",
+                                  pass_rule_name(rule_of(q->cand[i])),
+                                  pass_rule_off_by_default(rule_of(q->cand[i]))
+                                      ? "off unless --enable names it (at decode its GEMV is slower than the norm "
+                                        "kernels it saves: README, \"Per-head q/k norm\")"
+                                      : "disabled (--disable)");
     if (!q->why && (!q->bt[A->inputs[1]->id] || (A->ninputs > 2 && !q->bt[A->inputs[2]->id])))
         q->why = "the projection's weight or bias is computed at run time, so its rows cannot be paired for the rotation "
                  "at bind time";
     bool take = !q->why;
-    int k = A->group; /* the views stay ungrouped: the epilogue reads through them */
     for (int i = 0; i < q->ncand; i++) {
+        int k = A->group; /* the views stay ungrouped: the epilogue reads through them */
         ir_node *n = q->cand[i];
-        bool rope = n->op == IR_OP_ROPE;
-        ir_dim bytes = rope ? pass_size(q->ctx, n, 2) : pass_size(q->ctx, n->inputs[1], 2);
+        bool rope = n->op == IR_OP_ROPE, norm = n->op == IR_OP_RMSNORM;
+        ir_dim bytes = rope || norm ? pass_size(q->ctx, n, 2) : pass_size(q->ctx, n->inputs[1], 2);
         ir_node *nodes[2] = {n, A};
         const char *what = arena_printf(&q->a, "fuse %s into the epilogue of %s", NZ(pass_describe(&q->a, n)),
                                         NZ(pass_describe(&q->a, A)));
@@ -243,8 +298,15 @@ static void decide(qkv *q, ir_node *A)
             pass_decide(q->ctx, q->g, rule_of(n), false, bytes, nodes, 2, NZ(what), "not fused: %s", NZ(q->why));
             continue;
         }
+        int old = n->group;
         n->group = k;
-        if (rope)
+        if (old >= 0) ir_graph_remove_group(q->g, old); /* the norm's own row kernel, now empty */
+        if (norm)
+            pass_decide(q->ctx, q->g, PASS_RULE_EPILOGUE_HEAD_NORM, true, bytes, nodes, 2, NZ(what),
+                        "the epilogue scales each head's row by 1/rms of its %lld columns and the gain before it "
+                        "rotates them; the normed rows are not written and read back, and no row kernel runs",
+                        (long long)konst(&n->type.dims[3]));
+        else if (rope)
             pass_decide(q->ctx, q->g, PASS_RULE_EPILOGUE_ROPE, true, bytes, nodes, 2, NZ(what),
                         "each rotation pair is made two adjacent output columns by permuting the weight rows at bind "
                         "time; the epilogue rotates them in registers, so no rope runs later and attention reads "

@@ -116,9 +116,11 @@ bool pass_options_check(const pass_options *o, diag_list *d)
     return ok;
 }
 
-/* Rules that are off unless --enable names them (none today; --enable
- * accepts only names listed here). */
-static const pass_rule off_by_default[] = {PASS_RULE_COUNT};
+/* Rules that are off unless --enable names them. epilogue-head-norm: it
+ * speeds up prefill, but at decode its GEMV (a head's columns over many CTAs,
+ * a counter per row and head) is slower than the two norm kernels it saves,
+ * and one fused graph serves both (README, "Per-head q/k norm"). */
+static const pass_rule off_by_default[] = {PASS_RULE_EPILOGUE_HEAD_NORM};
 
 bool pass_rule_off_by_default(pass_rule rule)
 {

@@ -20,6 +20,37 @@ __device__ __forceinline__ float kiln_ld(const __half *p) { return __half2float(
 __device__ __forceinline__ float kiln_ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
 __device__ __forceinline__ float kiln_ld(const int *p) { return (float)*p; }
 
+// Loads from the L2 (ld.global.cg), not the SM's L1: values another CTA of the same launch
+// stored before a __threadfence and an atomic this thread observed (the QKV epilogue's per-head
+// norm, codegen/cg_family.c).
+__device__ __forceinline__ float kiln_ld_cg(const float *p) { return __ldcg(p); }
+__device__ __forceinline__ float kiln_ld_cg(const __half *p)
+{
+    return __half2float(__ushort_as_half(__ldcg(reinterpret_cast<const unsigned short *>(p))));
+}
+__device__ __forceinline__ float kiln_ld_cg(const __nv_bfloat16 *p)
+{
+    return __uint_as_float((unsigned)__ldcg(reinterpret_cast<const unsigned short *>(p)) << 16);
+}
+
+// Eight consecutive elements, 16-byte aligned, from the L2 (as kiln_ld_cg).
+__device__ __forceinline__ void kiln_ld_cg8(const __nv_bfloat16 *p, float (&f)[8])
+{
+    const uint4 u = __ldcg(reinterpret_cast<const uint4 *>(p));
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+}
+__device__ __forceinline__ void kiln_ld_cg8(const __half *p, float (&f)[8])
+{
+    const uint4 u = __ldcg(reinterpret_cast<const uint4 *>(p));
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        f[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu))),
+        f[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+}
+
 __device__ __forceinline__ void kiln_st(float *p, float v) { *p = v; }
 __device__ __forceinline__ void kiln_st(__half *p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void kiln_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }

@@ -449,6 +449,9 @@ __device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, lon
 #ifndef KILN_WGMMA_QKV
 #define KILN_WGMMA_QKV 0
 #endif
+#ifndef KILN_QKV_NORM
+#define KILN_QKV_NORM 0
+#endif
 #if KILN_WGMMA_TMA_STORE && !KILN_WGMMA_QKV
 // The epilogue through shared memory and TMA stores (KILN_WGMMA_TMA_STORE 1): the hook
 // kiln_epilogue_val returns the output values (KILN_SWIGLU: one, at column n / 2), the
@@ -540,7 +543,12 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
 //   long long kiln_qkv_rows(p) (S: rows per batch), int kiln_qkv_pos(p, b) (pos[b], or 0);
 //   long long kiln_qkv_slot(p, b): the caches' row of batch row b (the slot table's, or b);
 //   void kiln_qkv_put(p, dst, b, head, t, d, v): one element into cache `dst` (row t < 0 or
-//     past the cache: not written).
+//     past the cache: not written);
+//   with KILN_QKV_NORM 1 (passes/fuse_qkv_epilogue.c rule epilogue-head-norm: a per-head RMSNorm
+//     before the rope; chunk.norm says which heads): float kiln_qkv_rstd(seg, ss) (1/rms from a
+//     row's sum of squares over the head) and float2 kiln_qkv_norm(p, seg, d0, d1, rs, y) (y
+//     scaled by rs and the gain at dims d0, d1, rounded to the norm's type). A row's HD columns
+//     are in the four lanes of its quad, so the sum takes two shuffles and nothing else.
 // Bind time permuted the weight rows of a rotating segment so that columns 2i, 2i + 1 of a head
 // are dims i, i + HD/2; the consumer rotates them in registers and writes dims in their natural
 // order into its staging (64 x 64 boxes, 128-byte swizzle, as kwg_epilogue_tma), one head at a
@@ -577,6 +585,29 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
         const long long n0 = (long long)nb * BN + r * HD;
         const kiln_qkv_chunk ch = kiln_qkv_find(n0);
         if (ch.seg < 0) continue;
+#if KILN_QKV_NORM
+        // per-head RMSNorm: each row's sum of squares over the head's HD columns, which sit in the
+        // four lanes of its quad (lane & 3), then 1/rms (ch is the same for the whole warpgroup)
+        float rsd[MW][2];
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                rsd[mi][h] = 1.f;
+                if (!ch.norm) continue;
+                float ss = 0.f;
+#pragma unroll
+                for (int jj = 0; jj < HD / 8; jj++) {
+                    const int j = r * (HD / 8) + jj;
+                    const float2 y = kiln_qkv_in(p, n0 + jj * 8 + (lane & 3) * 2, acc[mi][j * 4 + h * 2],
+                                                 acc[mi][j * 4 + h * 2 + 1]);
+                    ss += y.x * y.x + y.y * y.y;
+                }
+                ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+                ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+                rsd[mi][h] = kiln_qkv_rstd(ch.seg, ss);
+            }
+#endif
         if (pending && wt == 0) kwg_store_wait_read();
         kwg_wg_sync(1 + c);
 #pragma unroll
@@ -589,6 +620,12 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
                 for (int h = 0; h < 2; h++) {
                     const int rr = warp * 16 + (lane >> 2) + h * 8;
                     float2 y = kiln_qkv_in(p, n0 + lc, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1]);
+#if KILN_QKV_NORM
+                    // dims lc >> 1 and lc >> 1 + HD/2 of a rotated head (its weight rows paired), else lc, lc + 1
+                    if (ch.norm)
+                        y = kiln_qkv_norm(p, ch.seg, ch.rot ? lc >> 1 : lc, ch.rot ? (lc >> 1) + HD / 2 : lc + 1,
+                                          rsd[mi][h], y);
+#endif
                     const unsigned row = stage + (unsigned)(mi * NCH * 8192 + rr * 128);
                     if (ch.rot) {
                         const int i = lc >> 1;
