@@ -78,12 +78,16 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
  * decode rule"). Other targets keep the GEMV to CG_GEMV_MAX_ROWS. */
 #define CG_GEMV_HOPPER_MAX_ROWS 2
 /* On sm_90a the most rows at which a norm is folded into the linears that read
- * it: the GEMV up to CG_GEMV_HOPPER_MAX_ROWS, above it the Hopper matmul's
- * skinny tiles (matmul_wgmma.cuh KILN_MATMUL_NORM: the sums of squares from
+ * it: the GEMV up to CG_GEMV_HOPPER_MAX_ROWS, above it (from the next bound,
+ * and not into a QKV epilogue: cg_norm_folded) the Hopper matmul's skinny tiles (matmul_wgmma.cuh KILN_MATMUL_NORM: the sums of squares from
  * the A tiles in shared memory; its mma.sync fallback reads them from memory).
  * Larger row counts keep the row kernel. Other targets fold where the GEMV
  * runs (CG_GEMV_MAX_ROWS). */
 #define CG_NORM_FOLD_HOPPER_MAX_ROWS 64
+/* ... and from this many rows: from 3 to 16 rows the skinny tiles with the
+ * sums of squares were slower than with the norm's kernel (README, "The
+ * decode rule"), so there the norm keeps its kernel. */
+#define CG_NORM_FOLD_HOPPER_MIN_ROWS 17
 /* The most rows the tensor-core GEMV (gemv_mma.cuh) serves (from 17). Above:
  * the Hopper / mma.sync templates. 16 (no rows): gemv_mma.cuh is not routed, because on the H200 it
  * reads the weights slower than the skinny wgmma configuration at every

@@ -175,7 +175,20 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
     bool ovf = false;
     ir_dim rows = ir_type_numel(&n->type, 0, n->type.rank - 1, &ovf);
     int64_t r;
-    return !ovf && ir_dim_value(&rows, gen->dims, &r) && r <= cg_norm_fold_max_rows(gen->target);
+    if (ovf || !ir_dim_value(&rows, gen->dims, &r) || r > cg_norm_fold_max_rows(gen->target)) return false;
+    if (r <= cg_gemv_max_rows(gen->target)) return true;
+    if (r < CG_NORM_FOLD_HOPPER_MIN_ROWS) return false;
+    /* the Hopper matmul's skinny tiles: not where a consumer's epilogue holds the QKV epilogue's
+     * rope or cache write (its few tiles leave one consumer per CTA, whose added sums of squares
+     * then cost more than the norm's kernel: README, "The decode rule") */
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *m = g->nodes[i];
+        if (m->op != IR_OP_LINEAR || m->inputs[0] != n || m->group < 0) continue;
+        for (int j = 0; j < g->nnodes; j++)
+            if (g->nodes[j]->group == m->group && (g->nodes[j]->op == IR_OP_ROPE || g->nodes[j]->op == IR_OP_CACHE_WRITE))
+                return false;
+    }
+    return true;
 }
 
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)

@@ -10,9 +10,11 @@
  * rows (cg_norm_fold_max_rows): the CUDA-core GEMV (up to cg_gemv_max_rows:
  * 2 rows on sm_90a, 16 on other targets) next to each product in its main
  * loop (split-K: the slices' sums of squares are added with the slices); on
- * sm_90a from 3 to 64 rows the Hopper matmul's skinny tiles, from the A
+ * sm_90a from 17 to 64 rows the Hopper matmul's skinny tiles, from the A
  * tiles its consumers multiply in shared memory (no split-K then; its
- * mma.sync fallback reads them from memory). The norm's kernel is not
+ * mma.sync fallback reads them from memory), unless a linear reading the
+ * norm holds the QKV epilogue (rope, cache write), whose few tiles make the
+ * sums cost more than the norm's kernel (cg_norm_folded). The norm's kernel is not
  * launched and its result is never written or read back.
  *
  * The decision depends on the row count, which a variant fixes: this pass
@@ -89,8 +91,9 @@ ir_graph *pass_fold_norm_gemv(ir_graph *g, pass_ctx *ctx)
         } else {
             g->groups[n->group].fold_into_gemv = true;
             pass_decide(ctx, g, RULE, true, bytes, nodes, nn, NZ(what),
-                        "in a decode variant (at most 64 rows on sm_90a: the GEMV to 2, the Hopper matmul's skinny tiles "
-                        "above; 16 on other targets: the GEMV) each linear reads the norm's input, adds up its squares "
+                        "in a decode variant (on sm_90a the GEMV to 2 rows, and from 17 to 64 the Hopper matmul's skinny "
+                        "tiles unless a linear holds the QKV epilogue; 16 rows on other targets: the GEMV) each linear "
+                        "reads the norm's input, adds up its squares "
                         "beside the dot products and scales them by 1/rms; the row kernel k%d is not launched "
                         "(one kernel fewer per call; other variants keep it)",
                         n->group);
