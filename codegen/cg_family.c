@@ -813,6 +813,28 @@ static void emit_rotation(cg_gen *gen)
     cg_line(gen, "y1 = r1;");
 }
 
+/* The head norm's read-back: the n pairs (d, d1 = d + half) of a round held in a0/a1 (c their
+ * first d), each rotated (segment seg's frequencies) and stored to the nd destinations addr (tv:
+ * a destination's guard, qout: whether the first is q's buffer). */
+static void emit_rotate_store(cg_gen *gen, int n, long long half, int seg, int nd, const char *const tv[3], bool qout,
+                              const char *const addr[3][3])
+{
+    cg_line(gen, "#pragma unroll");
+    cg_open(gen, "for (int q = 0; q < %d; q++)", n);
+    cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
+    cg_line(gen, "if (d >= %lld) break;", half);
+    cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
+    cg_line(gen, "const float2 g = kiln_qkv_turns%d[d];", seg);
+    emit_rotation(gen);
+    for (int j = 0; j < nd; j++) {
+        cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
+        cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
+        cg_line(gen, "kiln_st(%s, y1);", addr[j][1]);
+        cg_close(gen);
+    }
+    cg_close(gen);
+}
+
 /* The body is one path for every segment (its constants chosen by the
  * segment found): the hook is inlined once per accumulator pair of a tile,
  * under the registers that hold the accumulators, so it keeps few values
@@ -972,20 +994,7 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
                 cg_line(gen, "for (int e = 0; e < 8; e++) a0[u + e] = %s(x0[e] * rn * w0[e]), a1[u + e] = %s(x1[e] * rn * w1[e]);",
                         rnd, rnd);
                 cg_close(gen);
-                cg_line(gen, "#pragma unroll");
-                cg_open(gen, "for (int q = 0; q < 16; q++)");
-                cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
-                cg_line(gen, "if (d >= %lld) break;", half);
-                cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
-                cg_line(gen, "const float2 g = kiln_qkv_turns%d[d];", i);
-                emit_rotation(gen);
-                for (int j = 0; j < nd; j++) {
-                    cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
-                    cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
-                    cg_line(gen, "kiln_st(%s, y1);", addr[j][1]);
-                    cg_close(gen);
-                }
-                cg_close(gen);
+                emit_rotate_store(gen, 16, half, i, nd, tv, qout, addr);
                 cg_close(gen);
             } else {
             cg_line(gen, "#pragma unroll 1");
@@ -1000,20 +1009,7 @@ static int64_t emit_qkv_norm_fix(cg_gen *gen, cg_str *hooks, const qkv_seg *segs
             cg_line(gen, "a1[q] = %s(kiln_ld_cg(%s) * rn%s);", rnd, addr[0][1], gd1);
             cg_close(gen);
             cg_close(gen);
-            cg_line(gen, "#pragma unroll");
-            cg_open(gen, "for (int q = 0; q < %d; q++)", CH);
-            cg_line(gen, "const int d = c + q, d1 = d + %lld;", half);
-            cg_line(gen, "if (d >= %lld) break;", half);
-            cg_line(gen, "float y0 = a0[q], y1 = a1[q];");
-            cg_line(gen, "const float2 g = kiln_qkv_turns%d[d];", i);
-            emit_rotation(gen);
-            for (int j = 0; j < nd; j++) {
-                cg_open(gen, "%s", tv[j] ? cg_printf(gen, "if (in%d)", j - (qout ? 1 : 0)) : "");
-                cg_line(gen, "kiln_st(%s, y0);", addr[j][0]);
-                cg_line(gen, "kiln_st(%s, y1);", addr[j][1]);
-                cg_close(gen);
-            }
-            cg_close(gen);
+            emit_rotate_store(gen, CH, half, i, nd, tv, qout, addr);
             cg_close(gen);
             }
         }
