@@ -76,10 +76,24 @@
 //     prefetches of the operands kiln_epilogue_val reads at (b, m, n..n+1)) over its rows, or
 //     with the QKV epilogue its rows' positions (loaded into registers, held until the
 //     epilogue, so the epilogue's own loads of them hit the SM's L1).
+// Split-K in a cluster (KILN_WGMMA_CLUSTER_K = CK in 2..8; CM 1, KILN_SPLITK 1): a cluster of CK
+//   CTAs along y takes one tile; CTA rank r (its %cluster_ctarank) loads and multiplies K
+//   slice r (ceil(K steps / CK) steps each). Once its mainloop is done, each consumer thread
+//   of a rank r > 0 stores its accumulators (and with KILN_MATMUL_NORM its sums of squares)
+//   into slot r - 1 of the leader's (rank 0) exchange buffer in distributed shared memory
+//   (mapa + st.shared::cluster) and arrives on the leader's `rfull` mbarrier (release at
+//   cluster scope); the leader waits on it (acquire), adds slots 0..CK-2 to its own slice's
+//   sums in rank order (deterministic), hands the slots back (one arrival on each rank's
+//   `rempty` mbarrier once its warpgroup has read them) and runs the epilogue, whichever it
+//   is (the QKV epilogue, the folded norm's scaling, the TMA store). No workspace, no
+//   counter. A warp whose 16 rows all lie at or past M neither stores nor reads. With
+//   ping-pong tiles only consumer 0 works (it takes every unit of its CTA, in order, so
+//   that one exchange buffer and one phase bit per barrier serve it).
 // Launch: persistent, grid = (CM * min(batch * ceil(ceil(M/BM)/CM) * ceil(N/BN), resident),
 // 1, 1) where resident = CTAs (CM 1: one per SM) or clusters (cudaOccupancyMaxActiveClusters)
-// that fit at once; block 384; dynamic shared memory KILN_SMEM_BYTES (formula below; above
-// 48 KiB the kernel's limit must be raised first).
+// that fit at once; with CK: grid = (min(batch * ceil(M/BM) * ceil(N/BN), resident clusters),
+// CK, 1); block 384; dynamic shared memory KILN_SMEM_BYTES (formula below, plus
+// KWG_SMEM_RED with CK; above 48 KiB the kernel's limit must be raised first).
 #ifndef KILN_MATMUL_WGMMA_CUH
 #define KILN_MATMUL_WGMMA_CUH
 
@@ -155,6 +169,16 @@
 #ifndef KILN_SPLITK
 #define KILN_SPLITK 1
 #endif
+#ifndef KILN_WGMMA_CLUSTER_K
+#define KILN_WGMMA_CLUSTER_K 1
+#endif
+#if KILN_WGMMA_CLUSTER_K > 1 && KILN_SPLITK > 1
+#error "matmul_wgmma.cuh: split K in a cluster (KILN_WGMMA_CLUSTER_K) or through the workspace (KILN_SPLITK), not both"
+#endif
+/* split-K in a cluster: the leader's exchange buffer (CK - 1 slots of a consumer's accumulators,
+ * plus one 16-byte chunk per m64 block for the folded norm's sums; both consumers' with
+ * cooperative tiles, consumer 0's with ping-pong: BM / 64 m64 blocks either way) and 4 mbarriers */
+#define KWG_SMEM_RED(BM, BN, CK, NORM) ((CK) > 1 ? (CK - 1) * ((BM) / 64) * 128 * ((BN) / 8 + ((NORM) ? 1 : 0)) * 16 + 32 : 0)
 #ifndef KILN_WGMMA_W_EARLY
 #define KILN_WGMMA_W_EARLY 0
 #endif
@@ -178,7 +202,8 @@
 #endif
 #ifndef KILN_SMEM_BYTES
 #define KILN_SMEM_BYTES                                                                                        \
-    KWG_SMEM_TOTAL(KILN_BM, KILN_BN, KILN_STAGES, KILN_WGMMA_PINGPONG, KILN_WGMMA_TMA_STORE ? KILN_WGMMA_EPI_COLS : 0)
+    (KWG_SMEM_TOTAL(KILN_BM, KILN_BN, KILN_STAGES, KILN_WGMMA_PINGPONG, KILN_WGMMA_TMA_STORE ? KILN_WGMMA_EPI_COLS : 0) + \
+     KWG_SMEM_RED(KILN_BM, KILN_BN, KILN_WGMMA_CLUSTER_K, KILN_MATMUL_NORM))
 #endif
 
 // A CUtensorMap as the driver encodes it: opaque, 128 bytes, 64-byte aligned (cuda.h is not
@@ -358,6 +383,36 @@ __device__ __forceinline__ void kwg_tma_load_mc(unsigned dst, const kiln_tmap *m
                  " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
                  "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(k), "r"(row), "r"(b), "h"(mask)
                  : "memory");
+}
+
+// Split-K in a cluster: the address of shared offset `a` in CTA `rank` of the cluster; a store of
+// four floats there; an arrival there with release semantics at cluster scope (it publishes this
+// thread's earlier stores to whoever acquires the phase); a wait that acquires at cluster scope.
+__device__ __forceinline__ unsigned kwg_mapa(unsigned a, unsigned rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ void kwg_st_cluster4(unsigned ra, float x, float y, float z, float w)
+{
+    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ra), "f"(x), "f"(y), "f"(z), "f"(w)
+                 : "memory");
+}
+__device__ __forceinline__ void kwg_bar_arrive_release_cluster(unsigned ra)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(ra) : "memory");
+}
+__device__ __forceinline__ void kwg_bar_wait_acquire_cluster(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, P;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
 }
 
 // ---- TMA stores, named barriers ----------------------------------------------------------
@@ -772,6 +827,75 @@ __device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][B
 }
 #endif
 
+#if KILN_WGMMA_CLUSTER_K > 1
+// Split-K in a cluster (header): this consumer's part of the exchange for its `use`-th unit.
+// red: its exchange buffer (CK - 1 slots of SLOT bytes, at the same offset in every CTA);
+// rfull / rempty: its two mbarriers. A slot holds CH 16-byte chunks per m64 block and thread
+// (BN / 8 of accumulators, then the folded norm's two sums), chunk q of thread t at
+// (q * 128 + t) * 16: consecutive threads, consecutive 16 bytes. Returns true on the leader (its
+// acc and ss then hold the whole of K), false on the other ranks.
+template <int MW, int BN, int CK>
+__device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], float (&ss)[MW][2], unsigned red,
+                                                   unsigned rfull, unsigned rempty, unsigned krank, unsigned use,
+                                                   long long rbase, long long M, int c)
+{
+    constexpr int NS = KILN_MATMUL_NORM ? 1 : 0, CH = BN / 8 + NS;
+    constexpr unsigned SLOT = (unsigned)(MW * 128 * CH * 16);
+    const int wt = threadIdx.x & 127, warp = wt >> 5;
+    (void)ss;
+    if (krank != 0) {
+        // the leader has read this rank's slot of the previous unit
+        if (use > 0) kwg_bar_wait_acquire_cluster(rempty, (use - 1u) & 1u);
+        const unsigned slot = kwg_mapa(red + (krank - 1u) * SLOT, 0u);
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++) {
+            if (rbase + mi * 64 + warp * 16 >= M) continue; // uniform across the warp
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+                kwg_st_cluster4(slot + (unsigned)(((mi * CH + j) * 128 + wt) * 16), acc[mi][4 * j], acc[mi][4 * j + 1],
+                                acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+#if KILN_MATMUL_NORM
+            kwg_st_cluster4(slot + (unsigned)(((mi * CH + BN / 8) * 128 + wt) * 16), ss[mi][0], ss[mi][1], 0.f, 0.f);
+#endif
+        }
+        kwg_bar_arrive_release_cluster(kwg_mapa(rfull, 0u));
+        return false;
+    }
+    kwg_bar_wait_acquire_cluster(rfull, use & 1u);
+#pragma unroll 1
+    for (int r = 0; r < CK - 1; r++) {
+        const unsigned slot = red + (unsigned)r * SLOT;
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++) {
+            if (rbase + mi * 64 + warp * 16 >= M) continue;
+#pragma unroll
+            for (int j = 0; j < BN / 8 + NS; j++) {
+                float4 v;
+                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                             : "r"(slot + (unsigned)(((mi * CH + j) * 128 + wt) * 16))
+                             : "memory");
+                if (j < BN / 8) {
+                    acc[mi][4 * j] += v.x;
+                    acc[mi][4 * j + 1] += v.y;
+                    acc[mi][4 * j + 2] += v.z;
+                    acc[mi][4 * j + 3] += v.w;
+                } else {
+                    ss[mi][0] += v.x;
+                    ss[mi][1] += v.y;
+                }
+            }
+        }
+    }
+    // every thread of the warpgroup has read the slots: hand them back
+    kwg_wg_sync(1 + c);
+    if (wt == 0)
+#pragma unroll 1
+        for (int r = 1; r < CK; r++) kwg_bar_arrive_release_cluster(kwg_mapa(rempty, (unsigned)r));
+    return true;
+}
+#endif
+
 // KILN_WGMMA_EPI_EARLY: what the epilogue of this consumer's tile will read, asked for while
 // its mainloop still runs. The QKV epilogue: this thread's rows' positions, loaded into `pos`
 // (held in registers until the epilogue: the load completes under the mainloop and leaves the
@@ -893,12 +1017,16 @@ __device__ __forceinline__ void kwg_norm_scale(float (&ss)[MW][2], float (&acc)[
 // column block; each CTA loads its A box and half of the W box, multicast to both.
 // TS: the epilogue through shared memory and TMA stores of the map `to` (EC output columns
 // staged at a time); else kiln_epilogue2 from registers. S > 1: split-K (S slices of K per
-// tile, p.ws / p.sem as kwg_splitk says; CM 1 only: with clusters S is taken as 1).
-template <int BM, int BN, int STAGES, int GROUP_M, bool PP, int CM, bool TS, int EC>
+// tile, p.ws / p.sem as kwg_splitk says; CM 1 only: with clusters S is taken as 1). CK > 1:
+// split-K in a cluster of CK CTAs along y (the header; S is then taken as 1).
+template <int BM, int BN, int STAGES, int GROUP_M, bool PP, int CM, bool TS, int EC, int CK = 1>
 __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta, const kiln_tmap *tw,
                                          const kiln_tmap *to, int S)
 {
-    if (CM > 1 || S < 1 || !KILN_WGMMA_SPLIT_FIELDS) S = 1;
+    if (CM > 1 || CK > 1 || S < 1 || !KILN_WGMMA_SPLIT_FIELDS) S = 1;
+    static_assert(CK >= 1 && CK <= 8, "KILN_WGMMA_CLUSTER_K: 1 to 8 (the portable cluster size)");
+    static_assert(CK == 1 || CM == 1, "split-K in a cluster needs KILN_CLUSTER_M 1");
+    constexpr bool ALT = PP && CK == 1; // ping-pong consumers taking units in turn
     static_assert(sizeof(KILN_T) == 2, "matmul_wgmma.cuh: bf16 or f16 only");
     static_assert(kwg_same<KILN_T, __half>::value == (KILN_WGMMA_F16 != 0), "KILN_WGMMA_F16 must match KILN_T");
     constexpr int CW = PP ? 1 : 2;  // consumer warpgroups per tile
@@ -908,26 +1036,37 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
     static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
     static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");
-    static_assert(KWG_SMEM_TOTAL(BM, BN, STAGES, PP, TS ? EC : 0) <= 227 * 1024,
+    static_assert(KWG_SMEM_TOTAL(BM, BN, STAGES, PP, TS ? EC : 0) + KWG_SMEM_RED(BM, BN, CK, KILN_MATMUL_NORM) <=
+                      227 * 1024,
                   "the ring and the staging do not fit in shared memory");
     constexpr unsigned A_BYTES = BM * KWG_BK * 2, B_BYTES = BN * KWG_BK * 2, B_PART = B_BYTES / CM;
 
     extern __shared__ unsigned char kwg_smem[];
     const unsigned base = (kwg_saddr(kwg_smem) + 1023u) & ~1023u;
     const unsigned sA = base, sB = base + STAGES * A_BYTES, sC = sB + STAGES * B_BYTES;
-    const unsigned bars = sC + (TS ? (unsigned)(2 * MW * 64 * EC * 2) : 0u);
+    const unsigned sR = sC + (TS ? (unsigned)(2 * MW * 64 * EC * 2) : 0u); // CK: the exchange buffers
+    constexpr unsigned RED_C = CK > 1 ? (unsigned)((CK - 1) * MW * 128 * (BN / 8 + (KILN_MATMUL_NORM ? 1 : 0)) * 16) : 0u;
+    const unsigned bars = sR + (CK > 1 ? (PP ? 1u : 2u) * RED_C : 0u);
 #define KWG_FULL(s) (bars + 8u * (unsigned)(s))
 #define KWG_EMPTY(s) (bars + 8u * (unsigned)(STAGES + (s)))
 #define KWG_ORDER(c) (bars + 8u * (unsigned)(2 * STAGES + (c)))
+#define KWG_RFULL(c) (bars + 8u * (unsigned)(2 * STAGES + 3 + (c)))
+#define KWG_REMPTY(c) (bars + 8u * (unsigned)(2 * STAGES + 5 + (c)))
 
     const long long M = p.M, N = p.N, K = p.K;
     const int tiles_m = (int)((M + BM - 1) / BM), tiles_n = (int)((N + BN - 1) / BN);
     const int units_m = (tiles_m + CM - 1) / CM;
     const int ktiles = (int)((K + KWG_BK - 1) / KWG_BK);
-    const long long per_batch = (long long)units_m * tiles_n, nunits = per_batch * p.batch * S;
+    const long long per_batch = (long long)units_m * tiles_n, nunits = per_batch * p.batch * S; // CK: S is 1
     const int group = GROUP_M / CM > 0 ? GROUP_M / CM : 1;
     const unsigned rank = CM > 1 ? kwg_cluster_rank() : 0u;
+    const unsigned krank = CK > 1 ? kwg_cluster_rank() : 0u; // CK: this CTA's K slice
     const long long cluster = blockIdx.x / CM, nclusters = gridDim.x / CM;
+    // unit u's tile t, slice sl and K steps [k0, k0 + nk)
+    auto slice = [&](long long u, long long &t, int &sl, int &k0, int &nk) {
+        if (CK > 1) kwg_slice(u * CK + (long long)krank, CK, ktiles, t, sl, k0, nk);
+        else kwg_slice(u, S, ktiles, t, sl, k0, nk);
+    };
     const int wg = threadIdx.x / 128;
 
     if (threadIdx.x == 0) {
@@ -938,13 +1077,19 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         }
         kwg_bar_init(KWG_ORDER(0), 4);
         kwg_bar_init(KWG_ORDER(1), 4);
+        if (CK > 1)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                kwg_bar_init(KWG_RFULL(c), (unsigned)(CK - 1) * 128u); // every thread of the other ranks' consumer
+                kwg_bar_init(KWG_REMPTY(c), 1);                        // the leader's hand-back
+            }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     if (threadIdx.x == 0) { // the maps live in the kernel parameter: no kernel writes them
         kwg_tma_prefetch(ta);
         kwg_tma_prefetch(tw);
     }
-    if (CM > 1) kwg_cluster_sync();
+    if (CM > 1 || CK > 1) kwg_cluster_sync(); // CK: the peers' barriers are initialized before any arrival
     else __syncthreads();
     // W's boxes: with KILN_WGMMA_W_EVICT_FIRST under the evict-first policy
     constexpr bool W_EARLY = KILN_WGMMA_W_EARLY != 0 && CM == 1;
@@ -963,7 +1108,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     if (W_EARLY && threadIdx.x == 0 && cluster < nunits) {
         long long t, b;
         int sl, k0, nk, um, nb;
-        kwg_slice(cluster, S, ktiles, t, sl, k0, nk);
+        slice(cluster, t, sl, k0, nk);
         kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
         early = nk < STAGES ? nk : STAGES;
         for (int e = 0; e < early; e++) {
@@ -986,7 +1131,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             for (long long u = cluster; u < nunits; u += nclusters) {
                 long long t, b;
                 int sl, k0, nk, um, nb;
-                kwg_slice(u, S, ktiles, t, sl, k0, nk);
+                slice(u, t, sl, k0, nk);
                 kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
                 const int mb = um * CM + (int)rank;
                 const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
@@ -1034,13 +1179,19 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 for (int r = 0; r < CM; r++) kwg_bar_arrive_cluster(KWG_EMPTY(slot), (unsigned)r);
         };
         int s = 0;
-        unsigned ph = 0, turn = 0;
+        unsigned ph = 0, turn = 0, ruse = 0; // ruse: CK exchanges done
+#if !KILN_MATMUL_NORM
+        float ss[MW][2]; // (kwg_cluster_reduce's sums: unused without the folded norm)
+        (void)ss;
+#endif
+        (void)ruse;
         long long i = 0;
-        for (long long u = cluster; u < nunits; u += nclusters, i++) {
+        // CK with ping-pong tiles: consumer 0 takes every unit, consumer 1 none
+        for (long long u = (PP && CK > 1 && c == 1) ? nunits : cluster; u < nunits; u += nclusters, i++) {
             long long t, b;
             int sl, k0, nk, um, nb;
-            kwg_slice(u, S, ktiles, t, sl, k0, nk);
-            if (PP && (int)(i & 1) != c) { // the other consumer's tile: skip its ring slots
+            slice(u, t, sl, k0, nk);
+            if (ALT && (int)(i & 1) != c) { // the other consumer's tile: skip its ring slots
                 s += nk;
                 ph ^= (unsigned)(s / STAGES) & 1u;
                 s %= STAGES;
@@ -1051,10 +1202,10 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #if KILN_MATMUL_NORM
             const long long nrow0 = (long long)mb * BM + (PP ? 0 : c * (BM / 2)); // the consumer's first row
 #endif
-            if (PP && i > 0) { // the other consumer has issued the previous tile's mainloop
+            if (ALT && i > 0) { // the other consumer has issued the previous tile's mainloop
                 kwg_bar_wait(KWG_ORDER(c), c == 0 ? ((turn - 1u) & 1u) : (turn & 1u));
             }
-            if (PP) turn++;
+            if (ALT) turn++;
             const long long rbase = (long long)mb * BM + (PP ? 0 : c * (BM / 2));
             int wpos[MW][2]; // KILN_WGMMA_EPI_EARLY with the QKV epilogue: the rows' positions
 #pragma unroll
@@ -1095,8 +1246,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]);
 #endif
-                if (KILN_WGMMA_EPI_EARLY && kt == warm_at) kwg_warm<MW, BN>(p, b, rbase, nb, M, N, wpos);
-                if (PP && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
+                if (KILN_WGMMA_EPI_EARLY && kt == warm_at && krank == 0) kwg_warm<MW, BN>(p, b, rbase, nb, M, N, wpos);
+                if (ALT && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE
                 // tests only (bench/wgmma): a planted race that racecheck must report: the slot
                 // is released while the wgmma group reading it may still run
@@ -1113,13 +1264,27 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                     ph ^= 1u;
                 }
             }
-            if (PP && nk == 0 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c));
+            if (ALT && nk == 0 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c));
             kwg_wait<0>();
 #ifndef KWG_TEST_EARLY_RELEASE
             if (nk > 0 && lane == 0) release(prev);
 #endif
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) kwg_fence_acc(acc[mi]);
+#if KILN_WGMMA_CLUSTER_K > 1
+            {
+                const bool lead = kwg_cluster_reduce<MW, BN, CK>(acc, ss, sR + (unsigned)(PP ? 0 : c) * RED_C,
+                                                                 KWG_RFULL(c), KWG_REMPTY(c), krank, ruse, rbase, M, c);
+                ruse++;
+                if (!lead) {
+#if KILN_MATMUL_NORM
+#pragma unroll
+                    for (int mi = 0; mi < MW; mi++) ss[mi][0] = ss[mi][1] = 0.f;
+#endif
+                    continue; // the leader runs the epilogue
+                }
+            }
+#endif
 #if KILN_MATMUL_NORM
             kwg_norm_scale<MW, BN>(ss, acc, K);
 #endif
@@ -1154,11 +1319,13 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         }
         if (TS && pending && wt == 0) kwg_store_wait(); // the staging outlives the stores reading it
     }
-    // A CTA's shared memory must outlive the peer's arrivals on its barriers.
-    if (CM > 1) kwg_cluster_sync();
+    // A CTA's shared memory must outlive the peer's arrivals on its barriers (and CK's stores).
+    if (CM > 1 || CK > 1) kwg_cluster_sync();
 #undef KWG_FULL
 #undef KWG_EMPTY
 #undef KWG_ORDER
+#undef KWG_RFULL
+#undef KWG_REMPTY
 }
 
 #ifndef KILN_CLUSTER_M
@@ -1179,11 +1346,14 @@ struct KilnTmaArgs {
 extern "C" __global__ void __launch_bounds__(KWG_THREADS, 1)
 #if KILN_CLUSTER_M > 1
     __cluster_dims__(KILN_CLUSTER_M, 1, 1)
+#elif KILN_WGMMA_CLUSTER_K > 1
+    __cluster_dims__(1, KILN_WGMMA_CLUSTER_K, 1)
 #endif
     KILN_KERNEL(const __grid_constant__ KilnTmaArgs prm)
 {
     kwg_main<KILN_BM, KILN_BN, KILN_STAGES, KILN_GROUP_M, KILN_WGMMA_PINGPONG != 0, KILN_CLUSTER_M,
-             KILN_WGMMA_TMA_STORE != 0, KILN_WGMMA_EPI_COLS>(prm.p, &prm.a, &prm.w, &prm.o, KILN_SPLITK);
+             KILN_WGMMA_TMA_STORE != 0, KILN_WGMMA_EPI_COLS, KILN_WGMMA_CLUSTER_K>(prm.p, &prm.a, &prm.w, &prm.o,
+                                                                                  KILN_SPLITK);
 }
 #endif
 

@@ -20,22 +20,29 @@
 #include "gpu/mm_src.h"
 #include "ptxas_log.h"
 
-#define WG(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
+#define WG(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0, 0}
 static const mm_cfg cfgs[] = {
     WG(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 1),    WG(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 2),
     WG(MM_BF16, MM_EPI_STORE, 256, 128, 4, 0, 2),    WG(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
     WG(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 6, 1, 1), WG(MM_F16, MM_EPI_STORE, 128, 256, 3, 0, 1),
     /* the TMA-store epilogue (staged columns), split-K (factor) */
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 0, 0, 1, 4, 128, 1, 0, 0},
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 256, 0, 1, 1, 4, 128, 4, 0, 0},
-    {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_STORE, 64, 256, 0, 1, 1, 5, 0, 3, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 0, 0, 1, 4, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 256, 0, 1, 1, 4, 128, 4, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_STORE, 64, 256, 0, 1, 1, 5, 0, 3, 0, 0, 0},
     /* skinny M: the 64x128 tile with the residual staged, the 64x64 tile (12 stages) */
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 0, 1, 1, 8, 128, 2, 0, 0},
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 64, 2, 0, 0},
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 0, 1, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 0, 1, 1, 8, 128, 2, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 64, 2, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 12, 0, 1, 0, 0, 0},
     /* the decode-sized options in bk (W early, W evict-first, the epilogue's operands early, W into L2) */
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 15, 1, 1, 8, 128, 1, 0, 0},
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 7, 1, 1, 12, 64, 2, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 15, 1, 1, 8, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 7, 1, 1, 12, 64, 2, 0, 0, 0},
+    /* split-K in a cluster (last field): skinny tiles with the options, the folded norm, registers,
+     * cooperative tiles */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 7, 1, 1, 6, 128, 1, 0, 0, 2},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 3, 1, 1, 10, 64, 1, 0, 0, 4},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 64, 128, 3, 1, 1, 6, 128, 1, 0, 1, 2},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 10, 0, 1, 0, 1, 4},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 0, 0, 1, 4, 128, 1, 0, 0, 2},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

@@ -111,6 +111,7 @@ typedef struct mm_cfg {
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
      * (CTAs per SM), wn 1 = KILN_GEMV_PIPE 0 (no column-block pipelining) */
+    int ck; /* matmul_wgmma: KILN_WGMMA_CLUSTER_K (split-K in a cluster of ck CTAs along y; 0, 1: none) */
 } mm_cfg;
 
 static inline const char *mm_dt_name(int dt)
@@ -126,9 +127,10 @@ static inline size_t mm_dt_size(int dt) { return dt == MM_F32 ? 4 : 2; }
 static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
 {
     if (c->kind == MM_KIND_WGMMA)
-        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d%s%.0d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+        snprintf(buf, n, "wgmma_%s_%s_%s_%dx%d_s%d%s_c%d_tma%d_sk%d%s%.0d%s%.0d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->stages, c->wm ? "_pp" : "", c->wn, c->cols,
-                 c->splitk > 1 ? c->splitk : 1, c->bk ? "_o" : "", c->bk, c->norm ? "_norm" : "");
+                 c->splitk > 1 ? c->splitk : 1, c->ck > 1 ? "_ck" : "", c->ck > 1 ? c->ck : 0, c->bk ? "_o" : "", c->bk,
+                 c->norm ? "_norm" : "");
     else if (c->kind == MM_KIND_GMMA)
         snprintf(buf, n, "gmma_%s_%s_nt%d_mt%d_w%d_u%d_sk%d%s%s%.0d", mm_dt_name(c->dt),
                  c->epi ? "biasres" : "store", c->maxm, c->cols, c->wm, c->stages, c->splitk, c->norm ? "_norm" : "",
@@ -160,9 +162,11 @@ static inline size_t mm_gmma_smem(const mm_cfg *c, long long K)
 static inline long long mm_gmma_tiles(const mm_cfg *c, long long N) { return (N + 16 * c->cols - 1) / (16 * c->cols); }
 static inline size_t mm_smem_bytes(const mm_cfg *c)
 {
-    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_TOTAL */
+    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_TOTAL + KWG_SMEM_RED */
         return (size_t)c->stages * (size_t)(c->bm + c->bn) * 64 * 2 + 1024 + (size_t)c->stages * 16 + 32 +
-               (size_t)(c->wm ? 2 : 1) * (size_t)c->bm * (size_t)c->cols * 2;
+               (size_t)(c->wm ? 2 : 1) * (size_t)c->bm * (size_t)c->cols * 2 +
+               (c->ck > 1 ? (size_t)(c->ck - 1) * (size_t)(c->bm / 64) * 128 * (size_t)(c->bn / 8 + (c->norm ? 1 : 0)) * 16 + 32
+                          : 0);
     if (c->kind != MM_KIND_MMA) return 0;
     if (c->dt == MM_F32) return (size_t)(c->bk * (c->bm + 4) + c->bk * (c->bn + 4)) * 4;
     size_t b = c->nk ? (size_t)c->bn * (c->bk + 8) : (size_t)c->bk * (c->bn + 8);
@@ -220,6 +224,7 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
                   "#define KILN_WGMMA_W_EARLY %d\n#define KILN_WGMMA_W_EVICT_FIRST %d\n#define KILN_WGMMA_EPI_EARLY %d\n"
                   "#define KILN_WGMMA_W_L2 %d\n",
                   c->bk & 1, (c->bk >> 1) & 1, (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0);
+    if (c->kind == MM_KIND_WGMMA && c->ck > 1) nu_printf(&b, "#define KILN_WGMMA_CLUSTER_K %d\n", c->ck);
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
         nu_printf(&b,

@@ -30,7 +30,8 @@
  * instead sweeps GEMV and skinny configurations over the Llama layers'
  * projections at M = 1, 17, 32 and 64 against cuBLAS in the same process (sweep(): CUPTI
  * kernel durations, CSV to $KILN_BENCH_CSV); KILN_SWEEP_ONLY=1 with it compiles and runs
- * the sweep's configurations alone (no test cases), KILN_SWEEP_M=m at that row count alone.
+ * the sweep's configurations alone (no test cases), KILN_SWEEP_M=m at that row count alone
+ * (m1,m2,...: at those), KILN_SWEEP_SHAPES=substr on the shapes whose name holds it.
  * No test asserts a time. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
@@ -218,7 +219,8 @@ static rt_status launch_cfg(const compiled *c, const mm_args *a, char *err, size
     if (s != RT_OK) return s;
     const long long units_m = ((a->M + cf->bm - 1) / cf->bm + cf->wn - 1) / cf->wn;
     const long long units = a->batch * units_m * ((a->N + cf->bn - 1) / cf->bn) * (cf->splitk > 1 ? cf->splitk : 1);
-    rt_dim3 g = {(unsigned)(cf->wn * (units < c->resident ? units : c->resident)), 1, 1};
+    /* split-K in a cluster: one cluster of ck CTAs along y per unit (resident: clusters) */
+    rt_dim3 g = {(unsigned)(cf->wn * (units < c->resident ? units : c->resident)), cf->ck > 1 ? (unsigned)cf->ck : 1u, 1};
     return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &w, sizeof w, err, n);
 }
 
@@ -269,7 +271,8 @@ static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
     }
     const int use_cpu = (double)M * N * K * B <= CPU_REF_LIMIT;
     if (g_small && !use_cpu) return; /* not counted: the run asked for the small cases alone */
-    const int reps = cf->splitk > 1 ? 2 : 1; /* split-K counters reset themselves: launch twice */
+    /* split-K counters reset themselves, the cluster split's barriers start afresh: launch twice */
+    const int reps = cf->splitk > 1 || cf->ck > 1 ? 2 : 1;
 
     char label[256];
     snprintf(label, sizeof label, "%s M=%lld N=%lld K=%lld b=%lld%s%s%s", c->name, M, N, K, B,
@@ -646,11 +649,19 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
         if (csv) fclose(csv);
         return;
     }
-    const long long only_m = getenv("KILN_SWEEP_M") ? atoll(getenv("KILN_SWEEP_M")) : 0;
+    /* KILN_SWEEP_M: the row counts to run (one, or a comma-separated list); KILN_SWEEP_SHAPES: only
+     * the shapes whose name holds it */
+    const char *only_m = getenv("KILN_SWEEP_M"), *only_s = getenv("KILN_SWEEP_SHAPES");
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !g_broken; si++)
         for (int ri = 0; ri < 4 && !g_broken; ri++) {
             const long long M = rows[ri], N = shapes[si].N, K = shapes[si].K;
-            if (only_m && M != only_m) continue;
+            if (only_s && !strstr(shapes[si].name, only_s)) continue;
+            if (only_m) {
+                char want[32], have[80];
+                snprintf(want, sizeof want, ",%lld,", M);
+                snprintf(have, sizeof have, ",%s,", only_m);
+                if (!strstr(have, want)) continue;
+            }
             const size_t wbytes = (size_t)(N * K) * 2, abytes = (size_t)(M * K) * 2, obytes = (size_t)(M * N) * 2;
             int nrot = (int)((180u << 20) / wbytes) + 1;
             if (nrot < 2) nrot = 2;
@@ -752,29 +763,31 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
 }
 
 /* ---- the configurations and cases -------------------------------------------------- */
-#define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 0}
-#define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 0}
-#define GEMV_NORM(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 1}
+#define MMA(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 0, 0}
+#define GEMV(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 0, 0}
+#define GEMV_NORM(dt, nk, epi, cols, sk, maxm) {MM_KIND_GEMV, dt, nk, epi, 0, 0, 0, 0, 0, 0, cols, sk, maxm, 1, 0}
 /* a grid of at most `grid` CTAs along N, each walking several column blocks */
-#define GEMV_GRID(dt, nk, epi, cols, sk, maxm, norm, grid) {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, 0, 0, 0, cols, sk, maxm, norm}
+#define GEMV_GRID(dt, nk, epi, cols, sk, maxm, norm, grid) {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, 0, 0, 0, cols, sk, maxm, norm, 0}
 /* gemv_mma: nt row tiles of 8, mt 16-column tiles per warp task, w warps, u k blocks per load
  * group, sk K slices, norm, grid: at most that many CTAs along N (0: none) */
-#define GMMA(dt, epi, nt, mt, w, u, sk, norm, grid) {MM_KIND_GMMA, dt, 1, epi, grid, 0, 0, w, 0, u, mt, sk, nt, norm}
+#define GMMA(dt, epi, nt, mt, w, u, sk, norm, grid) {MM_KIND_GMMA, dt, 1, epi, grid, 0, 0, w, 0, u, mt, sk, nt, norm, 0}
 /* the GEMV's knobs (0: the template's default): unroll, CTAs per SM (minb), nopipe 1 = no
  * column-block pipelining (KILN_GEMV_PIPE 0) */
 #define GEMV_X(dt, nk, epi, cols, sk, maxm, norm, grid, unroll, minb, nopipe) \
-    {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, minb, nopipe, unroll, cols, sk, maxm, norm}
+    {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, minb, nopipe, unroll, cols, sk, maxm, norm, 0}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
-#define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0}
+#define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
-#define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0, 0}
+#define WGMMA_X(dt, epi, bm, bn, st, pp, ec, sk) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, 1, st, ec, sk, 0, 0, 0}
 /* ... with the decode-sized options (mm_src.h: kept in bk; W early, W evict-first, the epilogue's
  * operands early, W's next steps into L2) */
-#define WGMMA_O(dt, epi, bm, bn, st, pp, ec, sk, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, sk, 0, 0}
+#define WGMMA_O(dt, epi, bm, bn, st, pp, ec, sk, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, sk, 0, 0, 0}
 /* the folded RMSNorm (KILN_MATMUL_NORM) in the Hopper template (no split-K; o: the decode-sized
  * options as above) and its mma.sync fallback */
-#define WGMMA_NORM(dt, epi, bm, bn, st, pp, ec, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, 1, 0, 1}
-#define MMA_NORM(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 1}
+#define WGMMA_NORM(dt, epi, bm, bn, st, pp, ec, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, 1, 0, 1, 0}
+#define MMA_NORM(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 1, 0}
+/* split-K in a cluster of ck CTAs (KILN_WGMMA_CLUSTER_K; o: the decode-sized options; norm: the folded norm) */
+#define WGMMA_CK(dt, epi, bm, bn, st, pp, ec, ck, o, norm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, 1, 0, norm, ck}
 
 static const mm_cfg test_cfgs[] = {
     /* 0 */ MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 32, 2, 2, 4),
@@ -847,6 +860,17 @@ static const mm_cfg test_cfgs[] = {
     /* 58 */ WGMMA_NORM(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 0, 0, 0),
     /* 59 */ MMA_NORM(MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 32, 2, 2, 3),
     /* 60 */ MMA_NORM(MM_F32, 1, MM_EPI_STORE, 64, 64, 16, 2, 2, 1),
+    /* split-K in a cluster (issue 9's M = 32): the skinny tiles codegen picks with the options it
+     * turns on, the register epilogue at an odd cluster size, f16, the folded norm's sums through
+     * the exchange too, cooperative tiles (both consumers exchange), the largest cluster */
+    /* 61 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 7, 0),
+    /* 62 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 64, 4, 3, 0),
+    /* 63 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 0, 3, 0, 0),
+    /* 64 */ WGMMA_CK(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 0, 0),
+    /* 65 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 3, 1),
+    /* 66 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 0, 4, 0, 1),
+    /* 67 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 4, 0, 128, 2, 0, 0),
+    /* 68 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 6, 1, 64, 8, 1, 0),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -917,6 +941,15 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 2, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 132, 2, 1, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 1, 264, 0, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 396, 0, 2, 0),
+    /* split-K in a cluster: the tiles and cluster sizes codegen may pick, plain and with the
+     * residual and the options it turns on (O, down) */
+    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 0, 0), WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 5, 1, 128, 3, 0, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 4, 1, 128, 4, 0, 0), WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 2, 0, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 11, 1, 64, 3, 0, 0),  WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 10, 1, 64, 4, 0, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 6, 1, 64, 8, 0, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 3, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 64, 4, 3, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 3, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 4, 1, 128, 4, 3, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 7, 0),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
@@ -982,9 +1015,14 @@ static int build_cases(mm_case *cs)
             /* decode-batch rows: N an odd number of 64-column blocks, a K tail */
             cs[n++] = (mm_case){.cfg = cfg, .M = 32, .N = 4160, .K = 4104, .batch = 1};
             cs[n++] = (mm_case){.cfg = cfg, .M = 31, .N = 200, .K = 14336, .batch = 1};
-            if (c->bk) { /* the decode-sized options: a whole 64-row block, fewer K steps than the ring */
+            if (c->bk || c->ck > 1) { /* the decode-sized options: a whole 64-row block, fewer K steps than the ring */
                 cs[n++] = (mm_case){.cfg = cfg, .M = 64, .N = 4160, .K = 4104, .batch = 1};
                 cs[n++] = (mm_case){.cfg = cfg, .M = 32, .N = 1000, .K = 200, .batch = 1};
+            }
+            if (c->ck > 1) { /* the cluster split: decode rows, a slice of one K step or none (K = 64) */
+                cs[n++] = (mm_case){.cfg = cfg, .M = 17, .N = 6144, .K = 4096, .batch = 1};
+                cs[n++] = (mm_case){.cfg = cfg, .M = 33, .N = 200, .K = 64, .batch = 1};
+                cs[n++] = (mm_case){.cfg = cfg, .M = 64, .N = 264, .K = 200, .batch = 2};
             }
         }
     }
@@ -1078,15 +1116,17 @@ int main(void)
                 continue;
             }
             c->resident = (long long)per_sm * prop.multiProcessorCount;
-            if (c->cfg.wn > 1) {
+            if (c->cfg.wn > 1 || c->cfg.ck > 1) {
+                const unsigned cy = c->cfg.ck > 1 ? (unsigned)c->cfg.ck : 1u;
                 cudaLaunchAttribute attr;
                 memset(&attr, 0, sizeof attr);
                 attr.id = cudaLaunchAttributeClusterDimension;
                 attr.val.clusterDim.x = (unsigned)c->cfg.wn;
-                attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+                attr.val.clusterDim.y = cy;
+                attr.val.clusterDim.z = 1;
                 cudaLaunchConfig_t lc;
                 memset(&lc, 0, sizeof lc);
-                lc.gridDim = (dim3){(unsigned)(c->cfg.wn * prop.multiProcessorCount), 1, 1};
+                lc.gridDim = (dim3){(unsigned)(c->cfg.wn * prop.multiProcessorCount), cy, 1};
                 lc.blockDim = (dim3){(unsigned)mm_threads(&c->cfg), 1, 1};
                 lc.dynamicSmemBytes = smem;
                 lc.attrs = &attr;
@@ -1104,8 +1144,9 @@ int main(void)
             }
         }
         c->ok = 1;
-        printf("kernel %-44s %3d regs, %6zu B dyn smem + %5zu static, %zu B local%s\n", c->name, at.num_regs,
-               mm_smem_bytes(&c->cfg), at.static_smem, at.local_bytes, at.local_bytes ? "  (SPILLS)" : "");
+        printf("kernel %-44s %3d regs, %6zu B dyn smem + %5zu static, %zu B local%s, %lld resident\n", c->name,
+               at.num_regs, mm_smem_bytes(&c->cfg), at.static_smem, at.local_bytes, at.local_bytes ? "  (SPILLS)" : "",
+               c->cfg.kind == MM_KIND_WGMMA ? c->resident : 0LL);
     }
     for (int i = 0; i < ncomp; i++) rt_compile_result_free(&res[i]);
 
