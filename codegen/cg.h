@@ -170,6 +170,7 @@ typedef struct cg_launch {
     int64_t smem;       /* dynamic shared memory bytes */
     int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__,
                          * at most the portable 8), 0: none */
+    bool cluster_y;     /* ... along y (matmul_wgmma's split-K in a cluster), else along x */
 } cg_launch;
 
 /* A bind-time layout change the runtime must apply to a packed value before

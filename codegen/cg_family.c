@@ -158,6 +158,19 @@ static int heur_row_threads(const ir_dim *d, int *items)
     return t;
 }
 
+/* The decode-sized options of matmul_wgmma.cuh that codegen turns on at skinny M (bit 0
+ * KILN_WGMMA_W_EARLY, bit 1 KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY, bit 3 with bit 0
+ * KILN_WGMMA_W_L2 at two rings of K steps; cg_gen_matmul says when each applies): W early and
+ * evict-first, the two the 8B decode layer measured faster with (README, "The decode-sized
+ * options"); bit 4: the skinny split-K in a cluster (KILN_WGMMA_CLUSTER_K, wg_cluster_split)
+ * instead of through the workspace; bit 5: the norm folds into a QKV epilogue's skinny tiles
+ * too (cg_norm_folded). A build-time knob so that a benchmark can build the variants it
+ * compares (bench/gemv/build_variants.sh). */
+#ifndef KILN_CG_WG_DECODE
+#define KILN_CG_WG_DECODE 19
+#endif
+enum { WG_CLUSTER_MAX = 4 }; /* the heuristic's largest cluster split */
+
 int cg_gemv_max_rows(const cg_target *t)
 {
     return strcmp(t->arch, "sm_90a") ? CG_GEMV_MAX_ROWS : CG_GEMV_HOPPER_MAX_ROWS;
@@ -180,8 +193,9 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
     if (r < CG_NORM_FOLD_HOPPER_MIN_ROWS) return false;
     /* the Hopper matmul's skinny tiles: not where a consumer's epilogue holds the QKV epilogue's
      * rope or cache write (its few tiles leave one consumer per CTA, whose added sums of squares
-     * then cost more than the norm's kernel: README, "The decode rule") */
-    for (int i = 0; i < g->nnodes; i++) {
+     * then cost more than the norm's kernel: README, "The decode rule"), unless
+     * KILN_CG_WG_DECODE bit 5 says so */
+    for (int i = 0; i < g->nnodes && !(KILN_CG_WG_DECODE & 32); i++) {
         const ir_node *m = g->nodes[i];
         if (m->op != IR_OP_LINEAR || m->inputs[0] != n || m->group < 0) continue;
         for (int j = 0; j < g->nnodes; j++)
@@ -469,10 +483,13 @@ static void gmma_choose(mm_heur *h, int64_t m, int64_t n, int64_t k, int64_t b, 
 
 /* The Hopper template's configuration (matmul_wgmma.cuh constants): tile,
  * ring depth, ping-pong consumers, the epilogue through shared memory and TMA
- * stores (ec output columns staged at a time), split-K factor. No clusters:
- * they measured no better than one CTA with this epilogue (docs/MATMUL.md). */
+ * stores (ec output columns staged at a time), split-K factor through the
+ * workspace (split), or in a cluster of ck CTAs (KILN_WGMMA_CLUSTER_K; 0 or 1:
+ * none; wg_cluster_split), whose exchange carries the folded norm's sums too
+ * (nrm). No clusters along M: they measured no better than one CTA with this
+ * epilogue (docs/MATMUL.md). */
 typedef struct wg_cfg {
-    int bm, bn, stages, pp, ts, ec, split;
+    int bm, bn, stages, pp, ts, ec, split, ck, nrm;
 } wg_cfg;
 enum { WG_BK = 64, WG_THREADS = 384 };
 /* its KILN_SMEM_BYTES: the ring, 1 KiB to align it, the mbarriers and flags,
@@ -480,7 +497,8 @@ enum { WG_BK = 64, WG_THREADS = 384 };
 static int64_t wg_smem(const wg_cfg *c)
 {
     return (int64_t)c->stages * (c->bm + c->bn) * WG_BK * 2 + 1024 + c->stages * 16 + 32 +
-           (c->ts ? (int64_t)(c->pp ? 2 : 1) * c->bm * c->ec * 2 : 0);
+           (c->ts ? (int64_t)(c->pp ? 2 : 1) * c->bm * c->ec * 2 : 0) +
+           (c->ck > 1 ? (int64_t)(c->ck - 1) * (c->bm / 64) * 128 * (c->bn / 8 + (c->nrm ? 1 : 0)) * 16 + 32 : 0);
 }
 
 /* The configuration (docs/MATMUL.md has the measurements behind it):
@@ -496,29 +514,30 @@ static int64_t wg_smem(const wg_cfg *c)
  *   partial sums (written and read back, 8 bytes per output element per
  *   slice) at most a quarter of the weight's bytes; at M <= 64 only when
  *   K >= 8192 or the tiles fill at most a quarter of the SMs. The split needs
- *   N, K and batch known. */
-/* The decode-sized options of matmul_wgmma.cuh that codegen turns on at skinny M (bit 0
- * KILN_WGMMA_W_EARLY, bit 1 KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY, bit 3 with bit 0
- * KILN_WGMMA_W_L2 at two rings of K steps; cg_gen_matmul says when each applies): W early and
- * evict-first, the two the 8B decode layer measured faster with (README, "The decode-sized
- * options"). A build-time knob so that a benchmark can build the variants it compares
- * (bench/gemv/build_variants.sh). */
-#ifndef KILN_CG_WG_DECODE
-#define KILN_CG_WG_DECODE 3
-#endif
+ *   N, K and batch known. With KILN_CG_WG_DECODE bit 4 the skinny split is
+ *   the cluster's (wg_cluster_split): its end is an exchange in distributed
+ *   shared memory, so it splits whenever two slices per tile fit the SMs: by
+ *   floor(SMs / tiles), at most 4, each slice at least 2 K steps. */
 
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
                         bool narrow, int sm_count)
 {
     if (!mv || *mv > 256) {
-        if ((kv && *kv > 8192) || (nv && *nv >= 4096)) return (wg_cfg){128, 256, 4, 0, ts, 128, 1};
-        return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1};
+        if ((kv && *kv > 8192) || (nv && *nv >= 4096)) return (wg_cfg){128, 256, 4, 0, ts, 128, 1, 0, 0};
+        return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1, 0, 0};
     }
     const bool one_block = *mv <= 64;
-    wg_cfg c = narrow && one_block ? (wg_cfg){64, 64, 12, 1, ts, 64, 1} : (wg_cfg){64, 128, 8, 1, ts, 128, 1};
+    wg_cfg c = narrow && one_block ? (wg_cfg){64, 64, 12, 1, ts, 64, 1, 0, 0} : (wg_cfg){64, 128, 8, 1, ts, 128, 1, 0, 0};
     if (!nv || !kv || !bv) return c;
     const int64_t rb = (*mv + c.bm - 1) / c.bm, tiles = *bv * rb * ((*nv + c.bn - 1) / c.bn), ktiles = (*kv + 63) / 64;
     if (tiles <= 0) return c; /* an empty product (a dim of 0): nothing to split */
+    if (KILN_CG_WG_DECODE & 16) { /* the cluster's split (wg_cluster_split turns split into ck) */
+        int64_t sp = sm_count / tiles;
+        if (sp > WG_CLUSTER_MAX) sp = WG_CLUSTER_MAX;
+        if (sp > ktiles / 2) sp = ktiles / 2;
+        c.split = sp < 2 ? 1 : (int)sp;
+        return c;
+    }
     /* one row block: a split's end (partials, counter, the last slice's reduction) costs more
      * than the SMs it adds unless K is long or the tiles fill at most a quarter of the SMs */
     if (one_block && *kv < 8192 && tiles * 4 > sm_count) return c;
@@ -533,6 +552,23 @@ static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv,
     return c;
 }
 
+/* At skinny M with KILN_CG_WG_DECODE bit 4: a split of 2..8 is the cluster's
+ * (ck = split, no workspace; nrm: a folded norm, whose sums the exchange
+ * carries), with the ring shortened until the exchange buffer fits the
+ * target's shared memory (at least 2 stages; else the split stays the
+ * workspace's). The tuner's choices go through it too: a stored split means
+ * the same kernel. */
+static void wg_cluster_split(wg_cfg *c, bool skinny, bool norm, const cg_target *t)
+{
+    if (!skinny || !(KILN_CG_WG_DECODE & 16) || c->split < 2 || c->split > 8 || c->ck > 1) return;
+    wg_cfg k = *c;
+    k.ck = c->split;
+    k.split = 1;
+    k.nrm = norm;
+    while (k.stages > 2 && wg_smem(&k) > t->smem_per_block) k.stages--;
+    if (wg_smem(&k) <= t->smem_per_block) *c = k;
+}
+
 /* Whether c is a configuration the template takes (its static_asserts) for
  * a tile whose output has obn columns per bn accumulator columns (SwiGLU:
  * half), with the staging of `ts`, `heavy`'s register cap (64 staged
@@ -545,6 +581,7 @@ static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, c
     if (c->pp ? (c->bm != 64 && c->bm != 128) : (c->bm != 128 && c->bm != 256)) return false;
     if ((c->bm / 64 / cw) * c->bn > 256 || c->stages < 2 || c->stages > 16) return false;
     if (c->split < 1 || c->split > 16 || (c->split > 1 && !can_split)) return false;
+    if (c->ck > 8 || (c->ck > 1 && c->split > 1)) return false;
     const int obn = swiglu ? c->bn / 2 : c->bn;
     if (c->ts && (c->ec < 64 || c->ec % 64 || obn % c->ec || (heavy && c->ec > 64))) return false;
     return wg_smem(c) <= t->smem_per_block;
@@ -555,41 +592,46 @@ static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, c
  * some shape (docs/MATMUL.md): large M, ping-pong 128x128 at 4 and 5
  * stages, cooperative 128x256 and 256x128, ping-pong 64x256; skinny M
  * (known), the 64x128 tile at splits 1, 2 and 4, the 64x64 tile (12 stages) at
- * splits 1 and 2 and the 64x256 tile. The
- * ones the shape cannot take are left out. */
-static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, int qkv_ec,
-                         const cg_target *t, cg_wg_choice *out)
+ * splits 1, 2 and 4 and the 64x256 tile (splits as wg_cluster_split makes
+ * them, given a folded norm: `norm`). The ones the shape cannot take are left
+ * out. A cluster split is stored as its split (wg_cluster_split gives the same
+ * kernel back). */
+static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, bool norm,
+                         int qkv_ec, const cg_target *t, cg_wg_choice *out)
 {
     const int ts = heur->ts, ec = heavy ? 64 : 128;
     wg_cfg all[CG_MAX_TUNE_CANDS + 1];
     int n = 0;
     all[n++] = *heur;
     if (!skinny) {
-        all[n++] = (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, ec, 1};
-        all[n++] = (wg_cfg){128, 128, 4, 1, ts, ec, 1};
-        all[n++] = (wg_cfg){128, 256, 4, 0, ts, ec, 1};
-        all[n++] = (wg_cfg){128, 256, 3, 0, ts, heavy ? 64 : 256, 1};
-        all[n++] = (wg_cfg){256, 128, 4, 0, ts, 64, 1};
-        all[n++] = (wg_cfg){64, 256, 4, 1, ts, heavy ? 64 : 256, 1};
+        all[n++] = (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, ec, 1, 0, 0};
+        all[n++] = (wg_cfg){128, 128, 4, 1, ts, ec, 1, 0, 0};
+        all[n++] = (wg_cfg){128, 256, 4, 0, ts, ec, 1, 0, 0};
+        all[n++] = (wg_cfg){128, 256, 3, 0, ts, heavy ? 64 : 256, 1, 0, 0};
+        all[n++] = (wg_cfg){256, 128, 4, 0, ts, 64, 1, 0, 0};
+        all[n++] = (wg_cfg){64, 256, 4, 1, ts, heavy ? 64 : 256, 1, 0, 0};
     } else {
-        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 1};
-        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 2};
-        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 4};
-        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 1};
-        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 2};
-        all[n++] = (wg_cfg){64, 256, 4, 1, ts, ec, heur->split};
+        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 1, 0, 0};
+        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 2, 0, 0};
+        all[n++] = (wg_cfg){64, 128, 8, 1, ts, ec, 4, 0, 0};
+        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 1, 0, 0};
+        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 2, 0, 0};
+        all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 4, 0, 0};
+        all[n++] = (wg_cfg){64, 256, 4, 1, ts, ec, heur->ck > 1 ? heur->ck : heur->split, 0, 0};
     }
     int m = 0;
     for (int i = 0; i < n && m < CG_MAX_TUNE_CANDS - 1; i++) { /* the last slot: cuBLASLt */
         wg_cfg c = all[i];
         if (c.ec > (swiglu ? c.bn / 2 : c.bn)) c.ec = swiglu ? c.bn / 2 : c.bn;
         if (qkv_ec) c.ec = qkv_ec; /* the QKV epilogue stages one head at a time */
+        if (i > 0) wg_cluster_split(&c, skinny, norm, t);
         if (i > 0 && !wg_legal(&c, swiglu, heavy, can_split, t)) continue;
+        const int split = c.ck > 1 ? c.ck : c.split;
         bool dup = false;
         for (int j = 0; j < m; j++)
             dup |= out[j].bm == c.bm && out[j].bn == c.bn && out[j].stages == c.stages && out[j].pp == c.pp &&
-                   (!ts || out[j].ec == c.ec) && out[j].split == c.split;
-        if (!dup) out[m++] = (cg_wg_choice){c.bm, c.bn, c.stages, c.pp, c.ec, c.split, CG_IMPL_TEMPLATE, 0, 0};
+                   (!ts || out[j].ec == c.ec) && out[j].split == split;
+        if (!dup) out[m++] = (cg_wg_choice){c.bm, c.bn, c.stages, c.pp, c.ec, split, CG_IMPL_TEMPLATE, 0, 0};
     }
     return m;
 }
@@ -1540,8 +1582,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * QKV epilogue (a tile holds whole heads) */
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok, !swiglu && !qkv,
                           gen->target->sm_count);
-    /* a folded norm needs the whole of K in each tile: no split-K (nor among the candidates) */
-    if (norm) wc.split = 1;
+    /* a folded norm needs the whole of K in each tile: no split-K through the workspace (nor
+     * among the candidates); the cluster's split carries its sums (wg_cluster_split, below) */
+    if (norm && !(skinny && (KILN_CG_WG_DECODE & 16))) wc.split = 1;
     /* staged columns: at most the tile's output columns (SwiGLU: half its accumulator columns);
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
@@ -1549,12 +1592,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* the QKV epilogue through shared memory: ping-pong 128x128, 5 stages (docs/MATMUL.md: its
      * rotation runs under the other consumer's mainloop; cooperative tiles wait for it), one
      * head staged at a time; skinny M keeps its 64-row tiles and split, one head staged */
-    if (qkv_ts && !h.gemv && !skinny) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1};
+    if (qkv_ts && !h.gemv && !skinny) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1, 0, 0};
     if (qkv_ts && skinny) wc.ts = 1, wc.ec = qt.hd;
     /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
      * skinny configuration */
-    if (qkv && !qkv_ts && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1};
+    if (qkv && !qkv_ts && wc.bm == 128) wc = (wg_cfg){64, 128, 8, 1, 0, 128, 1, 0, 0};
+    /* skinny M: the split in a cluster (wg_cluster_split), the ring shortened to fit its exchange */
+    wg_cluster_split(&wc, skinny, norm != NULL, gen->target);
+    if (norm && wc.split > 1) wc.split = 1;
     /* cuBLASLt as an implementation (codegen/cg_lt.c): a candidate where it expresses the whole epilogue */
     cg_lt_nodes ltn;
     const cg_lt_in lti = {A, a, w, bias, norm != NULL, swiglu, qkv, outs, nouts, b_nk, M, N, K, batch, lda, ldw, sa, sw};
@@ -1574,13 +1620,14 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                                             qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0,
                                             cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
-        gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, qkv_ts ? qt.hd : 0,
-                                               gen->target, gen->kern->tune_cands);
+        gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL,
+                                               qkv_ts ? qt.hd : 0, gen->target, gen->kern->tune_cands);
         if (lt->why == CG_LT_OK) gen->kern->tune_cands[gen->kern->ntune_cands++] = (cg_wg_choice){.impl = CG_IMPL_CUBLASLT};
         cg_wg_choice tc;
         if (gen->opts && gen->opts->tune && gen->opts->tune(gen->opts->tune_user, gen->kern->tune_problem, &tc)) {
-            wg_cfg t = {tc.bm, tc.bn, tc.stages, tc.pp ? 1 : 0, wc.ts, tc.ec, tc.split};
+            wg_cfg t = {tc.bm, tc.bn, tc.stages, tc.pp ? 1 : 0, wc.ts, tc.ec, tc.split, 0, 0};
             if (!t.ts || qkv_ts) t.ec = wc.ec;
+            wg_cluster_split(&t, skinny, norm != NULL, gen->target);
             if (tc.impl == CG_IMPL_CUBLASLT && lt->why == CG_LT_OK) { /* the kernel stays the heuristic's, unlaunched */
                 lt->chosen = gen->kern->tuned = true;
                 cg_workspace(gen, "lt_ws", "void *", ir_dim_const(CG_LT_WORKSPACE), false);
@@ -1691,6 +1738,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             define(plan, "KILN_QKV_HD", "%d", qt.hd);
         }
         define(plan, "KILN_SPLITK", "%d", wc.split);
+        if (wc.ck > 1) define(plan, "KILN_WGMMA_CLUSTER_K", "%d", wc.ck);
         define(plan, "KILN_WGMMA_F16", "%d", a->type.dtype == IR_F16 ? 1 : 0);
         if (w_early) define(plan, "KILN_WGMMA_W_EARLY", "1");
         if (w_early && (KILN_CG_WG_DECODE & 8)) define(plan, "KILN_WGMMA_W_L2", "%d", 2 * wc.stages);
@@ -1699,6 +1747,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
+        if (wc.ck > 1) gen->kern->config = cg_printf(gen, "%s split-k %d in a cluster", gen->kern->config, wc.ck);
         if (norm) gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
         if (gen->kern->tuned) gen->kern->config = cg_printf(gen, "%s (autotuned)", gen->kern->config);
         if (lt->chosen) { /* what runs: cuBLASLt (the template's configuration is the heuristic's, unlaunched) */
@@ -1754,6 +1803,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), wc.bm, gen->target->sm_count,
                                    ir_dim_times(N, ir_dim_const(wc.split), &gen->dim_overflow), wc.bn};
         L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);
+        if (wc.ck > 1) { /* a cluster of ck CTAs along y per tile, at most the SMs' worth of them */
+            L->grid[0].cap = gen->target->sm_count / wc.ck;
+            L->grid[1] = grid_dim(ir_dim_const(wc.ck), 1, 0);
+            L->cluster = wc.ck;
+            L->cluster_y = true;
+        }
     } else if (h.gmma) {
         const int64_t ntiles = (nv + 16 * h.mt - 1) / (16 * h.mt), gx = (ntiles + h.warps - 1) / h.warps;
         gen->kern->config = cg_printf(gen, "gemv mma %d rows x %d cols per warp, %d warps, split-k %d", 8 * h.nt,

@@ -23,7 +23,7 @@
  * Output: one line per case, then "N passed, N failed". Exit 0, 1 on any
  * failure, 77 when there is no CUDA device.
  * Environment: KILN_MM_FILTER=substr runs only configurations whose name
- * contains substr; KILN_MM_SMALL=1 only the cases checked against the CPU (small enough
+ * contains substr (a|b|...: any of them); KILN_MM_SMALL=1 only the cases checked against the CPU (small enough
  * for compute-sanitizer); KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
  * decode GEMVs and a prefill matmul against cuBLAS (median of 50 launches,
  * CUDA events, inputs rotated so weights do not sit in L2); KILN_BENCH=2
@@ -1029,6 +1029,16 @@ static int build_cases(mm_case *cs)
     return n;
 }
 
+/* KILN_MM_FILTER: one substring, or several separated by '|' (any of them) */
+static int filter_has(const char *filter, const char *name)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", filter);
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save))
+        if (strstr(name, t)) return 1;
+    return 0;
+}
+
 int main(void)
 {
     char why[256];
@@ -1068,7 +1078,7 @@ int main(void)
         memset(&res[i], 0, sizeof res[i]);
         res[i].status = RT_ERR_INVALID;
         if (sweep_only && i < NTEST + NBENCH) continue;
-        if (!filter || strstr(nm, filter)) pick[nsel] = all[i], sel[nsel++] = i;
+        if (!filter || filter_has(filter, nm)) pick[nsel] = all[i], sel[nsel++] = i;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1086,7 +1096,7 @@ int main(void)
         c->cfg = all[i];
         mm_cfg_name(&c->cfg, c->name, sizeof c->name);
         char kname[32];
-        if (filter && !strstr(c->name, filter)) continue;
+        if (filter && !filter_has(filter, c->name)) continue;
         if (sweep_only && i < NTEST + NBENCH) continue;
         snprintf(kname, sizeof kname, "kiln_test_mm%d", kidx[i]);
         if (res[i].status != RT_OK) {
@@ -1162,7 +1172,7 @@ int main(void)
     int ncase = sweep_only ? 0 : build_cases(cases);
     for (int i = 0; i < ncase && !g_broken; i++) {
         const compiled *c = &comp[cases[i].cfg];
-        if (filter && !strstr(c->name, filter)) continue;
+        if (filter && !filter_has(filter, c->name)) continue;
         if (!c->ok) {
             g_fail++;
             continue;
