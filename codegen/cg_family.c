@@ -169,7 +169,10 @@ static int heur_row_threads(const ir_dim *d, int *items)
 #ifndef KILN_CG_WG_DECODE
 #define KILN_CG_WG_DECODE 19
 #endif
-enum { WG_CLUSTER_MAX = 4 }; /* the heuristic's largest cluster split */
+/* the heuristic's largest cluster split: 2 (the H200 keeps sm_count / 2 clusters of two resident
+ * under the skinny tiles' shared memory, only 39 of three and 30 of four, so larger splits of
+ * the 8B projections leave a second wave: README, "The M = 32 projections") */
+enum { WG_CLUSTER_MAX = 2 };
 
 int cg_gemv_max_rows(const cg_target *t)
 {
@@ -517,7 +520,8 @@ static int64_t wg_smem(const wg_cfg *c)
  *   N, K and batch known. With KILN_CG_WG_DECODE bit 4 the skinny split is
  *   the cluster's (wg_cluster_split): its end is an exchange in distributed
  *   shared memory, so it splits whenever two slices per tile fit the SMs: by
- *   floor(SMs / tiles), at most 4, each slice at least 2 K steps. */
+ *   floor(SMs / tiles), at most WG_CLUSTER_MAX, each slice at least 2 K
+ *   steps. */
 
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
                         bool narrow, int sm_count)
