@@ -230,15 +230,23 @@ __device__ __forceinline__ void kwg_bar_arrive(unsigned bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Wait until the phase with this parity has completed.
-__device__ __forceinline__ void kwg_bar_wait(unsigned bar, unsigned parity)
+// Wait until the phase with this parity has completed; acq_cluster: with acquire semantics at
+// cluster scope (the arrivals came from other CTAs of the cluster with release.cluster).
+__device__ __forceinline__ void kwg_bar_wait(unsigned bar, unsigned parity, bool acq_cluster = false)
 {
     unsigned done;
     do {
-        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
+        if (acq_cluster)
+            asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, P;\n}\n"
+                         : "=r"(done)
+                         : "r"(bar), "r"(parity)
+                         : "memory");
+        else
+            asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
+                         : "=r"(done)
+                         : "r"(bar), "r"(parity)
+                         : "memory");
     } while (!done);
 }
 
@@ -387,7 +395,7 @@ __device__ __forceinline__ void kwg_tma_load_mc(unsigned dst, const kiln_tmap *m
 
 // Split-K in a cluster: the address of shared offset `a` in CTA `rank` of the cluster; a store of
 // four floats there; an arrival there with release semantics at cluster scope (it publishes this
-// thread's earlier stores to whoever acquires the phase); a wait that acquires at cluster scope.
+// thread's earlier stores to whoever acquires the phase; kwg_bar_wait's acq_cluster acquires it).
 __device__ __forceinline__ unsigned kwg_mapa(unsigned a, unsigned rank)
 {
     unsigned r;
@@ -402,17 +410,6 @@ __device__ __forceinline__ void kwg_st_cluster4(unsigned ra, float x, float y, f
 __device__ __forceinline__ void kwg_bar_arrive_release_cluster(unsigned ra)
 {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(ra) : "memory");
-}
-__device__ __forceinline__ void kwg_bar_wait_acquire_cluster(unsigned bar, unsigned parity)
-{
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, P;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
 }
 
 // ---- TMA stores, named barriers ----------------------------------------------------------
@@ -845,7 +842,7 @@ __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], flo
     (void)ss;
     if (krank != 0) {
         // the leader has read this rank's slot of the previous unit
-        if (use > 0) kwg_bar_wait_acquire_cluster(rempty, (use - 1u) & 1u);
+        if (use > 0) kwg_bar_wait(rempty, (use - 1u) & 1u, true);
         const unsigned slot = kwg_mapa(red + (krank - 1u) * SLOT, 0u);
 #pragma unroll
         for (int mi = 0; mi < MW; mi++) {
@@ -861,7 +858,7 @@ __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], flo
         kwg_bar_arrive_release_cluster(kwg_mapa(rfull, 0u));
         return false;
     }
-    kwg_bar_wait_acquire_cluster(rfull, use & 1u);
+    kwg_bar_wait(rfull, use & 1u, true);
 #pragma unroll 1
     for (int r = 0; r < CK - 1; r++) {
         const unsigned slot = red + (unsigned)r * SLOT;
