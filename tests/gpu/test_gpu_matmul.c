@@ -1023,6 +1023,9 @@ static int build_cases(mm_case *cs)
                 cs[n++] = (mm_case){.cfg = cfg, .M = 17, .N = 6144, .K = 4096, .batch = 1};
                 cs[n++] = (mm_case){.cfg = cfg, .M = 33, .N = 200, .K = 64, .batch = 1};
                 cs[n++] = (mm_case){.cfg = cfg, .M = 64, .N = 264, .K = 200, .batch = 2};
+                /* more tiles than resident clusters (66 of two on the H200): clusters take several
+                 * tiles, reusing the exchange; small enough for the CPU reference (KILN_MM_SMALL) */
+                cs[n++] = (mm_case){.cfg = cfg, .M = 17, .N = 8960, .K = 192, .batch = 1};
             }
         }
     }
