@@ -83,9 +83,8 @@
 //   into slot r - 1 of the leader's (rank 0) exchange buffer in distributed shared memory
 //   (mapa + st.shared::cluster) and arrives on the leader's `rfull` mbarrier (release at
 //   cluster scope); the leader waits on it (acquire), adds slots 0..CK-2 to its own slice's
-//   sums in rank order (deterministic), hands the slots back (each of its threads arrives on
-//   each rank's `rempty` mbarrier, release, once it has read its chunks; a rank acquires that
-//   before it stores into its slot again) and runs the epilogue, whichever it
+//   sums in rank order (deterministic), hands the slots back (one arrival on each rank's
+//   `rempty` mbarrier once its warpgroup has read them) and runs the epilogue, whichever it
 //   is (the QKV epilogue, the folded norm's scaling, the TMA store). No workspace, no
 //   counter. A warp whose 16 rows all lie at or past M neither stores nor reads. With
 //   ping-pong tiles only consumer 0 works (it takes every unit of its CTA, in order, so
@@ -835,7 +834,7 @@ __device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][B
 template <int MW, int BN, int CK>
 __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], float (&ss)[MW][2], unsigned red,
                                                    unsigned rfull, unsigned rempty, unsigned krank, unsigned use,
-                                                   long long rbase, long long M)
+                                                   long long rbase, long long M, int c)
 {
     constexpr int NS = KILN_MATMUL_NORM ? 1 : 0, CH = BN / 8 + NS;
     constexpr unsigned SLOT = (unsigned)(MW * 128 * CH * 16);
@@ -885,11 +884,11 @@ __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], flo
             }
         }
     }
-    // this thread has read its chunks of the slots: hand them back (every thread arrives, with
-    // release semantics, on each rank's `rempty`: the ordering of its own reads before that
-    // rank's next stores, as the stores' own arrivals order them before these reads)
+    // every thread of the warpgroup has read the slots: hand them back
+    kwg_wg_sync(1 + c);
+    if (wt == 0)
 #pragma unroll 1
-    for (int r = 1; r < CK; r++) kwg_bar_arrive_release_cluster(kwg_mapa(rempty, (unsigned)r));
+        for (int r = 1; r < CK; r++) kwg_bar_arrive_release_cluster(kwg_mapa(rempty, (unsigned)r));
     return true;
 }
 #endif
@@ -1079,7 +1078,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #pragma unroll
             for (int c = 0; c < 2; c++) {
                 kwg_bar_init(KWG_RFULL(c), (unsigned)(CK - 1) * 128u); // every thread of the other ranks' consumer
-                kwg_bar_init(KWG_REMPTY(c), 128);                      // every thread of the leader's consumer
+                kwg_bar_init(KWG_REMPTY(c), 1);                        // the leader's hand-back
             }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1272,7 +1271,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #if KILN_WGMMA_CLUSTER_K > 1
             {
                 const bool lead = kwg_cluster_reduce<MW, BN, CK>(acc, ss, sR + (unsigned)(PP ? 0 : c) * RED_C,
-                                                                 KWG_RFULL(c), KWG_REMPTY(c), krank, ruse, rbase, M);
+                                                                 KWG_RFULL(c), KWG_REMPTY(c), krank, ruse, rbase, M, c);
                 ruse++;
                 if (!lead) {
 #if KILN_MATMUL_NORM
