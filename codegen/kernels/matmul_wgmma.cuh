@@ -884,7 +884,11 @@ __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], flo
             }
         }
     }
-    // every thread of the warpgroup has read the slots: hand them back
+    // every thread of the warpgroup has read the slots: hand them back. (compute-sanitizer's
+    // racecheck does not follow this ordering — the reads, the named barrier, then one thread's
+    // release arrival that the rank acquires before it stores again — and reports the exchange
+    // when a cluster takes a second tile (more tiles than resident clusters); codegen's splits
+    // never do: README, "The M = 32 projections")
     kwg_wg_sync(1 + c);
     if (wt == 0)
 #pragma unroll 1
