@@ -152,6 +152,9 @@ bool pass_enabled(const pass_ctx *ctx, const char *pass);
 bool pass_rule_off_by_default(pass_rule rule);
 /* Is the rule (or the pass running it) enabled? */
 bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule);
+/* Does --enable name the rule (on in every variant, where a rule decides per
+ * variant: epilogue-head-norm)? */
+bool pass_rule_named_enabled(const pass_ctx *ctx, pass_rule rule);
 
 /* Records a decision. nodes: the ops involved (their lines are collected). */
 void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, ir_dim bytes,

@@ -137,14 +137,18 @@ bool pass_enabled(const pass_ctx *ctx, const char *pass)
     return true;
 }
 
-bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule)
+bool pass_rule_named_enabled(const pass_ctx *ctx, pass_rule rule)
 {
-    if (!pass_enabled(ctx, pass_rule_name(rule))) return false;
-    if (!pass_rule_off_by_default(rule)) return true;
     const pass_options *o = ctx->opts;
     for (int i = 0; o && i < o->nenabled; i++)
         if (!strcmp(o->enabled[i], pass_rule_name(rule))) return true;
     return false;
+}
+
+bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule)
+{
+    if (!pass_enabled(ctx, pass_rule_name(rule))) return false;
+    return !pass_rule_off_by_default(rule) || pass_rule_named_enabled(ctx, rule);
 }
 
 static void dump(const pass_ctx *ctx, const char *when, const char *pass, const ir_graph *g)

@@ -282,7 +282,10 @@ static void fuse_variants(kc_unit *u, const pass_options *base)
     if (!decides_per_variant(u->fused)) return;
     ir_graph *dec = NULL;
     fuse_for_decode(u, base, u->o.report ? &u->report_decode : NULL, &dec);
-    if (!dec || !same_nodes(u->fused, dec)) {
+    bool same_groups = dec && dec->ngroups == u->fused->ngroups;
+    for (int i = 0; same_groups && i < dec->nnodes && i < u->fused->nnodes; i++)
+        same_groups = dec->nodes[i]->group == u->fused->nodes[i]->group;
+    if (!dec || same_groups || !same_nodes(u->fused, dec)) { /* nothing of their own, or not comparable */
         ir_graph_free(dec);
         pass_report_free(&u->report_decode);
         pass_report_init(&u->report_decode);
