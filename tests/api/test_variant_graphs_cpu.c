@@ -36,7 +36,7 @@ static kiln_model *compile(kiln_context *ctx, const char *const *dis, int ndis, 
                            char **report)
 {
     kiln_model_options o = {.defines = small, .ndefines = 4, .max_dims = maxd, .nmax_dims = 3, .disabled = dis,
-                            .ndisabled = ndis, .enabled = en, .nenabled = nen};
+                            .ndisabled = ndis, .enabled = en, .nenabled = nen, .lazy = 1};
     kiln_model *m = NULL;
     CHECK_MSG(kiln_model_compile_file(ctx, MODEL, &o, &m) == KILN_OK, "%s", kiln_last_error());
     if (m && report) *report = strdup(kiln_model_report_json(m) ? kiln_model_report_json(m) : "");
