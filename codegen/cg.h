@@ -351,6 +351,14 @@ int cg_gemv_max_rows(const cg_target *t);
 /* The most rows at which a norm is folded into the linears that read it on
  * target t (CG_NORM_FOLD_HOPPER_MAX_ROWS on sm_90a, else CG_GEMV_MAX_ROWS). */
 int cg_norm_fold_max_rows(const cg_target *t);
+/* The decode rule for attention (CG_GEMV_MAX_ROWS): split-KV decode attention
+ * takes at most that many query rows per sequence. */
+bool cg_attention_is_decode(const ir_node *attention, const int64_t *dims);
+/* Is a variant of g at dims (NULL: any dims) a decode variant: g has an
+ * attention and each one's query rows per sequence are decode rows at those
+ * dims (cg_attention_is_decode)? The compile driver plans such variants with
+ * their own pass decisions (src/compile.c). */
+bool cg_decode_variant(const ir_graph *g, const int64_t *dims);
 
 /* The documented default description for arch (NULL: "sm_90a"), used in CI
  * and by `kiln compile` without a GPU:

@@ -184,6 +184,23 @@ int cg_norm_fold_max_rows(const cg_target *t)
     return strcmp(t->arch, "sm_90a") ? CG_GEMV_MAX_ROWS : CG_NORM_FOLD_HOPPER_MAX_ROWS;
 }
 
+bool cg_attention_is_decode(const ir_node *attention, const int64_t *dims)
+{
+    int64_t s_val;
+    return ir_dim_value(&attention->inputs[0]->type.dims[1], dims, &s_val) && s_val <= CG_GEMV_MAX_ROWS;
+}
+
+bool cg_decode_variant(const ir_graph *g, const int64_t *dims)
+{
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->op == IR_OP_ATTENTION) {
+            if (!cg_attention_is_decode(g->nodes[i], dims)) return false;
+            n++;
+        }
+    return n > 0;
+}
+
 bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
 {
     const ir_graph *g = gen->g;
@@ -2056,8 +2073,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
     if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
 
-    int64_t s_val;
-    bool decode = ir_dim_value(&qt->dims[1], dims, &s_val) && s_val <= CG_GEMV_MAX_ROWS;
+    bool decode = cg_attention_is_decode(A, dims);
     bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
     if (hd % 16 || hd < 16 || hd > 256)
         return cg_fail(gen, "attention: the templates take head dimensions that are multiples of 16 up to 256");

@@ -34,6 +34,11 @@
  *     a row's columns sit in the four lanes of a quad) and otherwise
  *     through a counter per (row, head) in a workspace, the epilogue call
  *     that completes a head normalizing and rotating it (codegen/cg_family.c).
+ * In the graph the driver plans the decode variants with
+ * (pass_options.decode_variant) a per-head norm does not join unless
+ * --enable names the rule: it stays a row kernel and its projection's rope
+ * and cache writes go to attention (the driver then keeps that graph only
+ * when it differs from the prefill one).
  * Every norm, rope and cache write joins (rules epilogue-head-norm,
  * epilogue-rope, epilogue-cache-write), or none does: the linear's result
  * is then not stored at all. Anything else reading the result — a per-head
@@ -278,10 +283,17 @@ static void decide(qkv *q, ir_node *A)
             q->why = arena_printf(&q->a, "rule %s is %s, and the epilogue takes every per-head norm, "
                                          "rope and cache write of the projection or none",
                                   pass_rule_name(rule_of(q->cand[i])),
-                                  pass_rule_off_by_default(rule_of(q->cand[i]))
-                                      ? "off unless --enable names it (at decode its GEMV is slower than the norm "
-                                        "kernels it saves: README, \"Per-head q/k norm\")"
-                                      : "disabled (--disable)");
+                                  pass_rule_off_by_default(rule_of(q->cand[i])) ? "off unless --enable names it"
+                                                                                : "disabled (--disable)");
+    /* the decode variants' graph: a head norm stays a row kernel there, unless --enable names the rule */
+    for (int i = 0; i < q->ncand && !q->why; i++)
+        if (q->cand[i]->op == IR_OP_RMSNORM && q->ctx->opts && q->ctx->opts->decode_variant &&
+            !pass_rule_named_enabled(q->ctx, PASS_RULE_EPILOGUE_HEAD_NORM))
+            q->why = "this graph serves the decode variants (the decode rule: at most 16 new rows per sequence), where "
+                     "the QKV GEMV or skinny tile holds a head's columns across CTAs and normalizing them there (a "
+                     "counter per row and head) costs more than the two norm kernels (README, \"Per-head q/k norm\"); "
+                     "the prefill variants' graph fuses it, and the epilogue takes every per-head norm, rope and cache "
+                     "write of the projection or none";
     if (!q->why && (!q->bt[A->inputs[1]->id] || (A->ninputs > 2 && !q->bt[A->inputs[2]->id])))
         q->why = "the projection's weight or bias is computed at run time, so its rows cannot be paired for the rotation "
                  "at bind time";

@@ -97,6 +97,9 @@ typedef struct pass_options {
     const char *print_before;    /* --print-ir-before=PASS */
     bool print_after_all;        /* --print-ir-after-all */
     FILE *dump;                  /* where IR dumps go (stderr when NULL) */
+    bool decode_variant;         /* the graph is planned for the decode variants only (the
+                                  * driver's choice by the decode rule: src/compile.c);
+                                  * false: the large-shape (prefill) variant, any dims */
 } pass_options;
 
 typedef struct pass_ctx {
@@ -149,6 +152,9 @@ bool pass_enabled(const pass_ctx *ctx, const char *pass);
 bool pass_rule_off_by_default(pass_rule rule);
 /* Is the rule (or the pass running it) enabled? */
 bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule);
+/* Does --enable name the rule (on in every variant, where a rule decides per
+ * variant: epilogue-head-norm)? */
+bool pass_rule_named_enabled(const pass_ctx *ctx, pass_rule rule);
 
 /* Records a decision. nodes: the ops involved (their lines are collected). */
 void pass_decide(pass_ctx *ctx, const ir_graph *g, pass_rule rule, bool taken, ir_dim bytes,
@@ -251,12 +257,24 @@ void pass_memplan_print(const ir_graph *g, const pass_memplan *mp, FILE *out);
 void pass_kernels_print(const ir_graph *g, FILE *out);
 /* For people: kernels, then every decision with its rule, lines and bytes. */
 void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out);
-/* For tools: the same as JSON (jansson). mp may be NULL. Returns 0 or -1
- * with a message. */
+/* The graph a set of variants plans with its own pass decisions (the
+ * compile driver's decode variants: src/compile.c): its name ("decode"),
+ * when a variant takes it, its report and graph. */
+typedef struct pass_report_variant {
+    const char *name, *when;
+    const pass_report *report;
+    const ir_graph *graph;
+} pass_report_variant;
+/* v's kernels and the decisions of v's report that base lacks. */
+void pass_report_print_variant(const pass_report *base, const pass_report_variant *v, FILE *out);
+/* For tools: the same as JSON (jansson), with v's kernels and differing
+ * decisions under "variant_graphs" when v is given. mp and v may be NULL.
+ * Returns 0 or -1 with a message. */
 int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                           const char *path, char *err, size_t errlen);
+                           const pass_report_variant *v, const char *path, char *err, size_t errlen);
 /* The same JSON as text (malloc'd; NULL when out of memory). */
-char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp);
+char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
+                            const pass_report_variant *v);
 /* Kernel k as the report names it: "rmsnorm 'h' (line 31) + add". */
 const char *pass_kernel_describe(arena *a, const ir_graph *g, int k);
 /* The fused graph for Graphviz (`kiln compile --emit=dot`, passes/report_dot.c):

@@ -116,15 +116,14 @@ bool pass_options_check(const pass_options *o, diag_list *d)
     return ok;
 }
 
-/* Rules that are off unless --enable names them. epilogue-head-norm: it
- * speeds up prefill, but at decode its GEMV (a head's columns over many CTAs,
- * a counter per row and head) is slower than the two norm kernels it saves,
- * and one fused graph serves both (README, "Per-head q/k norm"). */
-static const pass_rule off_by_default[] = {PASS_RULE_EPILOGUE_HEAD_NORM};
+/* Rules that are off unless --enable names them (none today: the list ends
+ * with PASS_RULE_COUNT). epilogue-head-norm was one until the driver planned
+ * the decode variants with a graph of their own (pass_options.decode_variant). */
+static const pass_rule off_by_default[] = {PASS_RULE_COUNT};
 
 bool pass_rule_off_by_default(pass_rule rule)
 {
-    for (size_t i = 0; i < sizeof off_by_default / sizeof off_by_default[0]; i++)
+    for (size_t i = 0; off_by_default[i] != PASS_RULE_COUNT; i++)
         if (off_by_default[i] == rule) return true;
     return false;
 }
@@ -138,14 +137,18 @@ bool pass_enabled(const pass_ctx *ctx, const char *pass)
     return true;
 }
 
-bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule)
+bool pass_rule_named_enabled(const pass_ctx *ctx, pass_rule rule)
 {
-    if (!pass_enabled(ctx, pass_rule_name(rule))) return false;
-    if (!pass_rule_off_by_default(rule)) return true;
     const pass_options *o = ctx->opts;
     for (int i = 0; o && i < o->nenabled; i++)
         if (!strcmp(o->enabled[i], pass_rule_name(rule))) return true;
     return false;
+}
+
+bool pass_rule_enabled(const pass_ctx *ctx, pass_rule rule)
+{
+    if (!pass_enabled(ctx, pass_rule_name(rule))) return false;
+    return !pass_rule_off_by_default(rule) || pass_rule_named_enabled(ctx, rule);
 }
 
 static void dump(const pass_ctx *ctx, const char *when, const char *pass, const ir_graph *g)

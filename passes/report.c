@@ -163,6 +163,43 @@ void pass_kernels_print(const ir_graph *g, FILE *out)
     arena_free(&a);
 }
 
+/* Is there a decision in r like d (the same rule, ops, outcome and reason)? */
+static bool has_decision(const pass_report *r, const pass_decision *d)
+{
+    for (int i = 0; r && i < r->count; i++) {
+        const pass_decision *e = &r->items[i];
+        if (e->taken == d->taken && !strcmp(e->rule, d->rule) && !strcmp(e->what, d->what) &&
+            !strcmp(e->why ? e->why : "", d->why ? d->why : ""))
+            return true;
+    }
+    return false;
+}
+
+static void decision_print(arena *a, const ir_graph *g, const pass_decision *d, FILE *out)
+{
+    int64_t v;
+    bool none = ir_dim_is_const(&d->bytes, &v) && v == 0;
+    fprintf(out, "  %-8s %s%s: %s\n", d->taken ? "taken" : "refused", d->rule, lines_str(a, d), d->what);
+    if (d->why && d->why[0]) fprintf(out, "           %s\n", d->why);
+    if (!none)
+        fprintf(out, "           %s %s of HBM traffic per call\n", d->taken ? "saves" : "would save",
+                pass_bytes_str(a, g, &d->bytes));
+}
+
+void pass_report_print_variant(const pass_report *base, const pass_report_variant *v, FILE *out)
+{
+    arena a;
+    arena_init(&a);
+    int differ = 0;
+    for (int i = 0; i < v->report->count; i++) differ += !has_decision(base, &v->report->items[i]);
+    fprintf(out, "\n%s variants (%s): a graph of their own\n\n", v->name, v->when);
+    pass_kernels_print(v->graph, out);
+    fprintf(out, "\ntheir decisions where the above differ (%d):\n", differ);
+    for (int i = 0; i < v->report->count; i++)
+        if (!has_decision(base, &v->report->items[i])) decision_print(&a, v->graph, &v->report->items[i], out);
+    arena_free(&a);
+}
+
 void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out)
 {
     arena a;
@@ -173,16 +210,7 @@ void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out)
     pass_kernels_print(g, out);
     standalone_print(&a, g, out);
     fprintf(out, "\ndecisions (%d taken, %d refused):\n", taken, r->count - taken);
-    for (int i = 0; i < r->count; i++) {
-        const pass_decision *d = &r->items[i];
-        int64_t v;
-        bool none = ir_dim_is_const(&d->bytes, &v) && v == 0;
-        fprintf(out, "  %-8s %s%s: %s\n", d->taken ? "taken" : "refused", d->rule, lines_str(&a, d), d->what);
-        if (d->why && d->why[0]) fprintf(out, "           %s\n", d->why);
-        if (!none)
-            fprintf(out, "           %s %s of HBM traffic per call\n", d->taken ? "saves" : "would save",
-                    pass_bytes_str(&a, g, &d->bytes));
-    }
+    for (int i = 0; i < r->count; i++) decision_print(&a, g, &r->items[i], out);
     arena_free(&a);
 }
 
@@ -205,10 +233,8 @@ static json_t *node_json(const ir_node *n)
     return o;
 }
 
-static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp)
+static json_t *kernels_json(const ir_graph *g)
 {
-    json_t *root = json_object();
-    json_object_set_new(root, "model", json_string(g->name));
     json_t *kernels = json_array();
     for (int k = 0; k < g->ngroups; k++) {
         json_t *o = json_object(), *ops = json_array();
@@ -225,10 +251,16 @@ static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_m
         arena_free(&a);
         json_array_append_new(kernels, o);
     }
-    json_object_set_new(root, "kernels", kernels);
+    return kernels;
+}
+
+/* r's decisions (those base lacks when base is given). */
+static json_t *decisions_json(const pass_report *r, const pass_report *base, const ir_graph *g)
+{
     json_t *decisions = json_array();
     for (int i = 0; i < r->count; i++) {
         const pass_decision *d = &r->items[i];
+        if (base && has_decision(base, d)) continue;
         json_t *o = json_object(), *lines = json_array();
         json_object_set_new(o, "pass", json_string(d->pass ? d->pass : ""));
         json_object_set_new(o, "rule", json_string(d->rule));
@@ -240,7 +272,24 @@ static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_m
         json_object_set_new(o, "bytes_saved", bytes_json(g, &d->bytes));
         json_array_append_new(decisions, o);
     }
-    json_object_set_new(root, "decisions", decisions);
+    return decisions;
+}
+
+static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp, const pass_report_variant *v)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "model", json_string(g->name));
+    json_object_set_new(root, "kernels", kernels_json(g));
+    json_object_set_new(root, "decisions", decisions_json(r, NULL, g));
+    if (v) { /* the decode variants' graph: its kernels and the decisions it takes otherwise */
+        json_t *vs = json_array(), *o = json_object();
+        json_object_set_new(o, "variants", json_string(v->name));
+        json_object_set_new(o, "when", json_string(v->when));
+        json_object_set_new(o, "kernels", kernels_json(v->graph));
+        json_object_set_new(o, "decisions", decisions_json(v->report, r, v->graph));
+        json_array_append_new(vs, o);
+        json_object_set_new(root, "variant_graphs", vs);
+    }
     if (mp) {
         json_t *m = json_object(), *bufs = json_array();
         json_object_set_new(m, "peak_bytes", json_integer(mp->peak));
@@ -261,18 +310,19 @@ static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_m
     return root;
 }
 
-char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp)
+char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
+                            const pass_report_variant *v)
 {
-    json_t *root = report_json(r, g, mp);
+    json_t *root = report_json(r, g, mp, v);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     return text;
 }
 
 int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                           const char *path, char *err, size_t errlen)
+                           const pass_report_variant *v, const char *path, char *err, size_t errlen)
 {
-    json_t *root = report_json(r, g, mp);
+    json_t *root = report_json(r, g, mp, v);
     int rc = root ? json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     if (rc != 0) {

@@ -70,11 +70,21 @@ typedef struct rt_variant_plan {
     int npacked;
     int *arg_packed;            /* for each kernel in order, for each of its args in order:
                                  * the index in packed the arg reads, or -1 */
+    const ir_graph *graph;      /* the graph its kernels were emitted from: NULL, the plan's;
+                                 * else one with the plan graph's nodes, grouped for this
+                                 * variant (the decode variants' pass decisions: src/compile.c),
+                                 * owned by the planner */
     bool from_plan_cache;       /* its kernels came from the plan cache (rt_plan_cache.h) */
     int codegen_runs;           /* times codegen went over the graph to plan it (0: from the cache) */
 } rt_variant_plan;
 
 void rt_variant_plan_free(rt_variant_plan *v);
+
+/* The graph whose groups variant v's kernels are (plan_graph unless v has its own). */
+static inline const ir_graph *rt_variant_graph(const rt_variant_plan *v, const ir_graph *plan_graph)
+{
+    return v->graph ? v->graph : plan_graph;
+}
 
 /* Plans the variant for exactly these dims (g->nsyms values) into *out
  * (exact = true). Returns RT_OK, or a status with a message. */

@@ -196,7 +196,7 @@ static void name_lt_records(const rt_variant *v, rt_cupti_record *rec, int nrec,
 static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, int nrec, rt_profile *p, char *err,
                         size_t n)
 {
-    const ir_graph *g = r->m->g;
+    const ir_graph *g = rt_variant_graph(&v->plan, r->m->g); /* its kernels' groups */
     int nkern = v->plan.nkernels;
     /* rows: every kernel of the variant, then whatever else ran */
     p->k = arena_alloc(&p->a, (size_t)(nkern + nrec + 1) * sizeof *p->k);

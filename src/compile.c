@@ -26,6 +26,12 @@ struct kc_unit {
     ir_graph *written, *fused;
     pass_report report;
     pass_memplan mp;
+    /* the decode variants' graph (fuse_decode): the fused graph's nodes, its
+     * own pass decisions; NULL when they would decide as the fused graph does */
+    ir_graph *fused_decode;
+    const ir_graph *decode_graph; /* fused_decode, or the plan's planner's once it took it */
+    pass_report report_decode;
+    pass_memplan mp_decode;
     const int64_t *max_dims; /* what the memory plan was made at (NULL: constant dims) */
     const cg_target *target; /* the kernels' target for the plan text (NULL: the default) */
     bool have_plan;
@@ -99,6 +105,7 @@ rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err,
     diag_list_init(&u->d, &u->da);
     u->d.opts = o->warnings;
     pass_report_init(&u->report);
+    pass_report_init(&u->report_decode);
     rt_status st = RT_OK;
     if (o->text ? fe_source_from_string(&u->src, o->name, o->text) != 0 : fe_source_read(&u->src, o->name, &u->d) != 0) {
         if (u->d.count) flush_diags(u, false, true, err, n);
@@ -130,9 +137,12 @@ void kc_free(kc_unit *u)
     if (!u) return;
     pass_memplan_free(&u->mp);
     pass_report_free(&u->report);
+    pass_memplan_free(&u->mp_decode);
+    pass_report_free(&u->report_decode);
     free(u->warnings);
     ir_graph_free(u->written);
     ir_graph_free(u->fused);
+    ir_graph_free(u->fused_decode);
     free(u->defs);
     fe_source_free(&u->src);
     diag_list_free(&u->d);
@@ -195,6 +205,104 @@ static rt_status split_head(kc_unit *u, ir_graph *g, char *err, size_t n)
     return RT_OK;
 }
 
+/* Does g hold a decision the decode variants take otherwise: a per-head
+ * norm in a matmul's epilogue (rule epilogue-head-norm)? */
+static bool decides_per_variant(const ir_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *m = g->nodes[i];
+        if (m->op == IR_OP_RMSNORM && m->group >= 0 && g->groups[m->group].anchor != m &&
+            g->groups[m->group].anchor->op == IR_OP_LINEAR)
+            return true;
+    }
+    return false;
+}
+
+/* The same nodes (ops, inputs, types) in the same order: the variants'
+ * kernels name nodes by id, and the runtime binds and packs by the plan's graph. */
+static bool same_nodes(const ir_graph *a, const ir_graph *b)
+{
+    if (a->nnodes != b->nnodes || a->nparams != b->nparams || a->noutputs != b->noutputs || a->nstates != b->nstates)
+        return false;
+    for (int i = 0; i < a->nnodes; i++) {
+        const ir_node *x = a->nodes[i], *y = b->nodes[i];
+        if (x->op != y->op || x->ninputs != y->ninputs || !ir_type_eq(&x->type, &y->type)) return false;
+        for (int j = 0; j < x->ninputs; j++)
+            if (x->inputs[j]->id != y->inputs[j]->id) return false;
+    }
+    for (int i = 0; i < a->noutputs; i++)
+        if (a->outputs[i].value->id != b->outputs[i].value->id) return false;
+    for (int i = 0; i < a->nstates; i++)
+        if (a->states[i].value->id != b->states[i].value->id) return false;
+    return true;
+}
+
+static rt_status split_head(kc_unit *u, ir_graph *g, char *err, size_t n);
+
+/* The pipeline once more on the model as written, for the decode variants
+ * (pass_options.decode_variant: cg_decode_variant's dims). Into *out; NULL
+ * (and no error) when it fails or its nodes differ from the fused graph's,
+ * and then the fused graph serves every variant. */
+static void fuse_for_decode(kc_unit *u, const pass_options *base, pass_report *report, ir_graph **out)
+{
+    *out = NULL;
+    diag_list d2; /* the fused graph's warnings again: not kept */
+    diag_list_init(&d2, &u->da);
+    fe_options fo = {u->defs, u->o.ndefines};
+    ir_graph *g = fe_compile(&u->src, &fo, &d2);
+    char err[256];
+    if (g && u->o.head_sample && split_head(u, g, err, sizeof err) != RT_OK) {
+        ir_graph_free(g);
+        g = NULL;
+    }
+    pass_options o = *base;
+    o.print_after = o.print_before = NULL;
+    o.print_after_all = false;
+    o.decode_variant = true;
+    pass_ctx c = {.opts = &o, .report = report, .diags = &d2};
+    if (g) g = pass_run_pipeline(g, &c);
+    diag_list_free(&d2);
+    *out = g;
+}
+
+/* The pass decisions per variant: where the fused graph holds one the
+ * decode variants take otherwise (decides_per_variant), the pipeline runs
+ * again for them (fuse_for_decode). A graph whose every variant is a decode
+ * variant (the query rows per sequence a constant within the decode rule)
+ * is replaced by that graph; otherwise the decode variants' graph is kept
+ * beside it (u->fused_decode, planned by plan_variant). The driver decides
+ * which graph a variant takes (cg_decode_variant): the runtime only runs plans. */
+static void fuse_variants(kc_unit *u, const pass_options *base)
+{
+    ir_graph_free(u->fused_decode);
+    u->fused_decode = NULL;
+    u->decode_graph = NULL;
+    pass_report_free(&u->report_decode);
+    pass_report_init(&u->report_decode);
+    if (!decides_per_variant(u->fused)) return;
+    ir_graph *dec = NULL;
+    fuse_for_decode(u, base, u->o.report ? &u->report_decode : NULL, &dec);
+    bool same_groups = dec && dec->ngroups == u->fused->ngroups;
+    for (int i = 0; same_groups && i < dec->nnodes && i < u->fused->nnodes; i++)
+        same_groups = dec->nodes[i]->group == u->fused->nodes[i]->group;
+    if (!dec || same_groups || !same_nodes(u->fused, dec)) { /* nothing of their own, or not comparable */
+        ir_graph_free(dec);
+        pass_report_free(&u->report_decode);
+        pass_report_init(&u->report_decode);
+        return;
+    }
+    if (cg_decode_variant(u->fused, NULL)) { /* only decode variants: theirs is the graph */
+        ir_graph_free(u->fused);
+        u->fused = dec;
+        pass_report_free(&u->report);
+        u->report = u->report_decode;
+        pass_report_init(&u->report_decode);
+        return;
+    }
+    u->fused_decode = dec;
+    u->decode_graph = dec;
+}
+
 rt_status kc_fuse(kc_unit *u, char *err, size_t n)
 {
     const kc_options *o = &u->o;
@@ -233,6 +341,7 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
     }
     pass_ctx pass_context = {.opts = &pass_opts, .report = o->report ? &u->report : NULL, .diags = &u->d};
     u->fused = pass_run_pipeline(g, &pass_context);
+    if (u->fused) fuse_variants(u, &pass_opts);
     flush_diags(u, true, !u->fused, err, n);
     return u->fused ? RT_OK : RT_ERR_INTERNAL;
 }
@@ -255,6 +364,9 @@ static rt_status plan_memory(kc_unit *u, const int64_t *max_dims, bool with_copi
     u->max_dims = max_dims;
     u->have_plan = pass_plan_memory(u->fused, max_dims, &u->mp, err, n) == 0;
     if (!u->have_plan) return RT_ERR_INTERNAL;
+    pass_memplan_free(&u->mp_decode);
+    memset(&u->mp_decode, 0, sizeof u->mp_decode);
+    if (u->fused_decode && pass_plan_memory(u->fused_decode, max_dims, &u->mp_decode, err, n) != 0) return RT_ERR_INTERNAL;
     if (with_copies) count_copies(u);
     return RT_OK;
 }
@@ -342,18 +454,33 @@ void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out)
     else fprintf(out, "device memory: not known at these dims (%s)\n", err);
 }
 
+/* The decode variants' graph for the report (NULL: none). */
+static const pass_report_variant *decode_report(const kc_unit *u, pass_report_variant *v)
+{
+    if (!u->decode_graph) return NULL;
+    *v = (pass_report_variant){"decode",
+                               "at most 16 query rows per sequence, the decode rule (CG_GEMV_MAX_ROWS), planned for their "
+                               "exact dims; every other run takes the graph above",
+                               &u->report_decode, u->decode_graph};
+    return v;
+}
+
 void kc_print_report(const kc_unit *u, FILE *out)
 {
     pass_report_print(&u->report, u->fused, out);
     print_fallbacks(u, out);
+    pass_report_variant v;
+    if (decode_report(u, &v)) pass_report_print_variant(&u->report, &v, out);
 }
 
 void kc_print_dot(const kc_unit *u, FILE *out) { pass_report_dot(&u->report, u->fused, out); }
 
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
 {
-    return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, path, err, n) == 0 ? RT_OK
-                                                                                                       : RT_ERR_IO;
+    pass_report_variant v;
+    return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, decode_report(u, &v), path, err, n) == 0
+               ? RT_OK
+               : RT_ERR_IO;
 }
 
 rt_status kc_validate(const kc_unit *u, const int64_t *dims, kc_validation *res, char *err, size_t n)
@@ -437,6 +564,11 @@ typedef struct kc_planner {
     rt_cache *cache;      /* the plan cache (the context's kernel cache); NULL: none */
     rt_cache_key key;     /* the plan's key (rt_plan_cache_key) when cache is set */
     const char *name;     /* the model, for the cache's manifests */
+    /* the decode variants' graph (kc_unit.fused_decode, owned here) and its
+     * memory plan; NULL: the plan's graph serves every variant */
+    ir_graph *decode;
+    int64_t *decode_offset;
+    size_t decode_arena_bytes;
 } kc_planner;
 
 static void planner_free(void *p)
@@ -445,6 +577,8 @@ static void planner_free(void *p)
     if (!planner) return;
     rt_tuner_free(planner->tuner);
     free(planner->node_offset);
+    free(planner->decode_offset);
+    ir_graph_free(planner->decode);
     free(planner);
 }
 
@@ -489,12 +623,18 @@ static rt_status reserve_unplanned(const int64_t *max_dims, const ir_graph *g, c
     return RT_OK;
 }
 
+/* Memory plan mp's offsets per node of g (-1: none) and its arena size. */
+static void memplan_offsets(const ir_graph *g, const pass_memplan *mp, int64_t *node_offset, size_t *arena_bytes)
+{
+    for (int i = 0; i < g->nnodes; i++) node_offset[i] = -1;
+    for (int i = 0; i < mp->nbufs; i++) node_offset[mp->bufs[i].value->id] = mp->bufs[i].offset;
+    *arena_bytes = RT_ALIGN_UP(mp->peak);
+}
+
 /* The memory plan's offsets per node (-1: none) and its arena size. */
 static void planned_offsets(const kc_unit *u, int64_t *node_offset, size_t *arena_bytes)
 {
-    for (int i = 0; i < u->fused->nnodes; i++) node_offset[i] = -1;
-    for (int i = 0; i < u->mp.nbufs; i++) node_offset[u->mp.bufs[i].value->id] = u->mp.bufs[i].offset;
-    *arena_bytes = RT_ALIGN_UP(u->mp.peak);
+    memplan_offsets(u->fused, &u->mp, node_offset, arena_bytes);
 }
 
 /* The device memory the plan states for the large-shape variant ks at the
@@ -749,11 +889,14 @@ out:
 static rt_status finish_variant(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n);
 
 /* One variant: exact dims, or NULL for the large-shape variant (its plan
- * cache entry is make_plan's). */
-static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, const int64_t *dims, rt_variant_plan *v,
-                              char *err, size_t n)
+ * cache entry is make_plan's). A decode variant (cg_decode_variant) takes the
+ * decode variants' graph when there is one: its own pass decisions. */
+static rt_status plan_variant(const kc_planner *planner, const ir_graph *plan_graph, const int64_t *dims,
+                              rt_variant_plan *v, char *err, size_t n)
 {
     memset(v, 0, sizeof *v);
+    const ir_graph *g = plan_graph;
+    if (dims && planner->decode && cg_decode_variant(plan_graph, dims)) v->graph = g = planner->decode;
     v->exact = dims != NULL;
     if (dims) memcpy(v->dims, dims, (size_t)g->nsyms * sizeof *dims);
     cg_options o = {.dims = dims ? v->dims : NULL, .target = &planner->target};
@@ -802,10 +945,12 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *g, cons
  * values no plan placed, the packed values. */
 static rt_status finish_variant(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n)
 {
+    bool decode = v->graph && v->graph == planner->decode;
     v->node_offset = malloc(((size_t)planner->nnodes + 1) * sizeof *v->node_offset);
     if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    memcpy(v->node_offset, planner->node_offset, (size_t)planner->nnodes * sizeof *v->node_offset);
-    v->arena_bytes = planner->arena_bytes;
+    memcpy(v->node_offset, decode ? planner->decode_offset : planner->node_offset,
+           (size_t)planner->nnodes * sizeof *v->node_offset);
+    v->arena_bytes = decode ? planner->decode_arena_bytes : planner->arena_bytes;
     rt_status st = reserve_unplanned(planner->max_dims, g, v->kernels, v->nkernels, v->node_offset, &v->arena_bytes, err, n);
     return st == RT_OK ? list_packed(planner, v, err, n) : st;
 }
@@ -942,6 +1087,13 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     planner->node_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->node_offset);
     if (!planner->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     planned_offsets(u, planner->node_offset, &planner->arena_bytes);
+    if (u->fused_decode) { /* the decode variants' graph goes with the planner */
+        planner->decode_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->decode_offset);
+        if (!planner->decode_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        memplan_offsets(u->fused_decode, &u->mp_decode, planner->decode_offset, &planner->decode_arena_bytes);
+        planner->decode = u->fused_decode;
+        u->fused_decode = NULL;
+    }
     /* the large-shape variant now (codegen errors show at compile); the
      * decode-shaped ones when a run first needs them */
     rt_status st = hit ? finish_variant(planner, g, &plan->variants[0], err, n)
@@ -1045,7 +1197,8 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
         goto out; /* the plan owns the tuner */
     bool hit = plan.variants[0].from_plan_cache;
     if (o->report_json) { /* with the memory plan's copies: counted, or from the plan cache */
-        *o->report_json = hit ? head.report : pass_report_json_text(&u->report, u->fused, &u->mp);
+        pass_report_variant dv;
+        *o->report_json = hit ? head.report : pass_report_json_text(&u->report, u->fused, &u->mp, decode_report(u, &dv));
         if (hit) head.report = NULL;
         if (!*o->report_json) {
             st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");

@@ -8,6 +8,8 @@
  *   # DISABLE: raise-softmax   passes or rules to turn off (optional)
  *   # ENABLE: norm-gemv        rules that are off by default to turn on (optional)
  *   # DEFINE: D=64             -D bindings for the frontend (optional)
+ *   # VARIANT: decode          plan the graph the driver plans the decode variants
+ *                              with (pass_options.decode_variant; optional)
  * The IR after the pass and the fusion decisions are compared with
  * CASE.expected (KILN_UPDATE_GOLDEN=1 rewrites it), and the interpreter must
  * give the same outputs and states before and after, on random inputs. */
@@ -27,6 +29,7 @@ typedef struct header {
     fe_define defs[16];
     int ndefs;
     char *dims_text;
+    bool decode;
 } header;
 
 static char *read_all(const char *path)
@@ -61,6 +64,7 @@ static void parse_header(char *text, header *h)
         else if ((v = strstr(line, "DISABLE:"))) h->disable[0] = strdup(v + 8);
         else if ((v = strstr(line, "ENABLE:"))) h->enable[0] = strdup(v + 7);
         else if ((v = strstr(line, "DEFINE:"))) h->defs[0].name = strdup(v + 7);
+        else if ((v = strstr(line, "VARIANT:"))) h->decode = strstr(v + 8, "decode") != NULL;
     }
 }
 
@@ -109,7 +113,7 @@ int main(int argc, char **argv)
     pass_report rep;
     pass_report_init(&rep);
     pass_options o = {.disabled = (const char *const *)h.disable, .ndisabled = h.ndisable,
-                      .enabled = (const char *const *)h.enable, .nenabled = h.nenable};
+                      .enabled = (const char *const *)h.enable, .nenabled = h.nenable, .decode_variant = h.decode};
     CHECK(pass_options_check(&o, &d));
     pass_ctx ctx = {.opts = &o, .report = &rep, .diags = &d};
     g = harness_run_until(g, h.pass, &ctx);
