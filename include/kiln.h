@@ -194,6 +194,10 @@ typedef struct kiln_model_options {
                                   * sampler, kiln_sampler_run_head) computes the head with the
                                   * sampling in one kernel; the logits reach memory only when
                                   * asked for */
+    int packed;                  /* 1: the model's packed form (README "Packed prefill"): the
+                                  * prompts of a run concatenated along one token axis, no
+                                  * padding; runs take a sequence table
+                                  * (kiln_model_set_packed) */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,
