@@ -369,6 +369,22 @@ kiln_status kiln_model_sync(kiln_model *m);
  * cache write or an attention (they map rows through the table). */
 kiln_status kiln_model_set_slot_table(kiln_model *m, const void *device_slots);
 
+/* A model compiled packed (kiln_model_options.packed; README "Packed prefill") runs N
+ * sequences of different lengths as one row of tokens: dims B = N, S = their total; input ids
+ * [1, S] holds them one after another; pos [B] each sequence's first position (a chunk of a
+ * longer prompt continues its cache there); the states' row of sequence b is b, or slot[b]
+ * with a slot table; the logits [B, 1, V] are each sequence's last token's. Every run reads
+ * the sequence table at device_table: int32 cu[0..N] (cu[0] = 0, strictly increasing,
+ * cu[N] = S) followed by S entries, the sequence of each token (b for cu[b] <= t < cu[b+1]);
+ * kiln_packed_table fills it on the host. It stays in device memory (graph replays read its
+ * current contents; a new pointer captures new graphs). NULL: none (a packed model's run then
+ * fails). */
+kiln_status kiln_model_set_packed(kiln_model *m, const void *device_table);
+/* The sequence table of nseq sequences of lens[b] tokens (lens[b] >= 1) into table (nseq + 1
+ * + total int32); *total gets the tokens. KILN_ERR_INVALID_ARGUMENT for an empty
+ * sequence or nseq < 1. */
+kiln_status kiln_packed_table(const int *lens, int nseq, int32_t *table, int *total);
+
 typedef struct kiln_counters {
     uint64_t kernels_compiled;  /* NVRTC compiles (cache misses) */
     uint64_t cache_hits_memory; /* kernels found in the context's memory cache */

@@ -15,12 +15,20 @@
  *   3. bad input: offsets not increasing, not from 0, a total that is not the
  *      packed tokens, a count that is not the sequences' dim, a sequence
  *      past the cache, a packed graph run without a table, and models that
- *      do not pack: each a clear error, no crash. */
+ *      do not pack: each a clear error, no crash.
+ *   4. codegen (sm_90a) of the fused packed one-layer Llama at a ragged
+ *      prefill (wgmma: the register QKV epilogue, attention_wgmma with
+ *      KILN_ATT_VARLEN and its attention_prefill fallback) and at a few
+ *      tokens (GEMV): every kernel that touches a state or a packed op reads
+ *      the table (field cu_q), attention never takes the decode template, and
+ *      those kernels and their fallbacks compile with NVRTC. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "codegen/cg.h"
+#include "runtime/rt_nvrtc.h"
 #include "src/compile.h"
 
 #define MODEL "samples/models/llama3_2_1b.kiln"
@@ -431,10 +439,75 @@ static void no_pack(void)
     CHECK(u == NULL && strstr(err, "stay unpacked"));
 }
 
+/* ---- 4. codegen ---------------------------------------------------------------------- */
+
+static bool has_packed_op(const ir_graph *g, int group)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i]->group == group && g->nodes[i]->attrs.packed) return true;
+    return false;
+}
+
+static int check_kernel(const ir_graph *g, const cg_kernel *K, int group)
+{
+    bool state = false, seqs = false;
+    for (int i = 0; i < K->nargs; i++) {
+        const cg_arg *a = &K->args[i];
+        if (a->kind == CG_ARG_SEQS) seqs = !strcmp(a->field, "cu_q");
+        if (a->kind == CG_ARG_STATE || (a->kind == CG_ARG_PARAM && g->params[a->index]->op == IR_OP_STATE)) state = true;
+    }
+    if (!state && !has_packed_op(g, group)) return 0;
+    CHECK_MSG(seqs && K->source && strstr(K->source, "p.cu_q"), "kernel %s: a packed op or a state without the table", K->name);
+    CHECK_MSG(K->family != CG_FAMILY_ATTENTION_DECODE, "kernel %s: packed attention took the decode template", K->name);
+    if (g->groups[group].anchor->op == IR_OP_ATTENTION)
+        CHECK_MSG(K->source && strstr(K->source, "#define KILN_ATT_VARLEN 1"), "kernel %s: attention without VARLEN", K->name);
+    rt_compile_opts co = {.arch = "sm_90a"};
+    rt_compile_result r = {0};
+    rt_status st = rt_nvrtc_compile(K->name, K->source, &co, RT_TARGET_CUBIN, &r);
+    CHECK_MSG(st == RT_OK, "kernel %s: %s", K->name, r.message ? r.message : "?");
+    rt_compile_result_free(&r);
+    return 1;
+}
+
+static void codegen(void)
+{
+    char err[2048];
+    kc_define defs[] = {{"NL", "1"}, {"V", "512"}, {"D", "256"}, {"H", "4"}, {"KV", "2"}, {"F", "512"}};
+    kc_options o = {.name = MODEL, .defines = defs, .ndefines = 6, .packed = true};
+    kc_unit *u = NULL;
+    CHECK(kc_open(&o, NULL, &u, err, sizeof err) == RT_OK);
+    if (!u || kc_parse(u, err, sizeof err) != RT_OK || kc_fuse(u, err, sizeof err) != RT_OK) {
+        CHECK_MSG(0, "compile: %s", err);
+        kc_free(u);
+        return;
+    }
+    const ir_graph *g = kc_fused(u);
+    cg_target tg;
+    kc_tool_target("sm_90a", &tg);
+    int64_t shapes[][3] = {{3, 200, 256}, {3, 6, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        cg_options co = {.dims = shapes[s], .target = &tg};
+        cg_kernel *ks = NULL;
+        int nk = 0, touched = 0, att = 0;
+        CHECK_MSG(cg_emit_all_ex(g, &co, &ks, &nk, err, sizeof err) == 0, "emit: %s", err);
+        for (int i = 0; i < nk; i++) {
+            touched += check_kernel(g, &ks[i], ks[i].group);
+            if (ks[i].fallback) touched += check_kernel(g, ks[i].fallback, ks[i].group);
+            att += ks[i].source && strstr(ks[i].source, "#define KILN_ATT_VARLEN 1") != NULL;
+        }
+        printf("packed B=%lld S=%lld: %d kernels, %d of them (and fallbacks) read the sequence table, compiled\n",
+               (long long)shapes[s][0], (long long)shapes[s][1], nk, touched);
+        CHECK(touched >= 3 && att == 1); /* the QKV epilogue, attention, the last tokens' norm */
+        cg_kernels_free(ks, nk);
+    }
+    kc_free(u);
+}
+
 int main(void)
 {
     by_hand();
     whole_model();
     no_pack();
+    codegen();
     return CHECK_DONE();
 }
