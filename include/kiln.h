@@ -610,6 +610,11 @@ typedef struct kiln_generate_options {
                                  * "head_in") */
     int max_live;               /* kiln_generate: sequences running at once (0: the model's max B);
                                  * kiln_server_create: slots to serve (0: max B) */
+    kiln_model *packed;         /* NULL, or the same model compiled packed (kiln_model_options.packed;
+                                 * the same file, defines and weights; max B at least the model's):
+                                 * joining prompts are prefilled in packed calls, all lengths
+                                 * together (README "Packed prefill"); it runs on the model's KV
+                                 * caches (no kiln_model_alloc_states of its own) */
 } kiln_generate_options;
 
 typedef struct kiln_generate_stats {

@@ -77,6 +77,7 @@ struct rt_model {
     char **weight_src;
     bool *weight_released;
     void **state_ptr;    /* per param: states: the device buffer */
+    bool states_borrowed; /* state_ptr are another model's (rt_model_borrow_states): never freed or zeroed here */
     size_t *state_bytes;
     bool states_ready;
     int nstate_params;
