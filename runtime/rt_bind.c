@@ -684,8 +684,6 @@ rt_status rt_model_restore_weights(rt_model *m, const rt_variant *v, char *err, 
 rt_status rt_model_borrow_states(rt_model *dst, const rt_model *src, char *err, size_t n)
 {
     if (!src->states_ready) return rt_fail(RT_ERR_STATE, err, n, "borrow states: model %s has no states allocated", src->g->name);
-    if (dst->states_ready && !dst->states_borrowed)
-        return rt_fail(RT_ERR_STATE, err, n, "borrow states: model %s has states of its own", dst->g->name);
     for (int i = 0; i < dst->g->nparams; i++) {
         const ir_node *p = dst->g->params[i];
         if (p->op != IR_OP_STATE) continue;
@@ -697,9 +695,12 @@ rt_status rt_model_borrow_states(rt_model *dst, const rt_model *src, char *err, 
             return rt_fail(RT_ERR_INVALID, err, n, "borrow states: model %s's state %s is not one of model %s's of %zu bytes",
                            dst->g->name, p->name, src->g->name, j >= 0 ? src->state_bytes[j] : (size_t)0);
     }
+    if (!dst->states_borrowed && dst->ctx->has_device) /* its own, if any, go */
+        (void)cudaStreamSynchronize((cudaStream_t)dst->ctx->stream);
     for (int i = 0; i < dst->g->nparams; i++)
         if (dst->g->params[i]->op == IR_OP_STATE) {
             int j = rt_model_find_param(src, dst->g->params[i]->name);
+            if (!dst->states_borrowed && dst->state_ptr[i]) (void)cudaFree(dst->state_ptr[i]);
             dst->state_ptr[i] = src->state_ptr[j];
             dst->state_bytes[i] = src->state_bytes[j];
         }

@@ -158,7 +158,7 @@ rt_status rt_model_sync(rt_model *m, char *err, size_t n);
  * through a cache write or an attention. The caller keeps the array alive. */
 void rt_model_set_slots(rt_model *m, const int32_t *dev_slots);
 /* dst runs on src's state buffers (each of dst's states is one of src's, by name and
- * size; dst has none of its own): a packed model prefilling the caches its unpacked
+ * size; its own, if any, are freed): a packed model prefilling the caches its unpacked
  * model decodes from. They stay src's (freed with src, which must outlive dst's runs). */
 rt_status rt_model_borrow_states(rt_model *dst, const rt_model *src, char *err, size_t n);
 /* A packed model's sequence table (device memory, read by the kernels at run time; its

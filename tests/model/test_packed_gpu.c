@@ -21,6 +21,11 @@
  *      cache rows as one-shot, within the same tolerances (the table's
  *      pointer stays, its contents change between the calls).
  *   3. a packed run without a table fails with a message.
+ *   4. kiln_generate, greedy, on three prompts of 11, 5 and 8 tokens: with
+ *      the packed model (kiln_generate_options.packed) one prefill call
+ *      instead of three, and each prompt's first token as without it; the
+ *      tokens that agree before the first difference are printed (random
+ *      weights make near-ties).
  * KILN_PACKED_ONE=1: section 1's packed run only (for compute-sanitizer).
  * KILN_MODEL_WARM=1: compile-only, prepares both models' shapes (fills the
  * kernel cache; no device needed) and exits. */
@@ -226,8 +231,8 @@ int main(int argc, char **argv)
         return 1;
     }
     /* the shapes below */
-    const int plain_s[] = {40, 17, 9, 1, 30, 5, 2};
-    const int packed_bs[][2] = {{4, 67}, {2, 23}, {1, 5}, {2, 14}};
+    const int plain_s[] = {40, 17, 9, 1, 30, 5, 2, 11, 8};
+    const int packed_bs[][2] = {{4, 67}, {2, 23}, {1, 5}, {2, 14}, {3, 24}};
     if (warm) {
         for (size_t i = 0; i < sizeof plain_s / sizeof plain_s[0]; i++) {
             kiln_dim d[] = {{"B", 1}, {"S", plain_s[i]}, {"T", MAXT}};
@@ -238,6 +243,25 @@ int main(int argc, char **argv)
             printf("prepare packed B=%d S=%d: %s\n", packed_bs[i][0], packed_bs[i][1],
                    kiln_model_prepare(K, d, 3) == KILN_OK ? "ok" : kiln_last_error());
         }
+        /* `kiln generate --packed` in tests/model/packed_device.sh: the packed model at T 64 (max S
+         * 24: the three prompts), whole and in chunks of 3 */
+        kiln_dim maxg[] = {{"B", NSLOT}, {"S", 24}, {"T", 64}};
+        kiln_model_options mg = mk;
+        mg.max_dims = maxg;
+        kiln_model *G = NULL;
+        if (kiln_model_compile_file(ctx, argv[1], &mg, &G) == KILN_OK) {
+            const int gs[][2] = {{3, 24}, {3, 9}, {3, 8}, {2, 5}, {1, 2}};
+            for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) {
+                kiln_dim d[] = {{"B", gs[i][0]}, {"S", gs[i][1]}, {"T", 64}};
+                printf("prepare packed B=%d S=%d T=64: %s\n", gs[i][0], gs[i][1], kiln_model_prepare(G, d, 3) == KILN_OK ? "ok" : kiln_last_error());
+            }
+            kiln_model_free(G);
+        }
+        kiln_dim d4[] = {{"B", 4}, {"S", 1}, {"T", MAXT}}; /* generate's decode steps: bucket 4 */
+        printf("prepare B=4 S=1: %s\n", kiln_model_prepare(P, d4, 3) == KILN_OK ? "ok" : kiln_last_error());
+        kiln_sampler *ks = NULL;
+        kiln_sampling sv = {0};
+        printf("sampler: %s\n", kiln_sampler_create(P, &sv, 4, &ks) == KILN_ERR_NO_DEVICE ? "compiled" : kiln_last_error());
         kiln_model_free(P);
         kiln_model_free(K);
         kiln_context_free(ctx);
@@ -325,6 +349,29 @@ int main(int argc, char **argv)
     }
     free(lone);
     free(lc);
+
+    /* 4. kiln_generate with and without packed prefill */
+    {
+        const int gl[3] = {11, 5, 8};
+        const int32_t *gp[3] = {ids + 40, ids + 60, ids + 70};
+        enum { NEW = 12 };
+        int32_t o1[3 * NEW], o2[3 * NEW];
+        int n1[3], n2[3];
+        kiln_generate_stats gs1, gs2;
+        kiln_generate_options go = {.max_new = NEW};
+        CHECK_MSG(kiln_generate(P, 3, gp, gl, &go, o1, n1, &gs1) == KILN_OK, "generate: %s", kiln_last_error());
+        go.packed = K;
+        CHECK_MSG(kiln_generate(P, 3, gp, gl, &go, o2, n2, &gs2) == KILN_OK, "generate packed: %s", kiln_last_error());
+        printf("generate: prefill calls %d unpacked, %d packed\n", gs1.prefill_calls, gs2.prefill_calls);
+        CHECK(gs1.prefill_calls == 3 && gs2.prefill_calls == 1);
+        for (int b = 0; b < 3; b++) {
+            int same = 0;
+            while (same < NEW && o1[b * NEW + same] == o2[b * NEW + same]) same++;
+            printf("generate: prompt %d (%d tokens): %d of %d greedy tokens as unpacked before the first difference\n", b, gl[b],
+                   same, NEW);
+            CHECK_MSG(same >= 1 && n1[b] == NEW && n2[b] == NEW, "prompt %d: the packed prefill's first token differs", b);
+        }
+    }
 done:
     free(lp);
     free(la);
