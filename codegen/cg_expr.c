@@ -363,32 +363,28 @@ void cg_null_ptr(cg_gen *gen, const char *field, const char *ctype)
     a->ctype = ctype;
 }
 
+/* The run's table field of a kind (const int *), added the first time; false when out of memory. */
+static bool table_field(cg_gen *gen, cg_arg_kind kind, const char *field)
+{
+    for (int i = 0; i < gen->nargs; i++)
+        if (gen->args[i].kind == kind) return true;
+    cg_arg *a = new_arg(gen);
+    if (!a) return false;
+    a->kind = kind;
+    a->field = field;
+    a->ctype = "const int *";
+    return true;
+}
+
 const char *cg_slot_row(cg_gen *gen, const char *b)
 {
-    bool have = false;
-    for (int i = 0; i < gen->nargs && !have; i++) have = gen->args[i].kind == CG_ARG_SLOTS;
-    if (!have) {
-        cg_arg *a = new_arg(gen);
-        if (!a) return "0LL";
-        a->kind = CG_ARG_SLOTS;
-        a->field = "slot";
-        a->ctype = "const int *";
-    }
+    if (!table_field(gen, CG_ARG_SLOTS, "slot")) return "0LL";
     return cg_printf(gen, "kiln_slot(p.slot, %s)", b);
 }
 
 const char *cg_seq_table(cg_gen *gen)
 {
-    bool have = false;
-    for (int i = 0; i < gen->nargs && !have; i++) have = gen->args[i].kind == CG_ARG_SEQS;
-    if (!have) {
-        cg_arg *a = new_arg(gen);
-        if (!a) return "((const int *)0)";
-        a->kind = CG_ARG_SEQS;
-        a->field = "cu_q";
-        a->ctype = "const int *";
-    }
-    return "p.cu_q";
+    return table_field(gen, CG_ARG_SEQS, "cu_q") ? "p.cu_q" : "((const int *)0)";
 }
 
 void cg_scalar(cg_gen *gen, const char *field, ir_dim value)
