@@ -137,6 +137,10 @@ typedef enum cg_arg_kind {
                           * row b), NULL when the run has none (row b is state row b); field
                           * "slot", read through kiln_slot (common.cuh) by every access of a
                           * state's rows: cache writes and attention */
+    CG_ARG_SEQS,         /* const int *: a packed run's sequence table (field "cu_q";
+                          * kiln_seq_of, common.cuh): int32 cu[0..N], then the sequence of
+                          * each packed token; read by the packed ops (ir/ir.h, "Packed
+                          * sequences"); a packed model runs only with one */
 } cg_arg_kind;
 
 typedef struct cg_arg {

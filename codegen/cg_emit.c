@@ -539,6 +539,7 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
         case CG_ARG_SCALAR: fprintf(out, "= %s", dim_str(g, &a->dim, b1, sizeof b1)); break;
         case CG_ARG_NULL: fprintf(out, "= NULL"); break;
         case CG_ARG_SLOTS: fprintf(out, "= the run's slot table (NULL: none)"); break;
+        case CG_ARG_SEQS: fprintf(out, "= the packed run's sequence table"); break;
         }
         if (n && a->elem_offset.nterms) fprintf(out, " + %s elements", dim_str(g, &a->elem_offset, b2, sizeof b2));
         if (a->written) fprintf(out, " (written)");

@@ -363,18 +363,28 @@ void cg_null_ptr(cg_gen *gen, const char *field, const char *ctype)
     a->ctype = ctype;
 }
 
+/* The run's table field of a kind (const int *), added the first time; false when out of memory. */
+static bool table_field(cg_gen *gen, cg_arg_kind kind, const char *field)
+{
+    for (int i = 0; i < gen->nargs; i++)
+        if (gen->args[i].kind == kind) return true;
+    cg_arg *a = new_arg(gen);
+    if (!a) return false;
+    a->kind = kind;
+    a->field = field;
+    a->ctype = "const int *";
+    return true;
+}
+
 const char *cg_slot_row(cg_gen *gen, const char *b)
 {
-    bool have = false;
-    for (int i = 0; i < gen->nargs && !have; i++) have = gen->args[i].kind == CG_ARG_SLOTS;
-    if (!have) {
-        cg_arg *a = new_arg(gen);
-        if (!a) return "0LL";
-        a->kind = CG_ARG_SLOTS;
-        a->field = "slot";
-        a->ctype = "const int *";
-    }
+    if (!table_field(gen, CG_ARG_SLOTS, "slot")) return "0LL";
     return cg_printf(gen, "kiln_slot(p.slot, %s)", b);
+}
+
+const char *cg_seq_table(cg_gen *gen)
+{
+    return table_field(gen, CG_ARG_SEQS, "cu_q") ? "p.cu_q" : "((const int *)0)";
 }
 
 void cg_scalar(cg_gen *gen, const char *field, ir_dim value)
@@ -476,6 +486,7 @@ static bool strided_of(cg_gen *gen, const ir_node *n, cg_strided *out, bool weig
         switch (n->op) {
         case IR_OP_SLICE: {
             ir_dim d;
+            if (n->attrs.packed) return false; /* rows of each sequence: through the table */
             if (!ir_dim_mul(n->attrs.start, in.stride[n->attrs.axis], &d)) return false;
             if (!ir_dim_add(in.off, d, &out->off)) return false;
             return true;
@@ -613,6 +624,15 @@ static const char *new_var(cg_gen *gen, const char *prefix)
     return cg_printf(gen, "%s%d", prefix, gen->tmp++);
 }
 
+const char *cg_packed_token(cg_gen *gen, const char *tok, const ir_dim *nseq, const char **local)
+{
+    const char *cu = cg_seq_table(gen), *seq = new_var(gen, "sq");
+    *local = new_var(gen, "ls");
+    cg_line(gen, "const long long %s = kiln_seq_of(%s, %s, %s);", seq, cu, cg_dim(gen, nseq), tok);
+    cg_line(gen, "const long long %s = %s - %s[%s];", *local, tok, cu, seq);
+    return seq;
+}
+
 /* A float local holding e. */
 static const char *def_float(cg_gen *gen, const char *e)
 {
@@ -633,7 +653,19 @@ static cg_idx view_input_idx(cg_gen *gen, const ir_node *n, const cg_idx *x)
         break;
     case IR_OP_SLICE:
         for (int i = 0; i < n->type.rank; i++) r.c[i] = cg_idx_coord(gen, x, i);
-        if (n->attrs.start.nterms != 0)
+        if (n->attrs.packed) { /* row q of the result: sequence q's tokens from start = S - back */
+            ir_dim S = n->inputs[0]->type.dims[1], back;
+            int64_t c;
+            if (!ir_dim_sub(S, n->attrs.start, &back) || !ir_dim_is_const(&back, &c)) {
+                cg_fail(gen, "a packed slice takes the tokens from S - c (c a constant) of each sequence");
+                r.flat = "0";
+                break;
+            }
+            const char *q = cg_idx_coord(gen, x, 0);
+            r.c[0] = "0LL";
+            r.c[1] = cg_printf(gen, "((long long)%s[%s + 1] - %lldLL + %s)", cg_seq_table(gen), q, (long long)c,
+                               cg_idx_coord(gen, x, 1));
+        } else if (n->attrs.start.nterms != 0)
             r.c[n->attrs.axis] = cg_printf(gen, "(%s + %s)", r.c[n->attrs.axis], cg_dim(gen, &n->attrs.start));
         break;
     default: cg_fail(gen, "internal error: not a view"); r.flat = "0";
@@ -869,10 +901,17 @@ static const char *rope_angle(cg_gen *gen, const ir_node *n, const ir_node *pos,
                               ir_dim hd, const char **cs, const char **sn)
 {
     const char *pexpr;
-    const char *s = cg_idx_coord(gen, x, 1);
+    const char *s = cg_idx_coord(gen, x, 1), *b = NULL;
+    if (n->attrs.packed) { /* token s of the packed row: its sequence and its index there */
+        if (!pos) {
+            cg_fail(gen, "rope: a packed rope needs positions");
+            return "0.0";
+        }
+        b = cg_packed_token(gen, s, &pos->type.dims[0], &s);
+    }
     if (pos) {
         cg_idx pi = cg_idx_flat(&pos->type, NULL);
-        pi.c[0] = cg_idx_coord(gen, x, 0);
+        pi.c[0] = b ? b : cg_idx_coord(gen, x, 0);
         pexpr = cg_printf(gen, "(%s + %s)", cg_int_value(gen, pos, &pi), s);
     } else {
         pexpr = s;
@@ -953,6 +992,10 @@ static const char *compute_rope(cg_gen *gen, const ir_node *n, const cg_idx *x)
 static const char *compute_cache_write(cg_gen *gen, const ir_node *n, const cg_idx *x)
 {
     const ir_node *c = n->inputs[0], *xs = n->inputs[1], *pos = n->ninputs > 2 ? n->inputs[2] : NULL;
+    if (n->attrs.packed) {
+        cg_fail(gen, "cache_write: a packed cache write as a value (not in place) has no kernel");
+        return "0.0f";
+    }
     const char *b = cg_idx_coord(gen, x, 0), *h = cg_idx_coord(gen, x, 1), *t = cg_idx_coord(gen, x, 2),
                *d = cg_idx_coord(gen, x, 3);
     const char *o = "0LL";
@@ -984,6 +1027,10 @@ static const char *compute_attention(cg_gen *gen, const ir_node *n, const cg_idx
 {
     const ir_node *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2];
     const ir_node *pos = n->ninputs > 3 ? n->inputs[3] : NULL;
+    if (n->attrs.packed) {
+        cg_fail(gen, "attention: packed sequences take the attention templates, not the generic kernel");
+        return "0.0f";
+    }
     const char *b = cg_idx_coord(gen, x, 0), *s = cg_idx_coord(gen, x, 1), *h = cg_idx_coord(gen, x, 2),
                *d = cg_idx_coord(gen, x, 3);
     const char *S = cg_dim(gen, &q->type.dims[1]), *T = cg_dim(gen, &k->type.dims[2]);

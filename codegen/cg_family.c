@@ -64,6 +64,7 @@ static void emit_output(cg_gen *gen, const ir_node *o, const char *e)
         const char *b = cg_idx_coord(gen, &xi, 0), *s = cg_idx_coord(gen, &xi, 1);
         const char *h = cg_idx_coord(gen, &xi, 2), *d = cg_idx_coord(gen, &xi, 3);
         const char *off = "0LL";
+        if (o->attrs.packed) b = cg_packed_token(gen, s, &o->type.dims[0], &s); /* its sequence and index there */
         if (pos) {
             cg_idx pi = cg_idx_flat(&pos->type, NULL);
             pi.c[0] = b;
@@ -187,7 +188,8 @@ int cg_norm_fold_max_rows(const cg_target *t)
 bool cg_attention_is_decode(const ir_node *attention, const int64_t *dims)
 {
     int64_t s_val;
-    return ir_dim_value(&attention->inputs[0]->type.dims[1], dims, &s_val) && s_val <= CG_GEMV_MAX_ROWS;
+    return !attention->attrs.packed && ir_dim_value(&attention->inputs[0]->type.dims[1], dims, &s_val) &&
+           s_val <= CG_GEMV_MAX_ROWS;
 }
 
 bool cg_decode_variant(const ir_graph *g, const int64_t *dims)
@@ -1154,8 +1156,24 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
         cg_close(gen);
     }
     cg_line(gen, "if (seg < 0) return;");
-    const char *S = cg_dim(gen, &A->type.dims[1]);
-    cg_line(gen, "const long long rb = m / %s, rs = m %% %s;", S, S);
+    /* packed sequences: row m is packed token m, of sequence rb at index rs (its rotated rows
+     * are stored at (0, m)); else batch row rb, token rs */
+    const ir_dim *nseq = NULL;
+    for (int i = 0; i < nseg; i++) {
+        if (segs[i].rope && segs[i].rope->attrs.packed && segs[i].rope->ninputs > 1) nseq = &segs[i].rope->inputs[1]->type.dims[0];
+        for (int j = 0; j < segs[i].ncw; j++)
+            if (segs[i].cw[j]->attrs.packed) nseq = &segs[i].cw[j]->type.dims[0];
+        if (nseq && segs[i].norm) return cg_fail(gen, "QKV epilogue: a per-head norm over packed sequences has no kernel");
+    }
+    const char *tb = "rb", *ts = "rs";
+    if (nseq) {
+        const char *ls, *sq = cg_packed_token(gen, "m", nseq, &ls);
+        cg_line(gen, "const long long rb = %s, rs = %s;", sq, ls);
+        tb = "0LL", ts = "m";
+    } else {
+        const char *S = cg_dim(gen, &A->type.dims[1]);
+        cg_line(gen, "const long long rb = m / %s, rs = m %% %s;", S, S);
+    }
     if (nht) cg_line(gen, "(void)rb;");
     const char *x[2] = {"v0", "v1"};
     for (int c = 0; c < 2; c++) {
@@ -1240,7 +1258,7 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
         }
         if (sg->rope && cg_used_outside(gen, sg->rope)) {
             cg_idx ri = cg_idx_flat(&sg->rope->type, NULL);
-            ri.c[0] = "rb", ri.c[1] = "rs", ri.c[2] = "(long long)hh", ri.c[3] = "(long long)d0";
+            ri.c[0] = tb, ri.c[1] = ts, ri.c[2] = "(long long)hh", ri.c[3] = "(long long)d0";
             cg_store(gen, sg->rope, &ri, "y0");
             ri.c[3] = "(long long)d1";
             cg_store(gen, sg->rope, &ri, "y1");
@@ -1299,6 +1317,8 @@ static bool qkv_tma_plan(cg_gen *gen, const qkv_seg *segs, int nseg, ir_dtype t,
             return false;
         const ir_node *dn = qout ? sg->rope : sg->cw[0];
         if (dn->type.dtype != t) return false; /* stored as its own type's flat layout (cg_store) */
+        if ((sg->rope && sg->rope->attrs.packed) || (sg->ncw && sg->cw[0]->attrs.packed))
+            return false; /* a tile's rows may span sequences: its cache rows are not one box */
         if (qout) {
             if (q->node[0]) return false;
             q->node[0] = dn, q->dst[i] = 0;
@@ -2073,6 +2093,10 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
     if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
 
+    /* packed sequences (KILN_ATT_VARLEN): q is [1, S, H, HD], the sequences' tokens one after
+     * another; the caches' rows and pos are per sequence; never the decode template
+     * (cg_attention_is_decode) */
+    const bool packed = A->attrs.packed;
     bool decode = cg_attention_is_decode(A, dims);
     bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
     if (hd % 16 || hd < 16 || hd > 256)
@@ -2113,9 +2137,13 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         const char *f[6] = {"kn_sb", "kn_ss", "kn_sh", "vn_sb", "vn_ss", "vn_sh"};
         for (int i = 0; i < 6; i++) cg_scalar(gen, f[i], zero);
     }
-    cg_scalar(gen, "B", qt->dims[0]);
-    cg_scalar(gen, "S", qt->dims[1]);
+    cg_scalar(gen, "B", packed ? ct->dims[0] : qt->dims[0]); /* packed: the sequences */
+    cg_scalar(gen, "S", qt->dims[1]);                         /* packed: all their tokens */
     cg_scalar(gen, "T", ct->dims[2]);
+    if (packed) {
+        (void)cg_seq_table(gen);
+        define(plan, "KILN_ATT_VARLEN", "1");
+    }
     cg_scalar(gen, "H", qt->dims[2]);
     cg_scalar(gen, "KV", ct->dims[1]);
     cg_att_decode_cfg dc = {0};
@@ -2207,7 +2235,8 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->grid[0] = grid_dim(qt->dims[1], 64, 0);
         L->grid[1] = grid_dim(qt->dims[2], 1, 0);
     }
-    /* the persistent wgmma kernel walks every batch row itself */
-    L->grid[2] = wgmma ? grid_dim(ir_dim_const(1), 1, 0) : grid_dim(qt->dims[0], 1, 0);
+    /* the persistent wgmma kernel walks every batch row itself; packed: a CTA per sequence
+     * and query tile of the longest (tiles past a sequence's end return at once) */
+    L->grid[2] = wgmma ? grid_dim(ir_dim_const(1), 1, 0) : grid_dim(packed ? ct->dims[0] : qt->dims[0], 1, 0);
     return !gen->failed;
 }

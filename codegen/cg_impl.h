@@ -104,6 +104,13 @@ void cg_null_ptr(cg_gen *gen, const char *field, const char *ctype);
 /* The state row of batch row b (an expression of the hook's KilnArgs p): kiln_slot(p.slot, b),
  * adding the kernel's "slot" field (CG_ARG_SLOTS) the first time. */
 const char *cg_slot_row(cg_gen *gen, const char *b);
+/* A packed run's sequence table (an expression: "p.cu_q"), adding the kernel's "cu_q"
+ * field (CG_ARG_SEQS) the first time. */
+const char *cg_seq_table(cg_gen *gen);
+/* Packed token tok (an expression: its index along the packed tokens): declares its sequence
+ * (returned) and its index in that sequence (*local), locals of the function being emitted;
+ * nseq: the sequences' dim. */
+const char *cg_packed_token(cg_gen *gen, const char *tok, const ir_dim *nseq, const char **local);
 void cg_scalar(cg_gen *gen, const char *field, ir_dim value);
 void cg_workspace(cg_gen *gen, const char *field, const char *ctype, ir_dim bytes, bool zeroed);
 /* Storage identity: state values resolve to their state parameter. */

@@ -194,6 +194,10 @@ typedef struct kiln_model_options {
                                   * sampler, kiln_sampler_run_head) computes the head with the
                                   * sampling in one kernel; the logits reach memory only when
                                   * asked for */
+    int packed;                  /* 1: the model's packed form (README "Packed prefill"): the
+                                  * prompts of a run concatenated along one token axis, no
+                                  * padding; runs take a sequence table
+                                  * (kiln_model_set_packed) */
 } kiln_model_options;
 
 /* Compile a model: parse, check, fuse, plan memory at the max dims,
@@ -364,6 +368,22 @@ kiln_status kiln_model_sync(kiln_model *m);
  * KILN_ERR_INVALID_ARGUMENT when a kernel reads a state other than through a
  * cache write or an attention (they map rows through the table). */
 kiln_status kiln_model_set_slot_table(kiln_model *m, const void *device_slots);
+
+/* A model compiled packed (kiln_model_options.packed; README "Packed prefill") runs N
+ * sequences of different lengths as one row of tokens: dims B = N, S = their total; input ids
+ * [1, S] holds them one after another; pos [B] each sequence's first position (a chunk of a
+ * longer prompt continues its cache there); the states' row of sequence b is b, or slot[b]
+ * with a slot table; the logits [B, 1, V] are each sequence's last token's. Every run reads
+ * the sequence table at device_table: int32 cu[0..N] (cu[0] = 0, strictly increasing,
+ * cu[N] = S) followed by S entries, the sequence of each token (b for cu[b] <= t < cu[b+1]);
+ * kiln_packed_table fills it on the host. It stays in device memory (graph replays read its
+ * current contents; a new pointer captures new graphs). NULL: none (a packed model's run then
+ * fails). */
+kiln_status kiln_model_set_packed(kiln_model *m, const void *device_table);
+/* The sequence table of nseq sequences of lens[b] tokens (lens[b] >= 1) into table (nseq + 1
+ * + total int32); *total gets the tokens. KILN_ERR_INVALID_ARGUMENT for an empty
+ * sequence or nseq < 1. */
+kiln_status kiln_packed_table(const int *lens, int nseq, int32_t *table, int *total);
 
 typedef struct kiln_counters {
     uint64_t kernels_compiled;  /* NVRTC compiles (cache misses) */
@@ -590,6 +610,11 @@ typedef struct kiln_generate_options {
                                  * "head_in") */
     int max_live;               /* kiln_generate: sequences running at once (0: the model's max B);
                                  * kiln_server_create: slots to serve (0: max B) */
+    kiln_model *packed;         /* NULL, or the same model compiled packed (kiln_model_options.packed;
+                                 * the same file, defines and weights; max B at least the model's):
+                                 * joining prompts are prefilled in packed calls, all lengths
+                                 * together (README "Packed prefill"); it runs on the model's KV
+                                 * caches (no kiln_model_alloc_states of its own) */
 } kiln_generate_options;
 
 typedef struct kiln_generate_stats {

@@ -98,6 +98,17 @@ static bool check_pos(const ir_graph *g, const char *op, const ir_node *pos, con
     return true;
 }
 
+/* A packed op's token operand: [1, S, ...] (axis 0 one, the sequences' tokens along axis 1). */
+static bool packed_tokens(const ir_graph *g, const char *op, const char *what, const ir_node *x, diag_list *d,
+                          src_loc loc)
+{
+    char b1[SHAPE_BUF];
+    if (x->type.rank >= 2 && dim_is_one(&x->type.dims[0])) return true;
+    err(d, loc, "%s: packed %s must be [1, S, ...] (the sequences' tokens along axis 1), got %s", op, what,
+        type_str(g, &x->type, b1));
+    return false;
+}
+
 static bool broadcast(const ir_graph *g, const char *op, const ir_type *a, const ir_type *b,
                       ir_type *out, diag_list *d, src_loc loc)
 {
@@ -342,6 +353,14 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
         }
         *out = x->type;
         out->dims[at->axis] = size;
+        if (at->packed) { /* [1, S, ...] packed tokens -> [nseq, end - start, ...] */
+            if (at->axis != 1 || x->type.rank < 2 || !dim_is_one(&x->type.dims[0]) || !ir_dim_is_const(&size, &len)) {
+                err(d, loc, "slice: a packed slice takes a constant number of tokens along axis 1 of [1, S, ...], not %s",
+                    shape_str(g, &x->type, b1));
+                return false;
+            }
+            out->dims[0] = at->nseq;
+        }
         return true;
     }
     case IR_OP_CONCAT: {
@@ -448,7 +467,12 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
                 (long long)at->rope.rotary_dims, (long long)hd);
             return false;
         }
-        if (n == 2 && !check_pos(g, name, in[1], &x->type.dims[0], d, loc)) return false;
+        if (at && at->packed) { /* positions per sequence: any number of them */
+            if (!packed_tokens(g, name, "input", x, d, loc) ||
+                (n == 2 && !check_pos(g, name, in[1], &in[1]->type.dims[0], d, loc)))
+                return false;
+        } else if (n == 2 && !check_pos(g, name, in[1], &x->type.dims[0], d, loc))
+            return false;
         *out = x->type;
         return true;
     }
@@ -461,8 +485,11 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
             !need_rank(g, name, "k ([B, KV, T, HD])", k, 4, d, loc) ||
             !need_rank(g, name, "v ([B, KV, T, HD])", v, 4, d, loc))
             return false;
-        if (!need_dim_eq(g, name, "batch sizes of q and k", &q->type.dims[0], &k->type.dims[0], d, loc) ||
-            !need_dim_eq(g, name, "batch sizes of q and v", &q->type.dims[0], &v->type.dims[0], d, loc) ||
+        if (at->packed ? !packed_tokens(g, name, "q", q, d, loc) || !need_dim_eq(g, name, "sequences of k and v", &k->type.dims[0], &v->type.dims[0], d, loc)
+                       : !need_dim_eq(g, name, "batch sizes of q and k", &q->type.dims[0], &k->type.dims[0], d, loc) ||
+                             !need_dim_eq(g, name, "batch sizes of q and v", &q->type.dims[0], &v->type.dims[0], d, loc))
+            return false;
+        if (
             !need_dim_eq(g, name, "head dims of q and k", &q->type.dims[3], &k->type.dims[3], d, loc) ||
             !need_dim_eq(g, name, "KV heads of k and v", &k->type.dims[1], &v->type.dims[1], d, loc) ||
             !need_dim_eq(g, name, "key lengths of k and v", &k->type.dims[2], &v->type.dims[2], d, loc))
@@ -474,7 +501,7 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
                 (long long)kv);
             return false;
         }
-        if (n == 4 && !check_pos(g, name, in[3], &q->type.dims[0], d, loc)) return false;
+        if (n == 4 && !check_pos(g, name, in[3], &(at->packed ? k : q)->type.dims[0], d, loc)) return false;
         if (!(at->scale > 0) || !isfinite(at->scale)) {
             err(d, loc, "attention: scale must be positive and finite");
             return false;
@@ -489,8 +516,10 @@ bool ir_infer_type(const ir_graph *g, ir_op op, int n, ir_node *const *in, const
         if (!need_rank(g, name, "cache ([B, KV, T, HD])", c, 4, d, loc) ||
             !need_rank(g, name, "new rows ([B, S, KV, HD])", v, 4, d, loc))
             return false;
-        if (!need_dim_eq(g, name, "batch sizes of cache and new rows", &c->type.dims[0], &v->type.dims[0], d, loc) ||
-            !need_dim_eq(g, name, "heads of cache and new rows", &c->type.dims[1], &v->type.dims[2], d, loc) ||
+        if (at->packed ? !packed_tokens(g, name, "new rows", v, d, loc)
+                       : !need_dim_eq(g, name, "batch sizes of cache and new rows", &c->type.dims[0], &v->type.dims[0], d, loc))
+            return false;
+        if (!need_dim_eq(g, name, "heads of cache and new rows", &c->type.dims[1], &v->type.dims[2], d, loc) ||
             !need_dim_eq(g, name, "head dims of cache and new rows", &c->type.dims[3], &v->type.dims[3], d, loc))
             return false;
         if (n == 3 && !check_pos(g, name, in[2], &c->type.dims[0], d, loc)) return false;

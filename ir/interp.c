@@ -192,6 +192,8 @@ typedef struct interp {
     ir_tensor *vals; /* one per node id */
     bool *owned;     /* vals[i] was allocated here (not a caller's parameter) */
     int *uses;       /* remaining uses of each node */
+    const int32_t *cu; /* a packed run's cumulative offsets (nseq + 1), else NULL */
+    int nseq;
 } interp;
 
 static int failv(interp *c, const ir_node *n, const char *fmt, va_list ap)
@@ -716,8 +718,50 @@ static int run_permute(interp *c, const ir_node *n, const ir_tensor *x, ir_tenso
     return 0;
 }
 
+static int check_packed(interp *c, const ir_node *n, const ir_tensor *x, int64_t nseq);
+
+/* The symbol a dim is (S of a packed value's axis 1), else -1. */
+static int dim_sym(const ir_dim *d)
+{
+    if (d->nterms != 1 || d->t[0].coef != 1) return -1;
+    int sym = -1;
+    for (int i = 0; i < IR_MAX_SYMS; i++) {
+        if (!d->t[0].exp[i]) continue;
+        if (sym >= 0 || d->t[0].exp[i] != 1) return -1;
+        sym = i;
+    }
+    return sym;
+}
+
+/* slice packed: row q of the result is tokens [start, end) of sequence q,
+ * start and end evaluated with the tokens' symbol S bound to its length. */
+static int run_slice_packed(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor *out)
+{
+    if (x->rank < 2 || out->rank != x->rank || x->shape[0] != 1 || n->attrs.axis != 1)
+        return shape_mismatch(c, n, "the input", x);
+    if (check_packed(c, n, x, out->shape[0])) return -1;
+    int sym = dim_sym(&n->inputs[0]->type.dims[1]);
+    if (sym < 0 || sym >= c->g->nsyms) return fail(c, n, "a packed slice's input has no symbol along its tokens");
+    int64_t local[IR_MAX_SYMS] = {0}, inner = 1;
+    memcpy(local, c->dims, (size_t)c->g->nsyms * sizeof *local);
+    for (int i = 2; i < x->rank; i++) inner *= x->shape[i];
+    for (int q = 0; q < c->nseq; q++) {
+        int64_t len = c->cu[q + 1] - c->cu[q], start, end;
+        local[sym] = len;
+        if (!ir_dim_eval(&n->attrs.start, local, &start) || !ir_dim_eval(&n->attrs.end, local, &end))
+            return fail(c, n, "a dimension does not evaluate (overflow)");
+        if (start < 0 || end > len || end - start != out->shape[1])
+            return fail(c, n, "sequence %d: slice [%lld, %lld) out of range for its %lld tokens", q, (long long)start,
+                        (long long)end, (long long)len);
+        for (int64_t j = 0; j < (end - start) * inner; j++)
+            copy_elem(out, q * out->shape[1] * inner + j, x, (c->cu[q] + start) * inner + j);
+    }
+    return 0;
+}
+
 static int run_slice(interp *c, const ir_node *n, const ir_tensor *x, ir_tensor *out)
 {
+    if (n->attrs.packed) return run_slice_packed(c, n, x, out);
     int axis = n->attrs.axis;
     if (axis < 0 || axis >= x->rank) return fail(c, n, "axis %d out of range", axis);
     int64_t start, end;
@@ -864,6 +908,20 @@ static int check_pos(interp *c, const ir_node *n, const ir_tensor *pos, int64_t 
     return 0;
 }
 
+/* A packed op's operands against the run's table: x [1, cu[nseq], ...] and
+ * nseq sequences. */
+static int check_packed(interp *c, const ir_node *n, const ir_tensor *x, int64_t nseq)
+{
+    if (!c->cu) return fail(c, n, "a packed op outside a packed run (ir_interp_run_packed)");
+    if (x->rank < 2 || x->shape[0] != 1) return shape_mismatch(c, n, "the packed tokens", x);
+    if (nseq != c->nseq)
+        return fail(c, n, "%lld sequences, but the packed run's table has %d", (long long)nseq, c->nseq);
+    if (x->shape[1] != c->cu[c->nseq])
+        return fail(c, n, "the sequences hold %d tokens but the packed tokens are %lld", (int)c->cu[c->nseq],
+                    (long long)x->shape[1]);
+    return 0;
+}
+
 static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_tensor *pos,
                     ir_tensor *out)
 {
@@ -871,7 +929,9 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
     int64_t B = x->shape[0], S = x->shape[1], NH = x->shape[2], HD = x->shape[3];
     int64_t R = ir_rope_dims(&n->attrs.rope, HD); /* partial rotary: the first R rotate, the rest pass */
     if (R % 2 || R > HD) return fail(c, n, "rotary dims %lld of a head of %lld", (long long)R, (long long)HD);
-    if (check_pos(c, n, pos, B)) return -1;
+    if (n->attrs.packed ? check_packed(c, n, x, pos ? pos->shape[0] : c->nseq) || check_pos(c, n, pos, c->nseq)
+                        : check_pos(c, n, pos, B))
+        return -1;
     int64_t half = R / 2;
     /* cos/sin of p * f_i for one position, shared by all heads; f_i from
      * the table every kernel uses too, cos and sin times YaRN's mscale */
@@ -880,9 +940,12 @@ static int run_rope(interp *c, const ir_node *n, const ir_tensor *x, const ir_te
     double *sn = cs + half, *inv = cs + 2 * half;
     ir_rope_inv_freq(n->attrs.theta, &n->attrs.rope, R, inv);
     double m = ir_rope_mscale(&n->attrs.rope);
+    int q = 0; /* a packed run: the sequence of token s */
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
-            double p = (double)((pos ? (int64_t)pos->i[b] : 0) + s);
+            while (n->attrs.packed && s >= c->cu[q + 1]) q++;
+            double p = n->attrs.packed ? (double)((pos ? (int64_t)pos->i[q] : 0) + s - c->cu[q])
+                                       : (double)((pos ? (int64_t)pos->i[b] : 0) + s);
             for (int64_t i = 0; i < half; i++) {
                 cs[i] = cos(p * inv[i]) * m;
                 sn[i] = sin(p * inv[i]) * m;
@@ -910,12 +973,25 @@ static int batch_offset(interp *c, const ir_node *n, const ir_tensor *pos, int64
         return fail(c, n, "%lld new tokens exceed the cache length %lld", (long long)S,
                     (long long)T);
     if (*o < 0)
-        return fail(c, n, "batch %lld: position %lld is negative", (long long)b, (long long)*o);
+        return fail(c, n, "%s %lld: position %lld is negative", n->attrs.packed ? "sequence" : "batch", (long long)b,
+                    (long long)*o);
     if (*o + S > T)
         return fail(c, n,
-                    "batch %lld: position %lld + %lld new tokens exceeds the cache length %lld",
-                    (long long)b, (long long)*o, (long long)S, (long long)T);
+                    "%s %lld: position %lld + %lld new tokens exceeds the cache length %lld",
+                    n->attrs.packed ? "sequence" : "batch", (long long)b, (long long)*o, (long long)S, (long long)T);
     return 0;
+}
+
+/* The sequences of a run of attention or cache_write: b < *nb, each of len(b)
+ * tokens from row row0(b) of the [.., S, ..] operand; packed: the table's. */
+static int64_t seq_count(const interp *c, const ir_node *n, int64_t B) { return n->attrs.packed ? c->nseq : B; }
+static int64_t seq_len(const interp *c, const ir_node *n, int64_t b, int64_t S)
+{
+    return n->attrs.packed ? c->cu[b + 1] - c->cu[b] : S;
+}
+static int64_t seq_row0(const interp *c, const ir_node *n, int64_t b, int64_t S)
+{
+    return n->attrs.packed ? c->cu[b] : b * S;
 }
 
 static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const ir_tensor *k,
@@ -928,13 +1004,17 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
         return shape_mismatch(c, n, "v", v);
     int64_t B = q->shape[0], S = q->shape[1], H = q->shape[2], HD = q->shape[3];
     int64_t KV = k->shape[1], T = k->shape[2], VD = v->shape[3];
-    if (k->shape[0] != B || k->shape[3] != HD) return shape_mismatch(c, n, "k", k);
+    if (n->attrs.packed) {
+        if (check_packed(c, n, q, k->shape[0])) return -1;
+    } else if (k->shape[0] != B)
+        return shape_mismatch(c, n, "k", k);
+    if (k->shape[3] != HD) return shape_mismatch(c, n, "k", k);
     if (KV == 0 || H % KV) return fail(c, n, "%lld query heads do not divide into %lld KV heads",
                                        (long long)H, (long long)KV);
     if (out->rank != 4 || out->shape[0] != B || out->shape[1] != S || out->shape[2] != H ||
         out->shape[3] != VD)
         return shape_mismatch(c, n, "q", q);
-    if (check_pos(c, n, pos, B)) return -1;
+    if (check_pos(c, n, pos, k->shape[0])) return -1;
     int64_t group = H / KV;
     double scale = n->attrs.scale > 0 ? n->attrs.scale : 1.0 / sqrt((double)HD);
     double *p = malloc((size_t)(T > 0 ? T : 1) * sizeof(double));
@@ -945,17 +1025,17 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
         return fail(c, n, "out of memory");
     }
     int rc = 0;
-    for (int64_t b = 0; b < B && !rc; b++) {
-        int64_t o;
-        if (batch_offset(c, n, pos, b, S, T, T - S, &o)) {
+    for (int64_t b = 0; b < seq_count(c, n, B) && !rc; b++) {
+        int64_t o, L = seq_len(c, n, b, S), r0 = seq_row0(c, n, b, S);
+        if (batch_offset(c, n, pos, b, L, T, T - L, &o)) {
             rc = -1;
             break;
         }
-        for (int64_t s = 0; s < S; s++)
+        for (int64_t s = 0; s < L; s++)
             for (int64_t h = 0; h < H; h++) {
                 int64_t kh = h / group;
-                int64_t qb = ((b * S + s) * H + h) * HD;
-                int64_t nk = n->attrs.causal ? o + s + 1 : o + S;
+                int64_t qb = ((r0 + s) * H + h) * HD;
+                int64_t nk = n->attrs.causal ? o + s + 1 : o + L;
                 /* a sliding window keeps the keys less than W behind the query */
                 int64_t j0 = n->attrs.window > 0 && o + s - n->attrs.window + 1 > 0 ? o + s - n->attrs.window + 1 : 0;
                 double m = -INFINITY, cap = n->attrs.softcap;
@@ -977,7 +1057,7 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
                     int64_t vb = ((b * KV + kh) * T + j) * VD;
                     for (int64_t d = 0; d < VD; d++) acc[d] += p[j] * get(v, vb + d);
                 }
-                int64_t ob = ((b * S + s) * H + h) * VD;
+                int64_t ob = ((r0 + s) * H + h) * VD;
                 for (int64_t d = 0; d < VD; d++) put(out, ob + d, acc[d] / sum);
             }
     }
@@ -985,26 +1065,25 @@ static int run_attention(interp *c, const ir_node *n, const ir_tensor *q, const 
     free(acc);
     return rc;
 }
-
 static int run_cache_write(interp *c, const ir_node *n, const ir_tensor *cache, const ir_tensor *x,
                            const ir_tensor *pos, ir_tensor *out)
 {
     if (cache->rank != 4 || !ir_tensor_same_shape(cache, out)) return shape_mismatch(c, n, "the cache", cache);
     int64_t B = cache->shape[0], KV = cache->shape[1], T = cache->shape[2], HD = cache->shape[3];
-    if (x->rank != 4 || x->shape[0] != B || x->shape[2] != KV || x->shape[3] != HD)
+    if (x->rank != 4 || (!n->attrs.packed && x->shape[0] != B) || x->shape[2] != KV || x->shape[3] != HD)
         return shape_mismatch(c, n, "the new rows", x);
+    if (n->attrs.packed && check_packed(c, n, x, B)) return -1;
     int64_t S = x->shape[1];
     if (check_pos(c, n, pos, B)) return -1;
     int64_t numel = ir_tensor_numel(out);
     for (int64_t k = 0; k < numel; k++) copy_elem(out, k, cache, k);
     for (int64_t b = 0; b < B; b++) {
-        int64_t o;
-        if (batch_offset(c, n, pos, b, S, T, 0, &o)) return -1;
-        for (int64_t s = 0; s < S; s++)
+        int64_t o, L = seq_len(c, n, b, S), r0 = seq_row0(c, n, b, S);
+        if (batch_offset(c, n, pos, b, L, T, 0, &o)) return -1;
+        for (int64_t s = 0; s < L; s++)
             for (int64_t h = 0; h < KV; h++)
                 for (int64_t d = 0; d < HD; d++)
-                    copy_elem(out, ((b * KV + h) * T + o + s) * HD + d, x,
-                              ((b * S + s) * KV + h) * HD + d);
+                    copy_elem(out, ((b * KV + h) * T + o + s) * HD + d, x, ((r0 + s) * KV + h) * HD + d);
     }
     return 0;
 }
@@ -1193,10 +1272,10 @@ static int run_graph(interp *c, ir_tensor *params, ir_tensor *outputs, ir_tensor
     return 0;
 }
 
-int ir_interp_run(const ir_graph *g, const int64_t *dims, ir_tensor *params, ir_tensor *outputs,
-                  char *err, size_t errlen)
+static int run_top(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *cu, int nseq,
+                   ir_tensor *outputs, char *err, size_t errlen)
 {
-    interp c = {.g = g, .dims = dims, .err = err, .errlen = errlen};
+    interp c = {.g = g, .dims = dims, .err = err, .errlen = errlen, .cu = cu, .nseq = nseq};
     if (err && errlen) err[0] = '\0';
     if (!g) return fail(&c, NULL, "no graph");
     if (outputs)
@@ -1249,8 +1328,14 @@ done:
 /* The slot table's meaning: batch row b of every state is row slots[b] of the
  * caller's tensor (rows of them). Gathered into tensors of the run's shape,
  * run, scattered back: rows no slot names are untouched. */
-int ir_interp_run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *slots, int nslots,
-                        ir_tensor *outputs, char *err, size_t errlen)
+int ir_interp_run(const ir_graph *g, const int64_t *dims, ir_tensor *params, ir_tensor *outputs, char *err,
+                  size_t errlen)
+{
+    return run_top(g, dims, params, NULL, 0, outputs, err, errlen);
+}
+
+static int run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *slots, int nslots,
+                     const int32_t *cu, ir_tensor *outputs, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = '\0';
     if (!g || !params || !slots || nslots < 1) {
@@ -1295,7 +1380,7 @@ int ir_interp_run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *param
             else memcpy(local[i].i + b * row, t->i + (int64_t)slots[b] * row, (size_t)row * sizeof *t->i);
         }
     }
-    rc = ir_interp_run(g, dims, local, outputs, err, errlen);
+    rc = run_top(g, dims, local, cu, cu ? nslots : 0, outputs, err, errlen);
     for (int i = 0; rc == 0 && i < g->nparams; i++) {
         const ir_tensor *t = &params[i];
         if (g->params[i]->op != IR_OP_STATE) continue;
@@ -1310,4 +1395,37 @@ done:
         if (g->params[i]->op == IR_OP_STATE && (local[i].f != params[i].f || local[i].i != params[i].i)) ir_tensor_free(&local[i]);
     free(local);
     return rc;
+}
+
+int ir_interp_run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *slots, int nslots,
+                        ir_tensor *outputs, char *err, size_t errlen)
+{
+    return run_slots(g, dims, params, slots, nslots, NULL, outputs, err, errlen);
+}
+
+/* The table's meaning is checked here, once, so that every packed op can
+ * trust it: cu[0] = 0 and each sequence at least one token. That cu[nseq]
+ * is the packed tokens and nseq the sequences' dim, each packed op checks
+ * against its operands. */
+int ir_interp_run_packed(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *cu, int nseq,
+                         const int32_t *slots, ir_tensor *outputs, char *err, size_t errlen)
+{
+    if (err && errlen) err[0] = '\0';
+    if (!cu || nseq < 1) {
+        if (err && errlen) snprintf(err, errlen, "packed run: no sequences (cu_seqlens NULL or nseq %d < 1)", nseq);
+        return -1;
+    }
+    if (cu[0] != 0) {
+        if (err && errlen) snprintf(err, errlen, "packed run: cu_seqlens[0] = %d, not 0", (int)cu[0]);
+        return -1;
+    }
+    for (int i = 0; i < nseq; i++)
+        if (cu[i + 1] <= cu[i]) {
+            if (err && errlen)
+                snprintf(err, errlen, "packed run: cu_seqlens[%d] = %d is not greater than cu_seqlens[%d] = %d (sequence %d %s)",
+                         i + 1, (int)cu[i + 1], i, (int)cu[i], i, cu[i + 1] == cu[i] ? "is empty" : "has a negative length");
+            return -1;
+        }
+    if (slots) return run_slots(g, dims, params, slots, nseq, cu, outputs, err, errlen);
+    return run_top(g, dims, params, cu, nseq, outputs, err, errlen);
 }

@@ -65,6 +65,22 @@
  *   CACHE_WRITE(c, x[, pos])  c [B, KV, T, HD], x [B, S, KV, HD]: the value of
  *                       c with c[b, h, o + s, :] = x[b, s, h, :], o = pos[b]
  *                       (0 without pos). o + S > T is a run-time error.
+ *   Packed sequences (attrs.packed; passes/pack_sequences.c makes them): the
+ *   tokens of N sequences concatenated along axis 1 of a [1, S, ...] value
+ *   (no padding), sequence n being tokens cu[n] <= t < cu[n+1] of the run's
+ *   table cu[0..N] (ir_interp_run_packed; cu[0] = 0, increasing, cu[N] = S).
+ *   Token t of sequence n has the local index s = t - cu[n] and sits at
+ *   position pos[n] + s (pos i32 [N]); so:
+ *   ROPE packed         x [1, S, NH, HD], pos [N]: row t rotated at its position.
+ *   CACHE_WRITE packed  c [N, KV, T, HD], x [1, S, KV, HD]: c[n, h, pos[n]+s, :]
+ *                       = x[0, t, h, :] (pos[n] + len_n > T: an error).
+ *   ATTENTION packed    q [1, S, H, HD], k, v [N, KV, T, HD]: query t of
+ *                       sequence n attends to row n of k/v as a sequence of
+ *                       len_n queries at offset pos[n] (no key of another
+ *                       sequence; pos[n] + len_n > T: an error).
+ *   SLICE packed        axis 1 of x [1, S, ...] -> [nseq, end - start, ...]:
+ *                       row n is tokens [start, end) of sequence n, S in start
+ *                       and end meaning len_n (start = S - 1: its last token).
  *   TOPK(x)             along the last axis (E), the attrs.topk largest values,
  *                       largest first, [..., k]; with attrs.indices their
  *                       indices (i32) instead. Equal values: the lower index
@@ -267,6 +283,8 @@ typedef struct ir_attrs {
     int axis;         /* SOFTMAX, SLICE, CONCAT (non-negative) */
     int perm[IR_MAX_RANK]; /* PERMUTE */
     ir_dim start, end;     /* SLICE */
+    bool packed;      /* ROPE, ATTENTION, CACHE_WRITE, SLICE: over packed sequences (below) */
+    ir_dim nseq;      /* SLICE with packed: the number of sequences (its result's axis 0) */
 } ir_attrs;
 
 typedef struct ir_node ir_node;
@@ -477,6 +495,15 @@ int ir_interp_run(const ir_graph *g, const int64_t *dims, ir_tensor *params,
  * else an error); rows no slot names stay as they are. */
 int ir_interp_run_slots(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *slots, int nslots,
                         ir_tensor *outputs, char *err, size_t errlen);
+
+/* A run of a packed graph (attrs.packed ops): cu[0..nseq] the sequences'
+ * cumulative token offsets (cu[0] = 0, strictly increasing: no empty
+ * sequence; cu[nseq] = the packed tokens, axis 1 of the packed values; nseq =
+ * the sequences' dim, axis 0 of pos, the states and the packed slices), each
+ * checked with an error naming the entry. slots: NULL, or the slot table of
+ * ir_interp_run_slots (one slot per sequence). */
+int ir_interp_run_packed(const ir_graph *g, const int64_t *dims, ir_tensor *params, const int32_t *cu, int nseq,
+                         const int32_t *slots, ir_tensor *outputs, char *err, size_t errlen);
 
 /* One element of an elementwise op exactly as the interpreter computes it
  * (constant folding, passes/canonicalize.c, uses the same code).

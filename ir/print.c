@@ -33,7 +33,12 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
     case IR_OP_SLICE:
         ir_dim_print(&a->start, g->syms, b1, sizeof b1);
         ir_dim_print(&a->end, g->syms, b2, sizeof b2);
-        fprintf(out, " {axis=%d, start=%s, end=%s}", a->axis, b1, b2);
+        fprintf(out, " {axis=%d, start=%s, end=%s", a->axis, b1, b2);
+        if (a->packed) {
+            ir_dim_print(&a->nseq, g->syms, b1, sizeof b1);
+            fprintf(out, ", packed over %s", b1);
+        }
+        fputc('}', out);
         break;
     case IR_OP_PERMUTE:
         fprintf(out, " {perm=[");
@@ -54,6 +59,7 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
             fprintf(out, ", beta_fast=%.9g, beta_slow=%.9g%s, mscale=%.9g", r->beta_fast, r->beta_slow,
                     r->no_truncate ? ", truncate=false" : "", r->mscale);
         if (r->rotary_dims) fprintf(out, ", dims=%lld", (long long)r->rotary_dims);
+        if (a->packed) fprintf(out, ", packed");
         fputc('}', out);
         break;
     }
@@ -62,7 +68,11 @@ static void print_attrs(const ir_graph *g, const ir_node *n, FILE *out)
         fprintf(out, " {scale=%.9g%s", a->scale, a->causal ? ", causal" : "");
         if (a->window) fprintf(out, ", window=%lld", (long long)a->window);
         if (a->softcap) fprintf(out, ", softcap=%.9g", a->softcap);
+        if (a->packed) fprintf(out, ", packed");
         fputc('}', out);
+        break;
+    case IR_OP_CACHE_WRITE:
+        if (a->packed) fprintf(out, " {packed}");
         break;
     default: break;
     }

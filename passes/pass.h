@@ -207,6 +207,10 @@ void pass_rw_abort(pass_rewriter *rw);
 
 /* ---- the passes (one file each) --------------------------------------------- */
 ir_graph *pass_canonicalize(ir_graph *g, pass_ctx *ctx);
+/* Not in the pipeline: the packed form of a model as written (passes/pack_sequences.c;
+ * the driver runs it first when the model is compiled packed). Frees g; NULL with
+ * errors in d. */
+ir_graph *pass_pack_sequences(ir_graph *g, diag_list *d);
 ir_graph *pass_raise(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_dce(ir_graph *g, pass_ctx *ctx);
 ir_graph *pass_cse(ir_graph *g, pass_ctx *ctx);

@@ -98,7 +98,8 @@ bool pass_attrs_eq(const ir_node *a, const ir_node *b)
     if (x->value != y->value || x->eps != y->eps || x->theta != y->theta || x->scale != y->scale ||
         x->causal != y->causal || x->keepdim != y->keepdim || x->gelu_tanh != y->gelu_tanh ||
         x->axes != y->axes || x->axis != y->axis || !ir_rope_attrs_eq(&x->rope, &y->rope) || x->window != y->window ||
-        x->softcap != y->softcap || x->topk != y->topk || x->indices != y->indices)
+        x->softcap != y->softcap || x->topk != y->topk || x->indices != y->indices || x->packed != y->packed ||
+        (x->packed && !ir_dim_eq(&x->nseq, &y->nseq)))
         return false;
     for (int i = 0; i < a->type.rank; i++)
         if (x->perm[i] != y->perm[i]) return false;

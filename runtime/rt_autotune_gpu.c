@@ -98,6 +98,10 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     for (int i = 0; st == RT_OK && i < k->nargs; i++) {
         const cg_arg *a = &k->args[i];
         int64_t b = 0;
+        if (a->kind == CG_ARG_SEQS) { /* zeros are no table: not timed */
+            st = rt_fail(RT_ERR_INVALID, err, n, "kernel %s reads a packed run's sequence table: not timed", k->name);
+            break;
+        }
         if (a->kind == CG_ARG_SCALAR || a->kind == CG_ARG_NULL || a->kind == CG_ARG_SLOTS) continue;
         if (a->kind == CG_ARG_WORKSPACE) {
             if (!cg_arg_eval(a, dims, &b) || b < 0) st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: workspace %s", k->name, a->field);

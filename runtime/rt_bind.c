@@ -679,9 +679,41 @@ rt_status rt_model_restore_weights(rt_model *m, const rt_variant *v, char *err, 
 
 /* ---- states ------------------------------------------------------------------------------ */
 
+/* dst's states become src's buffers (by name, of the same bytes): a packed model prefills the
+ * caches its unpacked model decodes from. */
+rt_status rt_model_borrow_states(rt_model *dst, const rt_model *src, char *err, size_t n)
+{
+    if (!src->states_ready) return rt_fail(RT_ERR_STATE, err, n, "borrow states: model %s has no states allocated", src->g->name);
+    for (int i = 0; i < dst->g->nparams; i++) {
+        const ir_node *p = dst->g->params[i];
+        if (p->op != IR_OP_STATE) continue;
+        int64_t shape[IR_MAX_RANK];
+        size_t bytes;
+        int j = rt_model_find_param(src, p->name);
+        if (j < 0 || src->g->params[j]->op != IR_OP_STATE || rt_model_param_bytes(dst, i, shape, &bytes) != 0 ||
+            bytes != src->state_bytes[j])
+            return rt_fail(RT_ERR_INVALID, err, n, "borrow states: model %s's state %s is not one of model %s's of %zu bytes",
+                           dst->g->name, p->name, src->g->name, j >= 0 ? src->state_bytes[j] : (size_t)0);
+    }
+    if (!dst->states_borrowed && dst->ctx->has_device) /* its own, if any, go */
+        (void)cudaStreamSynchronize((cudaStream_t)dst->ctx->stream);
+    for (int i = 0; i < dst->g->nparams; i++)
+        if (dst->g->params[i]->op == IR_OP_STATE) {
+            int j = rt_model_find_param(src, dst->g->params[i]->name);
+            if (!dst->states_borrowed && dst->state_ptr[i]) (void)cudaFree(dst->state_ptr[i]);
+            dst->state_ptr[i] = src->state_ptr[j];
+            dst->state_bytes[i] = src->state_bytes[j];
+        }
+    dst->states_borrowed = true;
+    dst->states_ready = true;
+    rt_graph_cache_clear(dst->graphs);
+    return RT_OK;
+}
+
 rt_status rt_model_alloc_states(rt_model *m, char *err, size_t n)
 {
     rt_status st;
+    if (m->states_borrowed) return rt_fail(RT_ERR_STATE, err, n, "alloc states: model %s uses another model's states", m->g->name);
     if (!rt_model_use_device(m, "alloc states", &st, err, n)) return st;
     RT_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)m->ctx->stream), err, n);
     for (int i = 0; i < m->g->nparams; i++) {

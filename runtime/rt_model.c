@@ -126,7 +126,7 @@ void rt_model_free(rt_model *m)
     if (m->g)
         for (int i = 0; i < m->g->nparams; i++) {
             if (m->weight_ptr && m->weight_owned && m->weight_owned[i] && m->weight_ptr[i]) (void)cudaFree(m->weight_ptr[i]);
-            if (m->state_ptr && m->state_ptr[i]) (void)cudaFree(m->state_ptr[i]);
+            if (m->state_ptr && m->state_ptr[i] && !m->states_borrowed) (void)cudaFree(m->state_ptr[i]);
             if (m->weight_src) free(m->weight_src[i]);
         }
     for (int i = 0; i < m->npacked; i++)

@@ -157,6 +157,14 @@ rt_status rt_model_sync(rt_model *m, char *err, size_t n);
  * graph's key. A run with a table fails when a kernel reads a state other than
  * through a cache write or an attention. The caller keeps the array alive. */
 void rt_model_set_slots(rt_model *m, const int32_t *dev_slots);
+/* dst runs on src's state buffers (each of dst's states is one of src's, by name and
+ * size; its own, if any, are freed): a packed model prefilling the caches its unpacked
+ * model decodes from. They stay src's (freed with src, which must outlive dst's runs). */
+rt_status rt_model_borrow_states(rt_model *dst, const rt_model *src, char *err, size_t n);
+/* A packed model's sequence table (device memory, read by the kernels at run time; its
+ * pointer is part of the graph key, as the slot table's): int32 cu[0..N] then, for each of
+ * the cu[N] packed tokens, its sequence. NULL: none. */
+void rt_model_set_seqs(rt_model *m, const int32_t *dev_seqs);
 const int32_t *rt_model_slots(const rt_model *m);
 
 typedef struct rt_model_counters {

@@ -77,6 +77,7 @@ struct rt_model {
     char **weight_src;
     bool *weight_released;
     void **state_ptr;    /* per param: states: the device buffer */
+    bool states_borrowed; /* state_ptr are another model's (rt_model_borrow_states): never freed or zeroed here */
     size_t *state_bytes;
     bool states_ready;
     int nstate_params;
@@ -98,6 +99,9 @@ struct rt_model {
     /* The slot table runs read (rt_model_set_slots): a device array of int32, one state row
      * per batch row; NULL: none (batch row b is state row b). */
     const int32_t *slots;
+    /* A packed model's sequence table (rt_model_set_seqs; CG_ARG_SEQS): int32 cu[0..N], then the
+     * sequence of each packed token; NULL: none (a packed model does not run without one). */
+    const int32_t *seqs;
     const char **types;  /* per param, then per output: declared type text */
 };
 

@@ -400,7 +400,8 @@ static bool arg_fits(const cg_arg *a, const ir_graph *g)
     case CG_ARG_WORKSPACE:
     case CG_ARG_SCALAR:
     case CG_ARG_NULL:
-    case CG_ARG_SLOTS: return true;
+    case CG_ARG_SLOTS:
+    case CG_ARG_SEQS: return true;
     }
     return false;
 }

@@ -105,6 +105,7 @@ static rt_status fill_args(run_ctx *run, const cg_kernel *K, const int *packed_o
         }
         case CG_ARG_NULL: break;
         case CG_ARG_SLOTS: val = (uint64_t)(uintptr_t)m->slots; is_ptr = false; break; /* NULL: none */
+        case CG_ARG_SEQS: val = (uint64_t)(uintptr_t)m->seqs; is_ptr = false; break; /* checked: not NULL */
         }
         if (is_ptr && a->kind != CG_ARG_NULL) {
             if (!p) return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: field %s (%%%d) has no storage", K->name, a->field, a->node);
@@ -371,6 +372,19 @@ static rt_status check_slot_kernels(const rt_model *m, const rt_variant *v, char
 }
 
 void rt_model_set_slots(rt_model *m, const int32_t *dev_slots) { m->slots = dev_slots; }
+void rt_model_set_seqs(rt_model *m, const int32_t *dev_seqs) { m->seqs = dev_seqs; }
+
+/* A kernel over packed sequences reads the table: it must be there. */
+static rt_status check_seqs(const rt_model *m, const rt_variant *v, char *err, size_t n)
+{
+    for (int k = 0; k < v->plan.nkernels && !m->seqs; k++)
+        for (int i = 0; i < v->plan.kernels[k].nargs; i++)
+            if (v->plan.kernels[k].args[i].kind == CG_ARG_SEQS)
+                return rt_fail(RT_ERR_INVALID, err, n,
+                               "run of packed model %s without a sequence table (kiln_model_set_packed): kernel %s reads it",
+                               m->g->name, v->plan.kernels[k].name);
+    return RT_OK;
+}
 const int32_t *rt_model_slots(const rt_model *m) { return m->slots; }
 
 static void count_graph_run(rt_model *m, const rt_variant *v, rt_graph_how how)
@@ -393,7 +407,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     if ((ninputs && !inputs) || (noutputs && !outputs) || ninputs < 0 || noutputs < 0)
         return rt_fail(RT_ERR_INVALID, err, n, "run: NULL inputs or outputs array");
     void **in = calloc((size_t)g->nparams + 1, sizeof *in), **out = calloc((size_t)g->noutputs + 1, sizeof *out);
-    void **ptrs = calloc((size_t)(g->nparams + g->noutputs) + 2, sizeof *ptrs);
+    void **ptrs = calloc((size_t)(g->nparams + g->noutputs) + 3, sizeof *ptrs);
     int64_t key[IR_MAX_SYMS + 1];
     if (!in || !out || !ptrs) {
         st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
@@ -417,6 +431,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
     if ((st = rt_variant_pick(m, dims, &vi, err, n)) != RT_OK) goto done;
     rt_variant *v = m->vars[vi];
     if (m->slots && (st = check_slot_kernels(m, v, err, n)) != RT_OK) goto done;
+    if ((st = check_seqs(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_variant_load(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_model_restore_weights(m, v, err, n)) != RT_OK) goto done;
     if ((st = rt_model_update_packs(m, err, n)) != RT_OK) goto done;
@@ -444,6 +459,7 @@ rt_status rt_model_run(rt_model *m, const int64_t *dims, const rt_tensor_ptr *in
         if (in[i]) ptrs[nptrs++] = in[i];
     for (int j = 0; j < g->noutputs; j++) ptrs[nptrs++] = out[j];
     ptrs[nptrs++] = (void *)m->slots; /* a new table (or none) re-records the launches that read it */
+    ptrs[nptrs++] = (void *)m->seqs;
     rt_graph_how how;
     char graph_err[1024];
     if (rt_graph_run(m->graphs, key, 1 + g->nsyms, (const void *const *)ptrs, nptrs, stream, record, &run, &how, graph_err,

@@ -40,6 +40,9 @@ typedef struct rt_gen_config {
     int prefill_chunk;
     const int *buckets; /* ascending; NULL: 1, 2, 4, 8, 16, 32 */
     int nbuckets;
+    rt_model *packed;   /* NULL, or the model compiled packed (same file, defines and weights):
+                         * joins prefill in packed calls (rt_server_join); it runs on the
+                         * model's caches (rt_model_borrow_states) */
 } rt_gen_config;
 
 typedef struct rt_gen_stats {

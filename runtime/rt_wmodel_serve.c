@@ -41,6 +41,12 @@ struct rt_server {
     int32_t *d_slot, *d_ids, *d_pos;   /* steps: per row */
     int32_t *d_jslot, *d_jids, *d_jpos; /* joins: per prefill row, [rows, chunk] ids */
     void *d_out, *d_jout;
+    /* packed prefill (cfg.packed): its sequence table, ids, positions, slots, output */
+    rt_model *pk;
+    int pb, ps;     /* its dims B and S */
+    int64_t kmaxs;  /* its max S: the tokens of one packed call */
+    int32_t *d_ktab, *d_kids, *d_kpos, *d_kslot, *khost;
+    void *d_kout;
     rt_server_stats st;
 };
 
@@ -48,10 +54,16 @@ void rt_server_free(rt_server *s)
 {
     if (!s) return;
     if (s->m && s->m->ctx->has_device) (void)cudaStreamSynchronize((cudaStream_t)s->m->ctx->stream);
-    void *d[] = {s->d_slot, s->d_ids, s->d_pos, s->d_jslot, s->d_jids, s->d_jpos, s->d_out, s->d_jout};
+    void *d[] = {s->d_slot, s->d_ids, s->d_pos, s->d_jslot, s->d_jids, s->d_jpos, s->d_out, s->d_jout,
+                 s->d_ktab, s->d_kids, s->d_kpos, s->d_kslot, s->d_kout};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (d[i]) (void)cudaFree(d[i]);
     if (s->m) rt_model_set_slots(s->m, NULL);
+    if (s->pk) {
+        rt_model_set_slots(s->pk, NULL);
+        rt_model_set_seqs(s->pk, NULL);
+    }
+    free(s->khost);
     rt_slots_free(&s->t);
     free(s->table_h);
     free(s->pos_h);
@@ -128,6 +140,33 @@ rt_status rt_server_create(rt_model *m, rt_sampler *smp, const rt_gen_config *cf
         st = RT_CUDA_CHECK(cudaMalloc(bufs[i].p, bufs[i].bytes), "generate buffers", err, n);
         if (st == RT_OK) st = RT_CUDA_CHECK(cudaMemset(*bufs[i].p, 0, bufs[i].bytes), "generate buffers", err, n);
     }
+    if (st == RT_OK && cfg->packed) { /* packed prefill: the packed model on these caches */
+        rt_model *pk = cfg->packed;
+        int64_t v2, d2;
+        s->pb = ir_graph_find_sym(pk->g, "B");
+        s->ps = ir_graph_find_sym(pk->g, "S");
+        st = rt_gen_check_model(pk, cfg, &v2, &d2, err, n);
+        if (st == RT_OK && (s->pb < 0 || s->ps < 0 || v2 != vocab || d2 != dmodel || pk->maxd[s->pb] < maxb))
+            st = rt_fail(RT_ERR_INVALID, err, n, "generate: the packed model %s does not match model %s (vocabulary, output or max B)",
+                         pk->g->name, g->name);
+        if (st == RT_OK) st = rt_model_borrow_states(pk, m, err, n);
+        if (st == RT_OK) {
+            s->pk = pk;
+            s->kmaxs = pk->maxd[s->ps];
+            size_t kt = nb + 1 + (size_t)s->kmaxs;
+            s->khost = calloc(kt + (size_t)s->kmaxs + 2 * nb, sizeof *s->khost);
+            if (!s->khost) st = rt_fail(RT_ERR_NOMEM, err, n, "generate: out of memory");
+            struct {
+                void **p;
+                size_t bytes;
+            } kb[] = {{(void **)&s->d_ktab, kt * 4}, {(void **)&s->d_kids, (size_t)s->kmaxs * 4}, {(void **)&s->d_kpos, nb * 4},
+                      {(void **)&s->d_kslot, nb * 4}, {&s->d_kout, nb * (size_t)s->out_w * 2}};
+            for (size_t i = 0; st == RT_OK && i < sizeof kb / sizeof kb[0]; i++) {
+                st = RT_CUDA_CHECK(cudaMalloc(kb[i].p, kb[i].bytes), "generate buffers", err, n);
+                if (st == RT_OK) st = RT_CUDA_CHECK(cudaMemset(*kb[i].p, 0, kb[i].bytes), "generate buffers", err, n);
+            }
+        }
+    }
     /* a fresh start: zeroed caches (not needed for correctness: a sequence writes every cache
      * position before it reads it) and sampler */
     if (st == RT_OK) st = rt_model_zero_states(m, err, n);
@@ -170,6 +209,19 @@ static rt_status upload(rt_server *s, void *dev, const int32_t *src, size_t coun
                          "generate", err, n);
 }
 
+/* Sequence i's first token from row j of a prefill's output. */
+static rt_status first_token(rt_server *s, const void *outp, int j, int len, int slot, int row, char *err, size_t n)
+{
+    cudaStream_t stream = (cudaStream_t)s->m->ctx->stream;
+    RT_TRY(rt_sampler_reset_rows(s->smp, row, 1, stream, err, n));
+    rt_sample_extra x = {.row0 = row};
+    RT_TRY(sample(s, (const char *)outp + (size_t)j * (size_t)s->out_w * 2, s->d_ids + row, 1, &x, err, n));
+    s->pos_h[row] = len; /* the first new token's position */
+    s->ngen[slot] = 1;
+    s->done[slot] = s->cfg.max_new <= 1;
+    return RT_OK;
+}
+
 /* Prefill of k sequences of one length L (slots[i], rows[i]) and their first tokens. */
 static rt_status prefill_group(rt_server *s, int k, const int32_t *const *prompts, int L, const int *slots,
                                const int *rows, char *err, size_t n)
@@ -197,16 +249,71 @@ static rt_status prefill_group(rt_server *s, int k, const int32_t *const *prompt
         RT_TRY(run_model(s, b, c, s->d_jslot, s->d_jids, s->d_jpos, s->d_jout, err, n));
         s->st.prefill_calls++;
     }
-    for (int i = 0; i < k; i++) {
-        RT_TRY(rt_sampler_reset_rows(s->smp, rows[i], 1, stream, err, n));
-        rt_sample_extra x = {.row0 = rows[i]};
-        RT_TRY(sample(s, (const char *)s->d_jout + (size_t)i * (size_t)s->out_w * 2, s->d_ids + rows[i], 1, &x, err, n));
-        s->pos_h[rows[i]] = L; /* the first new token's position */
-        s->ngen[slots[i]] = 1;
-        s->done[slots[i]] = s->cfg.max_new <= 1;
-    }
+    for (int i = 0; i < k; i++) RT_TRY(first_token(s, s->d_jout, i, L, slots[i], rows[i], err, n));
     s->dirty = true;
     return RT_OK;
+}
+
+/* Packed prefill of k prompts (slots seqs[i], rows[i]): round r packs chunk r (prefill_chunk
+ * tokens, or all) of every prompt that has one, each at its own position, as many sequences
+ * per call as the packed model's max S holds; a prompt's last chunk's logits give its first
+ * token. So prompts of different lengths cost one call per round, no padding. */
+static rt_status prefill_packed(rt_server *s, int k, const int32_t *const *prompts, const int *lens, const int *seqs,
+                                const int *rows, char *err, size_t n)
+{
+    cudaStream_t stream = (cudaStream_t)s->m->ctx->stream;
+    int c = s->cfg.prefill_chunk > 0 ? s->cfg.prefill_chunk : 0, maxlen = 0;
+    for (int i = 0; i < k; i++) maxlen = lens[i] > maxlen ? lens[i] : maxlen;
+    if (c <= 0 || c > maxlen) c = maxlen;
+    if (c > s->kmaxs) c = (int)s->kmaxs; /* one sequence's chunk fits a call */
+    int64_t nb = s->maxb;
+    int32_t *tab = s->khost, *ids = tab + nb + 1 + s->kmaxs, *pos = ids + s->kmaxs, *sl = pos + nb;
+    int *who = malloc((size_t)k * sizeof *who);
+    if (!who) return rt_fail(RT_ERR_NOMEM, err, n, "join: out of memory");
+    rt_status st = RT_OK;
+    for (int off = 0; off < maxlen && st == RT_OK; off += c) {
+        int i = 0;
+        while (st == RT_OK) {
+            int b = 0, total = 0;
+            for (; i < k; i++) { /* the next prompts with a chunk at off that fit this call */
+                if (lens[i] <= off) continue;
+                int take = lens[i] - off < c ? lens[i] - off : c;
+                if (total + take > s->kmaxs) break;
+                memcpy(ids + total, prompts[i] + off, (size_t)take * sizeof *ids);
+                tab[b + 1] = total + take; /* cu, completed below */
+                pos[b] = off;
+                sl[b] = seqs[i];
+                who[b++] = i;
+                total += take;
+            }
+            if (b == 0) break;
+            tab[0] = 0;
+            for (int j = 0, t = 0; j < b; j++) /* the sequence of each token, after cu[0..b] */
+                for (; t < tab[j + 1]; t++) tab[b + 1 + t] = j;
+            st = upload(s, s->d_ktab, tab, (size_t)(b + 1 + total), err, n);
+            if (st == RT_OK) st = upload(s, s->d_kids, ids, (size_t)total, err, n);
+            if (st == RT_OK) st = upload(s, s->d_kpos, pos, (size_t)b, err, n);
+            if (st == RT_OK) st = upload(s, s->d_kslot, sl, (size_t)b, err, n);
+            if (st == RT_OK) st = RT_CUDA_CHECK(cudaStreamSynchronize(stream), "generate", err, n); /* host is reused next */
+            if (st != RT_OK) break;
+            int64_t dims[IR_MAX_SYMS];
+            for (int d = 0; d < s->pk->g->nsyms; d++) dims[d] = s->pk->maxd[d];
+            dims[s->pb] = b;
+            dims[s->ps] = total;
+            rt_tensor_ptr ins[] = {{s->ids_name, s->d_kids}, {s->pos_name, s->d_kpos}}, outs[] = {{s->out_name, s->d_kout}};
+            rt_model_set_slots(s->pk, s->d_kslot);
+            rt_model_set_seqs(s->pk, s->d_ktab);
+            st = rt_model_run(s->pk, dims, ins, 2, outs, 1, NULL, err, n);
+            rt_model_set_slots(s->pk, NULL);
+            rt_model_set_seqs(s->pk, NULL);
+            s->st.prefill_calls++;
+            for (int j = 0; j < b && st == RT_OK; j++) /* prompts whose last chunk this was */
+                if (lens[who[j]] <= off + c) st = first_token(s, s->d_kout, j, lens[who[j]], seqs[who[j]], rows[who[j]], err, n);
+        }
+    }
+    free(who);
+    s->dirty = true;
+    return st;
 }
 
 rt_status rt_server_join(rt_server *s, int k, const int32_t *const *prompts, const int *lens, int *seqs, char *err,
@@ -238,8 +345,9 @@ rt_status rt_server_join(rt_server *s, int k, const int32_t *const *prompts, con
     int *gslots = rows + k;
     for (int i = 0; i < k; i++) seqs[i] = rt_slots_open(&s->t, &rows[i]); /* checked above: a slot each */
     rt_status st = RT_OK;
-    /* one prefill per prompt length, in order of first appearance */
-    for (int i = 0; i < k && st == RT_OK; i++) {
+    if (s->pk) st = prefill_packed(s, k, prompts, lens, seqs, rows, err, n);
+    /* else one prefill per prompt length, in order of first appearance */
+    for (int i = 0; i < k && st == RT_OK && !s->pk; i++) {
         bool seen = false;
         for (int j = 0; j < i && !seen; j++) seen = lens[j] == lens[i];
         if (seen) continue;

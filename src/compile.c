@@ -160,15 +160,17 @@ rt_status kc_dump_ast(kc_unit *u, FILE *out, char *err, size_t n)
     return rc != 0 ? RT_ERR_MODEL : RT_OK;
 }
 
-static ir_graph *lower(kc_unit *u)
+/* The graph as written (its packed form when compiled packed), diagnostics to d. */
+static ir_graph *lower(kc_unit *u, diag_list *d)
 {
     fe_options fo = {u->defs, u->o.ndefines};
-    return fe_compile(&u->src, &fo, &u->d);
+    ir_graph *g = fe_compile(&u->src, &fo, d);
+    return g && u->o.packed ? pass_pack_sequences(g, d) : g;
 }
 
 rt_status kc_parse(kc_unit *u, char *err, size_t n)
 {
-    u->written = lower(u);
+    u->written = lower(u, &u->d);
     flush_diags(u, true, !u->written, err, n);
     if (!u->written) return RT_ERR_MODEL;
     if (ir_verify(u->written, &u->d) != 0) { /* fe_compile verified already: this is a bug */
@@ -335,8 +337,7 @@ rt_status kc_fuse(kc_unit *u, char *err, size_t n)
     if (o->keep_written) { /* the unfused graph, for the interpreter to compare against */
         diag_list d2;
         diag_list_init(&d2, &u->da);
-        fe_options fo = {u->defs, o->ndefines};
-        u->written = fe_compile(&u->src, &fo, &d2);
+        u->written = lower(u, &d2);
         diag_list_free(&d2);
     }
     pass_ctx pass_context = {.opts = &pass_opts, .report = o->report ? &u->report : NULL, .diags = &u->d};
@@ -1128,7 +1129,7 @@ static rt_status plan_key(const kc_unit *u, int nsyms, const int64_t *maxd, cons
     for (int i = 0; i < o->ndisabled; i++) fprintf(f, "%zu %s\n", strlen(o->disabled[i]), o->disabled[i]);
     fprintf(f, "enabled %d\n", o->nenabled);
     for (int i = 0; i < o->nenabled; i++) fprintf(f, "%zu %s\n", strlen(o->enabled[i]), o->enabled[i]);
-    fprintf(f, "head_sample %d\nmax dims %d", o->head_sample ? 1 : 0, nsyms);
+    fprintf(f, "head_sample %d\npacked %d\nmax dims %d", o->head_sample ? 1 : 0, o->packed ? 1 : 0, nsyms);
     for (int s = 0; s < nsyms; s++) fprintf(f, " %lld", (long long)maxd[s]);
     fprintf(f, "\ntarget %s %d %lld %lld\n", t->arch, t->sm_count, (long long)t->smem_per_block, (long long)t->l2_bytes);
     /* a write that failed leaves a description without part of the model: no key (no plan cache) */

@@ -59,6 +59,8 @@ typedef struct kc_options {
     bool head_sample;            /* the LM head goes to the fused sampler: the output that is
                                   * linear(x, W) of a weight W [V, D] becomes output head_in = x
                                   * (the plan names W: rt_plan.head_weight) */
+    bool packed;                 /* the model's packed form (passes/pack_sequences.c): the
+                                  * prompts of a run concatenated along one token axis */
 } kc_options;
 
 /* One model going through the driver. */

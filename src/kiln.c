@@ -233,7 +233,8 @@ static kiln_status compile(kiln_context *ctx, const char *name, const char *text
                                        .warnings = wopts,
                                        .enabled = opts->enabled,
                                        .nenabled = opts->nenabled,
-                                       .head_sample = opts->head_sample != 0},
+                                       .head_sample = opts->head_sample != 0,
+                                       .packed = opts->packed != 0},
                            .max_dims = max_dims,
                            .nmax_dims = opts->nmax_dims,
                            .run = {.no_graphs = opts->no_graphs != 0,
@@ -632,6 +633,28 @@ kiln_status kiln_model_sync(kiln_model *m)
     NEED_MODEL(m, "kiln_model_sync");
     char err[1024];
     return set_error((kiln_status)rt_model_sync(m->rt, err, sizeof err), m->error, err);
+}
+
+kiln_status kiln_model_set_packed(kiln_model *m, const void *device_table)
+{
+    NEED_MODEL(m, "kiln_model_set_packed");
+    rt_model_set_seqs(m->rt, device_table);
+    return KILN_OK;
+}
+
+kiln_status kiln_packed_table(const int *lens, int nseq, int32_t *table, int *total)
+{
+    if (!lens || !table || !total || nseq < 1) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_packed_table: no lengths, table or total, or nseq %d < 1", nseq);
+    int t = 0;
+    table[0] = 0;
+    for (int b = 0; b < nseq; b++) {
+        if (lens[b] < 1) return errorf(KILN_ERR_INVALID_ARGUMENT, NULL, "kiln_packed_table: sequence %d has %d tokens", b, lens[b]);
+        table[b + 1] = t += lens[b];
+    }
+    for (int b = 0, k = 0; b < nseq; b++)
+        for (int i = 0; i < lens[b]; i++) table[nseq + 1 + k++] = b;
+    *total = t;
+    return KILN_OK;
 }
 
 kiln_status kiln_model_set_slot_table(kiln_model *m, const void *device_slots)

@@ -123,7 +123,8 @@ static rt_gen_config gen_config(const kiln_generate_options *o, const int32_t *s
                            .nstop = o->nstop,
                            .prefill_chunk = o->prefill_chunk,
                            .buckets = o->buckets,
-                           .nbuckets = o->nbuckets};
+                           .nbuckets = o->nbuckets,
+                           .packed = o->packed ? kiln_model_rt_(o->packed) : NULL};
 }
 
 /* The sequences running at once (max_live, within max B and nseq) and the sampler for them:

@@ -90,7 +90,7 @@ enum { NCOMMANDS = (int)(sizeof commands / sizeof commands[0]) };
 enum {
     O_HELP = 'h', O_OUT = 'o', O_DEFINE = 'D', O_WARN = 'W',
     O_EMIT = 256, O_ARCH, O_NO_CACHE, O_TIMINGS, O_EXPLAIN, O_REPORT, O_DISABLE, O_PRINT_BEFORE, O_PRINT_AFTER,
-    O_PRINT_ALL, O_VERIFY, O_DIMS, O_WEIGHTS, O_INPUTS, O_OUTPUTS, O_STEPS, O_BENCH, O_SEED, O_RANDOM, O_CHECK,
+    O_PRINT_ALL, O_VERIFY, O_PACKED, O_DIMS, O_WEIGHTS, O_INPUTS, O_OUTPUTS, O_STEPS, O_BENCH, O_SEED, O_RANDOM, O_CHECK,
     O_STATS, O_NO_GRAPHS, O_POS, O_PROFILE, O_PROFILE_RUNS, O_TRACE, O_ROOFLINE, O_PROFILE_JSON, O_PEAK_BW,
     O_PEAK_FLOPS, O_JSON, O_REMEASURE, O_VERSION, O_ENABLE, O_NO_PDL, O_AUTOTUNE,
 };
@@ -139,6 +139,9 @@ static const opt_def options[] = {
      "dump the IR before PASS (to stderr)"},
     {"print-ir-after", O_PRINT_AFTER, required_argument, "PASS", "a pass name", C_COMPILE, "dump the IR after PASS"},
     {"print-ir-after-all", O_PRINT_ALL, no_argument, NULL, NULL, C_COMPILE, "dump the IR after every pass"},
+    {"packed", O_PACKED, no_argument, NULL, NULL, C_COMPILE,
+     "compile the model's packed form: the prompts of a run concatenated\n"
+     "along one token axis, no padding (README, \"Packed prefill\")"},
     {"verify", O_VERIFY, no_argument, NULL, NULL, C_COMPILE,
      "check the passes: run the CPU interpreter on the IR as written and\n"
      "on the fused IR, on random inputs, and report the largest relative\n"
@@ -266,7 +269,7 @@ typedef struct cli {
     int nenabled;
     const char *report;
     const char *print_before, *print_after;
-    bool print_all, explain, verify;
+    bool print_all, explain, verify, packed;
     const char *arch;
     bool no_cache, timings;
     bool json, remeasure; /* ceilings */
@@ -360,6 +363,7 @@ static int take_option(cli *c, int id, char *v)
     case O_PRINT_AFTER: c->print_after = v; break;
     case O_PRINT_ALL: c->print_all = true; break;
     case O_VERIFY: c->verify = true; break;
+    case O_PACKED: c->packed = true; break;
     case O_DIMS: c->run.dims = v; break;
     case O_WEIGHTS: c->run.weights = v; break;
     case O_INPUTS: c->run.inputs = v; break;
@@ -912,6 +916,7 @@ static int run(const cli *c)
                     .dump = stderr,
                     .report = true,
                     .keep_written = c->verify,
+                    .packed = c->packed,
                     .warnings = c->warnings};
     kc_unit *u;
     char err[1024];

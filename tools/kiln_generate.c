@@ -4,7 +4,7 @@
  *   kiln generate MODEL.kiln --weights DIR|INDEX|FILE (--prompt-ids 1,2,3 | --batch-file F)
  *       [--max-new N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
  *       [--stop ID,ID...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T]
- *       [--slots N] [--fused-head] [-D NAME=VALUE]...
+ *       [--slots N] [--fused-head] [--packed] [-D NAME=VALUE]...
  *
  * The LM head is the model's own kernel, its logits sampled by the two-kernel
  * sampler; --fused-head runs the head in the sampler's one kernel instead
@@ -17,7 +17,10 @@
  * --slots N: the KV caches hold N sequences (the model's max B; default: the
  * prompts, rounded up to a power of two, or the largest bucket): with more
  * prompts than slots, a finished sequence's slot takes the next prompt while
- * the others keep decoding (kiln_generate's serving loop). */
+ * the others keep decoding (kiln_generate's serving loop).
+ * --packed: the prompts that join together are prefilled in packed calls (the model
+ * compiled packed too, kiln_generate_options.packed: all lengths in one call, no padding;
+ * its weights are loaded a second time, its packed copies its own). */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/kiln_generate.h"
 #include "tools/kiln_run.h"
@@ -39,7 +42,7 @@ enum { EX_OK = 0, EX_MODEL = 1, EX_USAGE = 64, EX_NOINPUT = 66, EX_UNAVAILABLE =
 static const char usage[] =
     "usage: kiln generate MODEL.kiln --weights DIR (--prompt-ids 1,2,3 | --batch-file F)\n"
     "           [--max-new N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-    "           [--stop ID,...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T] [--slots N] [--fused-head]\n"
+    "           [--stop ID,...] [--prefill-chunk C] [--buckets 1,2,4,...] [--max-seq T] [--slots N] [--fused-head] [--packed]\n"
     "           [-D NAME=V]\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -99,7 +102,7 @@ int kiln_generate_command(int argc, char **argv)
     kiln_generate_options go = {.max_new = 64};
     int32_t *stops = NULL, *buckets32 = NULL;
     int nstops = 0, nb = 0;
-    bool fused_head = false;
+    bool fused_head = false, packed = false;
     double max_seq = 0, slots = 0;
     kiln_define defs[MAX_DEFINES];
     int ndefs = 0;
@@ -161,6 +164,8 @@ int kiln_generate_command(int argc, char **argv)
                 return usage_error("--slots expects a positive integer, got '%s'", v);
         } else if (!strcmp(a, "--fused-head")) {
             fused_head = true;
+        } else if (!strcmp(a, "--packed")) {
+            packed = true;
         } else if (!strcmp(a, "--max-seq")) {
             NEED_VALUE();
             if (!num_arg(v, 1, 1e9, &max_seq) || max_seq != (int)max_seq)
@@ -225,7 +230,7 @@ int kiln_generate_command(int argc, char **argv)
         }
     }
     kiln_context *ctx = NULL;
-    kiln_model *m = NULL;
+    kiln_model *m = NULL, *pm = NULL;
     int rc = early_rc;
     int32_t *out = NULL;
     int *out_len = NULL;
@@ -269,6 +274,20 @@ int kiln_generate_command(int argc, char **argv)
         rc = st == KILN_ERR_IO ? EX_NOINPUT : EX_SOFTWARE;
         goto done;
     }
+    if (packed) { /* a packed call holds a chunk of each joining prompt: at most bmax of them */
+        int64_t sum = 0;
+        for (int b = 0; b < nseq; b++) sum += plen[b];
+        kiln_dim maxk[] = {{"B", bmax}, {"S", sum < bmax * smax ? sum : bmax * smax}, {"T", tmax}};
+        kiln_model_options mk = mo;
+        mk.max_dims = maxk;
+        mk.packed = 1;
+        if ((st = kiln_model_compile_file(ctx, model, &mk, &pm)) != KILN_OK || (st = kiln_model_load_checkpoint(pm, weights, 0)) != KILN_OK) {
+            fprintf(stderr, "kiln generate: --packed: %s\n", kiln_last_error());
+            rc = st == KILN_ERR_MODEL ? EX_MODEL : st == KILN_ERR_IO ? EX_NOINPUT : EX_SOFTWARE;
+            goto done;
+        }
+        go.packed = pm;
+    }
     out = calloc((size_t)nseq * (size_t)go.max_new, sizeof *out);
     out_len = calloc((size_t)nseq, sizeof *out_len);
     if (!out || !out_len) {
@@ -294,6 +313,7 @@ int kiln_generate_command(int argc, char **argv)
 done:
     free(out);
     free(out_len);
+    kiln_model_free(pm); /* it runs on m's caches: first */
     kiln_model_free(m);
     kiln_context_free(ctx);
     for (int b = 0; b < nseq; b++) free(pv[b]);

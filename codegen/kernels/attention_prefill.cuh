@@ -27,6 +27,12 @@
  * every (b, kv head, s) row is written exactly once and no CTA reads a cache
  * row that another CTA of this launch writes.
  *
+ * KILN_ATT_VARLEN 1 (packed variable-length sequences, as in attention_wgmma.cuh): KilnArgs
+ * field `cu_q`, int32 [B + 1] cumulative query offsets; q, k_new, v_new and o are [1, total,
+ * heads, HD] (their batch strides unused); p.S is the total; sequence b (blockIdx.z) has
+ * cu_q[b+1] - cu_q[b] queries from row cu_q[b], at offset pos[b] in cache row slot[b]; the
+ * query tiles past its end return at once.
+ *
  * Launch: grid (ceil(S / KILN_BQ), H, B), block KILN_ATT_THREADS
  * (= 2 * KILN_BQ), static shared memory only (<= 48 KB; no dynamic smem).
  * Requirements: q strides and the k_new/v_new strides multiples of 8
@@ -45,6 +51,9 @@
 #endif
 #ifndef KILN_ATT_THREADS
 #define KILN_ATT_THREADS (2 * KILN_BQ)
+#endif
+#ifndef KILN_ATT_VARLEN
+#define KILN_ATT_VARLEN 0
 #endif
 
 /* ---- the prefill kernel -------------------------------------------------- */
@@ -72,7 +81,14 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     /* heaviest (last) query tiles first when causal */
     const int qt = KILN_CAUSAL ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
     const int h = blockIdx.y, b = blockIdx.z;
-    const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV;
+#if KILN_ATT_VARLEN
+    const int S = p.cu_q[b + 1] - p.cu_q[b];
+    const long long row0 = p.cu_q[b]; /* sequence b's first row of q, k_new, v_new and o */
+#else
+    const int S = (int)p.S;
+    const long long row0 = (long long)b * S;
+#endif
+    const int T = (int)p.T, H = (int)p.H, KV = (int)p.KV;
     const int G = H / KV, kvh = h / G;
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S; /* valid keys j < L */
@@ -82,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     if (nq <= 0) return;
     if (o < 0 || L > T) { /* run-time error: make it visible */
         for (int i = tid; i < nq * HD; i += NT) /* 0x7fff: NaN in bf16 and f16 */
-            ((unsigned short *)out)[(((long long)b * S + s0 + i / HD) * H + h) * HD + i % HD] = 0x7fff;
+            ((unsigned short *)out)[((row0 + s0 + i / HD) * H + h) * HD + i % HD] = 0x7fff;
         return;
     }
 #if KILN_ROPE
@@ -93,8 +109,13 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     const elem *kc = (const elem *)p.k + (crow * KV + kvh) * T * HD;
     const elem *vc = (const elem *)p.v + (crow * KV + kvh) * T * HD;
 #if KILN_APPEND
+#if KILN_ATT_VARLEN
+    const elem *kn = (const elem *)p.k_new + row0 * p.kn_ss + (long long)kvh * p.kn_sh;
+    const elem *vn = (const elem *)p.v_new + row0 * p.vn_ss + (long long)kvh * p.vn_sh;
+#else
     const elem *kn = (const elem *)p.k_new + (long long)b * p.kn_sb + (long long)kvh * p.kn_sh;
     const elem *vn = (const elem *)p.v_new + (long long)b * p.vn_sb + (long long)kvh * p.vn_sh;
+#endif
     /* The cache write: the first query head of the group writes the new rows
      * of its query tile. Nothing in this launch reads cache rows >= o. */
     if (h % G == 0) {
@@ -110,7 +131,11 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
 
     /* Q tile (rotated as it is loaded, at pos[b] + s; at s without p.pos, as ir ROPE) */
     const int qpos0 = p.pos ? o : 0;
+#if KILN_ATT_VARLEN
+    const elem *qb = (const elem *)p.q + row0 * p.q_ss + (long long)h * p.q_sh;
+#else
     const elem *qb = (const elem *)p.q + (long long)b * p.q_sb + (long long)h * p.q_sh;
+#endif
     for (int i = tid; i < BQ * HCH; i += NT) {
         const int r = i / HCH, c = i % HCH;
         row_pair(sQV, r, c, r < nq ? qb + (long long)(s0 + r) * p.q_ss : nullptr, KILN_ROPE,
@@ -208,6 +233,6 @@ extern "C" __global__ void __launch_bounds__(KILN_ATT_THREADS) KILN_KERNEL(KilnA
     __syncthreads();
     for (int i = tid; i < nq * CH; i += NT) {
         const int r = i / CH, c = i % CH;
-        *(uint4 *)(out + (((long long)b * S + s0 + r) * H + h) * HD + c * 8) = sQV[swz(r, c)];
+        *(uint4 *)(out + ((row0 + s0 + r) * H + h) * HD + c * 8) = sQV[swz(r, c)];
     }
 }

@@ -60,6 +60,10 @@ __device__ __forceinline__ void kiln_st(int *p, float v) { *p = (int)v; }
 // b without one.
 __device__ __forceinline__ long long kiln_slot(const int *slot, long long b) { return slot ? (long long)slot[b] : b; }
 
+// A packed run's sequence table (KilnArgs field "cu_q", CG_ARG_SEQS): int32 cu[0..N] (cumulative
+// token offsets of its N sequences), then the sequence of each packed token t. Sequence of t:
+__device__ __forceinline__ long long kiln_seq_of(const int *cu, long long nseq, long long t) { return cu[nseq + 1 + t]; }
+
 // Round to a storage type and back (an explicit cast inside a fused chain).
 __device__ __forceinline__ float kiln_round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 __device__ __forceinline__ float kiln_round_f16(float v) { return __half2float(__float2half_rn(v)); }

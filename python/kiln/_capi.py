@@ -58,6 +58,7 @@ class kiln_model_options(ctypes.Structure):
         ("no_pdl", c_int),
         ("autotune", c_int),
         ("head_sample", c_int),
+        ("packed", c_int),
     ]
 
 

@@ -225,6 +225,7 @@ static int run_case_ex(const char *name, ir_graph *g, const int64_t *dims, doubl
                 case CG_ARG_SCALAR: cg_arg_eval(x, dims, &v); break;
                 case CG_ARG_NULL:
                 case CG_ARG_SLOTS: break; /* no slot table: row b is state row b */
+                case CG_ARG_SEQS: break;  /* no packed model here */
                 }
                 if (x->kind == CG_ARG_SCALAR) {
                     memcpy(args + x->offset, &v, 8);
