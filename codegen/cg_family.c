@@ -1862,15 +1862,16 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
  * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
  * portable size; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
  * to hold the whole split before the programmatic-launch wait where it fits. */
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8 };
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 4 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
 
 int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd)
 {
-    if (c->cluster <= 1) return 0; /* static shared memory */
     int64_t chp = chunks_padded(hd), stage = 2 * 16 * (int64_t)c->warps * chp * 16;
-    return c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0) + (c->cluster > 1 ? 16 * (hd + 2) * 4 : 0);
+    int64_t ring = c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0);
+    if (c->cluster <= 1) return ring > 47 * 1024 ? ring : 0; /* else static shared memory */
+    return ring + 16 * (hd + 2) * 4;
 }
 
 cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
@@ -1884,7 +1885,8 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
     c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
     if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
-        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 128};
+        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = CG_DEC_CLUSTER_WARPS,
+                               .threads = 32 * CG_DEC_CLUSTER_WARPS, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
         k.minkeys = 16 * k.warps;
@@ -2087,6 +2089,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_DEC_STAGES", "%d", dc.stages);
         define(plan, "KILN_DEC_MINKEYS", "%d", dc.minkeys);
         define(plan, "KILN_DEC_QSMEM", "%d", dc.qsmem);
+        define(plan, "KILN_DEC_DYNSMEM", "%d", cg_attention_decode_smem(&dc, hd) > 0);
         if (dc.cluster > 1) gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d", dc.cluster, dc.warps, dc.stages);
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);

@@ -158,6 +158,7 @@ static inline char *att_source(const att_cfg *c)
         nu_printf(&b, "#define KILN_DEC_WARPS %d\n#define KILN_ATT_THREADS %d\n", d.warps, d.threads);
         nu_printf(&b, "#define KILN_DEC_CLUSTER %d\n#define KILN_DEC_STAGES %d\n", d.cluster, d.stages);
         if (c->minkeys) nu_printf(&b, "#define KILN_DEC_MINKEYS %d\n", c->minkeys);
+        nu_printf(&b, "#define KILN_DEC_DYNSMEM %d\n", cg_attention_decode_smem(&d, c->hd) > 0);
         if (c->timing) nu_printf(&b, "#define KILN_DEC_TIMING 1\n");
     }
     if (c->window) nu_printf(&b, "#define KILN_ATT_WINDOW %d\n", c->window);
