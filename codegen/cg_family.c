@@ -1860,9 +1860,12 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 
 /* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
  * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
- * portable size; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
- * to hold the whole split before the programmatic-launch wait where it fits. */
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 4 };
+ * portable size; B*KV*splits CTAs within two per SM), CG_DEC_CLUSTER_WARPS warps of 16 keys
+ * each (half as many where two stages of those do not fit: head dim 256), a ring deep enough
+ * to hold the whole split before the programmatic-launch wait where it fits. Eight warps take
+ * a split of 128 keys (1024 keys over a cluster of 8) as one tile: the fewest steps in series
+ * after the data lands (README, "Decode attention table"). */
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 8 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
 
@@ -1884,9 +1887,9 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                            .stages = hd > 64 ? 2 : 4, .qsmem = hd > 128};
     c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
-    if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
-        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = CG_DEC_CLUSTER_WARPS,
-                               .threads = 32 * CG_DEC_CLUSTER_WARPS, .qsmem = hd > 128};
+    if (!clusters || !known || t <= 0 || t > CG_DEC_CLUSTER_T || b * kv > 16) return c;
+    for (int w = CG_DEC_CLUSTER_WARPS; w >= 4; w /= 2) {
+        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
         k.minkeys = 16 * k.warps;
@@ -1899,7 +1902,7 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                 break;
             }
         }
-        if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) c = k;
+        if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     return c;
 }

@@ -448,7 +448,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
         cp_wait<0>();
         __syncthreads(); /* every warp is done with the stages */
         float *sm_m = (float *)sbuf, *sm_l = sm_m + NW * 16, *sm_acc = sm_l + NW * 16;
-        const int r = lane >> 2;
+        const int r = lane >> 2, nr = min(16, R - mt * 16); /* only the m-tile's nr rows are read */
         if (warp < NW && (lane & 3) == 0) {
             sm_m[warp * 16 + r] = m[0];
             sm_m[warp * 16 + r + 8] = m[1];
@@ -458,11 +458,12 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 #pragma unroll
         for (int d = 0; d < HD / 8; d++) {
             if (warp >= NW) break;
-            *(float2 *)&sm_acc[(warp * 16 + r) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][0], acc[d][1]);
-            *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
+            if (r < nr)
+                *(float2 *)&sm_acc[(warp * 16 + r) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][0], acc[d][1]);
+            if (r + 8 < nr)
+                *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
         }
         __syncthreads();
-        const int nr = min(16, R - mt * 16);
         for (int i = tid; i < nr * (HD / 4); i += NT) {
             const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4;
             float M = ninf();
