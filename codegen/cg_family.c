@@ -1866,6 +1866,10 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
  * a split of 128 keys (1024 keys over a cluster of 8) as one tile: the fewest steps in series
  * after the data lands (README, "Decode attention table"). */
 enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 8 };
+/* From B*KV = CG_DEC_WIDE_BKV sequence heads on (B=8 and 32 of the 8B layer, measured: README,
+ * "Decode attention table"), no cluster: four warps, a ring of 3-4 stages in dynamic shared
+ * memory, splits so that the grid is one wave of two CTAs per SM (one split at B=32 x 8 heads). */
+enum { CG_DEC_WIDE_BKV = 64 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
 
@@ -1887,6 +1891,14 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                            .stages = hd > 64 ? 2 : 4, .qsmem = hd > 128};
     c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
+    if (known && b * kv >= CG_DEC_WIDE_BKV && hd <= 128) {
+        /* a large batch: four warps and a deep ring (96 KB at head dim 128, 64 KB up to 64:
+         * two CTAs per SM) and the most splits that keep the grid in one such wave */
+        cg_att_decode_cfg k = {.splits = 1, .cluster = 1, .warps = 4, .threads = 128, .stages = hd > 64 ? 3 : 4,
+                               .minkeys = c.minkeys, .qsmem = 0};
+        while (k.splits < 32 && b * kv * k.splits * 2 <= 2 * sm_count) k.splits *= 2;
+        if (cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
+    }
     if (!clusters || !known || t <= 0 || t > CG_DEC_CLUSTER_T || b * kv > 16) return c;
     for (int w = CG_DEC_CLUSTER_WARPS; w >= 4; w /= 2) {
         cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
