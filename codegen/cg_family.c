@@ -1861,7 +1861,7 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 /* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
  * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
  * portable size; B*KV*splits CTAs within two per SM), CG_DEC_CLUSTER_WARPS warps of 16 keys
- * each (half as many where two stages of those do not fit: head dim 256), a ring deep enough
+ * each at head dims 64 and 128 (else, or where two stages of those do not fit, four), a ring deep enough
  * to hold the whole split before the programmatic-launch wait where it fits. Eight warps take
  * a split of 128 keys (1024 keys over a cluster of 8) as one tile: the fewest steps in series
  * after the data lands (README, "Decode attention table"). */
@@ -1900,7 +1900,8 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
         if (cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     if (!clusters || !known || t <= 0 || t > CG_DEC_CLUSTER_T || b * kv > 16) return c;
-    for (int w = CG_DEC_CLUSTER_WARPS; w >= 4; w /= 2) {
+    /* eight warps at the head dims measured (64, 128; at 96 the kernel spills), four elsewhere */
+    for (int w = hd == 64 || hd == 128 ? CG_DEC_CLUSTER_WARPS : 4; w >= 4; w /= 2) {
         cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
