@@ -118,8 +118,8 @@ typedef struct cg_att_decode_cfg {
  * clusters: the target has thread-block clusters (sm_90). b or kv <= 0: not known. */
 cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
                                              int64_t smem_limit, bool clusters);
-/* Its dynamic shared memory in bytes (attention_decode.cuh's formula; 0 without a cluster:
- * static shared memory only). */
+/* Its dynamic shared memory in bytes (attention_decode.cuh's formula; 0 without a cluster and
+ * a ring of at most 47 KB: static shared memory only, else KILN_DEC_DYNSMEM). */
 int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd);
 
 /* What one KilnArgs field binds to. */
@@ -172,8 +172,8 @@ typedef struct cg_launch {
     cg_grid_dim grid[3];
     int block;          /* threads per CTA */
     int64_t smem;       /* dynamic shared memory bytes */
-    int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__,
-                         * at most the portable 8), 0: none */
+    int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__),
+                         * 0: none; above 8 the runtime allows non-portable cluster sizes */
     bool cluster_y;     /* ... along y (matmul_wgmma's split-K in a cluster), else along x */
 } cg_launch;
 
@@ -355,7 +355,7 @@ int cg_gemv_max_rows(const cg_target *t);
 /* The most rows at which a norm is folded into the linears that read it on
  * target t (CG_NORM_FOLD_HOPPER_MAX_ROWS on sm_90a, else CG_GEMV_MAX_ROWS). */
 int cg_norm_fold_max_rows(const cg_target *t);
-/* The decode rule for attention (CG_GEMV_MAX_ROWS): split-KV decode attention
+/* The decode rule for attention (CG_GEMV_MAX_ROWS; never a packed attention): split-KV decode attention
  * takes at most that many query rows per sequence. */
 bool cg_attention_is_decode(const ir_node *attention, const int64_t *dims);
 /* Is a variant of g at dims (NULL: any dims) a decode variant: g has an

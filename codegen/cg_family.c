@@ -1956,17 +1956,25 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 
 /* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
  * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
- * portable size; B*KV*splits CTAs within two per SM), four warps of 16 keys each, a ring deep enough
- * to hold the whole split before the programmatic-launch wait where it fits. */
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8 };
+ * portable size; B*KV*splits CTAs within two per SM), CG_DEC_CLUSTER_WARPS warps of 16 keys
+ * each at head dims 64 and 128 (else, or where two stages of those do not fit, four), a ring deep enough
+ * to hold the whole split before the programmatic-launch wait where it fits. Eight warps take
+ * a split of 128 keys (1024 keys over a cluster of 8) as one tile: the fewest steps in series
+ * after the data lands (README, "Decode attention table"). */
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 8 };
+/* From B*KV = CG_DEC_WIDE_BKV sequence heads on (B=8 and 32 of the 8B layer, measured: README,
+ * "Decode attention table"), no cluster: four warps, a ring of 3-4 stages in dynamic shared
+ * memory, splits so that the grid is one wave of two CTAs per SM (one split at B=32 x 8 heads). */
+enum { CG_DEC_WIDE_BKV = 64 };
 
 static int64_t chunks_padded(int64_t hd) { return (hd / 8 + 7) & ~7; }
 
 int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd)
 {
-    if (c->cluster <= 1) return 0; /* static shared memory */
     int64_t chp = chunks_padded(hd), stage = 2 * 16 * (int64_t)c->warps * chp * 16;
-    return c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0) + (c->cluster > 1 ? 16 * (hd + 2) * 4 : 0);
+    int64_t ring = c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0);
+    if (c->cluster <= 1) return ring > 47 * 1024 ? ring : 0; /* else static shared memory */
+    return ring + 16 * (hd + 2) * 4;
 }
 
 cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
@@ -1979,8 +1987,18 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                            .stages = hd > 64 ? 2 : 4, .qsmem = hd > 128};
     c.minkeys = hd > 128 ? 32 : (int)(8192 / (hd * 2));
     smem_limit -= 2048; /* the template's static shared memory (the RoPE table, a flag) */
-    if (clusters && known && t > 0 && t <= CG_DEC_CLUSTER_T && b * kv <= 16) {
-        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = 4, .threads = 128, .qsmem = hd > 128};
+    if (known && b * kv >= CG_DEC_WIDE_BKV && hd <= 128) {
+        /* a large batch: four warps and a deep ring (96 KB at head dim 128, 64 KB up to 64:
+         * two CTAs per SM) and the most splits that keep the grid in one such wave */
+        cg_att_decode_cfg k = {.splits = 1, .cluster = 1, .warps = 4, .threads = 128, .stages = hd > 64 ? 3 : 4,
+                               .minkeys = c.minkeys, .qsmem = 0};
+        while (k.splits < 32 && b * kv * k.splits * 2 <= 2 * sm_count) k.splits *= 2;
+        if (cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
+    }
+    if (!clusters || !known || t <= 0 || t > CG_DEC_CLUSTER_T || b * kv > 16) return c;
+    /* eight warps at the head dims measured (64, 128; at 96 the kernel spills), four elsewhere */
+    for (int w = hd == 64 || hd == 128 ? CG_DEC_CLUSTER_WARPS : 4; w >= 4; w /= 2) {
+        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
         k.minkeys = 16 * k.warps;
@@ -1993,7 +2011,7 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                 break;
             }
         }
-        if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) c = k;
+        if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     return c;
 }
@@ -2190,6 +2208,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_DEC_STAGES", "%d", dc.stages);
         define(plan, "KILN_DEC_MINKEYS", "%d", dc.minkeys);
         define(plan, "KILN_DEC_QSMEM", "%d", dc.qsmem);
+        define(plan, "KILN_DEC_DYNSMEM", "%d", cg_attention_decode_smem(&dc, hd) > 0);
         if (dc.cluster > 1) gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d", dc.cluster, dc.warps, dc.stages);
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);

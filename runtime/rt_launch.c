@@ -158,6 +158,20 @@ rt_status rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, si
     return RT_OK;
 }
 
+rt_status rt_kernel_allow_large_clusters(const rt_kernel *k, char *err, size_t n)
+{
+    if (!k || !k->fn) return rt_fail(RT_ERR_INVALID, err, n, "rt_kernel_allow_large_clusters: NULL kernel");
+    char who[300];
+    snprintf(who, sizeof who, "kernel '%s'", kname(k));
+    int dev = 0;
+    RT_CUDA_TRY(cudaGetDevice(&dev), err, n);
+    RT_TRY(RT_CUDA_CHECK(cudaKernelSetAttributeForDevice((cudaKernel_t)k->fn,
+                                                         cudaFuncAttributeNonPortableClusterSizeAllowed, 1, dev),
+                         who, err, n));
+    ok(err, n);
+    return RT_OK;
+}
+
 rt_status rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n)
 {
     if (!k || !k->fn || !a) return rt_fail(RT_ERR_INVALID, err, n, "rt_kernel_get_attrs: NULL argument");

@@ -73,6 +73,10 @@ rt_status rt_module_kernel(rt_module *m, const char *name, rt_kernel *k, char *e
  * plus the kernel's static shared memory exceeds the device's opt-in limit. */
 rt_status rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, size_t n);
 
+/* Allow the kernel thread-block clusters above the portable 8 CTAs (a kernel whose
+ * __cluster_dims__ hold up to 16 on sm_90): cudaFuncAttributeNonPortableClusterSizeAllowed. */
+rt_status rt_kernel_allow_large_clusters(const rt_kernel *k, char *err, size_t n);
+
 /* Registers, shared and local memory of a kernel (on the current device). */
 rt_status rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n);
 

@@ -227,8 +227,11 @@ rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
             return rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: its parameter is %zu bytes on the host but %zu in the cubin",
                            k->name, k->param_size, v->kern[i].param_size);
         }
-        if (ls == RT_OK && k->launch.smem > 48 * 1024)
+        /* any dynamic shared memory: with the kernel's static bytes it may pass the default 48 KB */
+        if (ls == RT_OK && k->launch.smem > 0)
             ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, load_err, sizeof load_err);
+        if (ls == RT_OK && k->launch.cluster > 8)
+            ls = rt_kernel_allow_large_clusters(&v->kern[i], load_err, sizeof load_err);
         if (ls != RT_OK) return rt_fail(rt_kernel_status(ls), err, n, "loading kernel %s: %s", k->name, load_err);
     }
     for (int i = 0; i < 2 * nk; i++) rt_blob_free(&v->cubins[i]);

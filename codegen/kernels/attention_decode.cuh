@@ -54,10 +54,12 @@
  * Head dims: any multiple of 16 up to 256 (rows padded to CHP chunks in
  * shared memory). Launch: grid (KILN_SPLITS, KV, B), block KILN_ATT_THREADS
  * (a multiple of 32, at least 32 * KILN_DEC_WARPS; codegen:
- * cg_attention_decode_config). Without a cluster static shared memory only (<= 48 KB);
- * with one, dynamic shared memory of KILN_DEC_STAGES * 2 * 16 * KILN_DEC_WARPS * CHP * 16 bytes
+ * cg_attention_decode_config). Without a cluster static shared memory (<= 47 KB), or with
+ * KILN_DEC_DYNSMEM (a larger ring) dynamic shared memory of the ring and q as below; with a
+ * cluster, dynamic shared memory of KILN_DEC_STAGES * 2 * 16 * KILN_DEC_WARPS * CHP * 16 bytes
  * (the K/V ring), plus 16 * CHP * 16 with KILN_DEC_QSMEM, plus 16 * (KILN_HD + 2) * 4 (the
- * partial); codegen: cg_attention_decode_smem. Any S works (rows beyond 16 take further passes
+ * partial); codegen: cg_attention_decode_smem. One split (the cache length gives a single
+ * split) writes the output itself: no partials, no counter. Any S works (rows beyond 16 take further passes
  * over the split), but the kernel is made for G*S <= 16. An invalid offset
  * (o < 0 or o + S > T) writes NaN to the output rows.
  */
@@ -85,6 +87,11 @@
 #endif
 #ifndef KILN_DEC_CLUSTER
 #define KILN_DEC_CLUSTER 1
+#endif
+#ifndef KILN_DEC_DYNSMEM
+/* 1: the K/V ring (and q with KILN_DEC_QSMEM) in dynamic shared memory without a cluster too
+ * (codegen: when the ring passes 47 KB; cg_attention_decode_smem) */
+#define KILN_DEC_DYNSMEM (KILN_DEC_CLUSTER > 1)
 #endif
 #ifndef KILN_DEC_MINB
 /* CTAs per SM for __launch_bounds__. 4 with 128 threads caps a thread at 128 registers (the
@@ -140,6 +147,7 @@ static_assert(KILN_DEC_STAGES >= 2, "decode: KILN_DEC_STAGES >= 2");
 static_assert(KILN_SPLITS >= 1 && KILN_SPLITS <= 256, "decode: KILN_SPLITS 1..256");
 static_assert(KILN_DEC_CLUSTER == 1 || (KILN_DEC_CLUSTER == KILN_SPLITS && KILN_DEC_CLUSTER <= 16),
               "decode: a cluster holds all KILN_SPLITS CTAs of a (KV head, batch), at most 16");
+static_assert(KILN_DEC_CLUSTER == 1 || KILN_DEC_DYNSMEM, "decode: a cluster's ring is in dynamic shared memory");
 
 #if KILN_DEC_CLUSTER > 1
 namespace katt {
@@ -208,16 +216,18 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
     constexpr int CL = KILN_DEC_CLUSTER;
     static_assert(NW * 16 * (HD + 2) * 4 <= STG * STAGE * 16, "decode: warp merge does not fit");
     static_assert(16 * SPL * 4 <= STG * STAGE * 16, "decode: split weights do not fit");
-#if KILN_DEC_CLUSTER > 1
+#if KILN_DEC_DYNSMEM
     /* dynamic shared memory (the header's formula): the K/V ring, q, the cluster's partial */
     extern __shared__ __align__(128) uint4 kdec_smem[];
     uint4 *const sbuf = kdec_smem;
 #if KILN_DEC_QSMEM
     uint4 *const sQbuf = sbuf + STG * STAGE; /* q stays here for the whole split */
 #endif
+#if KILN_DEC_CLUSTER > 1
     /* this CTA's partial of an m-tile: acc [16][HD], then (m, l) [16][2] */
     float *const sPart = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
     float *const sPml = sPart + 16 * HD;
+#endif
 #else
     static_assert(STG * STAGE * 16 + (KILN_DEC_QSMEM ? 16 * CHP * 16 : 0) <= 47 * 1024,
                   "decode stages exceed 47 KB of shared memory");
@@ -438,7 +448,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
         cp_wait<0>();
         __syncthreads(); /* every warp is done with the stages */
         float *sm_m = (float *)sbuf, *sm_l = sm_m + NW * 16, *sm_acc = sm_l + NW * 16;
-        const int r = lane >> 2;
+        const int r = lane >> 2, nr = min(16, R - mt * 16); /* only the m-tile's nr rows are read */
         if (warp < NW && (lane & 3) == 0) {
             sm_m[warp * 16 + r] = m[0];
             sm_m[warp * 16 + r + 8] = m[1];
@@ -448,11 +458,12 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 #pragma unroll
         for (int d = 0; d < HD / 8; d++) {
             if (warp >= NW) break;
-            *(float2 *)&sm_acc[(warp * 16 + r) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][0], acc[d][1]);
-            *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
+            if (r < nr)
+                *(float2 *)&sm_acc[(warp * 16 + r) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][0], acc[d][1]);
+            if (r + 8 < nr)
+                *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
         }
         __syncthreads();
-        const int nr = min(16, R - mt * 16);
         for (int i = tid; i < nr * (HD / 4); i += NT) {
             const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4;
             float M = ninf();
@@ -475,9 +486,16 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
             *(float4 *)&sPart[rw * HD + d] = a;
             if (d == 0) *(float2 *)&sPml[2 * rw] = make_float2(M, ls);
 #else
-            const long long pi = row_base(mt * 16 + rw) + c;
-            __stcg((float4 *)&wsacc[pi * HD + d], a);
-            if (d == 0) __stcg((float2 *)&wsml[2 * pi], make_float2(M, ls));
+            if (nsp == 1) { /* one split: it is the output, no partials, no counter */
+                const float inv = ls > 0.f ? 1.f / ls : 0.f;
+                const int rr = mt * 16 + rw, s = rr / G, h = kvh * G + rr % G;
+                *(uint2 *)(out + (((long long)b * S + s) * H + h) * HD + d) =
+                    make_uint2(pack2(a.x * inv, a.y * inv), pack2(a.z * inv, a.w * inv));
+            } else {
+                const long long pi = row_base(mt * 16 + rw) + c;
+                __stcg((float4 *)&wsacc[pi * HD + d], a);
+                if (d == 0) __stcg((float2 *)&wsml[2 * pi], make_float2(M, ls));
+            }
 #endif
         }
 #if KILN_DEC_CLUSTER > 1
@@ -521,6 +539,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 #if KILN_DEC_CLUSTER == 1
 
     if (KILN_DEC_LAUNCH_AT == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+    if (nsp == 1) return; /* the output is written */
     /* publish; the last of the nsp CTAs of (b, KV head) merges the splits */
     __threadfence();
     __syncthreads();

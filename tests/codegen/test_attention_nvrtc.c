@@ -6,7 +6,8 @@
  * 96, 112, 192 and 256 with a sliding window and soft-capping. The all-on
  * variants (and the decode ones at 80, 96, 256) are compiled again with
  * ptxas -v to check for local memory: no stack frame, no spills; so are the decode
- * kernels with a thread-block cluster (the shapes codegen picks, and clusters of 16). Needs no GPU
+ * kernels with a thread-block cluster (the shapes codegen picks, and clusters of 16) and the other
+ * shapes of test_gpu_attention's sweep (8 warps, rings in dynamic shared memory). Needs no GPU
  * and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -25,9 +26,9 @@ static int num_before(const char *line, const char *what)
 
 int main(void)
 {
-    enum { NPLAIN = 64, NV = 8, NSCALED = 8, NHD = 12, NCL = 16 };
+    enum { NPLAIN = 64, NV = 8, NSCALED = 8, NHD = 12, NCL = 16, NSH = 8 };
     static const int hds[NHD / 2] = {16, 80, 96, 112, 192, 256};
-    att_job jobs[NPLAIN + NV + NSCALED + NHD + NCL];
+    att_job jobs[NPLAIN + NV + NSCALED + NHD + NCL + NSH];
     memset(jobs, 0, sizeof jobs);
     int n = 0;
     for (int i = 0; i < NPLAIN; i++) {
@@ -76,6 +77,21 @@ int main(void)
         att_cfg c = {.decode = 1, .bf16 = !(i & 1), .hd = (int)sh[2], .causal = 1, .rope = i & 1, .append = i & 1,
                      .splits = d.splits, .theta = 10000.0, .threads = d.threads, .cluster = d.cluster,
                      .warps = d.warps, .stages = d.stages, .minkeys = d.minkeys};
+        jobs[n].cfg = c;
+        jobs[n++].verbose_ptxas = 1;
+    }
+    /* other decode shapes (test_gpu_attention's sweep): 8 warps, clusters of 16 with 2 warps, and
+     * without a cluster rings above 47 KB in dynamic shared memory (KILN_DEC_DYNSMEM) */
+    static const int shp[NSH][7] = {/* hd, splits, cluster, warps, stages, minkeys, threads */
+                                    {128, 8, 8, 8, 2, 128, 256},  {64, 16, 16, 2, 3, 32, 64},
+                                    {128, 16, 16, 8, 2, 128, 256}, {128, 1, 0, 4, 3, 0, 128},
+                                    {128, 4, 0, 2, 4, 0, 64},     {64, 1, 0, 2, 6, 0, 64},
+                                    {128, 16, 0, 4, 2, 64, 128},  {64, 2, 0, 4, 3, 0, 128}};
+    for (int i = 0; i < NSH; i++) {
+        const int *h = shp[i];
+        att_cfg c = {.decode = 1, .bf16 = !(i & 1), .hd = h[0], .causal = 1, .rope = !(i & 2), .append = !(i & 2),
+                     .splits = h[1], .theta = 10000.0, .cluster = h[2], .warps = h[3], .stages = h[4],
+                     .minkeys = h[5], .threads = h[6]};
         jobs[n].cfg = c;
         jobs[n++].verbose_ptxas = 1;
     }

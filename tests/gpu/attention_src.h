@@ -158,6 +158,7 @@ static inline char *att_source(const att_cfg *c)
         nu_printf(&b, "#define KILN_DEC_WARPS %d\n#define KILN_ATT_THREADS %d\n", d.warps, d.threads);
         nu_printf(&b, "#define KILN_DEC_CLUSTER %d\n#define KILN_DEC_STAGES %d\n", d.cluster, d.stages);
         if (c->minkeys) nu_printf(&b, "#define KILN_DEC_MINKEYS %d\n", c->minkeys);
+        nu_printf(&b, "#define KILN_DEC_DYNSMEM %d\n", cg_attention_decode_smem(&d, c->hd) > 0);
         if (c->timing) nu_printf(&b, "#define KILN_DEC_TIMING 1\n");
     }
     if (c->window) nu_printf(&b, "#define KILN_ATT_WINDOW %d\n", c->window);
@@ -180,6 +181,47 @@ typedef struct att_job {
     size_t cubin_size;
 } att_job;
 
+/* KILN_ATT_CUBINS=DIR (test_gpu_attention on the GPU machine, whose time is short): the cubin
+ * of a translation unit is DIR/<FNV-1a of its source and options>.cubin, read instead of
+ * compiled when there, written when compiled. */
+static inline char *att_cubin_path(const char *src, int verbose)
+{
+    const char *dir = getenv("KILN_ATT_CUBINS");
+    if (!dir || !*dir || verbose) return NULL; /* ptxas -v jobs want their log */
+    unsigned long long h = 1469598103934665603ull;
+    for (const char *c = src; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    size_t n = strlen(dir) + 40;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%016llx.cubin", dir, h);
+    return p;
+}
+
+static inline int att_cubin_read(const char *path, char **data, size_t *size)
+{
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return 0;
+    char *buf = NULL;
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len)) &&
+        fread(buf, 1, (size_t)len, f) == (size_t)len) {
+        fclose(f);
+        *data = buf;
+        *size = (size_t)len;
+        return 1;
+    }
+    free(buf);
+    fclose(f);
+    return 0;
+}
+
+static inline void att_cubin_write(const char *path, const char *data, size_t size)
+{
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    if (!f) return;
+    if (fwrite(data, 1, size, f) != size) fprintf(stderr, "warning: short write to %s\n", path);
+    fclose(f);
+}
+
 /* Compile the jobs whose verbose_ptxas is `verbose` with rt_nvrtc_compile_many
  * on nthreads threads (its default when <= 0). */
 static inline void att_compile_some(att_job *jobs, int n, int verbose, int nthreads)
@@ -198,6 +240,15 @@ static inline void att_compile_some(att_job *jobs, int n, int verbose, int nthre
             j->log = strdup("template files not found");
             continue;
         }
+        char *cp = att_cubin_path(src, verbose);
+        if (att_cubin_read(cp, &j->cubin, &j->cubin_size)) {
+            j->ok = 1;
+            j->log = strdup("");
+            free(cp);
+            free(src);
+            continue;
+        }
+        free(cp);
         idx[m] = i;
         names[m] = strdup(name);
         srcs[m++] = src;
@@ -218,6 +269,9 @@ static inline void att_compile_some(att_job *jobs, int n, int verbose, int nthre
             j->cubin = (char *)r->code.data;
             j->cubin_size = r->code.size;
             r->code.data = NULL;
+            char *cp = att_cubin_path(srcs[k], verbose);
+            att_cubin_write(cp, j->cubin, j->cubin_size);
+            free(cp);
         }
         rt_compile_result_free(r);
         free(names[k]);

@@ -23,7 +23,9 @@
  * device of compute capability 9.x.
  *
  * KILN_CASES=A-B runs cases A..B only. KILN_BENCH=1 adds timings (KILN_BENCH=2: the timings alone;
- * KILN_DEC_SWEEP=1: decode rows under other kernel shapes) (median of 50 launches, CUDA events, after
+ * KILN_DEC_SWEEP=1: decode rows under other kernel shapes, 2: those without the decode table;
+ * KILN_ATT_CUBINS=DIR keeps the cubins in DIR, KILN_ATT_PRECOMPILE=1 only fills it, no device
+ * needed) (median of 50 launches, CUDA events, after
  * warm-up, rotating input sets so the data is not all in L2): decode
  * B=1 and B=32, H=32, KV=8, HD=128, context 1024 (KV bytes read, GB/s), for a
  * few KILN_SPLITS; prefill B=1, S=2048, H=32, KV=8, HD=128, causal (TFLOP/s,
@@ -160,6 +162,36 @@ static const tcase cases[] = {
     {1, 1, 3, 1, 8, 4, 256, 5000, 1, 1, 1, 8, 1, {4999, 100, 2500}, 0, 4096, 50.0, 8, 4, 3, 64, 128},
     {1, 1, 2, 3, 8, 2, 64, 1000, 1, 0, 0, 16, 1, {900, 2}, 0, 37, 30.0, 16, 4, 2, 64, 128},
     {1, 1, 1, 1, 8, 1, 128, 300, 0, 0, 0, 8, 0, {0}, 0, 0, 0.0, 8, 4, 2, 64, 256},               /* T - S */
+    /* the sweep's candidate shapes: clusters of 16 with one key tile per CTA, 8 warps, and
+     * without a cluster rings above 47 KB (dynamic shared memory) and one split (the split
+     * writes the output: short rows, or KILN_SPLITS 1) */
+    {1, 1, 1, 1, 32, 8, 128, 1100, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 2, 1, 32, 8, 64, 1100, 1, 1, 1, 16, 1, {1023, 40}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 32, 8, 64, 1100, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 3, 32, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1100, 1, 1, 1, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 3, 32, 64},
+    {1, 1, 2, 1, 32, 8, 128, 1100, 1, 1, 1, 8, 1, {1023, 7}, 0, 0, 0.0, 8, 8, 2, 128, 256},
+    {1, 0, 1, 1, 32, 8, 64, 1100, 1, 0, 0, 8, 1, {1099}, 0, 0, 0.0, 8, 8, 2, 128, 256},
+    {1, 1, 1, 1, 32, 8, 128, 8300, 1, 0, 0, 16, 1, {8191}, 0, 0, 0.0, 16, 8, 2, 128, 256},
+    {1, 1, 1, 1, 32, 8, 128, 8300, 1, 1, 1, 8, 1, {8200}, 0, 0, 0.0, 8, 8, 3, 128, 256},
+    {1, 1, 1, 1, 32, 8, 64, 8300, 1, 0, 0, 16, 1, {8191}, 0, 0, 0.0, 16, 4, 4, 64, 128},
+    {1, 1, 4, 1, 32, 8, 128, 1100, 1, 0, 0, 16, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 4, 2, 64, 128},
+    {1, 1, 4, 1, 32, 8, 128, 1100, 1, 1, 1, 1, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 0, 4, 1, 32, 8, 128, 1100, 1, 0, 0, 1, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 4, 1, 32, 8, 128, 1100, 1, 0, 0, 1, 1, {1023, 0, 600, 1099}, 0, 0, 0.0, 0, 2, 3, 0, 128},
+    {1, 1, 4, 1, 32, 8, 128, 3000, 1, 1, 1, 4, 1, {2999, 5, 2000, 1099}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 4, 1, 32, 8, 128, 3000, 1, 0, 0, 2, 1, {2999, 5, 2000, 1099}, 0, 0, 0.0, 0, 4, 4, 0, 128},
+    {1, 1, 4, 1, 32, 8, 128, 3000, 1, 0, 0, 8, 1, {2999, 5, 2000, 1099}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 4, 1, 32, 8, 128, 3000, 1, 1, 1, 2, 1, {2999, 5, 2000, 1099}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 1, 1, 1, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 0, 0, 1, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 4, 4, 0, 128},
+    {1, 0, 4, 1, 32, 8, 64, 1100, 1, 0, 0, 1, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 2, 6, 0, 64},
+    {1, 1, 4, 1, 32, 8, 64, 1100, 1, 0, 0, 2, 1, {1023, 5, 64, 1099}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 4, 2, 32, 8, 128, 1100, 1, 1, 1, 1, 1, {1023, 5, 64, 1097}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 2, 16, 8, 2, 128, 2100, 1, 1, 1, 1, 1, {2000, 70}, 0, 0, 0.0, 0, 2, 4, 0, 64},          /* 4 m-tiles */
+    /* the large-batch rule's shapes (cg_attention_decode_config at B*KV >= 64): B=8 x 8 heads */
+    {1, 1, 8, 1, 32, 8, 128, 1100, 1, 0, 0, 4, 1, {1023, 5, 600, 1099, 64, 65, 700, 1000}, 0, 0, 0.0, 0, 4, 3, 32, 128},
+    {1, 1, 8, 1, 32, 8, 64, 1100, 1, 1, 1, 4, 1, {1023, 5, 600, 1099, 64, 65, 700, 1000}, 0, 0, 0.0, 0, 4, 4, 64, 128},
+    {1, 1, 8, 1, 32, 8, 64, 1100, 1, 0, 0, 4, 1, {1023, 5, 600, 1099, 64, 65, 700, 1000}, 0, 0, 0.0, 0, 4, 4, 64, 128},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -227,7 +259,7 @@ static int build_kernels(att_job *jobs, int n)
         if (k->cfg.decode) { /* as the runtime does: the ring's shared memory, clusters above 8 */
             cg_att_decode_cfg d = att_decode_shape(&k->cfg);
             int smem = (int)cg_attention_decode_smem(&d, k->cfg.hd);
-            if (smem > 48 * 1024)
+            if (smem > 0) /* with the static bytes a ring of 47-48 KB passes the default 48 KB */
                 CUDA_OK(cudaKernelSetAttributeForDevice(k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, 0));
             if (d.cluster > 8)
                 CUDA_OK(cudaKernelSetAttributeForDevice(k->fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, 0));
@@ -291,7 +323,11 @@ static cudaError_t launch_st(cudaKernel_t fn, const tcase *c, att_args *a, cudaS
     block.y = block.z = 1;
     void *args[1] = {a};
     cudaError_t e = cudaLaunchKernel((const void *)fn, grid, block, args, smem, st);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not left for the next case's launch to read */
+        return e;
+    }
+    return cudaGetLastError();
 }
 
 static void launch(cudaKernel_t fn, const tcase *c, att_args *a, cudaStream_t st)
@@ -777,49 +813,55 @@ static const tcase benches[] = {
  * before clusters); "bench sweep" lines. Fields after softcap: cluster, warps, stages,
  * minkeys, threads; splits == cluster for a cluster. */
 static const tcase sweeps[] = {
-    /* 8B: 32/8 x 128 */
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},  /* before */
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 3, 32, 128},
+    /* B=1 x 1024, 8B: 32/8 x 128: clusters of 8 x 4 warps (the rule before), 8 x 8, 16 x 4, no cluster */
     {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 128},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 2, 64, 128},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 5, 32, 128},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 256},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 4, 4, 3, 64, 128},
     {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 8, 2, 128, 256},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
-    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 1, 1, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
-    /* 1B: 32/8 x 64 */
-    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 1024, 1, 0, 0, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
+    /* B=1 x 1024, 1B: 32/8 x 64: clusters of 8 x 4 warps (the rule before), 8 x 8, 16 x 4, no cluster */
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 4, 3, 64, 128},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 8, 2, 128, 256},
     {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
-    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 5, 32, 128},
-    /* Gemma-2B: 8/1 x 256 */
-    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 64, 1, {1023}, 0, 0, 0.0, 0, 1, 2, 0, 128},
-    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 4, 2, 64, 128},
-    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 3, 32, 128},
-    {1, 1, 1, 1, 8, 1, 256, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 5, 32, 128},
-    /* Phi-3-mini: 32/32 x 96 */
-    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
-    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 4, 4, 3, 64, 128},
-    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 8, 2, 3, 32, 64},
-    {1, 1, 1, 1, 32, 32, 96, 1024, 1, 0, 0, 16, 1, {1023}, 0, 0, 0.0, 16, 2, 2, 32, 64},
-    /* 8B at B=32 x 1024: splits and threads (no cluster: static shared memory, <= 47 KB) */
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 4, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 8, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
-    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 128},
-    /* B=1 x 8192: the shape before clusters against clusters of 8 and 16 */
-    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 32, 1, {8191}, 0, 0, 0.0, 0, 2, 2, 0, 128},
-    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 16, 1, {8191}, 0, 0, 0.0, 16, 4, 3, 64, 128},
+    {1, 1, 1, 1, 32, 8, 64, 1024, 1, 0, 0, 32, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 128},
+    /* B=1 x 8192, 8B */
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 8, 1, {8191}, 0, 0, 0.0, 8, 4, 4, 64, 128},
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 8, 1, {8191}, 0, 0, 0.0, 8, 8, 3, 128, 256},
+    {1, 1, 1, 1, 32, 8, 128, 8192, 1, 0, 0, 16, 1, {8191}, 0, 0, 0.0, 16, 4, 4, 64, 128},
+    /* B=8 x 8192, 8B (no cluster; rings above 47 KB in dynamic shared memory) */
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 4, 1, {8191}, 0, 0, 0.0, 0, 2, 2, 0, 64},
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 4, 1, {8191}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 4, 1, {8191}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 8, 1, {8191}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 8, 1, 32, 8, 128, 8192, 1, 0, 0, 2, 1, {8191}, 0, 0, 0.0, 0, 4, 4, 0, 128},
+    /* B=32 x 1024, 8B and 1B (no cluster; KILN_SPLITS 1: the split writes the output) */
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 2, 2, 0, 64},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 32, 1, 32, 8, 128, 1024, 1, 0, 0, 2, 1, {1023}, 0, 0, 0.0, 0, 4, 3, 0, 128},
+    {1, 1, 32, 1, 32, 8, 64, 1024, 1, 0, 0, 2, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 32, 1, 32, 8, 64, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 2, 4, 0, 64},
+    {1, 1, 32, 1, 32, 8, 64, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 4, 4, 0, 128},
+    {1, 1, 32, 1, 32, 8, 64, 1024, 1, 0, 0, 1, 1, {1023}, 0, 0, 0.0, 0, 2, 6, 0, 64},
 };
 #define NSWEEP ((int)(sizeof sweeps / sizeof sweeps[0]))
 
 int main(void)
 {
-    if (gpu_sm90_or_skip()) return 77;
+    /* KILN_ATT_PRECOMPILE=1 with KILN_ATT_CUBINS=DIR: compile the run's kernels into DIR and stop
+     * (no device needed; the shapes of the decode table for an H200's 132 SMs, 227 KB) */
+    const int precompile = getenv("KILN_ATT_PRECOMPILE") && atoi(getenv("KILN_ATT_PRECOMPILE"));
     struct cudaDeviceProp prop;
-    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    if (precompile) {
+        memset(&prop, 0, sizeof prop);
+        snprintf(prop.name, sizeof prop.name, "(precompile)");
+        prop.multiProcessorCount = 132;
+        prop.sharedMemPerBlockOptin = 232448;
+    } else {
+        if (gpu_sm90_or_skip()) return 77;
+        CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    }
     const char *bench_env = getenv("KILN_BENCH");
     const int bench = bench_env ? atoi(bench_env) : 0; /* 2: the timings alone */
     const char *seed_env = getenv("KILN_SEED");
@@ -850,8 +892,9 @@ int main(void)
             bench_rows[i].threads = d.threads;
         }
     }
-    const int sweep = bench && getenv("KILN_DEC_SWEEP") && atoi(getenv("KILN_DEC_SWEEP"));
-    if (bench)
+    /* KILN_DEC_SWEEP=2: the sweep without the decode table */
+    const int sweep = bench && getenv("KILN_DEC_SWEEP") ? atoi(getenv("KILN_DEC_SWEEP")) : 0;
+    if (bench && sweep != 2)
         for (int i = 0; i < NBENCH; i++) n = add_cfg(jobs, n, case_cfg(&bench_rows[i]));
     if (sweep)
         for (int i = 0; i < NSWEEP; i++) {
@@ -862,12 +905,22 @@ int main(void)
                 n = add_cfg(jobs, n, t);
             }
         }
+    if (precompile) {
+        att_compile_all(jobs, n, 0);
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            bad += !jobs[i].ok;
+            att_job_free(&jobs[i]);
+        }
+        printf("precompiled %d kernels, %d failed\n", n, bad);
+        return bad ? 1 : 0;
+    }
     int bad = build_kernels(jobs, n);
     CHECK_MSG(bad == 0, "%d kernels did not compile", bad);
 
     if (bench != 2)
         for (int i = first; i <= last && i < NCASES; i++) run_case(i, &cases[i]);
-    if (bench)
+    if (bench && sweep != 2)
         for (int i = 0; i < NBENCH; i++) bench_one(&bench_rows[i], "decode");
     if (sweep)
         for (int i = 0; i < NSWEEP; i++) bench_one(&sweeps[i], "sweep");
