@@ -294,6 +294,16 @@ static void decide(qkv *q, ir_node *A)
                      "counter per row and head) costs more than the two norm kernels (README, \"Per-head q/k norm\"); "
                      "the prefill variants' graph fuses it, and the epilogue takes every per-head norm, rope and cache "
                      "write of the projection or none";
+    /* packed sequences (passes/pack_sequences.c): codegen has no packed form of the head norm's epilogue */
+    bool packed = false, head_norm = false;
+    for (int i = 0; i < q->ncand; i++) {
+        packed |= q->cand[i]->attrs.packed;
+        head_norm |= q->cand[i]->op == IR_OP_RMSNORM;
+    }
+    if (!q->why && packed && head_norm)
+        q->why = "the model is packed (sequences end to end) and the QKV epilogue has no packed form of a per-head "
+                 "norm; the norm stays a row kernel, and the epilogue takes every per-head norm, rope and cache write "
+                 "of the projection or none";
     if (!q->why && (!q->bt[A->inputs[1]->id] || (A->ninputs > 2 && !q->bt[A->inputs[2]->id])))
         q->why = "the projection's weight or bias is computed at run time, so its rows cannot be paired for the rotation "
                  "at bind time";
