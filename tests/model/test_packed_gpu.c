@@ -30,6 +30,7 @@
  * KILN_MODEL_WARM=1: compile-only, prepares both models' shapes (fills the
  * kernel cache; no device needed) and exits. */
 #include "api/api_util.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -41,21 +42,8 @@
 
 static kiln_context *ctx;
 
-static float bf2f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f2bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
+static float bf2f(uint16_t h) { return ir_bf16_bits_to_f32(h); }
+static uint16_t f2bf(float f) { return ir_f32_to_bf16_bits(f); }
 
 typedef struct weights {
     int n;
