@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # lt: cuBLASLt as an autotuning candidate (codegen/cg_lt.c, runtime/rt_cublaslt.c) on the H200.
-# Run from the tree's root (the device command's `bash lt_device.sh`); results under $OUT; < 120 s.
+# Run from the tree's root (the device command's `bash bench/device/lt_device.sh`); results under $OUT; < 120 s.
 set -u
 export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
