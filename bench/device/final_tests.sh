@@ -24,8 +24,11 @@ S='samples/llama3_8b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=2048'
 san() { # tool label args...
   local tool=$1 label=$2; shift 2
   left || return
-  timeout 40 compute-sanitizer --tool "$tool" build/kiln run "$@" --random --check > "$OUT/san_${tool}_$label.txt" 2>&1
-  echo "$tool $label rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/san_${tool}_$label.txt" | tail -1)" | tee -a "$OUT/times.txt"
+  local f=/tmp/san_${tool}_$label.txt
+  timeout 40 compute-sanitizer --tool "$tool" build/kiln run "$@" --random --check > "$f" 2>&1
+  local rc=$?
+  { echo "==== $tool $label: $* (rc $rc)"; tail -40 "$f"; } >> "$OUT/san.txt"
+  echo "$tool $label rc=$rc $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$f" | tail -1)" | tee -a "$OUT/times.txt"
 }
 san racecheck b1 $S --dims B=1,S=1,T=1024 --pos=1000
 san racecheck b32 $S --dims B=32,S=1,T=1024 --pos=1000
