@@ -24,21 +24,22 @@ t0=$(date +%s)
 DL=${DEADLINE:-150}
 el() { echo "$(($(date +%s) - t0))"; }
 left() { echo $((DL - $(el))); }
+tl() { local c=$1 l=$(($(left) - $2)); [ $l -lt $c ] && c=$l; [ $c -lt 1 ] && c=1; echo $c; } # CAP RESERVE
 S=$out/summary.txt
 P=$out/profiles.txt
 C=$out/checks.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv,noheader > "$S" 2>&1
-timeout 30 "$NEW" ceilings > "$out/ceilings.txt" 2>&1
+timeout $(tl 20 120) "$NEW" ceilings > "$out/ceilings.txt" 2>&1
 echo "ceilings rc=$? [$(el) s] $(grep -iE 'read' "$out/ceilings.txt" | head -1)" >> "$S"
 
 # 1. GEMV cases
-KILN_MM_FILTER=gemv_ timeout 40 build/tests/gpu/test_gpu_matmul > "$out/matmul.log" 2>&1
+KILN_MM_FILTER=gemv_ timeout $(tl 35 95) build/tests/gpu/test_gpu_matmul > "$out/matmul.log" 2>&1
 echo "test_gpu_matmul gemv_ rc=$? [$(el) s] $(grep -E 'passed, .* failed' "$out/matmul.log" | tail -1)" >> "$S"
 grep -E '^FAIL|SPILLS' "$out/matmul.log" | head -20 >> "$S"
 
 # 2. the standalone sweep
 KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_MM_FILTER=_dfr KILN_SWEEP_M=1,2 KILN_BENCH_CSV="$out/sweep.csv" \
-    timeout 40 build/tests/gpu/test_gpu_matmul > "$out/sweep.log" 2>&1
+    timeout $(tl 25 75) build/tests/gpu/test_gpu_matmul > "$out/sweep.log" 2>&1
 echo "sweep rc=$? [$(el) s] $(wc -l < "$out/sweep.csv") rows" >> "$S"
 
 prof() { # LABEL BIN MODEL
@@ -60,7 +61,7 @@ round() { # the order of the binaries
 round base new wide
 
 # 4. correctness of the new defaults (and the wide variant) against the interpreter
-timeout 25 build/tests/gpu/test_decode_gpu > "$out/decode.log" 2>&1
+timeout $(tl 20 25) build/tests/gpu/test_decode_gpu > "$out/decode.log" 2>&1
 echo "test_decode_gpu rc=$? [$(el) s] $(tail -1 "$out/decode.log")" >> "$S"
 chk() { # LABEL BIN MODEL DIMS [args]
     local l=$1 b=$2 m=$3 d=$4
