@@ -44,7 +44,7 @@ echo "sweep rc=$? [$(el) s] $(wc -l < "$out/sweep.csv") rows" >> "$S"
 
 prof() { # LABEL BIN MODEL
     echo "== $1" >> "$P"
-    timeout 25 "$2" run "$3" --dims B=1,S=1,T=1024 --random --pos=1023 --profile --profile-runs=40 >> "$P" 2>&1
+    timeout $(tl 25 3) "$2" run "$3" --dims B=1,S=1,T=1024 --random --pos=1023 --profile --profile-runs=40 >> "$P" 2>&1
     echo "rc=$?" >> "$P"
     echo "$1: $(grep -E '^layer: median' "$P" | tail -1) [$(el) s]" >> "$S"
 }
@@ -68,7 +68,7 @@ chk() { # LABEL BIN MODEL DIMS [args]
     shift 4
     [ "$(left)" -gt 8 ] || { echo "check $l: skipped (time)" >> "$S"; return; }
     echo "== check $l" >> "$C"
-    timeout 20 "$b" run "samples/llama3_${m}_layer.kiln" --dims "$d" --steps 2 --random --check "$@" >> "$C" 2>&1
+    timeout $(tl 20 3) "$b" run "samples/llama3_${m}_layer.kiln" --dims "$d" --steps 2 --random --check "$@" >> "$C" 2>&1
     echo "check $l rc=$? [$(el) s] $(grep -E '^check step' "$C" | tail -1)" >> "$S"
 }
 chk 1b-b1 "$NEW" 1b B=1,S=1,T=64
