@@ -429,6 +429,15 @@ static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 &&
  * fewest weight rows, then the fewest column blocks. A build-time knob for benchmarks. */
 #define KILN_CG_GEMV_WIDE 0
 #endif
+#ifndef KILN_CG_GEMV_LAUNCH
+/* gemv.cuh's KILN_GEMV_LAUNCH_AT (where a CTA lets the next kernel launch). A build-time knob. */
+#define KILN_CG_GEMV_LAUNCH 1
+#endif
+#ifndef KILN_CG_GEMV_PREFETCH
+/* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
+ * build-time knob for benchmarks. */
+#define KILN_CG_GEMV_PREFETCH 0
+#endif
 static int gemv_cols(int minb, int64_t m, int64_t n, int64_t b, int64_t slots)
 {
     if (KILN_CG_GEMV_WIDE && KILN_CG_GEMV_DEFER > 0 && minb == 2 && m == 1) {
@@ -1908,6 +1917,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype, heavy));
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
+        define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
+        if (KILN_CG_GEMV_PREFETCH) define(plan, "KILN_PDL_PREFETCH", "1");
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
             define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));

@@ -113,6 +113,14 @@
 // the carveout the GEMV runs under.
 #define KILN_GEMV_EARLY_LAUNCH 0
 #endif
+#ifndef KILN_GEMV_LAUNCH_AT
+// Where a CTA lets the next kernel launch (kiln_pdl_launch; without KILN_GEMV_EARLY_LAUNCH): 0
+// after the epilogue of its last column block; 1 (the default) once the weights of its last
+// block are read, before that block's reduction and epilogue; 2 (the deferred path) when its
+// last block starts (CTAs with fewer blocks than others let it launch one block earlier, so the
+// next kernel's CTAs take their SMs as they exit). The general path takes 2 as 1.
+#define KILN_GEMV_LAUNCH_AT 1
+#endif
 #ifndef KILN_GEMV_NREG
 // > 0: registers capped at this many per thread (__maxnreg__, instead of __launch_bounds__'s
 // KILN_GEMV_MINB). 96 (the 8B QKV GEMV: 16 bytes spilled) leaves a 4-warp CTA of 128 registers
@@ -525,9 +533,11 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                         w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + k + u * STEP);
             }
         }
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT >= 1 && mb + MAXM >= M && cb + gridDim.x >= ncb)
+            kiln_pdl_launch(); // this CTA's weights are read
         kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);
     }
-    if (!KILN_GEMV_EARLY_LAUNCH && cb + gridDim.x >= ncb) kiln_pdl_launch(); // this CTA's weights are read
+    if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0 && cb + gridDim.x >= ncb) kiln_pdl_launch();
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
@@ -649,6 +659,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
 
     long long j = 0, mb = 0; // the unit q's column block (of the walk) and first row
     for (long long q = 0; q < nq; q++) {
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 2 && q + 1 == nq) kiln_pdl_launch();
         const long long n0 = n00 + j * gridDim.x * COLS;
         const T *wr[COLS];
 #pragma unroll
@@ -743,7 +754,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
                     for (int c = 0; c < COLS; c++)
                         w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + kt + u * STEP);
             }
-        } else if (!KILN_GEMV_EARLY_LAUNCH) {
+        } else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1) {
             kiln_pdl_launch(); // this CTA's weights are read
         }
         const int slot = (int)(q % NB);
@@ -784,6 +795,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
                 kiln_epilogue2(p, b, gm, gn, v0 * rs, v1 * rs, gn + 1 < N);
             }
             if (q + 1 < nq) __syncthreads(); // the slots are written again
+            else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0) kiln_pdl_launch();
         }
         j = jn;
         mb = mbn;
