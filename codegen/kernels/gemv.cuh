@@ -50,11 +50,22 @@
 // KILN_GEMV_MMA 1: only the element traits and loads above the kernel, for gemv_mma.cuh
 // (the tensor-core GEMV of 17..64 rows, which follows it in the unit).
 // Programmatic dependent launch: each thread issues its first group of weight loads, then
-// kiln_pdl_wait; kiln_pdl_launch right after it (KILN_GEMV_EARLY_LAUNCH) or after the main
-// loop. After the wait one thread calls the optional hook kiln_epilogue_prefetch(p) (the
-// generated part defines KILN_HAS_EPILOGUE_PREFETCH with it) to warm the epilogue's small inputs.
+// kiln_pdl_wait; kiln_pdl_launch right after it (KILN_GEMV_EARLY_LAUNCH) or where
+// KILN_GEMV_LAUNCH_AT says (below). After the wait one thread calls the optional hook
+// kiln_epilogue_prefetch(p) (the generated part defines KILN_HAS_EPILOGUE_PREFETCH with it) to
+// warm the epilogue's small inputs.
 // Column-block pipelining (KILN_GEMV_PIPE, default 1): a CTA walking several column blocks
 // issues the next block's first group of weight loads before reducing the current one.
+// The deferred reduction (KILN_GEMV_DEFER, default 16; kgv_main_defer, below): with SPLITK 1,
+// B as [N, K] and MAXM*COLS <= 32 the kernel takes it for every launch: each warp sums its own
+// MAXM*COLS partial products over its lanes (a transposing butterfly: P - 1 shuffles for P
+// values instead of 5 per value) into a shared-memory slot, and the CTA synchronizes once per
+// DEFER column blocks (and after its last) to add the warps' slots and run those blocks'
+// epilogues, one column pair per thread, so warps never wait for each other between blocks.
+// M > MAXM (row blocks) and unaligned operands (scalar loads) are handled there too; the
+// general path (kgv_main) serves split-K, B as [K, N] and wider blocks.
+// Where a CTA lets the next kernel launch: KILN_GEMV_LAUNCH_AT (default 1: once its last
+// block's weights are read, before that block's reduction and epilogue).
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -107,7 +118,8 @@
 // launches once every CTA of this one has done so, or exited), so that kernel's CTAs take
 // whatever room this one leaves on the SMs at once and issue their independent loads under
 // this kernel's whole run (decode attention's cached rows beside the QKV GEMV); where no room
-// is left they start as this kernel's CTAs exit, as with 0. 0 (the default): after the CTA's last column block is read.
+// is left they start as this kernel's CTAs exit, as with 0. 0 (the default): where
+// KILN_GEMV_LAUNCH_AT says.
 // Measured on the H200 (README, "Decode attention beside the QKV GEMV"): 1 between GEMVs slows
 // the layer; 1 on the QKV GEMV alone gains nothing unless the attention's shared memory fits
 // the carveout the GEMV runs under.
