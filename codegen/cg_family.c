@@ -413,12 +413,6 @@ typedef struct mm_heur {
  * of a 2-byte type without a heavy epilogue (GELU), where ptxas fits them in 128 registers. */
 static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 && t != IR_F32 && !heavy ? 2 : 1; }
 
-/* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
- * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
- * or 4 (first best wins) gives it at most 7/8 of the rows of 8 — a partial last round of blocks
- * of 8 (the 1B QKV's 3072 columns: 384 blocks
- * of 8 on 264 slots, 2 rounds of 8 rows against 2 of 6). Wider blocks spill under the 128
- * registers of two CTAs per SM (12 or 10 columns with a residual epilogue: test_matmul_nvrtc). */
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
  * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
@@ -438,6 +432,14 @@ static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 &&
  * build-time knob for benchmarks. */
 #define KILN_CG_GEMV_PREFETCH 0
 #endif
+/* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
+ * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
+ * or 4 (first best wins) gives it at most 7/8 of the rows of 8 — a partial last round of blocks
+ * of 8 (the 1B QKV's 3072 columns: 384 blocks
+ * of 8 on 264 slots, 2 rounds of 8 rows against 2 of 6). Wider blocks spill under the 128
+ * registers of two CTAs per SM in gemv.cuh's general path (12 or 10 columns with a residual
+ * epilogue), not in its deferred one (test_matmul_nvrtc), where KILN_CG_GEMV_WIDE may take them:
+ * it measured no faster in the layers (README, "The deferred reduction"). */
 static int gemv_cols(int minb, int64_t m, int64_t n, int64_t b, int64_t slots)
 {
     if (KILN_CG_GEMV_WIDE && KILN_CG_GEMV_DEFER > 0 && minb == 2 && m == 1) {
