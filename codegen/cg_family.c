@@ -415,14 +415,46 @@ typedef struct mm_heur {
  * every sample's kernels); one for f32 (GPT-2's fc + GELU spilled under the cap). */
 static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32 ? 2 : 1; }
 
+#ifndef KILN_CG_GEMV_DEFER
+/* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
+ * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
+#define KILN_CG_GEMV_DEFER 16
+#endif
+#ifndef KILN_CG_GEMV_WIDE
+/* 1: at one row, gemv_cols takes the width (12, 10, 8, 6 or 4) that gives the busiest CTA the
+ * fewest weight rows, then the fewest column blocks. A build-time knob for benchmarks. */
+#define KILN_CG_GEMV_WIDE 0
+#endif
+#ifndef KILN_CG_GEMV_LAUNCH
+/* gemv.cuh's KILN_GEMV_LAUNCH_AT (where a CTA lets the next kernel launch). A build-time knob. */
+#define KILN_CG_GEMV_LAUNCH 1
+#endif
+#ifndef KILN_CG_GEMV_PREFETCH
+/* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
+ * build-time knob for benchmarks. */
+#define KILN_CG_GEMV_PREFETCH 0
+#endif
 /* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
  * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
  * or 4 (first best wins) gives it at most 7/8 of the rows of 8 — a partial last round of blocks
  * of 8 (the 1B QKV's 3072 columns: 384 blocks
  * of 8 on 264 slots, 2 rounds of 8 rows against 2 of 6). Wider blocks spill under the 128
- * registers of two CTAs per SM (12 or 10 columns with a residual epilogue: test_matmul_nvrtc). */
-static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
+ * registers of two CTAs per SM in gemv.cuh's general path (12 or 10 columns with a residual
+ * epilogue), not in its deferred one (test_matmul_nvrtc), where KILN_CG_GEMV_WIDE may take them:
+ * it measured no faster in the layers (README, "The deferred reduction"). */
+static int gemv_cols(int minb, int64_t m, int64_t n, int64_t b, int64_t slots)
 {
+    if (KILN_CG_GEMV_WIDE && KILN_CG_GEMV_DEFER > 0 && minb == 2 && m == 1) {
+        static const int wide[] = {8, 12, 10, 6, 4};
+        int best = 8;
+        int64_t best_rows = 0, best_rounds = 0;
+        for (int i = 0; i < 5; i++) {
+            const int64_t blocks = (n + wide[i] - 1) / wide[i] * b, rounds = (blocks + slots - 1) / slots;
+            if (i == 0 || rounds * wide[i] < best_rows || (rounds * wide[i] == best_rows && rounds < best_rounds))
+                best = wide[i], best_rows = rounds * wide[i], best_rounds = rounds;
+        }
+        return best;
+    }
     static const int cand[] = {8, 6, 4};
     int best = 8;
     int64_t rows8 = 0, best_rows = 0;
@@ -435,10 +467,10 @@ static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
     return best;
 }
 
-static void gemv_choose(mm_heur *h, int minb, int64_t n, int64_t k, int64_t b, int sm_count)
+static void gemv_choose(mm_heur *h, int minb, int64_t m, int64_t n, int64_t k, int64_t b, int sm_count)
 {
     const int64_t slots = minb * (int64_t)sm_count;
-    if (slots > 0) h->cols = gemv_cols(minb, n, b, slots);
+    if (slots > 0) h->cols = gemv_cols(minb, m, n, b, slots);
     const int64_t cbs = (n + h->cols - 1) / h->cols * b;
     h->splitk = 1;
     while (cbs * h->splitk * 2 <= slots && k / (h->splitk * 2) >= 512 && h->splitk < 16) h->splitk *= 2;
@@ -689,7 +721,7 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
         const bool hb = ir_dim_value(batch, dims, &b);
-        gemv_choose(&h, gemv_minb(m, t), n, k, hb ? b : 1, sm_count);
+        gemv_choose(&h, gemv_minb(m, t), m, n, k, hb ? b : 1, sm_count);
         if (!hb) h.ctas = 0; /* the grid's other axis is not known: no cap */
     }
     return h;
@@ -1888,6 +1920,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         /* two CTAs per SM (registers capped at 128) only where ptxas fits them without spilling */
         define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype));
         define(plan, "KILN_SPLITK", "%d", h.splitk);
+        define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
+        define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
+        if (KILN_CG_GEMV_PREFETCH) define(plan, "KILN_PDL_PREFETCH", "1");
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
             define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));
