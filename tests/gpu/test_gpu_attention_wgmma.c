@@ -15,12 +15,18 @@
  * (persistent loop). Checks: ‖out − ref‖/‖ref‖ < 1e-2 (bf16) / 5e-3 (f16), every stored row
  * finite (or NaN where the offset is invalid).
  *
- * KILN_BENCH=1 adds timings (CUDA events, median of 20 launches after warm-up, 3 input sets
- * in rotation): the prefill table of bench/attn (causal, 32 query / 8 KV heads, hd 128 at
- * S 512..8192, B 4 at 4096, hd 96 and 256 at equal total work) and a sweep of key tiles and
- * stages at S 4096; one line per row, "bench attn ..." with TFLOP/s (causal FLOPs: 4 * HD per
- * visible (query, key) pair per head); KILN_BENCH=3: the B=4 S=4096 rows alone, the cheap inputs
- * against normal random ones, 2 and 3 stages. KILN_CASES=i,j,... runs only those cases. Exit 77 without a device of compute capability 9.x. */
+ * KILN_BENCH=1 adds timings (CUDA events around each launch, median of 20 after warm-up, 3
+ * sets of random inputs in rotation): the prefill table of bench/attn (causal, 32 query / 8 KV
+ * heads, hd 128 at S 512..8192, B 4 at 4096, hd 96 and 256 at equal total work, not causal at
+ * 4096) with the template's defaults, "bench attn <row> ...: us (p10, p90), TFLOP/s" (causal
+ * FLOPs: 4 * HD per visible (query, key) pair per head). KILN_BENCH=2 adds the sweep of the
+ * template's knobs (groups[]: variants of each head dim / mask, timed interleaved on the
+ * group's shapes, "bench attn sweep-<row>/<variant> ..."), each variant first checked on the
+ * group's cases (and the combined knobs on the varlen / window / soft-cap cases); variant
+ * "base" is the template of the checkout at $KILN_BASE_SOURCE_DIR (the kernel before a change,
+ * in the same process). KILN_SWEEP=1: those checks without timings; KILN_VARIANT=name: only
+ * that variant's; KILN_CASES=i,j,...: only those of cases[]. The dynamic scheduler's counter
+ * must be zero after every launch (checked). Exit 77 without a device of compute capability 9.x. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -305,8 +311,12 @@ static int reference(const prob *P, const wa_cfg *c, int b, int s, int h, double
     return 1;
 }
 
-static void run_case(const wcase *w, const wa_cfg *c, int idx, const char *tag)
+/* Case w under each of the n configurations (the same head dim, dtype, mask and hooks; other
+ * tiles, stages or knobs): one problem, one float64 reference, a launch and a check per
+ * configuration; tags[i] names configuration i in the output (NULL: none). */
+static void run_case_n(const wcase *w, const wa_cfg *cfgs, const char *const *tags, int n, int idx)
 {
+    const wa_cfg *c = &cfgs[0];
     g_bf16 = c->bf16;
     prob P;
     memset(&P, 0, sizeof P);
@@ -328,50 +338,66 @@ static void run_case(const wcase *w, const wa_cfg *c, int idx, const char *tag)
         P.total = P.cu[P.B];
     }
     prob_alloc(&P, 1);
-    const rt_kernel *k = find(c);
-    CHECK_MSG(k != NULL, "case %d: no kernel", idx);
-    if (!k) {
-        prob_free(&P);
-        return;
-    }
-    CUDA_OK(cudaMemset(P.dout, 0xFF, P.nout * 2));
-    CHECK(launch(k, c, &P, w->grid, 0) == 0);
-    CUDA_OK(cudaDeviceSynchronize());
-    uint16_t *ho = malloc(P.nout * 2);
-    CUDA_OK(cudaMemcpy(ho, P.dout, P.nout * 2, cudaMemcpyDeviceToHost));
-    double num = 0, den = 0, *ref = malloc(sizeof(double) * (size_t)P.HD);
-    long long nonfinite = 0, nan_expected_missing = 0;
+    /* the reference of every stored row (NaN where the offset is invalid) */
+    double *ref = malloc(sizeof(double) * P.nout);
     for (int b = 0; b < P.B; b++) {
         int len = P.varlen ? P.cu[b + 1] - P.cu[b] : P.S;
         for (int s = 0; s < len; s++)
             for (int h = 0; h < P.H; h++) {
                 long long row = P.varlen ? P.cu[b] + s : (long long)b * P.S + s;
-                const uint16_t *o = ho + (row * P.H + h) * P.HD;
-                if (!reference(&P, c, b, s, h, ref)) {
-                    for (int e = 0; e < P.HD; e++)
-                        if (!isnan(dec(o[e]))) nan_expected_missing++;
-                    continue;
-                }
-                for (int e = 0; e < P.HD; e++) {
-                    double g = dec(o[e]);
-                    if (!isfinite(g)) nonfinite++;
-                    else {
-                        num += (g - ref[e]) * (g - ref[e]);
-                        den += ref[e] * ref[e];
-                    }
-                }
+                double *r = ref + (row * P.H + h) * P.HD;
+                if (!reference(&P, c, b, s, h, r))
+                    for (int e = 0; e < P.HD; e++) r[e] = NAN;
             }
     }
-    double rel = den > 0 ? sqrt(num / den) : 0, tol = c->bf16 ? 1e-2 : 5e-3;
-    printf("case %2d%s%s: hd%d bk%d st%d %s%s%s%s B=%d S=%d H=%d KV=%d T=%d: rel %.3g, nonfinite %lld\n", idx,
-           tag ? " " : "", tag ? tag : "", c->hd, c->bk, c->stages, c->causal ? "causal " : "", c->window ? "window " : "",
-           c->softcap > 0 ? "softcap " : "", c->varlen ? "varlen " : "", P.B, P.S, P.H, P.KV, P.T, rel, nonfinite);
-    CHECK_MSG(rel < tol && nonfinite == 0 && nan_expected_missing == 0,
-              "case %d%s%s: rel %.3g nonfinite %lld nan-missing %lld", idx, tag ? " " : "", tag ? tag : "", rel,
-              nonfinite, nan_expected_missing);
+    uint16_t *ho = malloc(P.nout * 2);
+    for (int ci = 0; ci < n; ci++) {
+        const wa_cfg *cc = &cfgs[ci];
+        const char *tag = tags ? tags[ci] : NULL;
+        const rt_kernel *k = find(cc);
+        CHECK_MSG(k != NULL, "case %d%s%s: no kernel", idx, tag ? " " : "", tag ? tag : "");
+        if (!k) continue;
+        CUDA_OK(cudaMemset(P.dout, 0xFF, P.nout * 2));
+        CHECK(launch(k, cc, &P, w->grid, 0) == 0);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(ho, P.dout, P.nout * 2, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        long long nonfinite = 0, nan_expected_missing = 0;
+        for (int b = 0; b < P.B; b++) {
+            int len = P.varlen ? P.cu[b + 1] - P.cu[b] : P.S;
+            for (int s = 0; s < len; s++)
+                for (int h = 0; h < P.H; h++) {
+                    long long row = P.varlen ? P.cu[b] + s : (long long)b * P.S + s;
+                    const uint16_t *o = ho + (row * P.H + h) * P.HD;
+                    const double *r = ref + (row * P.H + h) * P.HD;
+                    for (int e = 0; e < P.HD; e++) {
+                        double g = dec(o[e]);
+                        if (isnan(r[e])) nan_expected_missing += !isnan(g);
+                        else if (!isfinite(g)) nonfinite++;
+                        else {
+                            num += (g - r[e]) * (g - r[e]);
+                            den += r[e] * r[e];
+                        }
+                    }
+                }
+        }
+        double rel = den > 0 ? sqrt(num / den) : 0, tol = cc->bf16 ? 1e-2 : 5e-3;
+        printf("case %2d%s%s: hd%d bk%d st%d %s%s%s%s B=%d S=%d H=%d KV=%d T=%d: rel %.3g, nonfinite %lld\n", idx,
+               tag ? " " : "", tag ? tag : "", cc->hd, cc->bk, cc->stages, cc->causal ? "causal " : "",
+               cc->window ? "window " : "", cc->softcap > 0 ? "softcap " : "", cc->varlen ? "varlen " : "", P.B, P.S,
+               P.H, P.KV, P.T, rel, nonfinite);
+        CHECK_MSG(rel < tol && nonfinite == 0 && nan_expected_missing == 0,
+                  "case %d%s%s: rel %.3g nonfinite %lld nan-missing %lld", idx, tag ? " " : "", tag ? tag : "", rel,
+                  nonfinite, nan_expected_missing);
+    }
     free(ho);
     free(ref);
     prob_free(&P);
+}
+
+static void run_case(const wcase *w, const wa_cfg *c, int idx, const char *tag)
+{
+    run_case_n(w, c, &tag, 1, idx);
 }
 
 /* ---- variants of the template's knobs -------------------------------------------- */
@@ -387,7 +413,7 @@ typedef struct variant {
 #define SCHED_L2(mb) "#define KILN_ATT_SCHED 1\n#define KILN_ATT_L2SEC " #mb "*1048576ll\n"
 #define COMBO O1 "#define KILN_ATT_TH 8\n" SCHED_L2(32) "#define KILN_ATT_HINT 1\n"
 #define R40 "#define KILN_ATT_PREG 40\n#define KILN_ATT_CREG 232\n"
-static const variant V128[] = { /* head dims <= 128 */
+static const variant V128[] = { /* head dim 128 */
     {"base", NULL, 0, 0, 0, 1},
     {"o0", "#define KILN_ATT_ORDER 0\n" R40, 0, 0, 0, 0},
     {"o1", O1, 0, 0, 0, 0},
@@ -399,16 +425,22 @@ static const variant V128[] = { /* head dims <= 128 */
     {"o1-th8", O1 "#define KILN_ATT_TH 8\n", 0, 0, 0, 0},
     {"o1-hint", O1 "#define KILN_ATT_HINT 1\n", 0, 0, 0, 0},
     {"o1-dyn", O1 "#define KILN_ATT_SCHED 1\n", 0, 0, 0, 0},
-    {"o1-dyn-l2s16", O1 SCHED_L2(16), 0, 0, 0, 0},
     {"o1-dyn-l2s32", O1 SCHED_L2(32), 0, 0, 0, 0},
-    {"o1-l2s32", O1 "#define KILN_ATT_L2SEC 32*1048576ll\n", 0, 0, 0, 0},
     {"combo", COMBO, 0, 0, 0, 0},
     {"combo-qpf", COMBO "#define KILN_ATT_QPF 1\n", 0, 0, 0, 0},
     {"combo-qb2", COMBO, 2, 0, 0, 0},
     {"combo-st3", COMBO, 0, 0, 3, 0},
-    {"combo-qpf-st3", COMBO "#define KILN_ATT_QPF 1\n", 0, 0, 3, 0},
-    {"combo-free", COMBO "#define KILN_ATT_FREE 1\n", 0, 0, 0, 0},
     {"combo-qpf-free", COMBO "#define KILN_ATT_QPF 1\n#define KILN_ATT_FREE 1\n", 0, 0, 0, 0},
+};
+static const variant V96[] = { /* head dim 96 (column blocks padded to 128) */
+    {"base", NULL, 0, 0, 0, 1},
+    {"o0", "#define KILN_ATT_ORDER 0\n" R40, 0, 0, 0, 0},
+    {"o1", O1, 0, 0, 0, 0},
+    {"o1-th8", O1 "#define KILN_ATT_TH 8\n", 0, 0, 0, 0},
+    {"combo", COMBO, 0, 0, 0, 0},
+    {"combo-qpf", COMBO "#define KILN_ATT_QPF 1\n", 0, 0, 0, 0},
+    {"combo-qb2", COMBO, 2, 0, 0, 0},
+    {"combo-st3", COMBO, 0, 0, 3, 0},
 };
 static const variant V256[] = { /* head dim 256 (no second Q buffer: it does not fit) */
     {"base", NULL, 0, 0, 0, 1},
@@ -460,13 +492,24 @@ static const group groups[] = {
      {{"table", 4, 4096, 32, 8}, {"table", 1, 2048, 32, 8}, {"table", 1, 8192, 32, 8}, {"table", 1, 4096, 32, 8},
       {"table", 1, 512, 32, 8}},
      5, {0, 2, 3, 16, 17}, 5},
-    {96, 1, V128, NV(V128), {{"table-hd96", 4, 4096, 42, 6}}, 1, {7, 8, 16}, 3},
+    {96, 1, V96, NV(V96), {{"table-hd96", 4, 4096, 42, 6}}, 1, {7, 8, 16}, 3},
     {256, 1, V256, NV(V256), {{"table-hd256", 4, 4096, 16, 4}}, 1, {9, 10, 16}, 3},
     {128, 0, VNC, NV(VNC), {{"table-noncausal", 1, 4096, 32, 8}}, 1, {1, 5, 16}, 3},
 };
 #define NGROUPS ((int)(sizeof groups / sizeof groups[0]))
 /* the hooks (varlen, window, soft-cap) with the combined knobs */
 static const int hook_cases[] = {18, 19, 20, 21};
+static const variant VHOOK[] = {{"combo", COMBO, 0, 0, 0, 0},
+                                {"combo-qpf", COMBO "#define KILN_ATT_QPF 1\n", 0, 0, 0, 0},
+                                {"combo-qb2", COMBO, 2, 0, 0, 0}};
+
+/* KILN_VARIANT=name: only the variants of that name (the compute-sanitizer runs) */
+static int picked(const variant *v, int have_base)
+{
+    const char *only = getenv("KILN_VARIANT");
+    if (v->base && !have_base) return 0;
+    return !only || !strcmp(only, v->name);
+}
 
 /* case w with head dim hd and mask `causal` (the other fields as w has them) */
 static wcase recase(const wcase *w, int hd, int causal)
@@ -612,9 +655,9 @@ static void bench_shape(const bench_mem *m, const char *label, const wa_cfg *c0,
             continue;
         }
         qsort(t[v], R, sizeof t[v][0], cmp_f);
-        printf("bench attn %s/%s B=%d S=%d H=%d KV=%d hd=%d bk=%d st=%d causal=%d: %.1f us (p10 %.1f p90 %.1f), %.1f "
+        printf("bench attn %s%s%s B=%d S=%d H=%d KV=%d hd=%d bk=%d st=%d causal=%d: %.1f us (p10 %.1f p90 %.1f), %.1f "
                "TFLOP/s\n",
-               label, vs[v].name, B, S, H, KV, c0->hd, cf[v].bk, cf[v].stages, c0->causal, t[v][R / 2] * 1e3,
+               label, vs[v].name[0] ? "/" : "", vs[v].name, B, S, H, KV, c0->hd, cf[v].bk, cf[v].stages, c0->causal, t[v][R / 2] * 1e3,
                t[v][R / 10] * 1e3, t[v][(R * 9) / 10] * 1e3, flops / (t[v][R / 2] * 1e-3) / 1e12);
     }
     cudaEventDestroy(e0);
@@ -658,7 +701,7 @@ int main(void)
     for (int gi = 0; sweep && gi < NGROUPS; gi++) {
         const group *gr = &groups[gi];
         for (int v = 0; v < gr->nv; v++) {
-            if (gr->v[v].base && !have_base) continue;
+            if (!picked(&gr->v[v], have_base)) continue;
             for (int j = 0; j < gr->nchecks; j++) {
                 wcase x = recase(&cases[gr->checks[j]], gr->hd, gr->causal);
                 if (cases[gr->checks[j]].cfg.varlen) continue;
@@ -670,10 +713,9 @@ int main(void)
             }
         }
     }
-    static const variant VHOOK[] = {{"combo", COMBO, 0, 0, 0, 0}, {"combo-qpf", COMBO "#define KILN_ATT_QPF 1\n", 0, 0, 0, 0},
-                                    {"combo-qb2", COMBO, 2, 0, 0, 0}};
     for (int j = 0; sweep && j < (int)(sizeof hook_cases / sizeof hook_cases[0]); j++)
-        for (int v = 0; v < NV(VHOOK); v++) want(list, &n, apply(cases[hook_cases[j]].cfg, &VHOOK[v]));
+        for (int v = 0; v < NV(VHOOK); v++)
+            if (picked(&VHOOK[v], have_base)) want(list, &n, apply(cases[hook_cases[j]].cfg, &VHOOK[v]));
     static const wa_cfg bcfg[] = {C(1, 128, 1, 128, 2), C(1, 96, 1, 128, 2), C(1, 256, 1, 64, 2), C(1, 128, 0, 128, 2)};
     if (bench)
         for (int i = 0; i < (int)(sizeof bcfg / sizeof bcfg[0]); i++) want(list, &n, bcfg[i]);
@@ -684,25 +726,34 @@ int main(void)
         if (sel[i]) run_case(&cases[i], &cases[i].cfg, i, NULL);
     for (int gi = 0; sweep && gi < NGROUPS; gi++) {
         const group *gr = &groups[gi];
-        for (int v = 0; v < gr->nv; v++) {
-            if (gr->v[v].base && !have_base) continue;
-            char tag[96];
-            snprintf(tag, sizeof tag, "[hd%d%s %s]", gr->hd, gr->causal ? "" : " non-causal", gr->v[v].name);
-            for (int j = 0; j < gr->nchecks; j++) {
-                if (cases[gr->checks[j]].cfg.varlen) continue;
-                wcase x = recase(&cases[gr->checks[j]], gr->hd, gr->causal);
-                wa_cfg c = apply(x.cfg, &gr->v[v]);
-                run_case(&x, &c, gr->checks[j], tag);
+        static char tagbuf[32][96];
+        static const char *tags[32];
+        wa_cfg cs[32];
+        for (int j = 0; j < gr->nchecks; j++) {
+            if (cases[gr->checks[j]].cfg.varlen) continue;
+            wcase x = recase(&cases[gr->checks[j]], gr->hd, gr->causal);
+            int m = 0;
+            for (int v = 0; v < gr->nv && m < 32; v++) {
+                if (!picked(&gr->v[v], have_base)) continue;
+                snprintf(tagbuf[m], sizeof tagbuf[m], "[hd%d%s %s]", gr->hd, gr->causal ? "" : " non-causal",
+                         gr->v[v].name);
+                tags[m] = tagbuf[m];
+                cs[m++] = apply(x.cfg, &gr->v[v]);
             }
+            if (m) run_case_n(&x, cs, tags, m, gr->checks[j]);
         }
     }
-    for (int j = 0; sweep && j < (int)(sizeof hook_cases / sizeof hook_cases[0]); j++)
+    for (int j = 0; sweep && j < (int)(sizeof hook_cases / sizeof hook_cases[0]); j++) {
+        static const char *tags[NV(VHOOK)];
+        wa_cfg cs[NV(VHOOK)];
+        int m = 0;
         for (int v = 0; v < NV(VHOOK); v++) {
-            wa_cfg c = apply(cases[hook_cases[j]].cfg, &VHOOK[v]);
-            char tag[64];
-            snprintf(tag, sizeof tag, "[%s]", VHOOK[v].name);
-            run_case(&cases[hook_cases[j]], &c, hook_cases[j], tag);
+            if (!picked(&VHOOK[v], have_base)) continue;
+            tags[m] = VHOOK[v].name;
+            cs[m++] = apply(cases[hook_cases[j]].cfg, &VHOOK[v]);
         }
+        if (m) run_case_n(&cases[hook_cases[j]], cs, tags, m, hook_cases[j]);
+    }
     { /* the dynamic scheduler's counter is back to zero after every launch */
         int z[16];
         CUDA_OK(cudaMemcpy(z, g_sched, sizeof z, cudaMemcpyDeviceToHost));
