@@ -8,9 +8,10 @@
 #      (template defaults) and the sweep (variants interleaved on each shape)
 #   2. bench/attn/sdpa.py: PyTorch SDPA's flash / cuDNN / efficient backends on the table's rows,
 #      and the cuBLAS 8192^3 ceiling; bench/attn/table.py joins them (attn_table.md)
-#   3. one prefill layer through codegen's default (kiln run ... --check), plain, then under
-#      compute-sanitizer memcheck and racecheck
-#   4. the test's cases 16 and 20 and the sweep checks of variant $PFA2_SAN_VARIANT under both tools
+#   3. one prefill layer through codegen's default (kiln run ... --check)
+#   4. under compute-sanitizer, as long as time is left: racecheck on the test's cases 16 and 20
+#      and the sweep checks of variant $PFA2_SAN_VARIANT, memcheck on the layer, memcheck on the
+#      cases, racecheck on the layer
 # Results in $OUT: device.txt, kiln_attn.log, sdpa.jsonl, sdpa.err, attn_table.md, layer.log,
 # san.log, times.txt.
 set -u
@@ -27,26 +28,28 @@ command -v $san > /dev/null || san=/usr/local/cuda/bin/compute-sanitizer
 { nvidia-smi -L; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,memory.total --format=csv; } > "$OUT/device.txt" 2>&1
 
 step "test+sweep"
-KILN_BENCH=2 timeout "$(lim 80)" build/tests/gpu/test_gpu_attention_wgmma > "$OUT/kiln_attn.log" 2>&1
+KILN_BENCH=2 timeout "$(lim 40)" build/tests/gpu/test_gpu_attention_wgmma > "$OUT/kiln_attn.log" 2>&1
 echo "rc=$?" >> "$OUT/kiln_attn.log"
 step "sdpa"
-[ "$(left)" -gt 15 ] && timeout "$(lim 45)" python3 bench/attn/sdpa.py > "$OUT/sdpa.jsonl" 2> "$OUT/sdpa.err"
+[ "$(left)" -gt 12 ] && timeout "$(lim 25)" python3 bench/attn/sdpa.py > "$OUT/sdpa.jsonl" 2> "$OUT/sdpa.err"
 python3 bench/attn/table.py "$OUT/kiln_attn.log" "$OUT/sdpa.jsonl" > "$OUT/attn_table.md" 2>> "$OUT/sdpa.err"
 step "layer"
 L="build/kiln run samples/llama3_8b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=2048 --dims B=2,S=300,T=512 --random --pos=0 --check"
-[ "$(left)" -gt 5 ] && { timeout "$(lim 30)" $L > "$OUT/layer.log" 2>&1; echo "rc=$?" >> "$OUT/layer.log"; }
-for tool in memcheck racecheck; do
-  step "layer $tool"
+[ "$(left)" -gt 5 ] && { timeout "$(lim 15)" $L > "$OUT/layer.log" 2>&1; echo "rc=$?" >> "$OUT/layer.log"; }
+san_cases() {
+  KILN_CASES=16,20 KILN_SWEEP=1 KILN_VARIANT=${PFA2_SAN_VARIANT:-combo-qpf} timeout "$(lim 20)" \
+    $san --tool "$1" build/tests/gpu/test_gpu_attention_wgmma >> "$OUT/san.log" 2>&1
+  echo "== $1 cases rc=$?" >> "$OUT/san.log"
+}
+san_layer() {
+  timeout "$(lim 20)" $san --tool "$1" $L >> "$OUT/san.log" 2>&1
+  echo "== $1 layer rc=$?" >> "$OUT/san.log"
+}
+for s in "cases racecheck" "layer memcheck" "cases memcheck" "layer racecheck"; do
+  set -- $s
+  step "$s"
   [ "$(left)" -gt 8 ] || break
-  timeout "$(lim 30)" $san --tool $tool $L >> "$OUT/san.log" 2>&1
-  echo "== $tool layer rc=$?" >> "$OUT/san.log"
-done
-for tool in memcheck racecheck; do
-  step "cases $tool"
-  [ "$(left)" -gt 8 ] || break
-  KILN_CASES=16,20 KILN_SWEEP=1 KILN_VARIANT=${PFA2_SAN_VARIANT:-combo-qpf} timeout "$(lim 30)" \
-    $san --tool $tool build/tests/gpu/test_gpu_attention_wgmma >> "$OUT/san.log" 2>&1
-  echo "== $tool cases rc=$?" >> "$OUT/san.log"
+  san_$1 "$2"
 done
 step "done"
 tail -2 "$OUT/kiln_attn.log"
