@@ -30,7 +30,20 @@
  * (the turns are a pair of named barriers). O is normalized in registers and stored.
  * Tiles are handed out persistently, longest causal tiles first (descending query block),
  * in a snake order over the CTAs; the G heads of a group run side by side, so K/V mostly
- * come from L2.
+ * come from L2. The softmax takes the row max on the raw scores (one multiply by the scale
+ * per row) and exponentiates with ex2.approx.ftz (MUFU.EX2 alone: exp2f's subnormal fix-up
+ * is three more instructions per element); the O rescale is skipped when no row of the warp
+ * moved its max.
+ *
+ * Knobs (FlashAttention-3's choices, each a compile-time constant, codegen's values in
+ * cg_family.c att_wgmma_config; docs/ATTENTION.md): KILN_ATT_ORDER (1: K(0) before Q, K(t+1)
+ * before V(t)), KILN_ATT_QBUF 2 / KILN_ATT_QPF 1 (the next tile's Q in a second buffer / in
+ * L2 while this tile runs), KILN_ATT_FREE (first Q K^T and last P V outside the turns),
+ * KILN_ATT_TH (the row max moves only by more than TH), KILN_ATT_SCHED 1 (dynamic scheduler:
+ * a global ticket counter, KilnArgs field `sched`, zero before and after a launch; the tile
+ * indices reach the consumers through a two-slot ring in shared memory), KILN_ATT_L2SEC
+ * (longest-first within sections of (batch, KV head) pairs whose K/V fit that many bytes),
+ * KILN_ATT_HINT (L2 evict-first for Q, evict-last for K/V), KILN_ATT_PREG / _CREG (setmaxnreg).
  *
  * Compile-time hooks: KILN_ATT_WINDOW W > 0 (a key j is visible to query position P only
  * when P - j < W), KILN_ATT_SOFTCAP c > 0 (scores become c * tanh(score * scale / c)),
@@ -52,7 +65,7 @@
  * dynamic shared memory KILN_ATT_SMEM_BYTES (formula below).
  * Constants: KILN_HD (multiple of 16, <= 256), KILN_ATT_BK (key rows per tile, multiple
  * of 16; default 128, 64 above HD 128), KILN_ATT_STAGES (default 2), KILN_WGMMA_F16 (1
- * when KILN_T is __half). Helpers from attention_common.cuh (softmax, packing) and
+ * when KILN_T is __half), the knobs above (defaults: the kernel before them). Helpers from attention_common.cuh (softmax, packing) and
  * matmul_wgmma.cuh (mbarriers, TMA, descriptors; included with KILN_WGMMA_NO_KERNEL).
  *
  * Ordering (as in matmul_wgmma.cuh, argued since racecheck does not see TMA or wgmma):
@@ -60,7 +73,13 @@
  * which needs an arrival from every consumer warp reading it, each made after
  * wgmma.wait_group proved the groups reading it retired; it is read only after its
  * `full` barrier completed (the producer's expect_tx and all the bytes). Producer and
- * consumers walk the same tile sequence and slot sequence, one phase bit per wrap. */
+ * consumers walk the same tile sequence and slot sequence, one phase bit per wrap (K and V
+ * rings counted apart, so any load order keeps them matched). The dynamic scheduler's slot
+ * is written by the producer after its `empty` barrier completed (one arrival per consumer
+ * warp, after __syncwarp following the warp's read) and read after its `full` barrier
+ * (mbarrier.arrive releases, try_wait acquires). Its counter: the CTA drawing ticket
+ * ntiles - 1 draws the last one (every CTA draws until one fails, ntiles draws in all) and
+ * writes it back to zero; the next launch in the stream starts after this one ends. */
 #ifndef KILN_ATT_HELPERS
 #error "attention_wgmma.cuh: attention_common.cuh must come before it (codegen/kernels/CONTRACT.md)"
 #endif
@@ -83,7 +102,7 @@
  * FlashAttention-3): K(0) first, then Q, then K(t+1) before V(t), so a consumer's next Q K^T
  * never waits behind the V it needs one step later, nor a tile's first K behind its Q. */
 #ifndef KILN_ATT_ORDER
-#define KILN_ATT_ORDER 1
+#define KILN_ATT_ORDER 0
 #endif
 /* Q buffers per consumer: 1, or 2 (the next CTA tile's Q is loaded while this one runs) */
 #ifndef KILN_ATT_QBUF
@@ -123,12 +142,13 @@
 #endif
 /* registers per thread (setmaxnreg) of the producer and the consumer warpgroups, multiples
  * of 8 with 128 * PREG + 256 * CREG <= 384 * 168 (the launch's allocation): head dims above
- * 128 need 232 for the consumers; the producer's scheduler and look-ahead want more than 40 */
+ * 128 need 232 for the consumers; the producer's Q look-ahead (KILN_ATT_QBUF 2, _QPF) needs
+ * more than 40 (56, leaving 224 to the consumers: enough up to head dim 128) */
 #ifndef KILN_ATT_PREG
-#define KILN_ATT_PREG (KILN_HD > 128 ? 40 : 56)
+#define KILN_ATT_PREG (KILN_HD <= 128 && (KILN_ATT_QBUF == 2 || KILN_ATT_QPF) ? 56 : 40)
 #endif
 #ifndef KILN_ATT_CREG
-#define KILN_ATT_CREG (KILN_HD > 128 ? 232 : 224)
+#define KILN_ATT_CREG (KILN_ATT_PREG > 40 ? 224 : 232)
 #endif
 /* Q buffers (2 consumers x KILN_ATT_QBUF), the K and V rings, 1 KiB to align them, the
  * mbarriers (Q full/empty per buffer, K and V full/empty per stage, 2 + 2 for the tile-index
