@@ -2053,28 +2053,45 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
     return c;
 }
 
-/* The Hopper prefill template (attention_wgmma.cuh): key tiles of 128 rows (64 above head
- * dim 128), 2 stages; its KILN_ATT_SMEM formula: both consumers' Q buffers, the K and V
- * rings (rows padded to 64-column blocks), 1 KiB to align, the mbarriers. */
-enum { ATTW_STAGES = 2 };
-static int att_wgmma_bk(int64_t hd) { return hd > 128 ? 64 : 128; }
-static int64_t att_wgmma_smem(int64_t hd, int bk)
+/* The Hopper prefill template's configuration (attention_wgmma.cuh's knobs): key tiles of
+ * 128 rows (64 above head dim 128), 2 stages, one Q buffer per consumer, Q then K(t), V(t)
+ * (order 0), the row max following every tile (th 0), the static longest-first schedule, no
+ * cache hints: the kernel as measured before the knobs (README, the attention table). The
+ * knobs FlashAttention-3 suggests (order 1, a Q look-ahead, th 8, the dynamic scheduler
+ * with L2 sections, hints) pass every check but are not yet timed: docs/ATTENTION.md,
+ * bench/attn/pfa2_device.sh (the sweep against this configuration) says how to choose. */
+typedef struct att_wgmma_cfg {
+    int bk, stages, qbuf, order, qpf, th, sched, hint;
+    int64_t l2sec;
+} att_wgmma_cfg;
+static att_wgmma_cfg att_wgmma_config(const cg_target *tg, int64_t hd)
+{
+    att_wgmma_cfg c = {hd > 128 ? 64 : 128, 2, 1, 0, 0, 0, 0, 0, 0};
+    if (c.sched) c.l2sec = tg->l2_bytes / 2; /* sections of half the L2 (FlashAttention-3: 32 of 50 MB) */
+    return c;
+}
+/* KILN_ATT_SMEM of attention_wgmma.cuh: the consumers' Q buffers, the K and V rings (rows
+ * padded to 64-column blocks), 1 KiB to align, the mbarriers, the scheduler's two slots */
+static int64_t att_wgmma_smem(int64_t hd, const att_wgmma_cfg *c)
 {
     int64_t na = (hd + 63) / 64;
-    return 2 * na * 64 * 128 + 2 * ATTW_STAGES * na * bk * 128 + 1024 + (4 + 4 * ATTW_STAGES) * 8;
+    return 2 * c->qbuf * na * 64 * 128 + 2 * c->stages * na * c->bk * 128 + 1024 + (4 * c->qbuf + 4 * c->stages + 4) * 8 +
+           16;
 }
 
-/* Whether a prefill attention takes attention_wgmma.cuh: the target is sm_90a (not the
- * fallback of such a kernel), the head dim is a multiple of 16 up to 256, q arrives rotated
+/* Whether a prefill attention fits attention_wgmma.cuh (and takes it unless this is the
+ * build of such a kernel's fallback, gen->no_wgmma): the target is sm_90a, the head dim is a multiple of 16 up to 256, q arrives rotated
  * and k/v are in the cache (no RoPE on load, no fused cache write: those take
- * attention_prefill.cuh), and the tiles fit the target's shared memory. q's strides are
+ * attention_prefill.cuh), and the tiles fit the target's shared memory (the fallback of
+ * such a kernel asks the same and declares the same fields). q's strides are
  * multiples of 8 elements (rows_operand); base pointers are checked at run time
  * (cg_kernel.fallback: attention_prefill.cuh, head dims 64 and 128). */
-static bool use_att_wgmma(const cg_gen *gen, int64_t hd, bool rope, bool append)
+static bool att_wgmma_fits(const cg_gen *gen, int64_t hd, bool rope, bool append)
 {
-    if (gen->no_wgmma || strcmp(gen->target->arch, "sm_90a") || rope || append) return false;
+    if (strcmp(gen->target->arch, "sm_90a") || rope || append) return false;
     if (hd % 16 || hd < 16 || hd > 256) return false;
-    return att_wgmma_smem(hd, att_wgmma_bk(hd)) <= gen->target->smem_per_block;
+    att_wgmma_cfg c = att_wgmma_config(gen->target, hd);
+    return att_wgmma_smem(hd, &c) <= gen->target->smem_per_block;
 }
 
 static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
@@ -2153,7 +2170,9 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
      * (cg_attention_is_decode) */
     const bool packed = A->attrs.packed;
     bool decode = cg_attention_is_decode(A, dims);
-    bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
+    /* the fallback of a wgmma kernel (no_wgmma) declares the same fields: wg_fit */
+    const bool wg_fit = !decode && att_wgmma_fits(gen, hd, rope_q != NULL, append);
+    bool wgmma = wg_fit && !gen->no_wgmma;
     if (hd % 16 || hd < 16 || hd > 256)
         return cg_fail(gen, "attention: the templates take head dimensions that are multiples of 16 up to 256");
     if (!decode && !wgmma && hd != 64 && hd != 128)
@@ -2217,6 +2236,8 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         cg_workspace(gen, "ws", "float *", ir_dim_times(bsh, ir_dim_const(4 * splits * (hd + 2)), ovf), false);
         cg_workspace(gen, "sem", "int *", ir_dim_times(bsh, ir_dim_const(4), ovf), true);
     }
+    if (wg_fit && att_wgmma_config(gen->target, hd).sched) /* the dynamic scheduler's tile counter, left zero */
+        cg_workspace(gen, "sched", "int *", ir_dim_const(4), true);
     cg_str_printf(hooks, "/* attention: no hooks; the template reads the constants and KilnArgs above */\n\n");
     if (rope_q && rope_q->attrs.rope.scaling != IR_ROPE_NONE) { /* the host's frequencies (cg_rope.c) */
         int len = cg_attention_rope_source(NULL, 0, rope_q->attrs.theta, &rope_q->attrs.rope, hd);
@@ -2253,12 +2274,20 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {
-        int bk = att_wgmma_bk(hd);
+        att_wgmma_cfg wc = att_wgmma_config(gen->target, hd);
+        int bk = wc.bk;
         define(plan, "KILN_WGMMA_NO_KERNEL", "1");
         define(plan, "KILN_WGMMA_F16", "%d", qt->dtype == IR_F16 ? 1 : 0);
         define(plan, "KILN_ATT_BK", "%d", bk);
-        define(plan, "KILN_ATT_STAGES", "%d", ATTW_STAGES);
-        gen->kern->config = cg_printf(gen, "wgmma 2x64x%d s%d", bk, ATTW_STAGES);
+        define(plan, "KILN_ATT_STAGES", "%d", wc.stages);
+        define(plan, "KILN_ATT_QBUF", "%d", wc.qbuf);
+        define(plan, "KILN_ATT_ORDER", "%d", wc.order);
+        define(plan, "KILN_ATT_QPF", "%d", wc.qpf);
+        define(plan, "KILN_ATT_TH", "%d", wc.th);
+        define(plan, "KILN_ATT_SCHED", "%d", wc.sched);
+        define(plan, "KILN_ATT_L2SEC", "%lldll", (long long)wc.l2sec);
+        define(plan, "KILN_ATT_HINT", "%d", wc.hint);
+        gen->kern->config = cg_printf(gen, "wgmma 2x64x%d s%d", bk, wc.stages);
         /* the maps (attention_wgmma.cuh): q {H*HD, S, B} (ld q_ss, batch stride q_sb), k and v
          * {HD, T, rows*KV} (ld HD, batch stride T*HD; rows: the caches' allocated rows, which
          * a slot table may address); bases: fields "q", "k", "v" */
@@ -2279,7 +2308,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         gen->kern->ntmaps = 3;
         /* persistent: at most one CTA per SM, about one per tile (pairs of 64-row sub-tiles) */
         L->block = 384;
-        L->smem = att_wgmma_smem(hd, bk);
+        L->smem = att_wgmma_smem(hd, &wc);
         L->grid[0] = (cg_grid_dim){qt->dims[1], 64, gen->target->sm_count,
                                    ir_dim_times(qt->dims[0], qt->dims[2], ovf), 2};
         L->grid[1] = grid_dim(ir_dim_const(1), 1, 0);
