@@ -1966,7 +1966,15 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 #ifndef KILN_CG_DEC_PUSH
 #define KILN_CG_DEC_PUSH 1
 #endif
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 8 };
+/* KILN_CG_DEC_CLUSTER_MAX / _WARPS: other cluster sizes and warps for measurements (a kiln
+ * built with them: bench/attn/push_variants.sh) */
+#ifndef KILN_CG_DEC_CLUSTER_MAX
+#define KILN_CG_DEC_CLUSTER_MAX 8
+#endif
+#ifndef KILN_CG_DEC_CLUSTER_WARPS
+#define KILN_CG_DEC_CLUSTER_WARPS 8
+#endif
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = KILN_CG_DEC_CLUSTER_MAX, CG_DEC_CLUSTER_WARPS = KILN_CG_DEC_CLUSTER_WARPS };
 /* From B*KV = CG_DEC_WIDE_BKV sequence heads on (B=8 and 32 of the 8B layer, measured: README,
  * "Decode attention table"), no cluster: four warps, a ring of 3-4 stages in dynamic shared
  * memory, splits so that the grid is one wave of two CTAs per SM (one split at B=32 x 8 heads). */

@@ -4,14 +4,18 @@
 # computed once; two QK chains), results under $OUT (summary.txt, r.tgz). Builds nothing: the
 # attention test's cubins are in build/attcubins (KILN_ATT_PRECOMPILE=1 KILN_ATT_CUBINS=...
 # KILN_BENCH=1 KILN_DEC_SWEEP=1 build/tests/gpu/test_gpu_attention), the layers' kernels of both
-# binaries in build/kcache (`kiln compile ... --emit=cubin` with KILN_CACHE_DIR, bench/attn/push_stage.sh).
+# binaries in build/kcache (`kiln compile ... --emit=cubin` with KILN_CACHE_DIR, bench/attn/push_stage.sh),
+# and build/variants/kiln_c16 is this tree's kiln with clusters of 16 CTAs of four warps
+# (bench/attn/push_variants.sh build c16 "-DKILN_CG_DEC_CLUSTER_MAX=16 -DKILN_CG_DEC_CLUSTER_WARPS=4");
+# scripts/gpu_stage.sh does not pack build/{attcubins,kcache,variants}: copy them into the
+# staged tree's build.
 # $BASE/kiln is main's build (the baseline), build/kiln this tree's. In order, each step capped
 # by what is left of DEADLINE (s, default 150):
 #   1. test_gpu_attention: every decode case against the f64 reference (KILN_CASES=13-400; the
 #      push cases included), then the sweep of kernel shapes and the milestone stamps
 #      (KILN_BENCH=1 KILN_DEC_SWEEP=2);
 #   2. the 1B and 8B layers at B=1 over 1024 keys, `kiln run ... --dims B=1,S=1,T=1024 --random
-#      --pos=1023 --profile --profile-runs=40`, baseline and this tree in turn;
+#      --pos=1023 --profile --profile-runs=40`, baseline, this tree and (round 1) the c16 variant in turn;
 #   3. compute-sanitizer racecheck and memcheck of one B=1 decode step of the 8B-shaped layer
 #      (-D D=1024 -D H=8 -D KV=2 -D F=2048, T=1024, pos 1000, --check);
 #   4. test_decode_gpu;
@@ -39,8 +43,14 @@ prof() { # BIN NAME MODEL DIMS POS
     echo "== $2 $3 $4 rc=$? $(el)" >> "$S"
     grep -E "_attention|^layer|^bubbles" "$R/prof_$2_$3_${4//[,=]/_}.txt" | cut -c1-150 >> "$S"
 }
-round() { for m in 1b 8b; do prof "$BASE/kiln" base $m B=1,S=1,T=1024 1023; prof build/kiln new $m B=1,S=1,T=1024 1023; done; }
-round
+round() {
+    for m in 1b 8b; do
+        prof "$BASE/kiln" base $m B=1,S=1,T=1024 1023
+        prof build/kiln new $m B=1,S=1,T=1024 1023
+        [ -n "${1:-}" ] && [ -x build/variants/kiln_c16 ] && prof build/variants/kiln_c16 c16 $m B=1,S=1,T=1024 1023
+    done
+}
+round c16
 
 for tool in racecheck memcheck; do
     timeout $(tl 40 30) $san --tool $tool --error-exitcode 3 build/kiln run samples/llama3_8b_layer.kiln -D D=1024 \
