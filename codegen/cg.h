@@ -114,6 +114,7 @@ int cg_attention_decode_splits(int64_t b, int64_t kv, int sm_count);
  * partials into the leader's shared memory and the leader alone combines. */
 typedef struct cg_att_decode_cfg {
     int splits, cluster, warps, threads, stages, minkeys, qsmem, push;
+    int cols; /* with push: 1, one softmax per key tile for the CTA and P V split by columns (KILN_DEC_COLS) */
 } cg_att_decode_cfg;
 /* The shape codegen launches for b sequences of kv KV heads at head dim hd with a cache of t
  * rows (<= 0: not known) and rows query rows per KV head and sequence (G*S; <= 0: not known)

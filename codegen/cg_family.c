@@ -1966,6 +1966,11 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 #ifndef KILN_CG_DEC_PUSH
 #define KILN_CG_DEC_PUSH 1
 #endif
+/* With the push, KILN_CG_DEC_COLS 1: one softmax per key tile for the whole CTA and P V split by
+ * columns among the warps (KILN_DEC_COLS) where the head dim is a multiple of 8 * warps. */
+#ifndef KILN_CG_DEC_COLS
+#define KILN_CG_DEC_COLS 1
+#endif
 /* KILN_CG_DEC_CLUSTER_MAX / _WARPS: other cluster sizes and warps for measurements (a kiln
  * built with them: bench/attn/push_variants.sh) */
 #ifndef KILN_CG_DEC_CLUSTER_MAX
@@ -1987,7 +1992,9 @@ int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd)
     int64_t chp = chunks_padded(hd), stage = 2 * 16 * (int64_t)c->warps * chp * 16;
     int64_t ring = c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0);
     if (c->cluster <= 1) return ring > 47 * 1024 ? ring : 0; /* else static shared memory */
-    if (c->push > 0) return ring + (int64_t)c->cluster * c->push * (hd + 2) * 4 + 16; /* the slots, the mbarrier */
+    if (c->push > 0) /* the slots, the mbarrier; with cols the P tile and the warps' row maxima and sums */
+        return ring + (int64_t)c->cluster * c->push * (hd + 2) * 4 + 16 +
+               (c->cols ? 16 * ((2 * (int64_t)c->warps + 7) & ~7) * 16 + 2 * 16 * (int64_t)c->warps * 4 : 0);
     return ring + 16 * (hd + 2) * 4;
 }
 
@@ -2027,7 +2034,8 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
         }
         /* the ring first, then the push's slots where they fit beside it */
         k.push = KILN_CG_DEC_PUSH && rows > 0 && rows <= 16 ? (int)rows : 0;
-        if (k.push && cg_attention_decode_smem(&k, hd) > smem_limit) k.push = 0;
+        k.cols = k.push && KILN_CG_DEC_COLS && hd % (8 * k.warps) == 0;
+        if (k.push && cg_attention_decode_smem(&k, hd) > smem_limit) k.push = k.cols = 0;
         if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     return c;
@@ -2230,10 +2238,11 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_DEC_MINKEYS", "%d", dc.minkeys);
         define(plan, "KILN_DEC_QSMEM", "%d", dc.qsmem);
         if (dc.push) define(plan, "KILN_DEC_PUSH", "%d", dc.push);
+        if (dc.cols) define(plan, "KILN_DEC_COLS", "1");
         define(plan, "KILN_DEC_DYNSMEM", "%d", cg_attention_decode_smem(&dc, hd) > 0);
         if (dc.cluster > 1)
             gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d%s", dc.cluster, dc.warps, dc.stages,
-                                          dc.push ? " push" : "");
+                                          dc.cols ? " push cols" : dc.push ? " push" : "");
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);
         L->cluster = dc.cluster > 1 ? dc.cluster : 0;

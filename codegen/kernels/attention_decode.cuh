@@ -47,6 +47,15 @@
  * after the leader initializes the mbarrier; its wait before the first push), no remote reads,
  * no second barrier. R > P writes NaN (codegen never launches it so).
  *
+ * KILN_DEC_COLS 1 (with KILN_DEC_PUSH; codegen: where KILN_HD is a multiple of 8 * warps): per key
+ * tile one softmax for the whole CTA instead of one per warp: each warp takes 16 keys of Q K^T,
+ * the warps' row maxima meet in shared memory (a barrier), each warp writes its keys' P =
+ * exp2(s - M) (bf16/f16) into a [16][TK] tile there and its row sums (a barrier), then warp w
+ * multiplies the whole tile's P by V's columns [w*HD/NW, (w+1)*HD/NW) (two accumulator sets,
+ * even and odd key steps). The CTA's partial is then already split by columns over the warps:
+ * no warp merge, each warp pushes its columns. Shared memory after the mbarrier's 16 bytes:
+ * P [16][PCHP] 16-byte chunks (PCHP = TK / 8 rounded up to 8), then 2 * 16 * NW floats.
+ *
  * The cached rows (positions below o, every row of a split that holds no new position) are
  * loaded with a fixed 16-byte chunk column per thread and row steps of NT / CH rows (the
  * addresses computed once); the other rows (new rows, zeros past the length) row by row.
@@ -128,6 +137,11 @@
  * memory (the header); 0, the two-barrier combine through distributed shared memory */
 #define KILN_DEC_PUSH 0
 #endif
+#ifndef KILN_DEC_COLS
+/* with KILN_DEC_PUSH: 1, one softmax per key tile for the whole CTA and P V split by columns
+ * among the warps (KILN_HD a multiple of 8 * KILN_DEC_WARPS; the header) */
+#define KILN_DEC_COLS 0
+#endif
 #ifndef KILN_DEC_MINKEYS
 /* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V (32 KB above
  * head dim 128), so a short cache is cut into few splits (fewer partials to combine) */
@@ -187,6 +201,8 @@ static_assert(KILN_DEC_CLUSTER == 1 || (KILN_DEC_CLUSTER == KILN_SPLITS && KILN_
 static_assert(KILN_DEC_CLUSTER == 1 || KILN_DEC_DYNSMEM, "decode: a cluster's ring is in dynamic shared memory");
 static_assert(KILN_DEC_PUSH == 0 || (KILN_DEC_CLUSTER > 1 && KILN_DEC_PUSH <= 16),
               "decode: KILN_DEC_PUSH (1..16 rows) needs a cluster");
+static_assert(KILN_DEC_COLS == 0 || (KILN_DEC_PUSH > 0 && KILN_HD % (8 * KILN_DEC_WARPS) == 0),
+              "decode: KILN_DEC_COLS needs KILN_DEC_PUSH and KILN_HD a multiple of 8 * KILN_DEC_WARPS");
 
 #if KILN_DEC_CLUSTER > 1
 namespace katt {
@@ -220,6 +236,14 @@ __device__ __forceinline__ void cluster_sync()
 __device__ __forceinline__ void cluster_arrive_relaxed()
 {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+/* two transposed 8x8 matrices (lanes 0-15 give the rows' addresses) */
+__device__ __forceinline__ void ldsm2t(unsigned (&r)[2], const void *s)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(smem_u32(s))
+                 : "memory");
 }
 __device__ __forceinline__ void cluster_wait()
 {
@@ -287,6 +311,10 @@ __device__ __forceinline__ void st_async2(unsigned a, float2 v, unsigned bar)
 
 #if KILN_DEC_MINB > 1
 #define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS, KILN_DEC_MINB)
+#elif KILN_DEC_COLS
+/* one CTA per SM said outright: without it ptxas holds the kernel at 128 registers and spills
+ * (eight warps, a ring of three stages) */
+#define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS, 1)
 #else
 #define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS)
 #endif
@@ -313,6 +341,13 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
     float *const sRecv = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
     float *const sRml = sRecv + CL * PR * HD;
     unsigned long long *const sBar = (unsigned long long *)(sRml + CL * PR * 2);
+#if KILN_DEC_COLS
+    /* the tile's P [16][TK] (16-byte chunks of 8 keys, swizzled as swz), the warps' row maxima
+     * and row sums [16][NW] */
+    uint4 *const sP = (uint4 *)((char *)sBar + 16);
+    float *const sMx = (float *)(sP + 16 * ((16 * KILN_DEC_WARPS / 8 + 7) & ~7));
+    float *const sSm = sMx + 16 * KILN_DEC_WARPS;
+#endif
 #elif KILN_DEC_CLUSTER > 1
     /* this CTA's partial of an m-tile: acc [16][HD], then (m, l) [16][2] */
     float *const sPart = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
@@ -517,6 +552,154 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
         load_q_frags(qf, sQ, 0, lane);
 #endif
 
+#if KILN_DEC_COLS
+        /* one softmax for the CTA per key tile, P V split by columns: warp w multiplies the
+         * tile's P (all TK keys, shared memory) by V's columns [w*CW, (w+1)*CW); no warp merge */
+        constexpr int CW = HD / NW, NCW = CW / 8, PCHP = (TK / 8 + 7) & ~7;
+        const int r0 = lane >> 2, col0 = warp * CW;
+        float Mx[2] = {ninf(), ninf()}, Ls[2] = {0.f, 0.f};
+        float oc[2][NCW][4]; /* two accumulator sets (even and odd key steps): two mma chains */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int n = 0; n < NCW; n++) oc[h][n][0] = oc[h][n][1] = oc[h][n][2] = oc[h][n][3] = 0.f;
+        const int sr0 = (mt * 16 + r0) / G, sr1 = (mt * 16 + r0 + 8) / G;
+        for (int t = 0; t < ntiles; t++) {
+            if (t > 0 || (!KILN_DEC_QSMEM && STG - 1 < ntiles)) {
+                cp_wait<STG - 2>();
+                __syncthreads();
+            }
+            if (t + STG - 1 < ntiles) load_tile(t + STG - 1, (t + STG - 1) % STG, 2);
+            cp_commit();
+            const uint4 *sk = sbuf + (t % STG) * STAGE, *sv = sk + TK * CHP;
+            const int jw = j0 + t * TK + warp * 16;
+            float sc[2][4];
+            if (warp < NW) {
+#if KILN_DEC_QSMEM
+                const unsigned qf[HD / 16][4] = {};
+                qk_dec<16, true>(sc, qf, sQ, sk, warp * 16, lane);
+#else
+                qk_dec<16, false>(sc, qf, sQ, sk, warp * 16, lane);
+#endif
+                float mx[2] = {ninf(), ninf()};
+#pragma unroll
+                for (int n = 0; n < 2; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int j = jw + n * 8 + (lane & 3) * 2 + (e & 1);
+                        const int P = o + ((e >> 1) ? sr1 : sr0); /* the row's query position */
+                        if (CAP > 0.f) sc[n][e] = CAP * tanhf(sc[n][e] * ((float)(KILN_SCALE) / CAP));
+                        if (j >= j1 || (KILN_CAUSAL && j > P) || (WIN > 0 && P - j >= WIN)) sc[n][e] = ninf();
+                        mx[e >> 1] = fmaxf(mx[e >> 1], sc[n][e] * SL2);
+                    }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                }
+                if ((lane & 3) == 0) {
+                    sMx[r0 * NW + warp] = mx[0];
+                    sMx[(r0 + 8) * NW + warp] = mx[1];
+                }
+            }
+            __syncthreads(); /* the warps' row maxima */
+            float al[2];
+            if (warp < NW) {
+                float mu[2], ps[2] = {0.f, 0.f};
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    float m = Mx[i];
+#pragma unroll
+                    for (int w = 0; w < NW; w++) m = fmaxf(m, sMx[(r0 + 8 * i) * NW + w]);
+                    mu[i] = m == ninf() ? 0.f : m;
+                    al[i] = exp2f(Mx[i] - mu[i]);
+                    Mx[i] = m;
+                }
+#pragma unroll
+                for (int n = 0; n < 2; n++) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        sc[n][e] = exp2f(fmaf(sc[n][e], SL2, -mu[e >> 1]));
+                        ps[e >> 1] += sc[n][e];
+                    }
+                    /* P of rows r0 and r0 + 8, keys warp*16 + n*8 + (lane&3)*2 .. +1: chunk 2*warp + n */
+                    ((unsigned *)&sP[(r0 * PCHP + ((2 * warp + n) ^ (r0 & 7)))])[lane & 3] = pack2(sc[n][0], sc[n][1]);
+                    ((unsigned *)&sP[((r0 + 8) * PCHP + ((2 * warp + n) ^ (r0 & 7)))])[lane & 3] = pack2(sc[n][2], sc[n][3]);
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 1);
+                    ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 2);
+                }
+                if ((lane & 3) == 0) {
+                    sSm[r0 * NW + warp] = ps[0];
+                    sSm[(r0 + 8) * NW + warp] = ps[1];
+                }
+            }
+            __syncthreads(); /* P and the warps' row sums */
+            if (warp < NW) {
+                const int mi = lane >> 3;
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    float s = 0.f;
+#pragma unroll
+                    for (int w = 0; w < NW; w++) s += sSm[(r0 + 8 * i) * NW + w];
+                    Ls[i] = Ls[i] * al[i] + s;
+                }
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int n = 0; n < NCW; n++) {
+                        oc[h][n][0] *= al[0];
+                        oc[h][n][1] *= al[0];
+                        oc[h][n][2] *= al[1];
+                        oc[h][n][3] *= al[1];
+                    }
+#pragma unroll
+                for (int kk = 0; kk < NW; kk++) { /* keys kk*16 .. +15 of the tile */
+                    unsigned a[4];
+                    ldsm4(a, &sP[((mi & 1) * 8 + (lane & 7)) * PCHP + ((kk * 2 + (mi >> 1)) ^ (lane & 7))]);
+#pragma unroll
+                    for (int dp = 0; dp < NCW / 2; dp++) {
+                        unsigned bf[4];
+                        ldsm4t(bf, &sv[swz(kk * 16 + (mi & 1) * 8 + (lane & 7), col0 / 8 + dp * 2 + (mi >> 1))]);
+                        mma(oc[kk & 1][2 * dp], a, bf[0], bf[1]);
+                        mma(oc[kk & 1][2 * dp + 1], a, bf[2], bf[3]);
+                    }
+                    if constexpr (NCW % 2) { /* the last 8 columns: two 8x8 matrices (lanes 0-15 address them) */
+                        unsigned bf[2];
+                        ldsm2t(bf, &sv[swz(kk * 16 + (mi & 1) * 8 + (lane & 7), col0 / 8 + NCW - 1)]);
+                        mma(oc[kk & 1][NCW - 1], a, bf[0], bf[1]);
+                    }
+                }
+            }
+        }
+#if KILN_DEC_CLUSTER > 1
+        if (KILN_DEC_LAUNCH_AT == 0 && mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+        if (mt == 0) KDEC_STAMP(6);
+#endif
+        const int nr = min(16, R - mt * 16);
+        cluster_wait(); /* the leader's mbarrier is initialized (it returns at once by now) */
+        const unsigned bar0 = dsmem_addr(sBar, 0u);
+        if (warp < NW) {
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int rw = r0 + 8 * i;
+                if (rw >= nr) continue;
+#pragma unroll
+                for (int n = 0; n < NCW; n++) {
+                    const float2 v = make_float2(oc[0][n][2 * i] + oc[1][n][2 * i], oc[0][n][2 * i + 1] + oc[1][n][2 * i + 1]);
+                    const int d = col0 + n * 8 + (lane & 3) * 2;
+                    if (c == 0) *(float2 *)&sRecv[rw * HD + d] = v; /* the leader's own slot */
+                    else st_async2(dsmem_addr(&sRecv[(c * PR + rw) * HD + d], 0u), v, bar0);
+                }
+                if (warp == 0 && (lane & 3) == 0) {
+                    if (c == 0) *(float2 *)&sRml[2 * rw] = make_float2(Mx[i], Ls[i]);
+                    else st_async2(dsmem_addr(&sRml[2 * (c * PR + rw)], 0u), make_float2(Mx[i], Ls[i]), bar0);
+                }
+            }
+        }
+#else
         float acc[HD / 8][4];
 #pragma unroll
         for (int d = 0; d < HD / 8; d++) acc[d][0] = acc[d][1] = acc[d][2] = acc[d][3] = 0.f;
@@ -634,6 +817,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
             }
 #endif
         }
+#endif /* KILN_DEC_COLS */
 #if KILN_DEC_CLUSTER > 1
 #if KILN_DEC_PUSH
         /* the other CTAs are done (their stores complete on the leader's mbarrier); the leader
