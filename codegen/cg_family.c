@@ -1967,9 +1967,11 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 #define KILN_CG_DEC_PUSH 1
 #endif
 /* With the push, KILN_CG_DEC_COLS 1: one softmax per key tile for the whole CTA and P V split by
- * columns among the warps (KILN_DEC_COLS) where the head dim is a multiple of 8 * warps. */
+ * columns among the warps (KILN_DEC_COLS) where the head dim is a multiple of 8 * warps. Off: its
+ * test cases and its timing have not run on a GPU yet (README, "Decode attention table";
+ * bench/attn/cols_device.sh is the call that would measure it). */
 #ifndef KILN_CG_DEC_COLS
-#define KILN_CG_DEC_COLS 1
+#define KILN_CG_DEC_COLS 0
 #endif
 /* KILN_CG_DEC_CLUSTER_MAX / _WARPS: other cluster sizes and warps for measurements (a kiln
  * built with them: bench/attn/push_variants.sh) */

@@ -47,7 +47,8 @@
  * after the leader initializes the mbarrier; its wait before the first push), no remote reads,
  * no second barrier. R > P writes NaN (codegen never launches it so).
  *
- * KILN_DEC_COLS 1 (with KILN_DEC_PUSH; codegen: where KILN_HD is a multiple of 8 * warps): per key
+ * KILN_DEC_COLS 1 (with KILN_DEC_PUSH and KILN_HD a multiple of 8 * warps; codegen: only with
+ * KILN_CG_DEC_COLS 1, off until measured on a GPU): per key
  * tile one softmax for the whole CTA instead of one per warp: each warp takes 16 keys of Q K^T,
  * the warps' row maxima meet in shared memory (a barrier), each warp writes its keys' P =
  * exp2(s - M) (bf16/f16) into a [16][TK] tile there and its row sums (a barrier), then warp w
