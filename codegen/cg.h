@@ -106,18 +106,22 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv);
 int cg_attention_decode_splits(int64_t b, int64_t kv, int sm_count);
 
 /* A decode attention kernel's shape (attention_decode.cuh's KILN_SPLITS, KILN_DEC_CLUSTER,
- * KILN_DEC_WARPS, KILN_ATT_THREADS, KILN_DEC_STAGES, KILN_DEC_MINKEYS, KILN_DEC_QSMEM).
- * cluster 1: partials through the workspace, the last CTA combines; cluster == splits: the
- * splits of a (KV head, sequence) are one thread-block cluster combining in distributed
- * shared memory (no workspace). */
+ * KILN_DEC_WARPS, KILN_ATT_THREADS, KILN_DEC_STAGES, KILN_DEC_MINKEYS, KILN_DEC_QSMEM,
+ * KILN_DEC_PUSH). cluster 1: partials through the workspace, the last CTA combines; cluster ==
+ * splits: the splits of a (KV head, sequence) are one thread-block cluster combining in
+ * distributed shared memory (no workspace): push 0, two cluster barriers around a combine
+ * spread over the CTAs; push P > 0 (the query rows per KV head, G*S <= P), the CTAs push their
+ * partials into the leader's shared memory and the leader alone combines. */
 typedef struct cg_att_decode_cfg {
-    int splits, cluster, warps, threads, stages, minkeys, qsmem;
+    int splits, cluster, warps, threads, stages, minkeys, qsmem, push;
+    int cols; /* with push: 1, one softmax per key tile for the CTA and P V split by columns (KILN_DEC_COLS) */
 } cg_att_decode_cfg;
 /* The shape codegen launches for b sequences of kv KV heads at head dim hd with a cache of t
- * rows (<= 0: not known) on sm_count SMs with smem_limit bytes of shared memory per CTA;
- * clusters: the target has thread-block clusters (sm_90). b or kv <= 0: not known. */
-cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
-                                             int64_t smem_limit, bool clusters);
+ * rows (<= 0: not known) and rows query rows per KV head and sequence (G*S; <= 0: not known)
+ * on sm_count SMs with smem_limit bytes of shared memory per CTA; clusters: the target has
+ * thread-block clusters (sm_90). b or kv <= 0: not known. */
+cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int64_t rows,
+                                             int sm_count, int64_t smem_limit, bool clusters);
 /* Its dynamic shared memory in bytes (attention_decode.cuh's formula; 0 without a cluster and
  * a ring of at most 47 KB: static shared memory only, else KILN_DEC_DYNSMEM). */
 int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd);

@@ -1997,8 +1997,28 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
  * each at head dims 64 and 128 (else, or where two stages of those do not fit, four), a ring deep enough
  * to hold the whole split before the programmatic-launch wait where it fits. Eight warps take
  * a split of 128 keys (1024 keys over a cluster of 8) as one tile: the fewest steps in series
- * after the data lands (README, "Decode attention table"). */
-enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = 8, CG_DEC_CLUSTER_WARPS = 8 };
+ * after the data lands (README, "Decode attention table"). With a known number of query rows
+ * per KV head (G*S) up to 16, the partials are pushed into the leader's shared memory (push =
+ * that number; KILN_CG_DEC_PUSH 0 turns it off, for measurements), where the slots fit. */
+#ifndef KILN_CG_DEC_PUSH
+#define KILN_CG_DEC_PUSH 1
+#endif
+/* With the push, KILN_CG_DEC_COLS 1: one softmax per key tile for the whole CTA and P V split by
+ * columns among the warps (KILN_DEC_COLS) where the head dim is a multiple of 8 * warps. Off: its
+ * test cases and its timing have not run on a GPU yet (README, "Decode attention table";
+ * bench/attn/cols_device.sh is the call that would measure it). */
+#ifndef KILN_CG_DEC_COLS
+#define KILN_CG_DEC_COLS 0
+#endif
+/* KILN_CG_DEC_CLUSTER_MAX / _WARPS: other cluster sizes and warps for measurements (a kiln
+ * built with them: bench/attn/push_variants.sh) */
+#ifndef KILN_CG_DEC_CLUSTER_MAX
+#define KILN_CG_DEC_CLUSTER_MAX 8
+#endif
+#ifndef KILN_CG_DEC_CLUSTER_WARPS
+#define KILN_CG_DEC_CLUSTER_WARPS 8
+#endif
+enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = KILN_CG_DEC_CLUSTER_MAX, CG_DEC_CLUSTER_WARPS = KILN_CG_DEC_CLUSTER_WARPS };
 /* From B*KV = CG_DEC_WIDE_BKV sequence heads on (B=8 and 32 of the 8B layer, measured: README,
  * "Decode attention table"), no cluster: four warps, a ring of 3-4 stages in dynamic shared
  * memory, splits so that the grid is one wave of two CTAs per SM (one split at B=32 x 8 heads). */
@@ -2011,11 +2031,14 @@ int64_t cg_attention_decode_smem(const cg_att_decode_cfg *c, int64_t hd)
     int64_t chp = chunks_padded(hd), stage = 2 * 16 * (int64_t)c->warps * chp * 16;
     int64_t ring = c->stages * stage + (c->qsmem ? 16 * chp * 16 : 0);
     if (c->cluster <= 1) return ring > 47 * 1024 ? ring : 0; /* else static shared memory */
+    if (c->push > 0) /* the slots, the mbarrier; with cols the P tile and the warps' row maxima and sums */
+        return ring + (int64_t)c->cluster * c->push * (hd + 2) * 4 + 16 +
+               (c->cols ? 16 * ((2 * (int64_t)c->warps + 7) & ~7) * 16 + 2 * 16 * (int64_t)c->warps * 4 : 0);
     return ring + 16 * (hd + 2) * 4;
 }
 
-cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int sm_count,
-                                             int64_t smem_limit, bool clusters)
+cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, int64_t t, int64_t rows,
+                                             int sm_count, int64_t smem_limit, bool clusters)
 {
     bool known = b > 0 && kv > 0;
     cg_att_decode_cfg c = {.splits = known ? cg_attention_decode_splits(b, kv, sm_count) : 8, .cluster = 1,
@@ -2048,6 +2071,10 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
                 break;
             }
         }
+        /* the ring first, then the push's slots where they fit beside it */
+        k.push = KILN_CG_DEC_PUSH && rows > 0 && rows <= 16 ? (int)rows : 0;
+        k.cols = k.push && KILN_CG_DEC_COLS && hd % (8 * k.warps) == 0;
+        if (k.push && cg_attention_decode_smem(&k, hd) > smem_limit) k.push = k.cols = 0;
         if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     return c;
@@ -2222,11 +2249,15 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     cg_scalar(gen, "KV", ct->dims[1]);
     cg_att_decode_cfg dc = {0};
     if (decode) {
-        int64_t b_val, kv_val, t_val;
+        int64_t b_val, kv_val, t_val, s_val, h_val, rows = 0;
         if (!ir_dim_value(&qt->dims[0], dims, &b_val)) b_val = 0;
         if (!ir_dim_value(&ct->dims[1], dims, &kv_val)) kv_val = 0;
         if (!ir_dim_value(&ct->dims[2], dims, &t_val)) t_val = 0;
-        dc = cg_attention_decode_config(b_val, kv_val, hd, t_val, gen->target->sm_count,
+        /* the query rows per KV head and sequence (G*S): the push combine's slots */
+        if (kv_val > 0 && ir_dim_value(&qt->dims[1], dims, &s_val) && ir_dim_value(&qt->dims[2], dims, &h_val) &&
+            h_val % kv_val == 0)
+            rows = h_val / kv_val * s_val;
+        dc = cg_attention_decode_config(b_val, kv_val, hd, t_val, rows, gen->target->sm_count,
                                         gen->target->smem_per_block, !strncmp(gen->target->arch, "sm_90", 5));
     }
     int splits = dc.splits;
@@ -2266,8 +2297,12 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         define(plan, "KILN_DEC_STAGES", "%d", dc.stages);
         define(plan, "KILN_DEC_MINKEYS", "%d", dc.minkeys);
         define(plan, "KILN_DEC_QSMEM", "%d", dc.qsmem);
+        if (dc.push) define(plan, "KILN_DEC_PUSH", "%d", dc.push);
+        if (dc.cols) define(plan, "KILN_DEC_COLS", "1");
         define(plan, "KILN_DEC_DYNSMEM", "%d", cg_attention_decode_smem(&dc, hd) > 0);
-        if (dc.cluster > 1) gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d", dc.cluster, dc.warps, dc.stages);
+        if (dc.cluster > 1)
+            gen->kern->config = cg_printf(gen, "cluster %d x %d warps s%d%s", dc.cluster, dc.warps, dc.stages,
+                                          dc.cols ? " push cols" : dc.push ? " push" : "");
         L->block = dc.threads;
         L->smem = cg_attention_decode_smem(&dc, hd);
         L->cluster = dc.cluster > 1 ? dc.cluster : 0;

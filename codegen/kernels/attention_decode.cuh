@@ -39,6 +39,28 @@
  * of the cluster takes part (a CTA past the split count has no keys: m = -inf, l = 0).
  * Cluster sizes above 8 need cudaFuncAttributeNonPortableClusterSizeAllowed on the kernel.
  *
+ * KILN_DEC_PUSH P > 0 (with a cluster; codegen: when the rows G*S <= P <= 16): the combine is
+ * pushed instead: each CTA sends its partial (m, l, acc of its R <= P rows) with st.async into
+ * slot c of the leader's (rank 0) shared memory, completing bytes on one mbarrier there, and
+ * the CTAs other than the leader exit at once; the leader waits on the mbarrier (acquire) and
+ * combines the C slots from its own shared memory. One cluster barrier (its arrive at entry,
+ * after the leader initializes the mbarrier; its wait before the first push), no remote reads,
+ * no second barrier. R > P writes NaN (codegen never launches it so).
+ *
+ * KILN_DEC_COLS 1 (with KILN_DEC_PUSH and KILN_HD a multiple of 8 * warps; codegen: only with
+ * KILN_CG_DEC_COLS 1, off until measured on a GPU): per key
+ * tile one softmax for the whole CTA instead of one per warp: each warp takes 16 keys of Q K^T,
+ * the warps' row maxima meet in shared memory (a barrier), each warp writes its keys' P =
+ * exp2(s - M) (bf16/f16) into a [16][TK] tile there and its row sums (a barrier), then warp w
+ * multiplies the whole tile's P by V's columns [w*HD/NW, (w+1)*HD/NW) (two accumulator sets,
+ * even and odd key steps). The CTA's partial is then already split by columns over the warps:
+ * no warp merge, each warp pushes its columns. Shared memory after the mbarrier's 16 bytes:
+ * P [16][PCHP] 16-byte chunks (PCHP = TK / 8 rounded up to 8), then 2 * 16 * NW floats.
+ *
+ * The cached rows (positions below o, every row of a split that holds no new position) are
+ * loaded with a fixed 16-byte chunk column per thread and row steps of NT / CH rows (the
+ * addresses computed once); the other rows (new rows, zeros past the length) row by row.
+ *
  * KILN_ROPE / KILN_APPEND as in attention_prefill.cuh: q row s is rotated at
  * pos[b] + s (at s without p.pos); new keys (positions o .. o+S-1) are read
  * from p.k_new / p.v_new (k rotated), never from the cache, and the CTA whose
@@ -58,7 +80,8 @@
  * KILN_DEC_DYNSMEM (a larger ring) dynamic shared memory of the ring and q as below; with a
  * cluster, dynamic shared memory of KILN_DEC_STAGES * 2 * 16 * KILN_DEC_WARPS * CHP * 16 bytes
  * (the K/V ring), plus 16 * CHP * 16 with KILN_DEC_QSMEM, plus 16 * (KILN_HD + 2) * 4 (the
- * partial); codegen: cg_attention_decode_smem. One split (the cache length gives a single
+ * partial; with KILN_DEC_PUSH P instead C * P * (KILN_HD + 2) * 4 + 16: the slots and the
+ * mbarrier); codegen: cg_attention_decode_smem. One split (the cache length gives a single
  * split) writes the output itself: no partials, no counter. Any S works (rows beyond 16 take further passes
  * over the split), but the kernel is made for G*S <= 16. An invalid offset
  * (o < 0 or o + S > T) writes NaN to the output rows.
@@ -110,6 +133,16 @@
 #ifndef KILN_DEC_TIMING
 #define KILN_DEC_TIMING 0
 #endif
+#ifndef KILN_DEC_PUSH
+/* with a cluster: > 0, the partials of at most this many rows pushed into the leader's shared
+ * memory (the header); 0, the two-barrier combine through distributed shared memory */
+#define KILN_DEC_PUSH 0
+#endif
+#ifndef KILN_DEC_COLS
+/* with KILN_DEC_PUSH: 1, one softmax per key tile for the whole CTA and P V split by columns
+ * among the warps (KILN_HD a multiple of 8 * KILN_DEC_WARPS; the header) */
+#define KILN_DEC_COLS 0
+#endif
 #ifndef KILN_DEC_MINKEYS
 /* the fewest keys a split takes (rounded up to a tile): about 16 KB of K and V (32 KB above
  * head dim 128), so a short cache is cut into few splits (fewer partials to combine) */
@@ -119,25 +152,44 @@
 /* ---- the decode kernel --------------------------------------------------- */
 
 namespace katt {
-/* katt::qk with q's A fragments read from the 16-row tile sQ as they are needed. */
-template <int NK>
-__device__ __forceinline__ void qk_sq(float (&sc)[NK / 8][4], const uint4 *sQ, const uint4 *sK, int key0, int lane)
+/* sc (keys key0 + 8n .. +7) = Q K^T over a 16-key slice, as katt::qk, but the head dim's steps
+ * alternate between two accumulators added at the end: two dependent mma chains of HD/32 steps
+ * instead of one of HD/16 (one key tile per CTA leaves that chain on the critical path). QS: q's A
+ * fragments read from the 16-row tile sQ as they are needed (else from qf). */
+template <int NK, bool QS>
+__device__ __forceinline__ void qk_dec(float (&sc)[NK / 8][4], const unsigned (&qf)[HD / 16][4], const uint4 *sQ,
+                                       const uint4 *sK, int key0, int lane)
 {
     const int mi = lane >> 3;
+    float s2[NK / 8][4];
 #pragma unroll
-    for (int n = 0; n < NK / 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+    for (int n = 0; n < NK / 8; n++) {
+        sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+        s2[n][0] = s2[n][1] = s2[n][2] = s2[n][3] = 0.f;
+    }
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ks++) {
         unsigned a[4];
-        ldsm4(a, &sQ[swz((mi & 1) * 8 + (lane & 7), ks * 2 + (mi >> 1))]);
+        if constexpr (QS) ldsm4(a, &sQ[swz((mi & 1) * 8 + (lane & 7), ks * 2 + (mi >> 1))]);
+        else a[0] = qf[ks][0], a[1] = qf[ks][1], a[2] = qf[ks][2], a[3] = qf[ks][3];
 #pragma unroll
         for (int np = 0; np < NK / 16; np++) {
             unsigned bf[4];
             ldsm4(bf, &sK[swz(key0 + np * 16 + (mi >> 1) * 8 + (lane & 7), ks * 2 + (mi & 1))]);
-            mma(sc[2 * np], a, bf[0], bf[1]);
-            mma(sc[2 * np + 1], a, bf[2], bf[3]);
+            if (!QS && (ks & 1)) { /* q from shared memory (head dims above 128): one chain, fewer registers */
+                mma(s2[2 * np], a, bf[0], bf[1]);
+                mma(s2[2 * np + 1], a, bf[2], bf[3]);
+            } else {
+                mma(sc[2 * np], a, bf[0], bf[1]);
+                mma(sc[2 * np + 1], a, bf[2], bf[3]);
+            }
         }
     }
+    if constexpr (!QS)
+#pragma unroll
+        for (int n = 0; n < NK / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sc[n][e] += s2[n][e];
 }
 } /* namespace katt */
 
@@ -148,6 +200,10 @@ static_assert(KILN_SPLITS >= 1 && KILN_SPLITS <= 256, "decode: KILN_SPLITS 1..25
 static_assert(KILN_DEC_CLUSTER == 1 || (KILN_DEC_CLUSTER == KILN_SPLITS && KILN_DEC_CLUSTER <= 16),
               "decode: a cluster holds all KILN_SPLITS CTAs of a (KV head, batch), at most 16");
 static_assert(KILN_DEC_CLUSTER == 1 || KILN_DEC_DYNSMEM, "decode: a cluster's ring is in dynamic shared memory");
+static_assert(KILN_DEC_PUSH == 0 || (KILN_DEC_CLUSTER > 1 && KILN_DEC_PUSH <= 16),
+              "decode: KILN_DEC_PUSH (1..16 rows) needs a cluster");
+static_assert(KILN_DEC_COLS == 0 || (KILN_DEC_PUSH > 0 && KILN_HD % (8 * KILN_DEC_WARPS) == 0),
+              "decode: KILN_DEC_COLS needs KILN_DEC_PUSH and KILN_HD a multiple of 8 * KILN_DEC_WARPS");
 
 #if KILN_DEC_CLUSTER > 1
 namespace katt {
@@ -176,6 +232,59 @@ __device__ __forceinline__ void cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
+/* KILN_DEC_PUSH: the cluster barrier in two halves (the arrive orders nothing: the leader's
+ * mbarrier initialization is published by fence.mbarrier_init, and the wait acquires it) */
+__device__ __forceinline__ void cluster_arrive_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+/* two transposed 8x8 matrices (lanes 0-15 give the rows' addresses) */
+__device__ __forceinline__ void ldsm2t(unsigned (&r)[2], const void *s)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(smem_u32(s))
+                 : "memory");
+}
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* the leader's mbarrier: one arrival (its own, with the bytes it expects from the others) */
+__device__ __forceinline__ void mbar_init_expect(void *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n"
+                 "fence.mbarrier_init.release.cluster;\n"
+                 "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait_cluster(const void *bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, P;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_u32(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* stores into another CTA's shared memory (shared::cluster addresses from dsmem_addr) that
+ * complete their bytes on that CTA's mbarrier `bar` */
+__device__ __forceinline__ void st_async4(unsigned a, float4 v, unsigned bar)
+{
+    asm volatile("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(a),
+                 "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+                 "r"(__float_as_uint(v.w)), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void st_async2(unsigned a, float2 v, unsigned bar)
+{
+    asm volatile("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n" ::"r"(a),
+                 "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(bar)
+                 : "memory");
+}
 } /* namespace katt */
 #define KDEC_CLUSTER_ATTR __cluster_dims__(KILN_DEC_CLUSTER, 1, 1)
 #else
@@ -203,6 +312,10 @@ __device__ __forceinline__ void cluster_sync()
 
 #if KILN_DEC_MINB > 1
 #define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS, KILN_DEC_MINB)
+#elif KILN_DEC_COLS
+/* one CTA per SM said outright: without it ptxas holds the kernel at 128 registers and spills
+ * (eight warps, a ring of three stages) */
+#define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS, 1)
 #else
 #define KDEC_BOUNDS __launch_bounds__(KILN_ATT_THREADS)
 #endif
@@ -223,7 +336,20 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 #if KILN_DEC_QSMEM
     uint4 *const sQbuf = sbuf + STG * STAGE; /* q stays here for the whole split */
 #endif
-#if KILN_DEC_CLUSTER > 1
+#if KILN_DEC_CLUSTER > 1 && KILN_DEC_PUSH
+    /* the leader's slots: acc [CL][P][HD], then (m, l) [CL][P][2], then its mbarrier */
+    constexpr int PR = KILN_DEC_PUSH;
+    float *const sRecv = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
+    float *const sRml = sRecv + CL * PR * HD;
+    unsigned long long *const sBar = (unsigned long long *)(sRml + CL * PR * 2);
+#if KILN_DEC_COLS
+    /* the tile's P [16][TK] (16-byte chunks of 8 keys, swizzled as swz), the warps' row maxima
+     * and row sums [16][NW] */
+    uint4 *const sP = (uint4 *)((char *)sBar + 16);
+    float *const sMx = (float *)(sP + 16 * ((16 * KILN_DEC_WARPS / 8 + 7) & ~7));
+    float *const sSm = sMx + 16 * KILN_DEC_WARPS;
+#endif
+#elif KILN_DEC_CLUSTER > 1
     /* this CTA's partial of an m-tile: acc [16][HD], then (m, l) [16][2] */
     float *const sPart = (float *)(sbuf + STG * STAGE + (KILN_DEC_QSMEM ? 16 * CHP : 0));
     float *const sPml = sPart + 16 * HD;
@@ -258,6 +384,12 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
     const int G = H / KV, R = G * S;
+#if KILN_DEC_PUSH
+    /* the leader's mbarrier expects the other CTAs' R rows of HD floats and (m, l); every
+     * thread arrives on the cluster barrier, whose wait (before the first push) publishes it */
+    if (c == 0 && tid == 0) mbar_init_expect(sBar, (unsigned)((CL - 1) * min(R, PR) * (HD * 4 + 8)));
+    cluster_arrive_relaxed();
+#endif
     /* positions are an input (no kernel of the graph writes them): read before the wait */
     const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
@@ -266,7 +398,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 #endif
     KDEC_STAMP(2);
     elem *out = (elem *)p.o;
-    if (o < 0 || L > T) { /* run-time error: make it visible (split 0 writes) */
+    if (o < 0 || L > T || (KILN_DEC_PUSH && R > KILN_DEC_PUSH)) { /* run-time error: make it visible (split 0 writes) */
         kiln_pdl_wait();
         if (c == 0)
             for (int i = tid; i < R * HD; i += NT) {
@@ -295,12 +427,35 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 
     /* keys t*TK .. of this split into stage st. part 0: only the cached rows (< o: no
      * kernel of this graph writes them); 1: only the others (new rows, zeros past j1);
-     * 2: all. */
+     * 2: all. The cached rows of a tile are its first nc (< min(o, j1)): each thread takes one
+     * 16-byte chunk column and every (NT / CH)-th row, its addresses computed once (where NT / CH
+     * is a multiple of 8 the swizzle repeats along the rows); the others row by row. */
     auto load_tile = [&](int t, int st, int part) {
         uint4 *sk = sbuf + st * STAGE, *sv = sk + TK * CHP;
-        for (int i = tid; i < TK * HCH; i += NT) {
-            const int r = i / HCH, cc = i % HCH, j = j0 + t * TK + r;
-            if ((part == 0 && j >= o) || (part == 1 && j < o && j < j1)) continue;
+        const int jt = j0 + t * TK, nc = max(0, min(TK, min(o, j1) - jt));
+        if (part != 1) {
+            if constexpr (NT % CH == 0 && (NT / CH) % 8 == 0) {
+                constexpr int RS = NT / CH;
+                const int cc = tid % CH, r0 = tid / CH;
+                const elem *kg = kc + (long long)(jt + r0) * HD + cc * 8, *vg = vc + (long long)(jt + r0) * HD + cc * 8;
+                uint4 *skt = sk + swz(r0, cc), *svt = sv + swz(r0, cc);
+#pragma unroll
+                for (int k = 0; k < (TK + RS - 1) / RS; k++)
+                    if (r0 + k * RS < nc) {
+                        cp_async16(skt + k * RS * CHP, kg + (long long)k * RS * HD);
+                        cp_async16(svt + k * RS * CHP, vg + (long long)k * RS * HD);
+                    }
+            } else {
+                for (int i = tid; i < nc * CH; i += NT) {
+                    const int r = i / CH, cc = i % CH;
+                    cp_async16(&sk[swz(r, cc)], kc + (long long)(jt + r) * HD + cc * 8);
+                    cp_async16(&sv[swz(r, cc)], vc + (long long)(jt + r) * HD + cc * 8);
+                }
+            }
+        }
+        if (part == 0) return;
+        for (int i = nc * HCH + tid; i < TK * HCH; i += NT) {
+            const int r = i / HCH, cc = i % HCH, j = jt + r;
             const elem *ks = nullptr, *vs = nullptr;
             bool rot = false;
             if (j < j1) {
@@ -398,6 +553,154 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
         load_q_frags(qf, sQ, 0, lane);
 #endif
 
+#if KILN_DEC_COLS
+        /* one softmax for the CTA per key tile, P V split by columns: warp w multiplies the
+         * tile's P (all TK keys, shared memory) by V's columns [w*CW, (w+1)*CW); no warp merge */
+        constexpr int CW = HD / NW, NCW = CW / 8, PCHP = (TK / 8 + 7) & ~7;
+        const int r0 = lane >> 2, col0 = warp * CW;
+        float Mx[2] = {ninf(), ninf()}, Ls[2] = {0.f, 0.f};
+        float oc[2][NCW][4]; /* two accumulator sets (even and odd key steps): two mma chains */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int n = 0; n < NCW; n++) oc[h][n][0] = oc[h][n][1] = oc[h][n][2] = oc[h][n][3] = 0.f;
+        const int sr0 = (mt * 16 + r0) / G, sr1 = (mt * 16 + r0 + 8) / G;
+        for (int t = 0; t < ntiles; t++) {
+            if (t > 0 || (!KILN_DEC_QSMEM && STG - 1 < ntiles)) {
+                cp_wait<STG - 2>();
+                __syncthreads();
+            }
+            if (t + STG - 1 < ntiles) load_tile(t + STG - 1, (t + STG - 1) % STG, 2);
+            cp_commit();
+            const uint4 *sk = sbuf + (t % STG) * STAGE, *sv = sk + TK * CHP;
+            const int jw = j0 + t * TK + warp * 16;
+            float sc[2][4];
+            if (warp < NW) {
+#if KILN_DEC_QSMEM
+                const unsigned qf[HD / 16][4] = {};
+                qk_dec<16, true>(sc, qf, sQ, sk, warp * 16, lane);
+#else
+                qk_dec<16, false>(sc, qf, sQ, sk, warp * 16, lane);
+#endif
+                float mx[2] = {ninf(), ninf()};
+#pragma unroll
+                for (int n = 0; n < 2; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int j = jw + n * 8 + (lane & 3) * 2 + (e & 1);
+                        const int P = o + ((e >> 1) ? sr1 : sr0); /* the row's query position */
+                        if (CAP > 0.f) sc[n][e] = CAP * tanhf(sc[n][e] * ((float)(KILN_SCALE) / CAP));
+                        if (j >= j1 || (KILN_CAUSAL && j > P) || (WIN > 0 && P - j >= WIN)) sc[n][e] = ninf();
+                        mx[e >> 1] = fmaxf(mx[e >> 1], sc[n][e] * SL2);
+                    }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                }
+                if ((lane & 3) == 0) {
+                    sMx[r0 * NW + warp] = mx[0];
+                    sMx[(r0 + 8) * NW + warp] = mx[1];
+                }
+            }
+            __syncthreads(); /* the warps' row maxima */
+            float al[2];
+            if (warp < NW) {
+                float mu[2], ps[2] = {0.f, 0.f};
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    float m = Mx[i];
+#pragma unroll
+                    for (int w = 0; w < NW; w++) m = fmaxf(m, sMx[(r0 + 8 * i) * NW + w]);
+                    mu[i] = m == ninf() ? 0.f : m;
+                    al[i] = exp2f(Mx[i] - mu[i]);
+                    Mx[i] = m;
+                }
+#pragma unroll
+                for (int n = 0; n < 2; n++) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        sc[n][e] = exp2f(fmaf(sc[n][e], SL2, -mu[e >> 1]));
+                        ps[e >> 1] += sc[n][e];
+                    }
+                    /* P of rows r0 and r0 + 8, keys warp*16 + n*8 + (lane&3)*2 .. +1: chunk 2*warp + n */
+                    ((unsigned *)&sP[(r0 * PCHP + ((2 * warp + n) ^ (r0 & 7)))])[lane & 3] = pack2(sc[n][0], sc[n][1]);
+                    ((unsigned *)&sP[((r0 + 8) * PCHP + ((2 * warp + n) ^ (r0 & 7)))])[lane & 3] = pack2(sc[n][2], sc[n][3]);
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 1);
+                    ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 2);
+                }
+                if ((lane & 3) == 0) {
+                    sSm[r0 * NW + warp] = ps[0];
+                    sSm[(r0 + 8) * NW + warp] = ps[1];
+                }
+            }
+            __syncthreads(); /* P and the warps' row sums */
+            if (warp < NW) {
+                const int mi = lane >> 3;
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    float s = 0.f;
+#pragma unroll
+                    for (int w = 0; w < NW; w++) s += sSm[(r0 + 8 * i) * NW + w];
+                    Ls[i] = Ls[i] * al[i] + s;
+                }
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int n = 0; n < NCW; n++) {
+                        oc[h][n][0] *= al[0];
+                        oc[h][n][1] *= al[0];
+                        oc[h][n][2] *= al[1];
+                        oc[h][n][3] *= al[1];
+                    }
+#pragma unroll
+                for (int kk = 0; kk < NW; kk++) { /* keys kk*16 .. +15 of the tile */
+                    unsigned a[4];
+                    ldsm4(a, &sP[((mi & 1) * 8 + (lane & 7)) * PCHP + ((kk * 2 + (mi >> 1)) ^ (lane & 7))]);
+#pragma unroll
+                    for (int dp = 0; dp < NCW / 2; dp++) {
+                        unsigned bf[4];
+                        ldsm4t(bf, &sv[swz(kk * 16 + (mi & 1) * 8 + (lane & 7), col0 / 8 + dp * 2 + (mi >> 1))]);
+                        mma(oc[kk & 1][2 * dp], a, bf[0], bf[1]);
+                        mma(oc[kk & 1][2 * dp + 1], a, bf[2], bf[3]);
+                    }
+                    if constexpr (NCW % 2) { /* the last 8 columns: two 8x8 matrices (lanes 0-15 address them) */
+                        unsigned bf[2];
+                        ldsm2t(bf, &sv[swz(kk * 16 + (mi & 1) * 8 + (lane & 7), col0 / 8 + NCW - 1)]);
+                        mma(oc[kk & 1][NCW - 1], a, bf[0], bf[1]);
+                    }
+                }
+            }
+        }
+#if KILN_DEC_CLUSTER > 1
+        if (KILN_DEC_LAUNCH_AT == 0 && mt == 0) kiln_pdl_launch(); /* the cache is read: the next kernel may launch */
+        if (mt == 0) KDEC_STAMP(6);
+#endif
+        const int nr = min(16, R - mt * 16);
+        cluster_wait(); /* the leader's mbarrier is initialized (it returns at once by now) */
+        const unsigned bar0 = dsmem_addr(sBar, 0u);
+        if (warp < NW) {
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int rw = r0 + 8 * i;
+                if (rw >= nr) continue;
+#pragma unroll
+                for (int n = 0; n < NCW; n++) {
+                    const float2 v = make_float2(oc[0][n][2 * i] + oc[1][n][2 * i], oc[0][n][2 * i + 1] + oc[1][n][2 * i + 1]);
+                    const int d = col0 + n * 8 + (lane & 3) * 2;
+                    if (c == 0) *(float2 *)&sRecv[rw * HD + d] = v; /* the leader's own slot */
+                    else st_async2(dsmem_addr(&sRecv[(c * PR + rw) * HD + d], 0u), v, bar0);
+                }
+                if (warp == 0 && (lane & 3) == 0) {
+                    if (c == 0) *(float2 *)&sRml[2 * rw] = make_float2(Mx[i], Ls[i]);
+                    else st_async2(dsmem_addr(&sRml[2 * (c * PR + rw)], 0u), make_float2(Mx[i], Ls[i]), bar0);
+                }
+            }
+        }
+#else
         float acc[HD / 8][4];
 #pragma unroll
         for (int d = 0; d < HD / 8; d++) acc[d][0] = acc[d][1] = acc[d][2] = acc[d][3] = 0.f;
@@ -405,8 +708,12 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
         const int sr0 = (mt * 16 + (lane >> 2)) / G, sr1 = (mt * 16 + (lane >> 2) + 8) / G;
 
         for (int t = 0; t < ntiles; t++) {
-            cp_wait<STG - 2>();
-            __syncthreads(); /* tile t landed; every warp is done with tile t-1's stage */
+            /* tile t landed; every warp is done with tile t-1's stage (tile 0: waited for above;
+             * the sync keeps q's stage until every warp holds its fragments, if it is reloaded) */
+            if (t > 0 || (!KILN_DEC_QSMEM && STG - 1 < ntiles)) {
+                cp_wait<STG - 2>();
+                __syncthreads();
+            }
             if (t + STG - 1 < ntiles) load_tile(t + STG - 1, (t + STG - 1) % STG, 2);
             cp_commit();
             const uint4 *sk = sbuf + (t % STG) * STAGE, *sv = sk + TK * CHP;
@@ -414,9 +721,10 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
             if (warp < NW && jw < j1) {
                 float sc[2][4];
 #if KILN_DEC_QSMEM
-                qk_sq<16>(sc, sQ, sk, warp * 16, lane);
+                const unsigned qf[HD / 16][4] = {};
+                qk_dec<16, true>(sc, qf, sQ, sk, warp * 16, lane);
 #else
-                qk<16>(sc, qf, sk, warp * 16, lane);
+                qk_dec<16, false>(sc, qf, sQ, sk, warp * 16, lane);
 #endif
 #pragma unroll
                 for (int n = 0; n < 2; n++)
@@ -464,6 +772,10 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
                 *(float2 *)&sm_acc[(warp * 16 + r + 8) * HD + d * 8 + (lane & 3) * 2] = make_float2(acc[d][2], acc[d][3]);
         }
         __syncthreads();
+#if KILN_DEC_PUSH
+        cluster_wait(); /* the leader's mbarrier is initialized (it returns at once by now) */
+        const unsigned bar0 = dsmem_addr(sBar, 0u);
+#endif
         for (int i = tid; i < nr * (HD / 4); i += NT) {
             const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4;
             float M = ninf();
@@ -482,7 +794,15 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
                 a.z += f * v.z;
                 a.w += f * v.w;
             }
-#if KILN_DEC_CLUSTER > 1
+#if KILN_DEC_CLUSTER > 1 && KILN_DEC_PUSH
+            if (c == 0) { /* the leader's own slot */
+                *(float4 *)&sRecv[rw * HD + d] = a;
+                if (d == 0) *(float2 *)&sRml[2 * rw] = make_float2(M, ls);
+            } else {
+                st_async4(dsmem_addr(&sRecv[(c * PR + rw) * HD + d], 0u), a, bar0);
+                if (d == 0) st_async2(dsmem_addr(&sRml[2 * (c * PR + rw)], 0u), make_float2(M, ls), bar0);
+            }
+#elif KILN_DEC_CLUSTER > 1
             *(float4 *)&sPart[rw * HD + d] = a;
             if (d == 0) *(float2 *)&sPml[2 * rw] = make_float2(M, ls);
 #else
@@ -498,7 +818,31 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
             }
 #endif
         }
+#endif /* KILN_DEC_COLS */
 #if KILN_DEC_CLUSTER > 1
+#if KILN_DEC_PUSH
+        /* the other CTAs are done (their stores complete on the leader's mbarrier); the leader
+         * waits for them and combines the slots from its own shared memory */
+        if (mt == 0) KDEC_STAMP(7);
+        if (c != 0) {
+            KDEC_STAMP(8);
+            KDEC_STAMP(9);
+            KDEC_STAMP(10);
+            return;
+        }
+        __syncthreads(); /* the leader's own slot */
+        mbar_wait_cluster(sBar, 0u);
+        if (mt == 0) KDEC_STAMP(8);
+        for (int i = tid; i < nr * (HD / 4); i += NT) {
+            const int rw = i / (HD / 4), d = (i % (HD / 4)) * 4, rr = mt * 16 + rw;
+            float2 ml[CL];
+            float4 v[CL];
+#pragma unroll
+            for (int k = 0; k < CL; k++) {
+                ml[k] = *(const float2 *)&sRml[2 * (k * PR + rw)];
+                v[k] = *(const float4 *)&sRecv[(k * PR + rw) * HD + d];
+            }
+#else
         /* the cluster's CTAs combine: output float4 i of the m-tile by thread i mod (CL*NT) */
         if (mt == 0) KDEC_STAMP(7);
         cluster_sync(); /* every CTA's partial is in its shared memory */
@@ -512,6 +856,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
                 ml[k] = ld_dsmem2(dsmem_addr(&sPml[2 * rw], (unsigned)k));
                 v[k] = ld_dsmem4(dsmem_addr(&sPart[rw * HD + d], (unsigned)k));
             }
+#endif
             float M = ninf();
 #pragma unroll
             for (int k = 0; k < CL; k++) M = fmaxf(M, ml[k].x);
@@ -532,7 +877,9 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
                 make_uint2(pack2(a.x * inv, a.y * inv), pack2(a.z * inv, a.w * inv));
         }
         if (mt == 0) KDEC_STAMP(9);
+#if !KILN_DEC_PUSH
         cluster_sync(); /* the partials are read: reusable, and the CTAs may exit */
+#endif
         if (mt == 0) KDEC_STAMP(10);
 #endif
     }

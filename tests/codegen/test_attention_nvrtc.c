@@ -6,7 +6,8 @@
  * 96, 112, 192 and 256 with a sliding window and soft-capping. The all-on
  * variants (and the decode ones at 80, 96, 256) are compiled again with
  * ptxas -v to check for local memory: no stack frame, no spills; so are the decode
- * kernels with a thread-block cluster (the shapes codegen picks, and clusters of 16) and the other
+ * kernels with a thread-block cluster (the shapes codegen picks, and clusters of 16; the partials
+ * pushed into the leader (KILN_DEC_PUSH) or combined after a cluster barrier) and the other
  * shapes of test_gpu_attention's sweep (8 warps, rings in dynamic shared memory). Needs no GPU
  * and no driver (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
@@ -70,13 +71,17 @@ int main(void)
                                                {1, 8, 128, 0},    {1, 1, 256, 0}};
     for (int i = 0; i < NCL; i++) {
         const int64_t *sh = shapes[i / 2];
-        cg_att_decode_cfg d = cg_attention_decode_config(sh[0], sh[1], sh[2], sh[3] ? sh[3] : 1024, 132, 232448, true);
-        if (!sh[3]) d.cluster = d.splits = 16, d.stages = 2; /* clusters of 16 (non-portable) */
+        cg_att_decode_cfg d = cg_attention_decode_config(sh[0], sh[1], sh[2], sh[3] ? sh[3] : 1024, 4, 132, 232448, true);
+        if (!sh[3]) /* clusters of 16 (non-portable) of four warps, as KILN_CG_DEC_CLUSTER_MAX 16 builds them */
+            d.cluster = d.splits = 16, d.stages = 2, d.warps = 4, d.threads = 128, d.minkeys = 64,
+            d.cols = d.push && sh[2] % 32 == 0;
         CHECK_MSG(d.cluster > 1, "no cluster for B=%lld KV=%lld hd %lld T %lld", (long long)sh[0], (long long)sh[1],
                   (long long)sh[2], (long long)sh[3]);
         att_cfg c = {.decode = 1, .bf16 = !(i & 1), .hd = (int)sh[2], .causal = 1, .rope = i & 1, .append = i & 1,
                      .splits = d.splits, .theta = 10000.0, .threads = d.threads, .cluster = d.cluster,
-                     .warps = d.warps, .stages = d.stages, .minkeys = d.minkeys};
+                     .warps = d.warps, .stages = d.stages, .minkeys = d.minkeys,
+                     .push = (i / 2) % 2 && i / 2 != 1 ? 0 : d.push, /* the two-barrier combine at 3, 5, 7 */
+                     .cols = (i / 2) % 2 && i / 2 != 1 ? 0 : i / 2 == 4 ? 0 : d.cols}; /* the per-warp softmax at 4 */
         jobs[n].cfg = c;
         jobs[n++].verbose_ptxas = 1;
     }

@@ -59,6 +59,8 @@ typedef struct att_cfg {
     int cluster;           /* decode: KILN_DEC_CLUSTER (0: 1; else == splits) */
     int warps, stages, minkeys; /* decode: KILN_DEC_WARPS, _STAGES, _MINKEYS (0: the template's) */
     int timing;                 /* decode with a cluster: KILN_DEC_TIMING (milestone stamps in ws) */
+    int push;                   /* decode with a cluster: KILN_DEC_PUSH (0: the two-barrier combine) */
+    int cols;                   /* with push: KILN_DEC_COLS (one softmax per tile, P V by columns) */
 } att_cfg;
 
 /* The decode kernel's shape of c (cg_att_decode_cfg), the template's defaults filled in. */
@@ -68,7 +70,8 @@ static inline cg_att_decode_cfg att_decode_shape(const att_cfg *c)
                            .warps = c->warps ? c->warps : cg_attention_decode_warps(c->hd),
                            .threads = c->threads ? c->threads : cg_attention_decode_threads(c->hd, 0),
                            .stages = c->stages ? c->stages : (c->hd > 64 ? 2 : 4), .minkeys = c->minkeys,
-                           .qsmem = c->hd > 128};
+                           .qsmem = c->hd > 128, .push = c->cluster > 1 ? c->push : 0,
+                           .cols = c->cluster > 1 && c->push ? c->cols : 0};
     return d;
 }
 
@@ -85,7 +88,8 @@ static inline int att_cfg_eq(const att_cfg *a, const att_cfg *b)
            (!a->decode || a->splits == b->splits) && a->window == b->window && a->softcap == b->softcap &&
            (!a->decode || att_decode_threads(a) == att_decode_threads(b)) &&
            (!a->decode || (a->cluster == b->cluster && a->warps == b->warps && a->stages == b->stages &&
-                           a->minkeys == b->minkeys && a->timing == b->timing)) &&
+                           a->minkeys == b->minkeys && a->timing == b->timing && a->push == b->push &&
+                           a->cols == b->cols)) &&
            (!a->rope || (a->theta == b->theta && ir_rope_attrs_eq(&a->scaling, &b->scaling)));
 }
 
@@ -107,6 +111,8 @@ static inline void att_cfg_name(const att_cfg *c, char *buf, size_t n)
             snprintf(buf + l, n - l, "_w%dst%dmk%d", c->warps, c->stages, c->minkeys);
         l = strlen(buf);
         if (c->timing) snprintf(buf + l, n - l, "_timing");
+        l = strlen(buf);
+        if (c->push) snprintf(buf + l, n - l, "_push%d%s", c->push, c->cols ? "_cols" : "");
     }
     if (c->window) {
         size_t l = strlen(buf);
@@ -160,6 +166,8 @@ static inline char *att_source(const att_cfg *c)
         if (c->minkeys) nu_printf(&b, "#define KILN_DEC_MINKEYS %d\n", c->minkeys);
         nu_printf(&b, "#define KILN_DEC_DYNSMEM %d\n", cg_attention_decode_smem(&d, c->hd) > 0);
         if (c->timing) nu_printf(&b, "#define KILN_DEC_TIMING 1\n");
+        if (d.push) nu_printf(&b, "#define KILN_DEC_PUSH %d\n", d.push);
+        if (d.cols) nu_printf(&b, "#define KILN_DEC_COLS 1\n");
     }
     if (c->window) nu_printf(&b, "#define KILN_ATT_WINDOW %d\n", c->window);
     if (c->softcap > 0) nu_printf(&b, "#define KILN_ATT_SOFTCAP %.9ef\n", c->softcap);
