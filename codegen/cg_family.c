@@ -165,10 +165,12 @@ static int heur_row_threads(const ir_dim *d, int *items)
  * evict-first, the two the 8B decode layer measured faster with (README, "The decode-sized
  * options"); bit 4: the skinny split-K in a cluster (KILN_WGMMA_CLUSTER_K, wg_cluster_split)
  * instead of through the workspace; bit 5: the norm folds into a QKV epilogue's skinny tiles
- * too (cg_norm_folded). A build-time knob so that a benchmark can build the variants it
- * compares (bench/gemv/build_variants.sh). */
+ * too (cg_norm_folded); bit 6: the epilogue's operands in registers from each tile's start
+ * (KILN_WGMMA_EPI_EARLY 2, over bit 2); bit 7: the tile's end without a round trip to memory
+ * (KILN_WGMMA_TAIL) (README, "The M = 32 projections"). A build-time knob so that a benchmark
+ * can build the variants it compares (bench/gemv/build_variants.sh). */
 #ifndef KILN_CG_WG_DECODE
-#define KILN_CG_WG_DECODE 19
+#define KILN_CG_WG_DECODE 211
 #endif
 /* the heuristic's largest cluster split: 2 (the H200 keeps sm_count / 2 clusters of two resident
  * under the skinny tiles' shared memory, only 39 of three and 30 of four, so larger splits of
