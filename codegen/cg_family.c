@@ -170,7 +170,7 @@ static int heur_row_threads(const ir_dim *d, int *items)
  * (KILN_WGMMA_TAIL) (README, "The M = 32 projections"). A build-time knob so that a benchmark
  * can build the variants it compares (bench/gemv/build_variants.sh). */
 #ifndef KILN_CG_WG_DECODE
-#define KILN_CG_WG_DECODE 211
+#define KILN_CG_WG_DECODE 19
 #endif
 /* the heuristic's largest cluster split: 2 (the H200 keeps sm_count / 2 clusters of two resident
  * under the skinny tiles' shared memory, only 39 of three and 30 of four, so larger splits of
