@@ -412,17 +412,51 @@ typedef struct mm_heur {
  * resident from the start so each issues its first weight loads under the
  * previous kernel's tail (programmatic dependent launch). */
 /* CTAs per SM the GEMV's registers are capped for (gemv.cuh KILN_GEMV_MINB): two up to 2 rows
- * of a 2-byte type without a heavy epilogue (GELU), where ptxas fits them in 128 registers. */
-static int gemv_minb(int64_t rows, ir_dtype t, bool heavy) { return rows <= 2 && t != IR_F32 && !heavy ? 2 : 1; }
+ * of a 2-byte type, where ptxas fits them in 128 registers, with a GELU epilogue too (the
+ * Gemma-2B gate/up GEMV, GELU tanh or erf: 117 registers, no spill; test_cg_samples checks
+ * every sample's kernels); one for f32 (GPT-2's fc + GELU spilled under the cap). */
+static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32 ? 2 : 1; }
 
+#ifndef KILN_CG_GEMV_DEFER
+/* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
+ * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
+#define KILN_CG_GEMV_DEFER 16
+#endif
+#ifndef KILN_CG_GEMV_WIDE
+/* 1: at one row, gemv_cols takes the width (12, 10, 8, 6 or 4) that gives the busiest CTA the
+ * fewest weight rows, then the fewest column blocks. A build-time knob for benchmarks. */
+#define KILN_CG_GEMV_WIDE 0
+#endif
+#ifndef KILN_CG_GEMV_LAUNCH
+/* gemv.cuh's KILN_GEMV_LAUNCH_AT (where a CTA lets the next kernel launch). A build-time knob. */
+#define KILN_CG_GEMV_LAUNCH 1
+#endif
+#ifndef KILN_CG_GEMV_PREFETCH
+/* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
+ * build-time knob for benchmarks. */
+#define KILN_CG_GEMV_PREFETCH 0
+#endif
 /* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
  * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
  * or 4 (first best wins) gives it at most 7/8 of the rows of 8 — a partial last round of blocks
  * of 8 (the 1B QKV's 3072 columns: 384 blocks
  * of 8 on 264 slots, 2 rounds of 8 rows against 2 of 6). Wider blocks spill under the 128
- * registers of two CTAs per SM (12 or 10 columns with a residual epilogue: test_matmul_nvrtc). */
-static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
+ * registers of two CTAs per SM in gemv.cuh's general path (12 or 10 columns with a residual
+ * epilogue), not in its deferred one (test_matmul_nvrtc), where KILN_CG_GEMV_WIDE may take them:
+ * it measured no faster in the layers (README, "The deferred reduction"). */
+static int gemv_cols(int minb, int64_t m, int64_t n, int64_t b, int64_t slots)
 {
+    if (KILN_CG_GEMV_WIDE && KILN_CG_GEMV_DEFER > 0 && minb == 2 && m == 1) {
+        static const int wide[] = {8, 12, 10, 6, 4};
+        int best = 8;
+        int64_t best_rows = 0, best_rounds = 0;
+        for (int i = 0; i < 5; i++) {
+            const int64_t blocks = (n + wide[i] - 1) / wide[i] * b, rounds = (blocks + slots - 1) / slots;
+            if (i == 0 || rounds * wide[i] < best_rows || (rounds * wide[i] == best_rows && rounds < best_rounds))
+                best = wide[i], best_rows = rounds * wide[i], best_rounds = rounds;
+        }
+        return best;
+    }
     static const int cand[] = {8, 6, 4};
     int best = 8;
     int64_t rows8 = 0, best_rows = 0;
@@ -435,10 +469,10 @@ static int gemv_cols(int minb, int64_t n, int64_t b, int64_t slots)
     return best;
 }
 
-static void gemv_choose(mm_heur *h, int minb, int64_t n, int64_t k, int64_t b, int sm_count)
+static void gemv_choose(mm_heur *h, int minb, int64_t m, int64_t n, int64_t k, int64_t b, int sm_count)
 {
     const int64_t slots = minb * (int64_t)sm_count;
-    if (slots > 0) h->cols = gemv_cols(minb, n, b, slots);
+    if (slots > 0) h->cols = gemv_cols(minb, m, n, b, slots);
     const int64_t cbs = (n + h->cols - 1) / h->cols * b;
     h->splitk = 1;
     while (cbs * h->splitk * 2 <= slots && k / (h->splitk * 2) >= 512 && h->splitk < 16) h->splitk *= 2;
@@ -681,7 +715,7 @@ static bool wgmma_fits(const cg_gen *gen, ir_dtype at, ir_dtype wt, int b_nk, co
 }
 
 static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, const ir_dim *batch,
-                           const int64_t *dims, int sm_count, int gemv_rows, ir_dtype t, bool heavy)
+                           const int64_t *dims, int sm_count, int gemv_rows, ir_dtype t)
 {
     mm_heur h = {false, 128, 128, 32, 2, 2, 3, 8, 1, 0, false, 0, 0, 0, 0, 0, 0};
     int64_t m, n, k, b;
@@ -689,7 +723,7 @@ static mm_heur heur_matmul(const ir_dim *M, const ir_dim *N, const ir_dim *K, co
     if (ir_dim_value(N, dims, &n) && n <= 64) h.bn = 64;
     if (h.gemv && ir_dim_value(N, dims, &n) && ir_dim_value(K, dims, &k)) {
         const bool hb = ir_dim_value(batch, dims, &b);
-        gemv_choose(&h, gemv_minb(m, t, heavy), n, k, hb ? b : 1, sm_count);
+        gemv_choose(&h, gemv_minb(m, t), m, n, k, hb ? b : 1, sm_count);
         if (!hb) h.ctas = 0; /* the grid's other axis is not known: no cap */
     }
     return h;
@@ -1659,7 +1693,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     if (nouts == 0) return cg_fail(gen, "the matmul result is not used");
 
     mm_heur h = heur_matmul(&M, &N, &K, &batch, dims, gen->target->sm_count, cg_gemv_max_rows(gen->target),
-                            a->type.dtype, heavy);
+                            a->type.dtype);
     const ir_dim *tma_strides[6] = {&lda, &ldw, &sa, &sw, &as.off, &ws.off};
     /* the TMA-store epilogue: one output, of the operands' type, rows of a
      * multiple of 8 elements (its base is checked at run time) */
@@ -1957,8 +1991,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         while (hm && maxm < mv && maxm < 16) maxm *= 2;
         define(plan, "KILN_GEMV_MAXM", "%d", hm ? maxm : 8);
         /* two CTAs per SM (registers capped at 128) only where ptxas fits them without spilling */
-        define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype, heavy));
+        define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype));
         define(plan, "KILN_SPLITK", "%d", h.splitk);
+        define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
+        define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
+        if (KILN_CG_GEMV_PREFETCH) define(plan, "KILN_PDL_PREFETCH", "1");
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
             define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));
@@ -2089,28 +2126,45 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
     return c;
 }
 
-/* The Hopper prefill template (attention_wgmma.cuh): key tiles of 128 rows (64 above head
- * dim 128), 2 stages; its KILN_ATT_SMEM formula: both consumers' Q buffers, the K and V
- * rings (rows padded to 64-column blocks), 1 KiB to align, the mbarriers. */
-enum { ATTW_STAGES = 2 };
-static int att_wgmma_bk(int64_t hd) { return hd > 128 ? 64 : 128; }
-static int64_t att_wgmma_smem(int64_t hd, int bk)
+/* The Hopper prefill template's configuration (attention_wgmma.cuh's knobs): key tiles of
+ * 128 rows (64 above head dim 128), 2 stages, one Q buffer per consumer, Q then K(t), V(t)
+ * (order 0), the row max following every tile (th 0), the static longest-first schedule, no
+ * cache hints: the kernel as measured before the knobs (README, the attention table). The
+ * knobs FlashAttention-3 suggests (order 1, a Q look-ahead, th 8, the dynamic scheduler
+ * with L2 sections, hints) pass every check but are not yet timed: docs/ATTENTION.md,
+ * bench/attn/pfa2_device.sh (the sweep against this configuration) says how to choose. */
+typedef struct att_wgmma_cfg {
+    int bk, stages, qbuf, order, qpf, th, sched, hint;
+    int64_t l2sec;
+} att_wgmma_cfg;
+static att_wgmma_cfg att_wgmma_config(const cg_target *tg, int64_t hd)
+{
+    att_wgmma_cfg c = {hd > 128 ? 64 : 128, 2, 1, 0, 0, 0, 0, 0, 0};
+    if (c.sched) c.l2sec = tg->l2_bytes / 2; /* sections of half the L2 (FlashAttention-3: 32 of 50 MB) */
+    return c;
+}
+/* KILN_ATT_SMEM of attention_wgmma.cuh: the consumers' Q buffers, the K and V rings (rows
+ * padded to 64-column blocks), 1 KiB to align, the mbarriers, the scheduler's two slots */
+static int64_t att_wgmma_smem(int64_t hd, const att_wgmma_cfg *c)
 {
     int64_t na = (hd + 63) / 64;
-    return 2 * na * 64 * 128 + 2 * ATTW_STAGES * na * bk * 128 + 1024 + (4 + 4 * ATTW_STAGES) * 8;
+    return 2 * c->qbuf * na * 64 * 128 + 2 * c->stages * na * c->bk * 128 + 1024 + (4 * c->qbuf + 4 * c->stages + 4) * 8 +
+           16;
 }
 
-/* Whether a prefill attention takes attention_wgmma.cuh: the target is sm_90a (not the
- * fallback of such a kernel), the head dim is a multiple of 16 up to 256, q arrives rotated
+/* Whether a prefill attention fits attention_wgmma.cuh (and takes it unless this is the
+ * build of such a kernel's fallback, gen->no_wgmma): the target is sm_90a, the head dim is a multiple of 16 up to 256, q arrives rotated
  * and k/v are in the cache (no RoPE on load, no fused cache write: those take
- * attention_prefill.cuh), and the tiles fit the target's shared memory. q's strides are
+ * attention_prefill.cuh), and the tiles fit the target's shared memory (the fallback of
+ * such a kernel asks the same and declares the same fields). q's strides are
  * multiples of 8 elements (rows_operand); base pointers are checked at run time
  * (cg_kernel.fallback: attention_prefill.cuh, head dims 64 and 128). */
-static bool use_att_wgmma(const cg_gen *gen, int64_t hd, bool rope, bool append)
+static bool att_wgmma_fits(const cg_gen *gen, int64_t hd, bool rope, bool append)
 {
-    if (gen->no_wgmma || strcmp(gen->target->arch, "sm_90a") || rope || append) return false;
+    if (strcmp(gen->target->arch, "sm_90a") || rope || append) return false;
     if (hd % 16 || hd < 16 || hd > 256) return false;
-    return att_wgmma_smem(hd, att_wgmma_bk(hd)) <= gen->target->smem_per_block;
+    att_wgmma_cfg c = att_wgmma_config(gen->target, hd);
+    return att_wgmma_smem(hd, &c) <= gen->target->smem_per_block;
 }
 
 static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
@@ -2189,7 +2243,9 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
      * (cg_attention_is_decode) */
     const bool packed = A->attrs.packed;
     bool decode = cg_attention_is_decode(A, dims);
-    bool wgmma = !decode && use_att_wgmma(gen, hd, rope_q != NULL, append);
+    /* the fallback of a wgmma kernel (no_wgmma) declares the same fields: wg_fit */
+    const bool wg_fit = !decode && att_wgmma_fits(gen, hd, rope_q != NULL, append);
+    bool wgmma = wg_fit && !gen->no_wgmma;
     if (hd % 16 || hd < 16 || hd > 256)
         return cg_fail(gen, "attention: the templates take head dimensions that are multiples of 16 up to 256");
     if (!decode && !wgmma && hd != 64 && hd != 128)
@@ -2253,6 +2309,8 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         cg_workspace(gen, "ws", "float *", ir_dim_times(bsh, ir_dim_const(4 * splits * (hd + 2)), ovf), false);
         cg_workspace(gen, "sem", "int *", ir_dim_times(bsh, ir_dim_const(4), ovf), true);
     }
+    if (wg_fit && att_wgmma_config(gen->target, hd).sched) /* the dynamic scheduler's tile counter, left zero */
+        cg_workspace(gen, "sched", "int *", ir_dim_const(4), true);
     cg_str_printf(hooks, "/* attention: no hooks; the template reads the constants and KilnArgs above */\n\n");
     if (rope_q && rope_q->attrs.rope.scaling != IR_ROPE_NONE) { /* the host's frequencies (cg_rope.c) */
         int len = cg_attention_rope_source(NULL, 0, rope_q->attrs.theta, &rope_q->attrs.rope, hd);
@@ -2289,12 +2347,20 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         L->grid[0] = grid_dim(ir_dim_const(splits), 1, 0);
         L->grid[1] = grid_dim(ct->dims[1], 1, 0);
     } else if (wgmma) {
-        int bk = att_wgmma_bk(hd);
+        att_wgmma_cfg wc = att_wgmma_config(gen->target, hd);
+        int bk = wc.bk;
         define(plan, "KILN_WGMMA_NO_KERNEL", "1");
         define(plan, "KILN_WGMMA_F16", "%d", qt->dtype == IR_F16 ? 1 : 0);
         define(plan, "KILN_ATT_BK", "%d", bk);
-        define(plan, "KILN_ATT_STAGES", "%d", ATTW_STAGES);
-        gen->kern->config = cg_printf(gen, "wgmma 2x64x%d s%d", bk, ATTW_STAGES);
+        define(plan, "KILN_ATT_STAGES", "%d", wc.stages);
+        define(plan, "KILN_ATT_QBUF", "%d", wc.qbuf);
+        define(plan, "KILN_ATT_ORDER", "%d", wc.order);
+        define(plan, "KILN_ATT_QPF", "%d", wc.qpf);
+        define(plan, "KILN_ATT_TH", "%d", wc.th);
+        define(plan, "KILN_ATT_SCHED", "%d", wc.sched);
+        define(plan, "KILN_ATT_L2SEC", "%lldll", (long long)wc.l2sec);
+        define(plan, "KILN_ATT_HINT", "%d", wc.hint);
+        gen->kern->config = cg_printf(gen, "wgmma 2x64x%d s%d", bk, wc.stages);
         /* the maps (attention_wgmma.cuh): q {H*HD, S, B} (ld q_ss, batch stride q_sb), k and v
          * {HD, T, rows*KV} (ld HD, batch stride T*HD; rows: the caches' allocated rows, which
          * a slot table may address); bases: fields "q", "k", "v" */
@@ -2315,7 +2381,7 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         gen->kern->ntmaps = 3;
         /* persistent: at most one CTA per SM, about one per tile (pairs of 64-row sub-tiles) */
         L->block = 384;
-        L->smem = att_wgmma_smem(hd, bk);
+        L->smem = att_wgmma_smem(hd, &wc);
         L->grid[0] = (cg_grid_dim){qt->dims[1], 64, gen->target->sm_count,
                                    ir_dim_times(qt->dims[0], qt->dims[2], ovf), 2};
         L->grid[1] = grid_dim(ir_dim_const(1), 1, 0);

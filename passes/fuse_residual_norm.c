@@ -15,7 +15,11 @@
  * whose only consumer is the norm is an ordinary prologue, left to
  * fuse-elementwise (rule reduction-prologue). The add must not be a
  * transitive input of the norm's other inputs (the gain, the bias), or the
- * kernel would wait on itself. */
+ * kernel would wait on itself. An add one of whose operands is another norm's
+ * result (through casts read once: Gemma-2's x + cast(rmsnorm(o)), a norm
+ * after the attention) stays for that norm's kernel, as its epilogue
+ * (fuse-elementwise): one row kernel either way, and this norm keeps a stored
+ * input, so a decode GEMV can compute it (norm-gemv). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -51,6 +55,19 @@ static bool depends_on(walk *w, const ir_node *n, const ir_node *target)
         }
     }
     return false;
+}
+
+/* The norm computed at run time whose result reaches add operand o through casts that are
+ * read once, or NULL. */
+static const ir_node *norm_operand(const pass_users *u, const bool *bt, const ir_node *o)
+{
+    while (o->op == IR_OP_CAST && u->count[o->id] == 1 && !u->is_output[o->id]) {
+        o = o->inputs[0];
+        if ((o->op == IR_OP_RMSNORM || o->op == IR_OP_LAYERNORM) && !bt[o->id] &&
+            u->count[o->id] == 1 && !u->is_output[o->id])
+            return o;
+    }
+    return NULL;
 }
 
 static const char *anchor_of(arena *a, const ir_graph *g, const ir_node *n)
@@ -92,6 +109,14 @@ ir_graph *pass_fuse_residual_norm(ir_graph *g, pass_ctx *ctx)
             } else if (!pass_rule_enabled(ctx, RULE)) {
                 pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
                             "not fused: rule %s is disabled (--disable)", pass_rule_name(RULE));
+            } else if (norm_operand(u, bt, add->inputs[0]) || norm_operand(u, bt, add->inputs[1])) {
+                const ir_node *o = norm_operand(u, bt, add->inputs[0]);
+                if (!o) o = norm_operand(u, bt, add->inputs[1]);
+                pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
+                            "not fused: the add is left to the row kernel of %s as its epilogue: "
+                            "one row kernel either way, and this norm keeps a stored input for a decode "
+                            "GEMV to compute it from (norm-gemv)",
+                            NZ(pass_describe(&a, o)));
             } else if (cycle) {
                 pass_decide(ctx, g, RULE, false, bytes, nodes, 2, NZ(what),
                             "not fused: the norm's weight is computed from the sum, so it cannot be read by the same kernel");

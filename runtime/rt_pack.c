@@ -191,6 +191,21 @@ bool rt_pack_is_rowscale(const ir_node *n)
            n->inputs[1]->type.dtype == n->type.dtype;
 }
 
+bool rt_pack_is_rowscale_f32(const ir_node *n, const ir_node **w, const ir_node **gain)
+{
+    if (n->op != IR_OP_CAST || n->type.rank != 2 || (n->type.dtype != IR_BF16 && n->type.dtype != IR_F16)) return false;
+    const ir_node *m = n->inputs[0];
+    if (m->op != IR_OP_MUL || m->ninputs != 2 || m->type.dtype != IR_F32 || !ir_type_same_shape(&m->type, &n->type))
+        return false;
+    const ir_node *c = m->inputs[0], *g = m->inputs[1];
+    if (c->op != IR_OP_CAST || c->inputs[0]->type.dtype != n->type.dtype || !ir_type_same_shape(&c->type, &n->type) ||
+        c->type.dtype != IR_F32 || g->type.rank != 1 || g->type.dtype != IR_F32 || !ir_dim_eq(&g->type.dims[0], &n->type.dims[1]))
+        return false;
+    if (w) *w = c->inputs[0];
+    if (gain) *gain = g;
+    return true;
+}
+
 bool rt_pack_is_movement(const ir_node *n)
 {
     if (n->op != IR_OP_RESHAPE && n->op != IR_OP_PERMUTE && n->op != IR_OP_CONCAT && n->op != IR_OP_SLICE) return false;
@@ -219,16 +234,18 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
         out->p = (unsigned char *)d;
         return RT_OK;
     }
-    const bool rowscale = rt_pack_is_rowscale(n);
+    const ir_node *ops[2] = {NULL, NULL};
+    const bool rowscale_f32 = rt_pack_is_rowscale_f32(n, &ops[0], &ops[1]);
+    const bool rowscale = rt_pack_is_rowscale(n) || rowscale_f32;
     const bool movement = rt_pack_is_movement(n) || rowscale;
     if (!movement || c->force_interp) return interp_node(c, n, out);
     RT_TRY(set_shape(c, n, out));
     val in[16];
     memset(in, 0, sizeof in);
-    int nin = n->ninputs;
+    int nin = rowscale_f32 ? 2 : n->ninputs; /* the float32 row scale: its matrix and gain */
     if (nin > 16) return interp_node(c, n, out);
     for (int i = 0; i < nin; i++) {
-        rt_status status = eval(c, n->inputs[i], &in[i]);
+        rt_status status = eval(c, rowscale_f32 ? ops[i] : n->inputs[i], &in[i]);
         if (status != RT_OK) {
             for (int j = 0; j < i; j++) val_free(&in[j]);
             return status;
@@ -250,7 +267,7 @@ static rt_status eval(ctx *c, const ir_node *n, val *out)
     if (rowscale) {
         const int64_t cols = out->shape[1], rows = cols ? out->numel / cols : 0;
         float *gv = malloc((size_t)cols * sizeof *gv + 1);
-        if (gv) rt_to_f32(n->type.dtype, in[1].p, gv, cols);
+        if (gv) rt_to_f32(rowscale_f32 ? IR_F32 : n->type.dtype, in[1].p, gv, cols);
         if (!gv || !rowscale_all(n->type.dtype, es, rows, cols, in[0].p, gv, out->p)) {
             free(gv);
             status = rt_fail(RT_ERR_NOMEM, c->err, c->errlen, "bind time: out of memory");

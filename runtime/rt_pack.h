@@ -56,6 +56,11 @@ bool rt_pack_rope_pairs_fit(int64_t rows, int64_t off, int64_t stride, int64_t h
  * rounded once, as the interpreter does). */
 bool rt_pack_is_movement(const ir_node *n);
 bool rt_pack_is_rowscale(const ir_node *n);
+/* A row scale in float32 rounded once to a narrower float type T: cast(mul(cast(W, f32), g), T)
+ * with W a [R, C] matrix of T and g a [C] float32 vector (a float32 gain folded into a T weight,
+ * passes/fold_norm_gain.c: Gemma's 1 + w): each product in float32 (exact operands, one rounding),
+ * then one rounding to T, as the interpreter computes it. *w and *gain: the operands. */
+bool rt_pack_is_rowscale_f32(const ir_node *n, const ir_node **w, const ir_node **gain);
 
 /* n elements of dtype t at src to floats (i32 converted by value), and back
  * (bf16/f16 through ir_f32_to_bf16_bits and friends, ir/ir.h). */

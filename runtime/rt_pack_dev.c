@@ -6,10 +6,13 @@
  * (rows: the product of the dims before the axis; row bytes: the axis's
  * extent times the dims after it); permute and the row scale are one launch
  * of pack.cuh. Intermediate buffers are freed as soon as their consumer has
- * been queued and the stream has run it. */
+ * been queued and the stream has run it. A float32 gain made from weights by
+ * other ops (Gemma's 1 + w, under a float32 row scale) is computed on the host
+ * from its weights read back, and uploaded: a few KB. */
 #include "runtime/rt_pack_dev.h"
 
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt_pack.h"
@@ -32,6 +35,7 @@ typedef struct dval {
 } dval;
 
 typedef struct dctx {
+    const ir_graph *g;
     const int64_t *dims;
     rt_pack_dev_weight_fn get;
     void *user;
@@ -41,11 +45,19 @@ typedef struct dctx {
     size_t n;
 } dctx;
 
+/* A small float32 vector made from weights by any ops (the gain of a float32 row scale: Gemma's
+ * 1 + w): computed on the host (rt_pack_eval) and uploaded, its weights read back first. */
+static bool host_vector(const ir_node *nd) { return nd->type.rank == 1 && nd->type.dtype == IR_F32; }
+
 bool rt_pack_dev_supported(const ir_graph *g, int node, bool kernels)
 {
     if (!g || node < 0 || node >= g->nnodes) return false;
     const ir_node *nd = g->nodes[node];
     if (nd->op == IR_OP_WEIGHT) return true;
+    const ir_node *w = NULL, *gain = NULL;
+    if (rt_pack_is_rowscale_f32(nd, &w, &gain)) /* bf16 only: the f16 rounding is the host's */
+        return kernels && nd->type.dtype == IR_BF16 && rt_pack_dev_supported(g, w->id, kernels) &&
+               (host_vector(gain) || rt_pack_dev_supported(g, gain->id, kernels));
     bool ok;
     if (rt_pack_is_rowscale(nd)) ok = kernels && (nd->type.dtype == IR_BF16 || nd->type.dtype == IR_F32);
     else if (rt_pack_is_movement(nd)) {
@@ -88,6 +100,53 @@ static rt_status copy2d(void *dst, size_t dpitch, const void *src, size_t spitch
                          "packing weights", c->err, c->n);
 }
 
+/* rt_pack_eval's weights for a host vector: each weight under it read back from the device. */
+typedef struct host_back {
+    const dctx *c;
+    const ir_graph *g;
+    void **buf;
+} host_back;
+
+static int host_back_get(void *user, int param, const void **data, char *err, size_t n)
+{
+    host_back *h = user;
+    if (!h->buf[param]) {
+        const void *d = NULL;
+        RT_TRY(rt_status_of(h->c->get(h->c->user, param, &d, err, n)));
+        int64_t shape[IR_MAX_RANK], numel;
+        const ir_node *p = h->g->params[param];
+        if (!ir_type_shape_at(&p->type, h->c->dims, shape, &numel))
+            return rt_fail(RT_ERR_WEIGHTS, err, n, "bind time: weight '%s': the shape does not evaluate", p->name);
+        const size_t bytes = (size_t)numel * (size_t)ir_dtype_size(p->type.dtype);
+        if (!(h->buf[param] = malloc(bytes + 1))) return rt_fail(RT_ERR_NOMEM, err, n, "bind time: out of memory");
+        RT_TRY(RT_CUDA_CHECK(cudaStreamSynchronize(h->c->s), "packing weights", err, n));
+        RT_TRY(RT_CUDA_CHECK(cudaMemcpy(h->buf[param], d, bytes, cudaMemcpyDeviceToHost), "reading a gain's weight back",
+                             err, n));
+    }
+    *data = h->buf[param];
+    return 0;
+}
+
+/* A host vector (host_vector) computed on the host and uploaded into out. */
+static rt_status eval_on_host(const dctx *c, const ir_node *nd, dval *out)
+{
+    host_back h = {c, c->g, calloc((size_t)c->g->nparams + 1, sizeof(void *))};
+    if (!h.buf) return rt_fail(RT_ERR_NOMEM, c->err, c->n, "bind time: out of memory");
+    void *hv = NULL;
+    size_t bytes = 0;
+    rt_status st = rt_pack_eval(c->g, c->dims, nd->id, host_back_get, &h, false, &hv, &bytes, c->err, c->n);
+    for (int i = 0; i < c->g->nparams; i++) free(h.buf[i]);
+    free(h.buf);
+    if (st == RT_OK) st = RT_CUDA_CHECK(cudaMalloc((void **)&out->p, bytes ? bytes : 1), "packing weights", c->err, c->n);
+    if (st == RT_OK) {
+        out->owned = true;
+        st = RT_CUDA_CHECK(cudaMemcpy(out->p, hv, bytes, cudaMemcpyHostToDevice), "packing weights", c->err, c->n);
+    }
+    free(hv);
+    if (st != RT_OK) dval_free(out, c->s);
+    return st;
+}
+
 static rt_status eval(const dctx *c, const ir_node *nd, dval *out)
 {
     memset(out, 0, sizeof *out);
@@ -101,12 +160,15 @@ static rt_status eval(const dctx *c, const ir_node *nd, dval *out)
         out->p = (unsigned char *)d;
         return RT_OK;
     }
-    const int nin = nd->ninputs;
+    if (host_vector(nd) && !rt_pack_dev_supported(c->g, nd->id, c->k != NULL)) return eval_on_host(c, nd, out);
+    const ir_node *ops[2] = {NULL, NULL};
+    const bool rowscale_f32 = rt_pack_is_rowscale_f32(nd, &ops[0], &ops[1]);
+    const int nin = rowscale_f32 ? 2 : nd->ninputs; /* the float32 row scale: its matrix and gain */
     if (nin > 16) return rt_fail(RT_ERR_INVALID, c->err, c->n, "bind time: %d inputs on the device", nin);
     dval in[16];
     memset(in, 0, sizeof in);
     rt_status st = RT_OK;
-    for (int i = 0; i < nin && st == RT_OK; i++) st = eval(c, nd->inputs[i], &in[i]);
+    for (int i = 0; i < nin && st == RT_OK; i++) st = eval(c, rowscale_f32 ? ops[i] : nd->inputs[i], &in[i]);
     if (st != RT_OK) goto done;
     if (nd->op == IR_OP_RESHAPE) {
         out->p = in[0].p;
@@ -117,9 +179,10 @@ static rt_status eval(const dctx *c, const ir_node *nd, dval *out)
     const size_t bytes = (size_t)out->numel * es;
     RT_TRY_GOTO(st, done, RT_CUDA_CHECK(cudaMalloc((void **)&out->p, bytes ? bytes : 1), "packing weights", c->err, c->n));
     out->owned = true;
-    if (rt_pack_is_rowscale(nd)) {
+    if (rt_pack_is_rowscale(nd) || rowscale_f32) {
         pack_args a = {.src = (uintptr_t)in[0].p, .gain = (uintptr_t)in[1].p, .dst = (uintptr_t)out->p,
-                       .numel = out->numel, .cols = out->shape[1], .dtype = nd->type.dtype == IR_BF16 ? 0 : 1};
+                       .numel = out->numel, .cols = out->shape[1],
+                       .dtype = rowscale_f32 ? 2 : nd->type.dtype == IR_BF16 ? 0 : 1};
         if (a.cols > 0) st = launch(&c->k->rowscale, &a, c);
     } else if (nd->op == IR_OP_PERMUTE) {
         const int r = nd->type.rank;
@@ -170,7 +233,7 @@ rt_status rt_pack_dev_eval(const ir_graph *g, const int64_t *dims, int node, rt_
     *bytes = 0;
     if (!g || node < 0 || node >= g->nnodes || !get || !rt_pack_dev_supported(g, node, k != NULL))
         return rt_fail(RT_ERR_INVALID, err, n, "rt_pack_dev_eval: %%%d is not packed on the device", node);
-    dctx c = {dims, get, user, k, (cudaStream_t)stream, err, n};
+    dctx c = {g, dims, get, user, k, (cudaStream_t)stream, err, n};
     dval v;
     RT_TRY(eval(&c, g->nodes[node], &v));
     const size_t total = (size_t)v.numel * (size_t)ir_dtype_size(g->nodes[node]->type.dtype);

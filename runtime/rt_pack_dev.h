@@ -7,9 +7,11 @@
  * weights are: data movement by cudaMemcpy2DAsync, permutes and row scales by
  * the kernels of codegen/kernels/pack.cuh. The values are bit for bit the
  * host's (rt_pack_eval): movement is exact and the row scale rounds each
- * product once as the host does. A node of any other kind (a cast, any op the
- * interpreter evaluates) is not done here: the caller packs that value on the
- * host. */
+ * product once as the host does. A bf16 weight scaled by a float32 gain
+ * (rt_pack_is_rowscale_f32) is done here too, its gain computed on the host
+ * when other ops make it (a few KB, the weights under it read back). A node of
+ * any other kind (a cast, any op the interpreter evaluates) is not done here:
+ * the caller packs that value on the host. */
 #ifndef KILN_RT_PACK_DEV_H
 #define KILN_RT_PACK_DEV_H
 #include <stdbool.h>
@@ -27,7 +29,9 @@ typedef struct rt_pack_kernels {
 
 /* Whether bind-time node `node` of g can be evaluated on the device: every
  * node under it a weight, data movement (rt_pack_is_movement) or, with
- * kernels, a permute and a bf16/f32 row scale (rt_pack_is_rowscale). */
+ * kernels, a permute, a bf16/f32 row scale (rt_pack_is_rowscale) and a bf16
+ * row scale by a float32 gain (rt_pack_is_rowscale_f32; the gain any float32
+ * vector). */
 bool rt_pack_dev_supported(const ir_graph *g, int node, bool kernels);
 
 /* The device bytes of weight parameter `param` at its declared type (read,

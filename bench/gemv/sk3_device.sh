@@ -3,7 +3,7 @@
 # KILN_WGMMA_EPI_EARLY 2: the epilogue's operands in registers from a tile's start; KILN_WGMMA_TAIL:
 # the tile's end without a round trip; codegen/cg_family.c KILN_CG_WG_DECODE bits 6 and 7, default
 # mask 211):
-#  1. correctness, in parallel, before any timing: test_gpu_matmul's new configurations (69-76:
+#  1. correctness, in parallel, before any timing: test_gpu_matmul's new configurations (74-81:
 #     f64 / cuBLAS reference, poisoned outputs, M 1..4099 incl. 17, 31, 32, 33, 64, N and K off the
 #     tiles, more tiles than resident clusters), test_decode_gpu, tests/gpu/qkv_epilogue_gpu.sh,
 #     `kiln run --check` of the 8B layer (small dims at B = 32, 8, 17; full dims at B = 32),
@@ -12,9 +12,11 @@
 #  2. the M = 32 sweep of the 8B projections: the cluster split 2 with and without the new options
 #     (CUPTI kernel durations, weights rotated, cuBLAS in the same process);
 #  3. layer profiles (`kiln run --profile --profile-runs=40`), main's build ($BASE/kiln) interleaved
-#     with this one: B=32 two rounds (base, default 211, d83 = registers only, d147 = tail only),
+#     with this one: B=32 two rounds (base, d211 = both options, d83 = registers only, d147 = tail only),
 #     then B=8, 16, 64 and prefill S=2048 (base, default).
-# Needs build/variants/kiln-d83 and kiln-d147 (bench/gemv/build_variants.sh build 83 147) and
+# test_decode_gpu runs the library's default mask (19 until this call has passed; with 211 as
+# the default it checks the new paths too). Needs build/variants/kiln-d211, kiln-d83 and
+# kiln-d147 (bench/gemv/build_variants.sh build 211 83 147; NEW names another binary) and
 # BASE (a directory with main's kiln). Results in $OUT: summary.txt (short table last), tests.log,
 # sanitizer.log, sweep.csv, profile.txt, rest.tgz.
 set -u
@@ -30,6 +32,7 @@ san=compute-sanitizer
 command -v $san >/dev/null 2>&1 || san=/usr/local/cuda/bin/compute-sanitizer
 L8=samples/llama3_8b_layer.kiln
 SMALL="-D D=1024 -D H=8 -D KV=2 -D F=2048"
+NEW=${NEW:-build/variants/kiln-d211} # the options on (the default once this call has passed)
 V83=build/variants/kiln-d83
 V147=build/variants/kiln-d147
 T_A=${T_A:-70}
@@ -37,19 +40,19 @@ KC=$work/kc
 
 # 1. correctness
 (KILN_MM_FILTER='_o51|_o48|_o35' timeout $T_A build/tests/gpu/test_gpu_matmul >"$work/mm.log" 2>&1
-  echo "test_gpu_matmul (configurations 69-76) rc=$?" >"$work/mm.rc") &
+  echo "test_gpu_matmul (configurations 74-81) rc=$?" >"$work/mm.rc") &
 (timeout $T_A build/tests/gpu/test_decode_gpu >"$work/decode.log" 2>&1; echo "test_decode_gpu rc=$?" >"$work/decode.rc") &
-(KILN_CACHE_DIR=$work/c1 timeout $T_A tests/gpu/qkv_epilogue_gpu.sh build/kiln >"$work/qkv.log" 2>&1
+(KILN_CACHE_DIR=$work/c1 timeout $T_A tests/gpu/qkv_epilogue_gpu.sh $NEW >"$work/qkv.log" 2>&1
   echo "qkv_epilogue_gpu.sh rc=$?" >"$work/qkv.rc") &
 (for b in 32 8 17; do
-   KILN_CACHE_DIR=$work/c2 timeout 25 build/kiln run $L8 --dims B=$b,S=1,T=1024 --random --pos=1000 --check $SMALL 2>&1 | tail -4
+   KILN_CACHE_DIR=$work/c2 timeout 25 $NEW run $L8 --dims B=$b,S=1,T=1024 --random --pos=1000 --check $SMALL 2>&1 | tail -4
    echo "check small dims B=$b rc=${PIPESTATUS[0]}"
  done >"$work/check.log" 2>&1
- KILN_CACHE_DIR=$work/c2 timeout 30 build/kiln run $L8 --dims B=32,S=1,T=1024 --random --pos=1000 --check >>"$work/check.log" 2>&1
+ KILN_CACHE_DIR=$work/c2 timeout 30 $NEW run $L8 --dims B=32,S=1,T=1024 --random --pos=1000 --check >>"$work/check.log" 2>&1
  echo "check full dims B=32 rc=$?" >>"$work/check.log"; grep rc= "$work/check.log" >"$work/check.rc") &
 for tool in racecheck memcheck; do
   (KILN_CACHE_DIR=$work/c3$tool timeout $T_A $san --tool $tool --error-exitcode 9 \
-     build/kiln run $L8 --dims B=32,S=1,T=256 --random --pos=100 --check $SMALL >"$work/san_${tool}_layer.log" 2>&1
+     $NEW run $L8 --dims B=32,S=1,T=256 --random --pos=100 --check $SMALL >"$work/san_${tool}_layer.log" 2>&1
    echo "$tool 8B layer small dims B=32 T=256 --check rc=$?" >"$work/san_${tool}_layer.rc") &
 done
 (KILN_MM_SMALL=1 KILN_MM_FILTER='biasres_64x128_s6_pp_c1_tma128_sk1_ck2_o51|biasres_64x64_s10_pp_c1_tma64_sk1_ck4_o51|biasres_64x128_s8_pp_c1_tma128_sk1_o51' \
@@ -57,16 +60,16 @@ done
  echo "racecheck test_gpu_matmul (3 new configurations, small cases) rc=$?" >"$work/san_race_mm.rc") &
 # the kernel cache of step 3 (one plain step per build and shape; little GPU work)
 warm() { KILN_CACHE_DIR=$KC timeout 40 "$1" run $L8 --dims "$2" --random --pos="$3" >/dev/null 2>&1; }
-(for d in B=32,S=1,T=1024 B=8,S=1,T=1024 B=16,S=1,T=1024; do warm "$base/kiln" $d 1000; warm build/kiln $d 1000; done
+(for d in B=32,S=1,T=1024 B=8,S=1,T=1024 B=16,S=1,T=1024; do warm "$base/kiln" $d 1000; warm $NEW $d 1000; done
  echo "warm 1 done" >"$work/warm1.rc") &
 (warm $V83 B=32,S=1,T=1024 1000; warm $V147 B=32,S=1,T=1024 1000
- for k in "$base/kiln" build/kiln; do warm "$k" B=64,S=1,T=1024 1000; warm "$k" B=1,S=2048,T=2048 0; done
+ for k in "$base/kiln" $NEW; do warm "$k" B=64,S=1,T=1024 1000; warm "$k" B=1,S=2048,T=2048 0; done
  echo "warm 2 done" >"$work/warm2.rc") &
 wait
 cat "$work"/*.rc >>"$out/summary.txt"
 echo "correctness done $(el)" >>"$out/summary.txt"
 {
-  echo "==== test_gpu_matmul (69-76)"; grep -vE "^ok " "$work/mm.log" | head -40; echo "ok lines: $(grep -cE '^ok ' "$work/mm.log")"
+  echo "==== test_gpu_matmul (74-81)"; grep -vE "^ok " "$work/mm.log" | head -40; echo "ok lines: $(grep -cE '^ok ' "$work/mm.log")"
   echo "==== test_decode_gpu"; tail -15 "$work/decode.log"
   echo "==== qkv_epilogue_gpu.sh"; tail -25 "$work/qkv.log"
   echo "==== checks"; cat "$work/check.log" | tail -30
@@ -91,16 +94,16 @@ prof() { # label binary dims pos
 {
   for r in 1 2; do
     prof "base round $r" "$base/kiln" B=32,S=1,T=1024 1000
-    prof "new-d211 round $r" build/kiln B=32,S=1,T=1024 1000
+    prof "new-d211 round $r" $NEW B=32,S=1,T=1024 1000
     prof "d83-regs round $r" $V83 B=32,S=1,T=1024 1000
     prof "d147-tail round $r" $V147 B=32,S=1,T=1024 1000
   done
   for d in B=8,S=1,T=1024 B=16,S=1,T=1024 B=64,S=1,T=1024; do
     prof base "$base/kiln" $d 1000
-    prof new-d211 build/kiln $d 1000
+    prof new-d211 $NEW $d 1000
   done
   prof base "$base/kiln" B=1,S=2048,T=2048 0
-  prof new-d211 build/kiln B=1,S=2048,T=2048 0
+  prof new-d211 $NEW B=1,S=2048,T=2048 0
 } >"$out/profile.txt" 2>&1
 echo "profiles done $(el)" >>"$out/summary.txt"
 tar czf "$out/rest.tgz" -C "$work" $(cd "$work" && ls ./*.log 2>/dev/null) 2>/dev/null

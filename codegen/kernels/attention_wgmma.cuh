@@ -30,7 +30,20 @@
  * (the turns are a pair of named barriers). O is normalized in registers and stored.
  * Tiles are handed out persistently, longest causal tiles first (descending query block),
  * in a snake order over the CTAs; the G heads of a group run side by side, so K/V mostly
- * come from L2.
+ * come from L2. The softmax takes the row max on the raw scores (one multiply by the scale
+ * per row) and exponentiates with ex2.approx.ftz (MUFU.EX2 alone: exp2f's subnormal fix-up
+ * is three more instructions per element); the O rescale is skipped when no row of the warp
+ * moved its max.
+ *
+ * Knobs (FlashAttention-3's choices, each a compile-time constant, codegen's values in
+ * cg_family.c att_wgmma_config; docs/ATTENTION.md): KILN_ATT_ORDER (1: K(0) before Q, K(t+1)
+ * before V(t)), KILN_ATT_QBUF 2 / KILN_ATT_QPF 1 (the next tile's Q in a second buffer / in
+ * L2 while this tile runs), KILN_ATT_FREE (first Q K^T and last P V outside the turns),
+ * KILN_ATT_TH (the row max moves only by more than TH), KILN_ATT_SCHED 1 (dynamic scheduler:
+ * a global ticket counter, KilnArgs field `sched`, zero before and after a launch; the tile
+ * indices reach the consumers through a two-slot ring in shared memory), KILN_ATT_L2SEC
+ * (longest-first within sections of (batch, KV head) pairs whose K/V fit that many bytes),
+ * KILN_ATT_HINT (L2 evict-first for Q, evict-last for K/V), KILN_ATT_PREG / _CREG (setmaxnreg).
  *
  * Compile-time hooks: KILN_ATT_WINDOW W > 0 (a key j is visible to query position P only
  * when P - j < W), KILN_ATT_SOFTCAP c > 0 (scores become c * tanh(score * scale / c)),
@@ -52,7 +65,7 @@
  * dynamic shared memory KILN_ATT_SMEM_BYTES (formula below).
  * Constants: KILN_HD (multiple of 16, <= 256), KILN_ATT_BK (key rows per tile, multiple
  * of 16; default 128, 64 above HD 128), KILN_ATT_STAGES (default 2), KILN_WGMMA_F16 (1
- * when KILN_T is __half). Helpers from attention_common.cuh (softmax, packing) and
+ * when KILN_T is __half), the knobs above (defaults: the kernel before them). Helpers from attention_common.cuh (softmax, packing) and
  * matmul_wgmma.cuh (mbarriers, TMA, descriptors; included with KILN_WGMMA_NO_KERNEL).
  *
  * Ordering (as in matmul_wgmma.cuh, argued since racecheck does not see TMA or wgmma):
@@ -60,7 +73,13 @@
  * which needs an arrival from every consumer warp reading it, each made after
  * wgmma.wait_group proved the groups reading it retired; it is read only after its
  * `full` barrier completed (the producer's expect_tx and all the bytes). Producer and
- * consumers walk the same tile sequence and slot sequence, one phase bit per wrap. */
+ * consumers walk the same tile sequence and slot sequence, one phase bit per wrap (K and V
+ * rings counted apart, so any load order keeps them matched). The dynamic scheduler's slot
+ * is written by the producer after its `empty` barrier completed (one arrival per consumer
+ * warp, after __syncwarp following the warp's read) and read after its `full` barrier
+ * (mbarrier.arrive releases, try_wait acquires). Its counter: the CTA drawing ticket
+ * ntiles - 1 draws the last one (every CTA draws until one fails, ntiles draws in all) and
+ * writes it back to zero; the next launch in the stream starts after this one ends. */
 #ifndef KILN_ATT_HELPERS
 #error "attention_wgmma.cuh: attention_common.cuh must come before it (codegen/kernels/CONTRACT.md)"
 #endif
@@ -79,11 +98,66 @@
 #ifndef KILN_ATT_VARLEN
 #define KILN_ATT_VARLEN 0
 #endif
-/* Q buffers of both consumers, the K and V rings, 1 KiB to align them, the mbarriers */
+/* Producer load order. 0: per CTA tile Q, then K(t), V(t) for each key tile t. 1 (as
+ * FlashAttention-3): K(0) first, then Q, then K(t+1) before V(t), so a consumer's next Q K^T
+ * never waits behind the V it needs one step later, nor a tile's first K behind its Q. */
+#ifndef KILN_ATT_ORDER
+#define KILN_ATT_ORDER 0
+#endif
+/* Q buffers per consumer: 1, or 2 (the next CTA tile's Q is loaded while this one runs) */
+#ifndef KILN_ATT_QBUF
+#define KILN_ATT_QBUF 1
+#endif
+/* 1: with one Q buffer, the producer prefetches the next CTA tile's Q into L2 when it
+ * starts a tile (cp.async.bulk.prefetch.tensor), so the load at the boundary hits L2 */
+#ifndef KILN_ATT_QPF
+#define KILN_ATT_QPF 0
+#endif
+/* 1: a CTA tile's first Q K^T and last P V are issued outside the consumers' turns */
+#ifndef KILN_ATT_FREE
+#define KILN_ATT_FREE 0
+#endif
+/* The row max moves only when a key tile's max exceeds it by more than KILN_ATT_TH (log2
+ * units; P then stays below 2^TH): with TH 8 the O rescale is rarely needed and skipped
+ * (warp-uniform) when no row of the warp moved; 0: the max follows every tile exactly */
+#ifndef KILN_ATT_TH
+#define KILN_ATT_TH 0
+#endif
+/* Tile scheduler. 0: static, the CTA's r-th tile is r * grid + (snake) blockIdx.x. 1: dynamic,
+ * the producer takes the next tile index from a global counter (KilnArgs field `sched`, an
+ * int that is zero when the kernel starts and is left zero: the CTA drawing the last ticket
+ * resets it) and hands it to the consumers through shared memory. */
+#ifndef KILN_ATT_SCHED
+#define KILN_ATT_SCHED 0
+#endif
+/* L2 sections: > 0, tiles are ordered longest-first within sections of (batch, KV head)
+ * pairs whose K and V (T * HD * 2 elements each) fit in KILN_ATT_L2SEC bytes, one section
+ * after another (FlashAttention-3's L2 swizzle); 0: longest-first over all pairs. */
+#ifndef KILN_ATT_L2SEC
+#define KILN_ATT_L2SEC 0
+#endif
+/* 1: Q loads with an L2 evict-first policy, K and V with evict-last */
+#ifndef KILN_ATT_HINT
+#define KILN_ATT_HINT 0
+#endif
+/* registers per thread (setmaxnreg) of the producer and the consumer warpgroups, multiples
+ * of 8 with 128 * PREG + 256 * CREG <= 384 * 168 (the launch's allocation): head dims above
+ * 128 need 232 for the consumers; the producer's Q look-ahead (KILN_ATT_QBUF 2, _QPF) needs
+ * more than 40 (56, leaving 224 to the consumers: enough up to head dim 128) */
+#ifndef KILN_ATT_PREG
+#define KILN_ATT_PREG (KILN_HD <= 128 && (KILN_ATT_QBUF == 2 || KILN_ATT_QPF) ? 56 : 40)
+#endif
+#ifndef KILN_ATT_CREG
+#define KILN_ATT_CREG (KILN_ATT_PREG > 40 ? 224 : 232)
+#endif
+/* Q buffers (2 consumers x KILN_ATT_QBUF), the K and V rings, 1 KiB to align them, the
+ * mbarriers (Q full/empty per buffer, K and V full/empty per stage, 2 + 2 for the tile-index
+ * ring of the dynamic scheduler) and its two 8-byte slots */
 #define KILN_ATT_QBYTES(HD) ((((HD) + 63) / 64) * 64 * 128)
 #define KILN_ATT_KVBYTES(HD, BK) ((((HD) + 63) / 64) * (BK) * 128)
-#define KILN_ATT_SMEM(HD, BK, ST) (2 * KILN_ATT_QBYTES(HD) + 2 * (ST) * KILN_ATT_KVBYTES(HD, BK) + 1024 + (4 + 4 * (ST)) * 8)
-#define KILN_ATT_SMEM_BYTES KILN_ATT_SMEM(KILN_HD, KILN_ATT_BK, KILN_ATT_STAGES)
+#define KILN_ATT_SMEM(HD, BK, ST, QB)                                                                       \
+    (2 * (QB) * KILN_ATT_QBYTES(HD) + 2 * (ST) * KILN_ATT_KVBYTES(HD, BK) + 1024 + (4 * (QB) + 4 * (ST) + 4) * 8 + 16)
+#define KILN_ATT_SMEM_BYTES KILN_ATT_SMEM(KILN_HD, KILN_ATT_BK, KILN_ATT_STAGES, KILN_ATT_QBUF)
 
 namespace katw {
 using namespace katt;
@@ -451,13 +525,22 @@ template <> struct rs<256> {
 constexpr int BM = 64; /* query rows per consumer warpgroup */
 constexpr int BK = KILN_ATT_BK;
 constexpr int ST = KILN_ATT_STAGES;
+constexpr int QB = KILN_ATT_QBUF;
 constexpr int NA = (HD + 63) / 64; /* 128-byte column blocks of a row */
 constexpr unsigned Q_ATOM = BM * 128, KV_ATOM = BK * 128;
 constexpr unsigned Q_BYTES = KILN_ATT_QBYTES(HD), KV_BYTES = KILN_ATT_KVBYTES(HD, BK);
 constexpr int W = KILN_ATT_WINDOW;
 constexpr float CAP = (float)(KILN_ATT_SOFTCAP);
+constexpr float TH = (float)(KILN_ATT_TH);
+constexpr bool FREE = KILN_ATT_FREE != 0;
+constexpr int END = -1; /* the tile stream's end */
 static_assert(BK % 16 == 0 && BK >= 16 && BK <= 256, "KILN_ATT_BK: a multiple of 16, at most 256");
 static_assert(ST >= 2, "KILN_ATT_STAGES must be at least 2");
+static_assert(QB == 1 || QB == 2, "KILN_ATT_QBUF: 1 or 2");
+static_assert(KILN_ATT_ORDER == 0 || KILN_ATT_ORDER == 1, "KILN_ATT_ORDER: 0 or 1");
+static_assert(TH >= 0.f && TH <= 16.f, "KILN_ATT_TH: 0..16");
+static_assert(128 * KILN_ATT_PREG + 256 * KILN_ATT_CREG <= 384 * 168 && KILN_ATT_PREG % 8 == 0 && KILN_ATT_CREG % 8 == 0,
+              "KILN_ATT_PREG / KILN_ATT_CREG: multiples of 8 within the launch's registers");
 static_assert(HD / 2 + BK / 2 + BK / 4 <= 200, "the accumulators do not fit the consumers' registers");
 static_assert(KILN_ATT_SMEM_BYTES <= 227 * 1024, "the tiles do not fit in shared memory");
 static_assert(kwg_same<elem, __half>::value == (KILN_WGMMA_F16 != 0), "KILN_WGMMA_F16 must match KILN_T");
@@ -489,6 +572,59 @@ template <int R> __device__ __forceinline__ void fence_p(unsigned (&d)[R][4])
         for (int j = 0; j < 4; j++) asm volatile("" : "+r"(d[i][j])::"memory");
 }
 
+/* 2^x, subnormal results flushed to zero (MUFU.EX2 alone; exp2f's subnormal handling costs
+ * three more instructions per element) */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* One key tile's online softmax for the thread's two rows: S (raw scores, masked with -inf)
+ * becomes P = 2^(S * SL2 - m) with the scale folded in (SL2 > 0, so the max is taken on the
+ * raw scores and scaled once); the row max m moves only when the tile's exceeds it by more
+ * than TH; l (this thread's partial row sums) and al (the factor the accumulators must be
+ * rescaled by: 1 when m did not move) follow. */
+template <int NK>
+__device__ __forceinline__ void softmax_w(float (&sc)[NK / 8][4], float (&m)[2], float (&l)[2], float (&al)[2],
+                                          const float SL2)
+{
+    float mr[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        mr[i][0] = fmaxf(sc[0][2 * i], sc[0][2 * i + 1]);
+        mr[i][1] = fmaxf(sc[1][2 * i], sc[1][2 * i + 1]);
+    }
+#pragma unroll
+    for (int n = 2; n < NK / 8; n++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) mr[i][n & 1] = fmaxf(mr[i][n & 1], fmaxf(sc[n][2 * i], sc[n][2 * i + 1]));
+    float mu[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        float mx = fmaxf(mr[i][0], mr[i][1]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx *= SL2;
+        const bool up = mx > m[i] + TH; /* m = -inf: any finite max */
+        const float mn = up ? mx : m[i];
+        al[i] = up ? ex2(m[i] - mn) : 1.f;
+        m[i] = mn;
+        mu[i] = mn == ninf() ? 0.f : mn;
+    }
+    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+    for (int n = 0; n < NK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            sc[n][e] = ex2(fmaf(sc[n][e], SL2, -mu[e >> 1]));
+            sum[e >> 1][n & 1] += sc[n][e];
+        }
+#pragma unroll
+    for (int i = 0; i < 2; i++) l[i] = fmaf(l[i], al[i], sum[i][0] + sum[i][1]);
+}
+
 /* One CTA tile: two sub-tiles (c = 0, 1) of one (batch, KV head), and the key tiles
  * [kt0, kt1) both visit. A sub-tile past the end of the list or of its sequence
  * (store false) computes its partner's rows again and stores nothing, so both
@@ -510,11 +646,46 @@ __device__ __forceinline__ int seq_len(const KilnArgs &p, int b)
 #endif
 }
 
-__device__ __forceinline__ bool decode_tile(const KilnArgs &p, long long i, int np, tile &t)
+/* The tile list's shape: np pairs of sub-tiles per (batch, KV head), bkv = B * KV such pairs,
+ * sec of them per L2 section (KILN_ATT_L2SEC; bkv: one section), ntiles = np * bkv (< 2^31). */
+struct geo {
+    int np, bkv, sec, ntiles;
+};
+__device__ __forceinline__ geo make_geo(const KilnArgs &p)
+{
+    geo g;
+    const int G = (int)p.H / (int)p.KV, nqb = ((int)p.S + BM - 1) / BM;
+    g.np = (nqb * G + 1) / 2;
+    g.bkv = (int)p.B * (int)p.KV;
+    g.ntiles = g.np * g.bkv;
+    g.sec = g.bkv;
+#if KILN_ATT_L2SEC > 0
+    const long long per = (long long)p.T * HD * 2 * (long long)sizeof(elem); /* K and V of one pair */
+    const long long sec = (long long)(KILN_ATT_L2SEC) / (per > 0 ? per : 1);
+    if (sec < g.bkv) { /* equal sections: ceil(bkv / nsec) pairs each */
+        const int nsec = (int)((g.bkv + (sec < 1 ? 1 : sec) - 1) / (sec < 1 ? 1 : sec));
+        g.sec = (g.bkv + nsec - 1) / nsec;
+    }
+#endif
+    return g;
+}
+
+/* Tile index i -> (pr, bk): pr the pair of sub-tiles (descending: longest causal tiles
+ * first), bk = b * KV + KV head; longest-first within each L2 section of g.sec pairs. */
+__device__ __forceinline__ void tile_coords(const geo &g, int i, int &pr, int &bk)
+{
+    const int span = g.sec * g.np, s = i / span, j = i - s * span;
+    const int sn = min(g.sec, g.bkv - s * g.sec);
+    const int a = j / sn;
+    pr = g.np - 1 - a;
+    bk = s * g.sec + (j - a * sn);
+}
+
+__device__ __forceinline__ bool decode_tile(const KilnArgs &p, const geo &g, int i, tile &t)
 {
     const int KV = (int)p.KV, G = (int)p.H / KV, T = (int)p.T;
-    const long long bkv = (long long)p.B * KV;
-    const int pr = np - 1 - (int)(i / bkv), bk = (int)(i % bkv); /* descending query blocks */
+    int pr, bk;
+    tile_coords(g, i, pr, bk);
     t.b = bk / KV;
     t.kvh = bk % KV;
     const int len = seq_len(p, t.b);
@@ -561,11 +732,19 @@ __device__ __forceinline__ bool decode_tile(const KilnArgs &p, long long i, int 
     return true;
 }
 
-/* The CTA's r-th tile index (snake order over the CTAs); >= ntiles: none. */
-__device__ __forceinline__ long long tile_index(long long r)
+/* Whether tile index i has keys to visit (and so Q and K/V loads), decoded into t */
+__device__ __forceinline__ bool tile_work(const KilnArgs &p, const geo &g, int i, tile &t)
 {
-    const long long g = gridDim.x;
-    return r * g + ((r & 1) ? g - 1 - blockIdx.x : blockIdx.x);
+    return i >= 0 && i < g.ntiles && decode_tile(p, g, i, t) && t.kt1 > t.kt0;
+}
+
+/* Static scheduler: the CTA's r-th tile index (snake order over the CTAs); an index
+ * >= ntiles is a tile without work; END once every CTA is past the last round. */
+__device__ __forceinline__ int static_index(int r, int ntiles)
+{
+    const int g = (int)gridDim.x;
+    if ((long long)r * g >= ntiles) return END;
+    return r * g + ((r & 1) ? g - 1 - (int)blockIdx.x : (int)blockIdx.x);
 }
 
 /* Mask the scores of key tile j0 for rows of sub-tile c (positions off + q0 + row). */
@@ -591,100 +770,209 @@ __device__ __forceinline__ float tanh_fast(float x)
     return y;
 }
 
+__device__ __forceinline__ unsigned long long policy_evict_last()
+{
+    unsigned long long p;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+/* TMA load; KILN_ATT_HINT: with an L2 policy, evict-first (Q) or evict-last (K, V), made
+ * where it is used (a register less in the lean producer) */
+__device__ __forceinline__ void tma_load(unsigned dst, const kiln_tmap *map, unsigned bar, int k, int row, int b,
+                                         bool last)
+{
+#if KILN_ATT_HINT
+    kwg_tma_load_hint(dst, map, bar, k, row, b, last ? policy_evict_last() : kwg_policy_evict_first());
+#else
+    (void)last;
+    kwg_tma_load(dst, map, bar, k, row, b);
+#endif
+}
+
 __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, const kiln_tmap *mk, const kiln_tmap *mv)
 {
     extern __shared__ unsigned char katw_smem[];
     const unsigned base = (kwg_saddr(katw_smem) + 1023u) & ~1023u;
-    const unsigned sQ = base, sK = base + 2 * Q_BYTES, sV = sK + ST * KV_BYTES, bars = sV + ST * KV_BYTES;
-#define KATW_QFULL(c) (bars + 8u * (unsigned)(c))
-#define KATW_QEMPTY(c) (bars + 8u * (unsigned)(2 + (c)))
-#define KATW_KFULL(s) (bars + 8u * (unsigned)(4 + (s)))
-#define KATW_KEMPTY(s) (bars + 8u * (unsigned)(4 + ST + (s)))
-#define KATW_VFULL(s) (bars + 8u * (unsigned)(4 + 2 * ST + (s)))
-#define KATW_VEMPTY(s) (bars + 8u * (unsigned)(4 + 3 * ST + (s)))
-    const int G = (int)p.H / (int)p.KV;
-    const int nqb = ((int)p.S + BM - 1) / BM;
-    const int np = (nqb * G + 1) / 2;
-    const long long ntiles = (long long)p.B * p.KV * np;
+    const unsigned sQ = base, sK = base + 2 * QB * Q_BYTES, sV = sK + ST * KV_BYTES, bars = sV + ST * KV_BYTES;
+    /* Q buffer b of consumer c: sQ + (c * QB + b) * Q_BYTES */
+#define KATW_QFULL(c, b) (bars + 8u * (unsigned)((c) * QB + (b)))
+#define KATW_QEMPTY(c, b) (bars + 8u * (unsigned)(2 * QB + (c) * QB + (b)))
+#define KATW_KFULL(s) (bars + 8u * (unsigned)(4 * QB + (s)))
+#define KATW_KEMPTY(s) (bars + 8u * (unsigned)(4 * QB + ST + (s)))
+#define KATW_VFULL(s) (bars + 8u * (unsigned)(4 * QB + 2 * ST + (s)))
+#define KATW_VEMPTY(s) (bars + 8u * (unsigned)(4 * QB + 3 * ST + (s)))
+#define KATW_SFULL(j) (bars + 8u * (unsigned)(4 * QB + 4 * ST + (j)))
+#define KATW_SEMPTY(j) (bars + 8u * (unsigned)(4 * QB + 4 * ST + 2 + (j)))
+    const unsigned slots = bars + 8u * (unsigned)(4 * QB + 4 * ST + 4); /* the dynamic scheduler's tile indices */
+    volatile int *slot = (volatile int *)(katw_smem + (slots - kwg_saddr(katw_smem)));
+    const geo gm = make_geo(p);
     /* broadcast, so ptxas sees it warp-uniform (wgmma on a divergent path is serialized) */
     const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
 
     if (threadIdx.x == 0) {
-        for (int c = 0; c < 2; c++) {
-            kwg_bar_init(KATW_QFULL(c), 1);
-            kwg_bar_init(KATW_QEMPTY(c), 4);
-        }
+        for (int c = 0; c < 2; c++)
+            for (int b = 0; b < QB; b++) {
+                kwg_bar_init(KATW_QFULL(c, b), 1);
+                kwg_bar_init(KATW_QEMPTY(c, b), 4);
+            }
         for (int s = 0; s < ST; s++) {
             kwg_bar_init(KATW_KFULL(s), 1);
             kwg_bar_init(KATW_KEMPTY(s), 8);
             kwg_bar_init(KATW_VFULL(s), 1);
             kwg_bar_init(KATW_VEMPTY(s), 8);
         }
+        for (int j = 0; j < 2; j++) {
+            kwg_bar_init(KATW_SFULL(j), 1);
+            kwg_bar_init(KATW_SEMPTY(j), 8);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(KILN_ATT_PREG));
         if (threadIdx.x == 0) {
             kwg_tma_prefetch(mq);
             kwg_tma_prefetch(mk);
             kwg_tma_prefetch(mv);
-            unsigned qn = 0, kvn = 0; /* Q loads per buffer: both buffers are loaded for every tile */
-            for (long long r = 0;; r++) {
-                const long long i = tile_index(r);
-                if (r * gridDim.x >= ntiles) break;
-                tile t;
-                if (i >= ntiles || !decode_tile(p, i, np, t)) continue;
-                if (t.kt1 > t.kt0) {
+            unsigned qn = 0, kn = 0, vn = 0; /* Q loads (one per tile with keys, both buffers), K and V tile loads */
+            auto load_q = [&](const tile &t) {
+                const unsigned b = qn % QB, ph = (qn / QB) & 1u;
 #pragma unroll
-                    for (int c = 0; c < 2; c++) {
-                        kwg_bar_wait(KATW_QEMPTY(c), (qn & 1u) ^ 1u);
-                        kwg_bar_expect_tx(KATW_QFULL(c), Q_BYTES);
+                for (int c = 0; c < 2; c++) {
+                    kwg_bar_wait(KATW_QEMPTY(c, b), ph ^ 1u);
+                    kwg_bar_expect_tx(KATW_QFULL(c, b), Q_BYTES);
 #if KILN_ATT_VARLEN
-                        const int qr = (int)t.row0 + (c ? t.q01 : t.q00), qbt = 0;
+                    const int qr = (int)t.row0 + (c ? t.q01 : t.q00), qbt = 0;
 #else
-                        const int qr = c ? t.q01 : t.q00, qbt = t.b;
+                    const int qr = c ? t.q01 : t.q00, qbt = t.b;
 #endif
-                        const int hc = c ? t.h1 : t.h0;
-                        for (int a = 0; a < NA; a++)
-                            kwg_tma_load(sQ + c * Q_BYTES + a * Q_ATOM, mq, KATW_QFULL(c), hc * HD + a * 64, qr, qbt);
+                    const int hc = c ? t.h1 : t.h0;
+                    for (int a = 0; a < NA; a++)
+                        tma_load(sQ + (c * QB + b) * Q_BYTES + a * Q_ATOM, mq, KATW_QFULL(c, b), hc * HD + a * 64, qr,
+                                 qbt, false);
+                }
+                qn++;
+            };
+            auto prefetch_q = [&](const tile &t) {
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+#if KILN_ATT_VARLEN
+                    const int qr = (int)t.row0 + (c ? t.q01 : t.q00), qbt = 0;
+#else
+                    const int qr = c ? t.q01 : t.q00, qbt = t.b;
+#endif
+                    const int hc = c ? t.h1 : t.h0;
+                    for (int a = 0; a < NA; a++) kwg_tma_prefetch_box(mq, hc * HD + a * 64, qr, qbt);
+                }
+            };
+            auto load_k = [&](int kt, int kvb) {
+                const int s = (int)(kn % ST);
+                kwg_bar_wait(KATW_KEMPTY(s), ((kn / ST) & 1u) ^ 1u);
+                kwg_bar_expect_tx(KATW_KFULL(s), KV_BYTES);
+                for (int a = 0; a < NA; a++)
+                    tma_load(sK + s * KV_BYTES + a * KV_ATOM, mk, KATW_KFULL(s), a * 64, kt * BK, kvb, true);
+                kn++;
+            };
+            auto load_v = [&](int kt, int kvb) {
+                const int s = (int)(vn % ST);
+                kwg_bar_wait(KATW_VEMPTY(s), ((vn / ST) & 1u) ^ 1u);
+                kwg_bar_expect_tx(KATW_VFULL(s), KV_BYTES);
+                for (int a = 0; a < NA; a++)
+                    tma_load(sV + s * KV_BYTES + a * KV_ATOM, mv, KATW_VFULL(s), a * 64, kt * BK, kvb, true);
+                vn++;
+            };
+#if KILN_ATT_SCHED
+            int cur = (int)blockIdx.x < gm.ntiles ? (int)blockIdx.x : END;
+#else
+            int cur = static_index(0, gm.ntiles);
+#endif
+            if (QB == 2) {
+                tile t0;
+                if (tile_work(p, gm, cur, t0)) load_q(t0);
+            }
+            for (int r = 0;; r++) {
+#if KILN_ATT_SCHED
+                { /* hand tile r's index to the consumers */
+                    const int j = (int)(r & 1);
+                    kwg_bar_wait(KATW_SEMPTY(j), (((unsigned)(r >> 1)) & 1u) ^ 1u);
+                    slot[j] = cur;
+                    kwg_bar_arrive(KATW_SFULL(j));
+                }
+#endif
+                if (cur == END) break;
+                tile t;
+                const bool tv = tile_work(p, gm, cur, t);
+                const int kvb = tv ? (int)kiln_slot((const int *)p.slot, t.b) * (int)p.KV + t.kvh : 0; /* the caches' row */
+                if (tv) {
+                    if (KILN_ATT_ORDER == 1) load_k(t.kt0, kvb);
+                    if (QB == 1) load_q(t);
+                }
+                int nxt; /* the next tile (its ticket drawn after this tile's first loads went out) */
+#if KILN_ATT_SCHED
+                {
+                    const int v = atomicAdd((int *)p.sched, 1);
+                    if (v == gm.ntiles - 1) atomicExch((int *)p.sched, 0); /* the last ticket: every draw is done */
+                    nxt = (long long)v + gridDim.x < gm.ntiles ? v + (int)gridDim.x : END;
+                }
+#else
+                nxt = static_index(r + 1, gm.ntiles);
+#endif
+                if (QB == 2 || KILN_ATT_QPF) { /* the next tile's Q: into the other buffer, or into L2 */
+                    tile tn;
+                    if (tile_work(p, gm, nxt, tn)) {
+                        if (QB == 2) load_q(tn);
+                        else prefetch_q(tn);
                     }
-                    qn++;
                 }
-                const int kvb = (int)kiln_slot((const int *)p.slot, t.b) * (int)p.KV + t.kvh; /* the caches' row */
-                for (int kt = t.kt0; kt < t.kt1; kt++, kvn++) {
-                    const int s = (int)(kvn % ST);
-                    const unsigned ph = (kvn / ST) & 1u;
-                    kwg_bar_wait(KATW_KEMPTY(s), ph ^ 1u);
-                    kwg_bar_expect_tx(KATW_KFULL(s), KV_BYTES);
-                    for (int a = 0; a < NA; a++)
-                        kwg_tma_load(sK + s * KV_BYTES + a * KV_ATOM, mk, KATW_KFULL(s), a * 64, kt * BK, kvb);
-                    kwg_bar_wait(KATW_VEMPTY(s), ph ^ 1u);
-                    kwg_bar_expect_tx(KATW_VFULL(s), KV_BYTES);
-                    for (int a = 0; a < NA; a++)
-                        kwg_tma_load(sV + s * KV_BYTES + a * KV_ATOM, mv, KATW_VFULL(s), a * 64, kt * BK, kvb);
+                if (tv) {
+                    const int k0 = t.kt0, k1 = t.kt1;
+                    if (KILN_ATT_ORDER == 1) {
+                        for (int kt = k0 + 1; kt < k1; kt++) {
+                            load_k(kt, kvb);
+                            load_v(kt - 1, kvb);
+                        }
+                        load_v(k1 - 1, kvb);
+                    } else {
+                        for (int kt = k0; kt < k1; kt++) {
+                            load_k(kt, kvb);
+                            load_v(kt, kvb);
+                        }
+                    }
                 }
+                cur = nxt;
             }
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(KILN_ATT_CREG));
         const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
-        const unsigned sQc = sQ + c * Q_BYTES;
         constexpr float SL2 = CAP > 0.f ? 1.4426950408889634f * CAP : (float)(KILN_SCALE) * 1.4426950408889634f;
+        static_assert(SL2 > 0.f, "the softmax scale must be positive");
         /* the turns: barrier 1 + c is consumer c's; consumer 0 goes first */
         if (c == 1) nbar_arrive(1);
         unsigned qn = 0, kvn = 0;
         elem *out = (elem *)p.o;
         const int H = (int)p.H;
-        for (long long r = 0;; r++) {
-            const long long i = tile_index(r);
-            if (r * gridDim.x >= ntiles) break;
+        for (int r = 0;; r++) {
+#if KILN_ATT_SCHED
+            int i;
+            {
+                const int j = (int)(r & 1);
+                kwg_bar_wait(KATW_SFULL(j), ((unsigned)(r >> 1)) & 1u);
+                i = slot[j];
+                __syncwarp();
+                if (lane == 0) kwg_bar_arrive(KATW_SEMPTY(j));
+            }
+#else
+            const int i = static_index(r, gm.ntiles);
+#endif
+            if (i == END) break;
             tile t;
-            if (i >= ntiles || !decode_tile(p, i, np, t)) continue;
+            if (i >= gm.ntiles || !decode_tile(p, gm, i, t)) continue;
             const bool store = c ? t.st1 : t.st0;
             const int n = t.kt1 - t.kt0;
             const int q0 = c ? t.q01 : t.q00, qpos0 = t.off + q0 + warp * 16, h = c ? t.h1 : t.h0;
+            const unsigned qb = qn % QB, sQc = sQ + (c * QB + qb) * Q_BYTES;
             float O[HD / 8][4], S[BK / 8][4], m[2] = {ninf(), ninf()}, l[2] = {0.f, 0.f}, al[2];
             unsigned P[BK / 16][4];
 #pragma unroll
@@ -709,7 +997,7 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                 fence2(S);
                 if (lane == 0) {
                     kwg_bar_arrive(KATW_KEMPTY(st));
-                    if (it == n - 1) kwg_bar_arrive(KATW_QEMPTY(c));
+                    if (it == n - 1) kwg_bar_arrive(KATW_QEMPTY(c, qb));
                 }
                 const int j0 = (t.kt0 + it) * BK;
                 if (CAP > 0.f) {
@@ -722,7 +1010,11 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                 const bool need = j0 + BK > t.L || (KILN_CAUSAL && j0 + BK - 1 > qpos0) ||
                                   (W > 0 && qpos0 + 15 - j0 >= W);
                 if (need) mask_tile(S, j0, t.L, qpos0, lane);
-                softmax_p<BK>(S, m, l, al, SL2);
+                softmax_w<BK>(S, m, l, al, SL2);
+            };
+            /* O *= al, skipped when no row of the warp moved its max */
+            auto rescale_o = [&]() {
+                if (__any_sync(0xffffffffu, al[0] != 1.f || al[1] != 1.f)) rescale(O, al);
             };
             /* P = S rounded to the element type (the A operand of the next P V) */
             auto pack_p = [&]() {
@@ -735,17 +1027,17 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                 }
             };
             if (n > 0) {
-                kwg_bar_wait(KATW_QFULL(c), qn & 1u);
+                kwg_bar_wait(KATW_QFULL(c, qb), (qn / QB) & 1u);
                 /* key tile 0: S only */
                 int sp = (int)(kvn % ST);
                 unsigned php = (kvn / ST) & 1u;
                 kwg_bar_wait(KATW_KFULL(sp), php);
-                nbar_sync(1 + c);
+                if (!FREE) nbar_sync(1 + c);
                 fence2(S);
                 kwg_fence();
                 issue_qk(sp);
                 fence2(S);
-                nbar_arrive(2 - c);
+                if (!FREE) nbar_arrive(2 - c);
                 kwg_wait<0>();
                 scores(0, sp);
                 pack_p();
@@ -770,20 +1062,20 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
                     kwg_wait<0>();
                     fence2(O);
                     if (lane == 0) kwg_bar_arrive(KATW_VEMPTY(sp));
-                    rescale(O, al);
+                    rescale_o();
                     pack_p();
                     sp = s;
                     php = ph;
                 }
                 /* the last P V */
                 kwg_bar_wait(KATW_VFULL(sp), php);
-                nbar_sync(1 + c);
+                if (!FREE) nbar_sync(1 + c);
                 fence2(O);
                 fence_p(P);
                 kwg_fence();
                 issue_pv(sp);
                 fence2(O);
-                nbar_arrive(2 - c);
+                if (!FREE) nbar_arrive(2 - c);
                 kwg_wait<0>();
                 fence2(O);
                 if (lane == 0) kwg_bar_arrive(KATW_VEMPTY(sp));
@@ -816,6 +1108,8 @@ __device__ __forceinline__ void run(const KilnArgs &p, const kiln_tmap *mq, cons
 #undef KATW_KEMPTY
 #undef KATW_VFULL
 #undef KATW_VEMPTY
+#undef KATW_SFULL
+#undef KATW_SEMPTY
 }
 
 } /* namespace katw */

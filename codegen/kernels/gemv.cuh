@@ -50,11 +50,22 @@
 // KILN_GEMV_MMA 1: only the element traits and loads above the kernel, for gemv_mma.cuh
 // (the tensor-core GEMV of 17..64 rows, which follows it in the unit).
 // Programmatic dependent launch: each thread issues its first group of weight loads, then
-// kiln_pdl_wait; kiln_pdl_launch right after it (KILN_GEMV_EARLY_LAUNCH) or after the main
-// loop. After the wait one thread calls the optional hook kiln_epilogue_prefetch(p) (the
-// generated part defines KILN_HAS_EPILOGUE_PREFETCH with it) to warm the epilogue's small inputs.
+// kiln_pdl_wait; kiln_pdl_launch right after it (KILN_GEMV_EARLY_LAUNCH) or where
+// KILN_GEMV_LAUNCH_AT says (below). After the wait one thread calls the optional hook
+// kiln_epilogue_prefetch(p) (the generated part defines KILN_HAS_EPILOGUE_PREFETCH with it) to
+// warm the epilogue's small inputs.
 // Column-block pipelining (KILN_GEMV_PIPE, default 1): a CTA walking several column blocks
 // issues the next block's first group of weight loads before reducing the current one.
+// The deferred reduction (KILN_GEMV_DEFER, default 16; kgv_main_defer, below): with SPLITK 1,
+// B as [N, K] and MAXM*COLS <= 32 the kernel takes it for every launch: each warp sums its own
+// MAXM*COLS partial products over its lanes (a transposing butterfly: P - 1 shuffles for P
+// values instead of 5 per value) into a shared-memory slot, and the CTA synchronizes once per
+// DEFER column blocks (and after its last) to add the warps' slots and run those blocks'
+// epilogues, one column pair per thread, so warps never wait for each other between blocks.
+// M > MAXM (row blocks) and unaligned operands (scalar loads) are handled there too; the
+// general path (kgv_main) serves split-K, B as [K, N] and wider blocks.
+// Where a CTA lets the next kernel launch: KILN_GEMV_LAUNCH_AT (default 1: once its last
+// block's weights are read, before that block's reduction and epilogue).
 #ifndef KILN_GEMV_CUH
 #define KILN_GEMV_CUH
 
@@ -107,11 +118,20 @@
 // launches once every CTA of this one has done so, or exited), so that kernel's CTAs take
 // whatever room this one leaves on the SMs at once and issue their independent loads under
 // this kernel's whole run (decode attention's cached rows beside the QKV GEMV); where no room
-// is left they start as this kernel's CTAs exit, as with 0. 0 (the default): after the CTA's last column block is read.
+// is left they start as this kernel's CTAs exit, as with 0. 0 (the default): where
+// KILN_GEMV_LAUNCH_AT says.
 // Measured on the H200 (README, "Decode attention beside the QKV GEMV"): 1 between GEMVs slows
 // the layer; 1 on the QKV GEMV alone gains nothing unless the attention's shared memory fits
 // the carveout the GEMV runs under.
 #define KILN_GEMV_EARLY_LAUNCH 0
+#endif
+#ifndef KILN_GEMV_LAUNCH_AT
+// Where a CTA lets the next kernel launch (kiln_pdl_launch; without KILN_GEMV_EARLY_LAUNCH): 0
+// after the epilogue of its last column block; 1 (the default) once the weights of its last
+// block are read, before that block's reduction and epilogue; 2 (the deferred path) when its
+// last block starts (CTAs with fewer blocks than others let it launch one block earlier, so the
+// next kernel's CTAs take their SMs as they exit). The general path takes 2 as 1.
+#define KILN_GEMV_LAUNCH_AT 1
 #endif
 #ifndef KILN_GEMV_NREG
 // > 0: registers capped at this many per thread (__maxnreg__, instead of __launch_bounds__'s
@@ -119,6 +139,15 @@
 // room beside two CTAs per SM (attention_decode.cuh KILN_DEC_MINB, KILN_GEMV_EARLY_LAUNCH).
 #define KILN_GEMV_NREG 0
 #endif
+#ifndef KILN_GEMV_DEFER
+// > 0: the deferred reduction (kgv_main_defer) where it applies: SPLITK 1, B as [N, K], at most
+// 32 partial sums per thread (MAXM*COLS), and at run time M <= MAXM and 16-byte loads. Its
+// value is the number of column blocks whose partial sums a CTA holds in shared memory before
+// it synchronizes (and runs their epilogues). 0: the general path (a CTA-wide reduction and
+// epilogue after every column block).
+#define KILN_GEMV_DEFER 16
+#endif
+#define KGV_DEFER_OK (KILN_GEMV_DEFER > 0 && KILN_B_NK && KILN_SPLITK == 1 && KILN_GEMV_MAXM * KILN_GEMV_COLS <= 32)
 #ifndef KILN_GEMV_MINB
 // CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
 // columns (ptxas then fits them in 128 registers without spilling), else one.
@@ -516,9 +545,11 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                         w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + k + u * STEP);
             }
         }
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT >= 1 && mb + MAXM >= M && cb + gridDim.x >= ncb)
+            kiln_pdl_launch(); // this CTA's weights are read
         kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);
     }
-    if (!KILN_GEMV_EARLY_LAUNCH && cb + gridDim.x >= ncb) kiln_pdl_launch(); // this CTA's weights are read
+    if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0 && cb + gridDim.x >= ncb) kiln_pdl_launch();
 
     if (KILN_SPLITK > 1) {
         // Last CTA of this column block sums the slices (fixed order) and runs the epilogue.
@@ -551,12 +582,252 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     }
 }
 
+#if KGV_DEFER_OK
+// ceil to a power of two (1, 2, 4, ...)
+template <int V> struct kgv_pow2 { static constexpr int P = 2 * kgv_pow2<(V + 1) / 2>::P; };
+template <> struct kgv_pow2<1> { static constexpr int P = 1; };
+
+// The warp's sums of P values at once (a transposing butterfly): at each of the first log2(P)
+// halvings a lane keeps one half of its values and adds its partner's copy of that half, so
+// P - 1 shuffles instead of 5 per value; then plain xor steps finish the sums. Lane l ends with
+// the warp's sum of value l / (32 / P) (all 32 / P lanes of a group hold it).
+template <int P> struct kgv_log2 { static constexpr int L = 1 + kgv_log2<P / 2>::L; };
+template <> struct kgv_log2<1> { static constexpr int L = 0; };
+template <int P> __device__ __forceinline__ float kgv_warp_sums(float (&v)[P], int lane)
+{
+    constexpr int L = kgv_log2<P>::L;
+#pragma unroll
+    for (int t = 0; t < L; t++) {
+        const int h = P >> (t + 1), mask = 16 >> t;
+        const bool up = (lane & mask) != 0;
+#pragma unroll
+        for (int i = 0; i < P / 2; i++) {
+            if (i < h) {
+                const float send = up ? v[i] : v[i + h], keep = up ? v[i + h] : v[i];
+                v[i] = keep + __shfl_xor_sync(0xffffffffu, send, mask);
+            }
+        }
+    }
+    float r = v[0];
+#pragma unroll
+    for (int t = L; t < 5; t++) r += __shfl_xor_sync(0xffffffffu, r, 16 >> t);
+    return r;
+}
+
+// The deferred reduction (KILN_GEMV_DEFER = NB > 0, SPLITK 1, B as [N, K]): the warps of a CTA
+// never wait for each other between column blocks. A CTA walks units (column block j of its
+// walk, row block of MAXM rows; one unit per block when M <= MAXM); each warp streams its k range
+// of every unit (the next unit's first group of loads issued before it sums the current one, as
+// KILN_GEMV_PIPE), sums its MAXM*COLS partial dot products over its lanes (kgv_warp_sums) and
+// leaves them in shared-memory slot q % NB; once per NB units (and after the last) the CTA
+// synchronizes once, adds the 8 warps' partials of every held unit and runs all their epilogues
+// at once, one column pair per thread. The folded norm's sums of squares are taken in the first
+// unit only when M <= MAXM (every column block reads the same x), else in every unit. Unaligned
+// operands take scalar loads throughout.
+template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnArgs &p)
+{
+    using TR = kgv_t<T>;
+    constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, U = KILN_GEMV_UNROLL;
+    constexpr int STEP = KGV_THREADS * VEC, NB = KILN_GEMV_DEFER, V = MAXM * COLS, P = kgv_pow2<V>::P;
+    constexpr int G = 32 / P, PAIRS = MAXM * (COLS / 2);
+    __shared__ float part[NB][KGV_WARPS][V];
+#if KILN_GEMV_NORM
+    __shared__ float ssp[NB][KGV_WARPS][MAXM];
+#endif
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const long long b = blockIdx.z;
+    const long long M = p.M, N = p.N, K = p.K;
+    const long long ncb = (N + COLS - 1) / COLS;
+    const long long nrb = (M + MAXM - 1) / MAXM; // row blocks
+    const long long nblk = (long long)blockIdx.x < ncb ? (ncb - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const long long nq = nblk * nrb; // units
+    const bool ss_once = nrb == 1;
+    const T *A = reinterpret_cast<const T *>(p.a) + b * p.sa;
+    const T *W = reinterpret_cast<const T *>(p.w) + b * p.sw;
+    const bool vec = kgv_aligned(A, p.lda, VEC) && kgv_aligned(W, p.ldw, VEC);
+    const long long kv = vec ? K / VEC * VEC : 0; // the vectorized part; scalar loads after it
+    const long long kt = (long long)tid * VEC;
+    const bool full = kt + (long long)(U - 1) * STEP < kv; // this thread has a first group of U steps
+    const long long n00 = (long long)blockIdx.x * COLS;
+
+    if (KILN_PDL_PREFETCH && nq > 0 && blockIdx.x + (long long)gridDim.x * blockIdx.z < KILN_PREFETCH_CTAS)
+        for (int c = tid; c < COLS; c += KGV_THREADS)
+            if (n00 + c < N) kiln_prefetch_l2(W + (n00 + c) * p.ldw, K * (long long)sizeof(T));
+    uint4 w[U][COLS];
+    bool early = nq > 0 && full;
+    if (early) {
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int c = 0; c < COLS; c++)
+                w[u][c] = kgv_ld_stream_early(W + (n00 + c < N ? n00 + c : N - 1) * p.ldw + kt + u * STEP);
+    }
+    kiln_pdl_wait();
+    if (KILN_GEMV_EARLY_LAUNCH) kiln_pdl_launch();
+#ifdef KILN_HAS_EPILOGUE_PREFETCH
+    if (tid == KGV_THREADS - 32) kiln_epilogue_prefetch(p);
+#endif
+
+    long long j = 0, mb = 0; // the unit q's column block (of the walk) and first row
+    for (long long q = 0; q < nq; q++) {
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 2 && q + 1 == nq) kiln_pdl_launch();
+        const long long n0 = n00 + j * gridDim.x * COLS;
+        const T *wr[COLS];
+#pragma unroll
+        for (int c = 0; c < COLS; c++) wr[c] = W + (n0 + c < N ? n0 + c : N - 1) * p.ldw;
+        const bool sums = KILN_GEMV_NORM && (q == 0 || !ss_once);
+        kgv_ss<MAXM> ss;
+        ss.zero();
+        float acc[MAXM][COLS];
+#pragma unroll
+        for (int m = 0; m < MAXM; m++)
+#pragma unroll
+            for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+        long long k = kt;
+        for (; k + (long long)(U - 1) * STEP < kv; k += (long long)U * STEP) {
+            if (!early) {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) w[u][c] = kgv_ld_stream(wr[c] + k + u * STEP);
+            }
+            early = false;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int m = 0; m < MAXM; m++) {
+                    if (mb + m < M) {
+                        float af[VEC];
+                        TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k + u * STEP), af);
+                        if (sums) {
+#pragma unroll
+                            for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
+                        }
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) {
+                            float wf[VEC];
+                            TR::cvt(w[u][c], wf);
+#pragma unroll
+                            for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
+                        }
+                    }
+                }
+            }
+        }
+        if (U > 1) {
+            for (; k < kv; k += STEP) { // the steps short of a group of U
+                uint4 w1[COLS];
+#pragma unroll
+                for (int c = 0; c < COLS; c++) w1[c] = kgv_ld_stream(wr[c] + k);
+#pragma unroll
+                for (int m = 0; m < MAXM; m++) {
+                    if (mb + m < M) {
+                        float af[VEC];
+                        TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), af);
+                        if (sums) {
+#pragma unroll
+                            for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
+                        }
+#pragma unroll
+                        for (int c = 0; c < COLS; c++) {
+                            float wf[VEC];
+                            TR::cvt(w1[c], wf);
+#pragma unroll
+                            for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
+                        }
+                    }
+                }
+            }
+        }
+        for (long long kk = kv + tid; kk < K; kk += KGV_THREADS) { // scalar: a tail, or all of K
+            float wv[COLS];
+#pragma unroll
+            for (int c = 0; c < COLS; c++) wv[c] = TR::ld(wr[c] + kk);
+#pragma unroll
+            for (int m = 0; m < MAXM; m++) {
+                if (mb + m < M) {
+                    const float a = TR::ld(A + (mb + m) * p.lda + kk);
+                    if (sums) ss.add(m, a);
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) acc[m][c] = fmaf(a, wv[c], acc[m][c]);
+                }
+            }
+        }
+        // the next unit
+        const long long jn = mb + MAXM < M ? j : j + 1, mbn = mb + MAXM < M ? mb + MAXM : 0;
+        if (q + 1 < nq) {
+            early = KILN_GEMV_PIPE && full;
+            if (early) { // its first group of weight loads, before this unit's sums
+                const long long nn0 = n00 + jn * gridDim.x * COLS;
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int c = 0; c < COLS; c++)
+                        w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + kt + u * STEP);
+            }
+        } else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1) {
+            kiln_pdl_launch(); // this CTA's weights are read
+        }
+        const int slot = (int)(q % NB);
+        {
+            float v[P];
+#pragma unroll
+            for (int i = 0; i < P; i++) v[i] = i < V ? acc[(i < V ? i : 0) / COLS][(i < V ? i : 0) % COLS] : 0.f;
+            const float r = kgv_warp_sums<P>(v, lane);
+            if (lane % G == 0 && lane / G < V) part[slot][warp][lane / G] = r;
+        }
+#if KILN_GEMV_NORM
+        if (sums) {
+#pragma unroll
+            for (int m = 0; m < MAXM; m++) {
+                const float t = kiln_warp_sum(ss.v[m]);
+                if (lane == 0) ssp[slot][warp][m] = t;
+            }
+        }
+#endif
+        if (slot == NB - 1 || q + 1 == nq) { // the CTA's partials of the held units -> epilogues
+            __syncthreads();
+            const long long q0 = q - slot;
+            for (int i = tid; i < (slot + 1) * PAIRS; i += KGV_THREADS) {
+                const int s = i / PAIRS, m = (i % PAIRS) / (COLS / 2), c = (i % (COLS / 2)) * 2;
+                const long long qs = q0 + s, gm = qs % nrb * MAXM + m;
+                const long long gn = n00 + qs / nrb * gridDim.x * COLS + c;
+                if (gm >= M || gn >= N) continue;
+                float v0 = 0.f, v1 = 0.f, sq = 0.f;
+#pragma unroll
+                for (int w8 = 0; w8 < KGV_WARPS; w8++) {
+                    v0 += part[s][w8][m * COLS + c];
+                    v1 += part[s][w8][m * COLS + c + 1];
+#if KILN_GEMV_NORM
+                    sq += ssp[ss_once ? 0 : s][w8][m];
+#endif
+                }
+                const float rs = kgv_rs(sq, K);
+                kiln_epilogue2(p, b, gm, gn, v0 * rs, v1 * rs, gn + 1 < N);
+            }
+            if (q + 1 < nq) __syncthreads(); // the slots are written again
+            else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0) kiln_pdl_launch();
+        }
+        j = jn;
+        mb = mbn;
+    }
+}
+#endif // KGV_DEFER_OK
+
 #if KILN_GEMV_NREG > 0
 #define KGV_BOUNDS __maxnreg__(KILN_GEMV_NREG) // (cannot be combined with __launch_bounds__)
 #else
 #define KGV_BOUNDS __launch_bounds__(KGV_THREADS, KILN_GEMV_MINB)
 #endif
-extern "C" __global__ void KGV_BOUNDS KILN_KERNEL(KilnArgs p) { kgv_main<KILN_T>(p); }
+extern "C" __global__ void KGV_BOUNDS KILN_KERNEL(KilnArgs p)
+{
+#if KGV_DEFER_OK
+    kgv_main_defer<KILN_T>(p);
+#else
+    kgv_main<KILN_T>(p);
+#endif
+}
 #endif // !KILN_GEMV_MMA
 
 #endif // KILN_GEMV_CUH

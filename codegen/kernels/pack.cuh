@@ -8,6 +8,8 @@
 //                       float product, rounded once to the dtype (bf16: to
 //                       nearest, ties to even; NaN made quiet), bit for bit what
 //                       the host's packing (runtime/rt_pack.c) computes.
+//                       dtype 2: src bf16, gain float32 (a float32 gain folded into a bf16
+//                       weight): the same float product of exact operands, rounded once to bf16.
 //   kiln_pack_permute   dst element e (row-major over shape[0..rank)) =
 //                       src[sum_i idx_i(e) * stride[i]], elements of es bytes.
 // Header-free: bf16 values are raw 16-bit patterns.
@@ -15,7 +17,7 @@
 struct PackArgs {
     unsigned long long src, gain, dst;
     long long numel, cols;        // rowscale: numel = rows * cols
-    int dtype;                    // rowscale: 0 bf16, 1 f32
+    int dtype;                    // rowscale: 0 bf16, 1 f32, 2 bf16 times a float32 gain
     int es, rank, pad_;           // permute: element bytes (1, 2, 4, 8), rank
     long long shape[8], stride[8];
 };
@@ -37,6 +39,10 @@ extern "C" __global__ void __launch_bounds__(256) kiln_pack_rowscale(const PackA
             const unsigned short *s = (const unsigned short *)a.src, *g = (const unsigned short *)a.gain;
             float v = __fmul_rn(__uint_as_float((unsigned)s[e] << 16), __uint_as_float((unsigned)g[c] << 16));
             ((unsigned short *)a.dst)[e] = kiln_pack_to_bf16(v);
+        } else if (a.dtype == 2) {
+            const unsigned short *s = (const unsigned short *)a.src;
+            const float *g = (const float *)a.gain;
+            ((unsigned short *)a.dst)[e] = kiln_pack_to_bf16(__fmul_rn(__uint_as_float((unsigned)s[e] << 16), g[c]));
         } else {
             const float *s = (const float *)a.src, *g = (const float *)a.gain;
             ((float *)a.dst)[e] = __fmul_rn(s[e], g[c]);

@@ -1,10 +1,12 @@
 /* tests/codegen/test_attention_wgmma_nvrtc.c — attention_wgmma.cuh compiles with NVRTC for
  * sm_90a (hand-written generated part, tests/gpu/attention_wgmma_src.h): bf16 and f16, head
- * dims 16..256, causal and not, key tiles 64/128, 3 stages, and the window / soft-cap /
- * varlen hooks. ptxas -v reports no stack frame and no spills for every unit, and no wgmma
+ * dims 16..256, causal and not, key tiles 64/128, 3 stages, the window / soft-cap /
+ * varlen hooks, and the template's knobs (load order, Q look-ahead, rescale threshold,
+ * dynamic scheduler with L2 sections, cache hints). ptxas -v reports no stack frame and no spills for every unit, and no wgmma
  * "Potential Performance Loss" (wgmma serialized: C7514, C7520, ...) for any of them; the PTX holds
  * wgmma.mma_async, cp.async.bulk.tensor and setmaxnreg. Needs no GPU (NVRTC only). */
 #define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -12,11 +14,18 @@
 #include "runtime/rt_nvrtc.h"
 
 static const wa_cfg cfgs[] = {
-    {1, 128, 1, 128, 2, 0, 0, 0.0}, {1, 128, 0, 128, 2, 0, 0, 0.0}, {0, 128, 1, 128, 2, 0, 0, 0.0},
-    {1, 64, 1, 128, 2, 0, 0, 0.0},  {1, 80, 1, 128, 2, 0, 0, 0.0},  {1, 96, 1, 128, 2, 0, 0, 0.0},
-    {1, 256, 1, 64, 2, 0, 0, 0.0},  {0, 256, 0, 64, 2, 0, 0, 0.0},  {1, 16, 1, 128, 2, 0, 0, 0.0},
-    {1, 112, 1, 64, 3, 0, 0, 0.0},  {1, 192, 1, 64, 2, 0, 0, 0.0},  {1, 128, 1, 64, 3, 0, 0, 0.0},
-    {1, 128, 1, 128, 2, 100, 0, 0.0}, {1, 64, 0, 128, 2, 0, 0, 20.0}, {1, 128, 1, 128, 2, 0, 1, 0.0},
+    {1, 128, 1, 128, 2, 0, 0, 0.0, NULL, 0, 0}, {1, 128, 0, 128, 2, 0, 0, 0.0, NULL, 0, 0}, {0, 128, 1, 128, 2, 0, 0, 0.0, NULL, 0, 0},
+    {1, 64, 1, 128, 2, 0, 0, 0.0, NULL, 0, 0},  {1, 80, 1, 128, 2, 0, 0, 0.0, NULL, 0, 0},  {1, 96, 1, 128, 2, 0, 0, 0.0, NULL, 0, 0},
+    {1, 256, 1, 64, 2, 0, 0, 0.0, NULL, 0, 0},  {0, 256, 0, 64, 2, 0, 0, 0.0, NULL, 0, 0},  {1, 16, 1, 128, 2, 0, 0, 0.0, NULL, 0, 0},
+    {1, 112, 1, 64, 3, 0, 0, 0.0, NULL, 0, 0},  {1, 192, 1, 64, 2, 0, 0, 0.0, NULL, 0, 0},  {1, 128, 1, 64, 3, 0, 0, 0.0, NULL, 0, 0},
+    {1, 128, 1, 128, 2, 100, 0, 0.0, NULL, 0, 0}, {1, 64, 0, 128, 2, 0, 0, 20.0, NULL, 0, 0}, {1, 128, 1, 128, 2, 0, 1, 0.0, NULL, 0, 0},
+    /* the template's knobs (old load order, next Q in L2 or a second buffer, free first/last
+     * products, the rescale threshold, the dynamic scheduler with L2 sections, cache hints) */
+    {1, 128, 1, 128, 2, 0, 0, 0.0, "#define KILN_ATT_ORDER 0", 0, 0},
+    {1, 128, 1, 128, 2, 0, 0, 0.0, "#define KILN_ATT_QPF 1\n#define KILN_ATT_FREE 1", 0, 0},
+    {1, 128, 1, 128, 2, 0, 0, 0.0, "#define KILN_ATT_TH 8", 2, 0},
+    {1, 128, 1, 128, 3, 0, 1, 0.0, "#define KILN_ATT_SCHED 1\n#define KILN_ATT_L2SEC 33554432\n#define KILN_ATT_HINT 1", 0, 0},
+    {0, 256, 1, 64, 2, 0, 0, 0.0, "#define KILN_ATT_SCHED 1\n#define KILN_ATT_TH 8\n#define KILN_ATT_L2SEC 31457280ll", 0, 0},
 };
 #define N ((int)(sizeof cfgs / sizeof cfgs[0]))
 
@@ -43,6 +52,7 @@ int main(void)
         CHECK_MSG(strstr(lg, " 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") != NULL,
                   "hd%d bk%d st%d: local memory:\n%s", c->hd, c->bk, c->stages, lg);
         CHECK_MSG(strstr(lg, "Performance Loss") == NULL, "hd%d bk%d: wgmma serialized:\n%s", c->hd, c->bk, lg);
+        if (getenv("KILN_PTXAS_LOG")) printf("--- %d: hd%d bk%d st%d %s\n%s\n", i, c->hd, c->bk, c->stages, c->extra ? c->extra : "", lg);
         rt_compile_result_free(&res[i]);
         free(names[i]);
         free(srcs[i]);

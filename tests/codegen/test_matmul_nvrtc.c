@@ -50,11 +50,16 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 6, 2, 2, 1, 0},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 1, 0, 2, 8, 1, 1, 1, 0},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 1, 0, 8, 1, 2, 1, 0},
+    /* the deferred reduction (KILN_GEMV_DEFER, on by default above) at 10 and 12 columns, which fit
+     * two CTAs per SM with it (KILN_CG_GEMV_WIDE), and the general path forced (mm_src.h: bn -1) */
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 10, 1, 1, 1, 0},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 12, 1, 1, 1, 0},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, -1, 0, 2, 0, 0, 8, 1, 2, 1, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
 /* Checked again with ptxas -v (indices into cfgs). */
-static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
 enum { NV = (int)(sizeof vcfgs / sizeof vcfgs[0]) };
 
 static int has_bytes(const unsigned char *p, size_t n, const char *s)

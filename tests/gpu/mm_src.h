@@ -132,7 +132,8 @@ typedef struct mm_cfg {
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
-     * (CTAs per SM), wn 1 = KILN_GEMV_PIPE 0 (no column-block pipelining) */
+     * (CTAs per SM), wn 1 = KILN_GEMV_PIPE 0 (no column-block pipelining), bn = KILN_GEMV_DEFER
+     * (-1: 0, the CTA-wide reduction after every column block) */
     int ck; /* matmul_wgmma: KILN_WGMMA_CLUSTER_K (split-K in a cluster of ck CTAs along y; 0, 1: none) */
 } mm_cfg;
 
@@ -161,10 +162,10 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
         snprintf(buf, n, "mma_%s_%s_%s_%dx%dx%d_w%dx%d_s%d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, c->norm ? "_norm" : "");
     else
-        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d%s%s%.0d%s%.0d%s%.0d%s", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
+        snprintf(buf, n, "gemv_%s_%s_%s_c%d_sk%d_m%d%s%s%.0d%s%.0d%s%.0d%s%s%.0d", mm_dt_name(c->dt), c->nk ? "nk" : "kn",
                  c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm, c->norm ? "_norm" : "",
                  c->bm ? "_grid" : "", c->bm, c->stages ? "_u" : "", c->stages, c->wm ? "_minb" : "", c->wm,
-                 c->wn ? "_nopipe" : "");
+                 c->wn ? "_nopipe" : "", c->bn < 0 ? "_dfr0" : c->bn ? "_dfr" : "", c->bn > 0 ? c->bn : 0);
 }
 
 /* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory).
@@ -266,6 +267,7 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
         if (c->stages) nu_printf(&b, "#define KILN_GEMV_UNROLL %d\n", c->stages);
         if (c->wm) nu_printf(&b, "#define KILN_GEMV_MINB %d\n", c->wm);
         if (c->wn) nu_printf(&b, "#define KILN_GEMV_PIPE 0\n");
+        if (c->bn) nu_printf(&b, "#define KILN_GEMV_DEFER %d\n", c->bn < 0 ? 0 : c->bn);
     }
     nu_printf(&b, "%s", mm_struct_text);
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);

@@ -58,6 +58,20 @@ static inline char *nu_read_kernel_file(const char *name)
     return s;
 }
 
+/* DIR/codegen/kernels/<name>, malloc'd; NULL (and a line on stderr) when DIR is NULL or the
+ * file is missing. */
+static inline char *nu_read_kernel_file_in(const char *dir, const char *name)
+{
+    char path[4096];
+    char *s = NULL;
+    if (dir) {
+        snprintf(path, sizeof path, "%s/codegen/kernels/%s", dir, name);
+        s = nu_read_text(path);
+    }
+    if (!s) fprintf(stderr, "cannot read %s/codegen/kernels/%s\n", dir ? dir : "(no directory)", name);
+    return s;
+}
+
 /* Growable string; oom is set (and further prints dropped) when realloc fails. */
 typedef struct nu_buf {
     char *s;

@@ -28,7 +28,7 @@
  * decode GEMVs and a prefill matmul against cuBLAS (median of 50 launches,
  * CUDA events, inputs rotated so weights do not sit in L2); KILN_BENCH=2
  * instead sweeps GEMV and skinny configurations over the Llama layers'
- * projections at M = 1, 17, 32 and 64 against cuBLAS in the same process (sweep(): CUPTI
+ * projections at M = 1, 17, 32 and 64 (and 2 when KILN_SWEEP_M names it) against cuBLAS in the same process (sweep(): CUPTI
  * kernel durations, CSV to $KILN_BENCH_CSV); KILN_SWEEP_ONLY=1 with it compiles and runs
  * the sweep's configurations alone (no test cases), KILN_SWEEP_M=m at that row count alone
  * (m1,m2,...: at those), KILN_SWEEP_SHAPES=substr on the shapes whose name holds it.
@@ -620,7 +620,7 @@ out:
 
 /* ---- the GEMV sweep (KILN_BENCH=2) ------------------------------------------------- */
 /* Every configuration of cs[0..nc) that covers M, on each projection of the Llama-3.2-1B and
- * Llama-3-8B layers at M = 1 and 32: kernel durations from CUPTI (GPU timestamps of each
+ * Llama-3-8B layers at M = 1, 17, 32 and 64 (2 when KILN_SWEEP_M asks): kernel durations from CUPTI (GPU timestamps of each
  * launch, launched back to back, inputs rotated over >= 180 MB so the weights come from
  * HBM), median and p10/p90 of SWEEP_ITERS launches; one line each on stdout and in the CSV
  * file $KILN_BENCH_CSV (when set). TB/s counts the weight, A and output bytes. */
@@ -638,7 +638,7 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
         {"1b.qkv", 3072, 2048},  {"1b.o", 2048, 2048},  {"1b.gate_up", 16384, 2048}, {"1b.down", 2048, 8192},
         {"8b.qkv", 6144, 4096},  {"8b.o", 4096, 4096},  {"8b.gate_up", 28672, 4096}, {"8b.down", 4096, 14336},
     };
-    static const long long rows[] = {1, 17, 32, 64};
+    static const long long rows[] = {1, 2, 17, 32, 64};
     const char *csv_path = getenv("KILN_BENCH_CSV");
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
     if (csv) fprintf(csv, "shape,M,N,K,config,us_median,us_p10,us_p90,weight_MB,TBps\n");
@@ -653,9 +653,10 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
      * the shapes whose name holds it */
     const char *only_m = getenv("KILN_SWEEP_M"), *only_s = getenv("KILN_SWEEP_SHAPES");
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !g_broken; si++)
-        for (int ri = 0; ri < 4 && !g_broken; ri++) {
+        for (int ri = 0; ri < (int)(sizeof rows / sizeof rows[0]) && !g_broken; ri++) {
             const long long M = rows[ri], N = shapes[si].N, K = shapes[si].K;
             if (only_s && !strstr(shapes[si].name, only_s)) continue;
+            if (M == 2 && !only_m) continue; /* two rows (decode at B=2) only when asked for */
             if (only_m) {
                 char want[32], have[80];
                 snprintf(want, sizeof want, ",%lld,", M);
@@ -775,6 +776,10 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
  * column-block pipelining (KILN_GEMV_PIPE 0) */
 #define GEMV_X(dt, nk, epi, cols, sk, maxm, norm, grid, unroll, minb, nopipe) \
     {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, minb, nopipe, unroll, cols, sk, maxm, norm, 0}
+/* ... and the deferred reduction (KILN_GEMV_DEFER, mm_src.h: in bn; 0 the template's default,
+ * -1 off: the CTA-wide reduction after every column block) */
+#define GEMV_D(dt, nk, epi, cols, sk, maxm, norm, grid, unroll, minb, defer) \
+    {MM_KIND_GEMV, dt, nk, epi, grid, defer, 0, minb, 0, unroll, cols, sk, maxm, norm, 0}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
@@ -871,20 +876,29 @@ static const mm_cfg test_cfgs[] = {
     /* 66 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 0, 4, 0, 1),
     /* 67 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 4, 0, 128, 2, 0, 0),
     /* 68 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 6, 1, 64, 8, 1, 0),
+    /* the GEMV's deferred reduction (on by default: every GEMV above with split-K 1, B as [N, K]
+     * and M <= MAXM runs it): few slots (many flushes: grids of 3..7 CTAs walk up to ~100 column
+     * blocks at N = 4096), f32 and f16, two steps of loads at once, M > MAXM and misaligned A
+     * falling back to the general path; and the general path forced */
+    /* 69 */ GEMV_D(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 4, 1, 5, 0, 0, 2),
+    /* 70 */ GEMV_D(MM_F32, 1, MM_EPI_STORE, 4, 1, 4, 0, 7, 0, 0, 3),
+    /* 71 */ GEMV_D(MM_F16, 1, MM_EPI_BIAS_RES, 6, 1, 1, 1, 3, 0, 2, 16),
+    /* 72 */ GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 5, 0, 2, -1),
+    /* 73 */ GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 4, 0, 0, 2, 0, 16),
     /* the epilogue's operands in registers from the tile's start (bit 4: KILN_WGMMA_EPI_EARLY 2)
      * and the tile's end without a round trip (bit 5: KILN_WGMMA_TAIL: st.async exchange, the
      * hand-back only before a cluster's next unit, the staging's reads waited for, a relaxed
      * final barrier) on codegen's skinny tiles and splits (O, down, QKV-sized), the folded norm's
      * sums through st.async, a split of 4, no cluster (ping-pong consumers taking several tiles),
      * f16, cooperative tiles (both consumers exchange) */
-    /* 69 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 51, 0),
-    /* 70 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51, 0),
-    /* 71 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 51, 1),
-    /* 72 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 64, 4, 51, 0),
-    /* 73 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1, 51),
-    /* 74 */ WGMMA_CK(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 48, 0),
-    /* 75 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 4, 0, 128, 2, 48, 0),
-    /* 76 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 0, 4, 35, 1),
+    /* 74 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 51, 0),
+    /* 75 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51, 0),
+    /* 76 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 51, 1),
+    /* 77 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 64, 4, 51, 0),
+    /* 78 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1, 51),
+    /* 79 */ WGMMA_CK(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 48, 0),
+    /* 80 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 4, 0, 128, 2, 48, 0),
+    /* 81 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 0, 4, 35, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -955,6 +969,20 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 1, 264, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 2, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 132, 2, 1, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 16, 1, 1, 1, 264, 0, 2, 0),
     GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 2, 1, 1, 132, 0, 2, 0), GEMV_X(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 396, 0, 2, 0),
+    /* the deferred reduction (_dfr16) against the CTA-wide one after every block (_dfr0) on the
+     * grid codegen gives: widths, the folded norm, the residual, fewer slots (4), two steps of
+     * loads, 256 CTAs (whole rounds for the 1B gate/up's 2048 blocks), two rows */
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264, 0, 2, -1), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 0, 264, 0, 2, -1), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 0, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 4, 1, 1, 0, 264, 0, 2, 16), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 10, 1, 1, 0, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 12, 1, 1, 0, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, -1), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 1, 264, 0, 2, -1), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 6, 1, 1, 1, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 1, 0, 264, 0, 2, -1),
+    GEMV_D(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 1, 0, 264, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264, 0, 2, 4), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264, 2, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 256, 0, 2, 16),
+    GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 2, 0, 264, 0, 2, -1), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 2, 0, 264, 0, 2, 16),
     /* split-K in a cluster: the tiles and cluster sizes codegen may pick, plain and with the
      * residual and the options it turns on (O, down) */
     WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 0, 0), WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 5, 1, 128, 3, 0, 0),

@@ -3,7 +3,8 @@
  *
  * Every bind-time node of the model samples (small instances: merged Q/K/V and
  * gate/up concats, Qwen's biases) and of a model written for the purpose (a
- * gain folded into a weight as a row scale in bf16 and f32, a permute of an
+ * gain folded into a weight as a row scale in bf16 and f32, a bf16 weight
+ * scaled by a float32 gain made by other ops (Gemma's 1 + w), a permute of an
  * `x @ w` weight, a slice) is evaluated by rt_pack_eval on the host and by
  * rt_pack_dev_eval on the device from the same random weights; the bytes
  * must be equal. Then the layout changes: the gate/up row interleave and the
@@ -55,7 +56,7 @@ static int get_dev(void *user, int param, const void **data, char *err, size_t n
 
 /* Every bind-time node of g: host and device packing agree; returns the count done on the device. */
 static int check_graph(const char *name, ir_graph *g, const int64_t *dims, const rt_pack_kernels *k, int *rowscales,
-                       int *permutes, int *refused)
+                       int *rowscales_f32, int *permutes, int *refused)
 {
     weights w = {calloc((size_t)g->nparams + 1, sizeof(void *)), calloc((size_t)g->nparams + 1, sizeof(void *))};
     for (int i = 0; i < g->nparams; i++) {
@@ -97,7 +98,8 @@ static int check_graph(const char *name, ir_graph *g, const int64_t *dims, const
                       ir_op_name(nd->op));
             free(back);
             done++;
-            *rowscales += rt_pack_is_rowscale(nd);
+            *rowscales += rt_pack_is_rowscale(nd) || rt_pack_is_rowscale_f32(nd, NULL, NULL);
+            *rowscales_f32 += rt_pack_is_rowscale_f32(nd, NULL, NULL);
             *permutes += nd->op == IR_OP_PERMUTE;
         }
         free(hv);
@@ -159,7 +161,7 @@ int main(void)
         return 1;
     }
     rt_compile_result_free(&cr);
-    int rowscales = 0, permutes = 0, refused = 0, done = 0;
+    int rowscales = 0, rowscales_f32 = 0, permutes = 0, refused = 0, done = 0;
     const char *samples[] = {"samples/models/llama3_2_1b.kiln", "samples/models/qwen2_5_0_5b.kiln",
                              "samples/models/llama3_8b.kiln"};
     fe_define small[] = {{"NL", "2"}, {"V", "512"}, {"D", "256"}, {"H", "4"}, {"KV", "2"}, {"F", "512"}};
@@ -171,7 +173,7 @@ int main(void)
         ir_graph *g = pack_compile(samples[s], NULL, small, 6, &d);
         CHECK_MSG(g != NULL, "%s does not compile", samples[s]);
         int64_t dims[IR_MAX_SYMS] = {2, 5, 16};
-        if (g) done += check_graph(samples[s], g, dims, &k, &rowscales, &permutes, &refused);
+        if (g) done += check_graph(samples[s], g, dims, &k, &rowscales, &rowscales_f32, &permutes, &refused);
         if (g) ir_graph_free(g);
         diag_list_free(&d);
         arena_free(&a);
@@ -181,7 +183,8 @@ int main(void)
                       " weight w : bf16[96, 64]\n weight g : bf16[64]\n weight wf : f32[40, 64]\n weight gf : f32[64]\n"
                       " weight u : bf16[64, 48]\n weight c : f32[32, 64]\n"
                       " output y = linear(x, w * g)\n output yf = linear(xf, wf * gf)\n output z = x @ u\n"
-                      " output s = linear(x, slice(w, 0, start=16, end=48))\n output q = linear(x, cast(c, bf16))\n}\n";
+                      " output s = linear(x, slice(w, 0, start=16, end=48))\n output q = linear(x, cast(c, bf16))\n"
+                      " output yg = linear(x, cast(cast(w, f32) * (1.0 + cast(g, f32)), bf16))\n}\n";
     arena a;
     arena_init(&a);
     diag_list d;
@@ -190,13 +193,14 @@ int main(void)
     CHECK(g != NULL);
     int64_t dims[IR_MAX_SYMS] = {3};
     if (g) {
-        done += check_graph("pack.kiln", g, dims, &k, &rowscales, &permutes, &refused);
+        done += check_graph("pack.kiln", g, dims, &k, &rowscales, &rowscales_f32, &permutes, &refused);
         ir_graph_free(g);
     }
     diag_list_free(&d);
     arena_free(&a);
-    CHECK_MSG(done >= 8 && rowscales >= 2 && permutes >= 1 && refused >= 1,
-              "packed on the device: %d values, %d row scales, %d permutes; %d refused", done, rowscales, permutes, refused);
+    CHECK_MSG(done >= 9 && rowscales >= 3 && rowscales_f32 >= 1 && permutes >= 1 && refused >= 1,
+              "packed on the device: %d values, %d row scales (%d by a float32 gain), %d permutes; %d refused", done,
+              rowscales, rowscales_f32, permutes, refused);
     printf("device packing: %d values equal the host's (%d row scales, %d permutes), %d left to the host\n", done,
            rowscales, permutes, refused);
     check_layouts();
