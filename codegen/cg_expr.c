@@ -714,6 +714,9 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
 {
     const char *f = cg_ptr(gen, n, false);
     if (!f) return "0.0f";
+    if (gen->ld_pre == 1)
+        return cg_printf(gen, "(pre[%d] = kiln_ld(p.%s + %s))", gen->ld_count++, f, cg_idx_flatten(gen, x));
+    if (gen->ld_pre == 2) return cg_printf(gen, "pre[%d]", gen->ld_count++);
     return cg_printf(gen, "%s(p.%s + %s)", gen->ld_fn ? gen->ld_fn : "kiln_ld", f, cg_idx_flatten(gen, x));
 }
 

@@ -165,8 +165,10 @@ static int heur_row_threads(const ir_dim *d, int *items)
  * evict-first, the two the 8B decode layer measured faster with (README, "The decode-sized
  * options"); bit 4: the skinny split-K in a cluster (KILN_WGMMA_CLUSTER_K, wg_cluster_split)
  * instead of through the workspace; bit 5: the norm folds into a QKV epilogue's skinny tiles
- * too (cg_norm_folded). A build-time knob so that a benchmark can build the variants it
- * compares (bench/gemv/build_variants.sh). */
+ * too (cg_norm_folded); bit 6: the epilogue's operands in registers from each tile's start
+ * (KILN_WGMMA_EPI_EARLY 2, over bit 2); bit 7: the tile's end without a round trip to memory
+ * (KILN_WGMMA_TAIL) (README, "The M = 32 projections"). A build-time knob so that a benchmark
+ * can build the variants it compares (bench/gemv/build_variants.sh). */
 #ifndef KILN_CG_WG_DECODE
 #define KILN_CG_WG_DECODE 19
 #endif
@@ -741,10 +743,18 @@ typedef struct mm_epi {
 
 /* warm: kiln_epilogue_warm, the value hook's body under another name with every load a
  * kiln_ld_warm (common.cuh: an L2 prefetch that returns 0), its values discarded by the
- * template (matmul_wgmma.cuh, KILN_WGMMA_EPI_EARLY): it asks for what the epilogue will read */
-static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool val, bool warm)
+ * template (matmul_wgmma.cuh, KILN_WGMMA_EPI_EARLY): it asks for what the epilogue will read.
+ * pre (with val; matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY 2): 1 kiln_epilogue_pre, the value hook's
+ * body with load k also kept in pre[k] (the template calls it at the tile's start; the rest of
+ * the body is dead there), emitted only when it loads at least once and at most `cap` times, after
+ * `#define KILN_HAS_EPILOGUE_PRE 1` and `#define KILN_EPI_NPRE` (the loads); 2 kiln_epilogue_post,
+ * the body with load k read from pre[k] (the same body: the same loads in the same order).
+ * Returns the loads of the body (pre 1: 0 when nothing was emitted). */
+static int emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool val, bool warm, int pre, int cap)
 {
     if (warm) gen->ld_fn = "kiln_ld_warm";
+    gen->ld_pre = pre;
+    gen->ld_count = 0;
     const ir_node *A = e->A, *bias = e->bias;
     const int ro = e->ro;
     cg_str body = {0};
@@ -798,17 +808,31 @@ static void emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool v
         }
     }
     cg_line(gen, "(void)b;");
+    if (pre) cg_line(gen, "(void)pre;");
     if (val) cg_line(gen, "return %s;", ret);
+    const int nld = gen->ld_count;
+    gen->ld_fn = NULL;
+    gen->ld_pre = 0;
+    gen->ld_count = 0;
+    if (pre == 1 && (nld <= 0 || nld > cap)) { /* nothing to load early, or too much */
+        cg_str_free(&body);
+        return 0;
+    }
+    if (pre == 1) cg_str_printf(hooks, "#define KILN_HAS_EPILOGUE_PRE 1\n#define KILN_EPI_NPRE %d\n", nld);
     if (warm) cg_str_printf(hooks, "#define KILN_HAS_EPILOGUE_WARM 1\n");
     finish_fn(gen, hooks,
-              warm  ? "__device__ __forceinline__ float2 kiln_epilogue_warm(const KilnArgs &p, long long b, long long m, "
-                      "long long n, float v0, float v1, bool has1)"
-              : val ? "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m, "
-                      "long long n, float v0, float v1, bool has1)"
-                    : "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
-                      "long long n, float v0, float v1, bool has1)",
+              pre == 1 ? "__device__ __forceinline__ float2 kiln_epilogue_pre(const KilnArgs &p, long long b, long long m, "
+                         "long long n, float v0, float v1, bool has1, float (&pre)[KILN_EPI_NPRE])"
+              : pre == 2 ? "__device__ __forceinline__ float2 kiln_epilogue_post(const KilnArgs &p, long long b, long long m, "
+                           "long long n, float v0, float v1, bool has1, const float (&pre)[KILN_EPI_NPRE])"
+              : warm ? "__device__ __forceinline__ float2 kiln_epilogue_warm(const KilnArgs &p, long long b, long long m, "
+                       "long long n, float v0, float v1, bool has1)"
+              : val  ? "__device__ __forceinline__ float2 kiln_epilogue_val(const KilnArgs &p, long long b, long long m, "
+                       "long long n, float v0, float v1, bool has1)"
+                     : "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m, "
+                       "long long n, float v0, float v1, bool has1)",
               &body);
-    gen->ld_fn = NULL;
+    return nld;
 }
 
 /* The QKV epilogue (passes/fuse_qkv_epilogue.c): the linear's result [B, S, N]
@@ -1462,6 +1486,41 @@ static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, 
     emit_rotation(gen);
     finish_fn(gen, hooks,
               "__device__ __forceinline__ void kiln_qkv_rotate(int seg, int pp, int i, float &y0, float &y1)", &body);
+    /* the same rotation in two steps (matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY 2 reads the frequencies
+     * at a tile's start): kiln_qkv_turn(seg, i), the pair's frequency g; kiln_qkv_rotate_g with it */
+    {
+        cg_begin_fn(gen, &body);
+        cg_line(gen, "float2 g = make_float2(0.f, 0.f);");
+        bool done2[QKV_MAX_SEG] = {false};
+        for (int i = 0; i < nseg; i++) {
+            const ir_node *r = segs[i].rope;
+            if (!r || done2[i]) continue;
+            const char *cond = cg_printf(gen, "seg == %d", i);
+            for (int j = i + 1; j < nseg; j++) {
+                const ir_node *o = segs[j].rope;
+                if (o && !done2[j] && segs[j].hd == segs[i].hd && o->attrs.theta == r->attrs.theta &&
+                    ir_rope_attrs_eq(&o->attrs.rope, &r->attrs.rope)) {
+                    cond = cg_printf(gen, "%s || seg == %d", cond, j);
+                    done2[j] = true;
+                }
+            }
+            cg_line(gen, "if (%s) g = kiln_qkv_turns%d[i];", cond, i);
+        }
+        cg_line(gen, "return g;");
+        finish_fn(gen, hooks, "__device__ __forceinline__ float2 kiln_qkv_turn(int seg, int i)", &body);
+        cg_begin_fn(gen, &body);
+        cg_line(gen, "float ms = 1.f;");
+        for (int i = 0; i < nseg; i++) {
+            const ir_node *r = segs[i].rope;
+            double m = r ? ir_rope_mscale(&r->attrs.rope) : 1.0;
+            if (r && m != 1.0) cg_line(gen, "if (seg == %d) ms = (float)%.17g;", i, m);
+        }
+        cg_line(gen, "(void)seg;");
+        emit_rotation(gen);
+        finish_fn(gen, hooks,
+                  "__device__ __forceinline__ void kiln_qkv_rotate_g(int seg, int pp, float2 g, float &y0, float &y1)",
+                  &body);
+    }
 
     cg_begin_fn(gen, &body);
     cg_line(gen, "(void)p;");
@@ -1779,7 +1838,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             }
         }
     } else {
-        emit_mm_epilogue(gen, hooks, &epi, false, false);
+        emit_mm_epilogue(gen, hooks, &epi, false, false, 0, 0);
     }
     if (swiglu) {
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
@@ -1795,8 +1854,20 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const bool w_early = wgmma && skinny && w_const && (KILN_CG_WG_DECODE & 1);
     const bool w_once = wgmma && hm && mv <= wc.bm && hb && bv == 1 && (KILN_CG_WG_DECODE & 2);
     const bool epi_early = wgmma && skinny && wc.ts && (KILN_CG_WG_DECODE & 4);
-    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, false);
-    if (epi_early && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true);
+    /* bit 6: the epilogue's operands into registers at each tile's start (KILN_WGMMA_EPI_EARLY 2):
+     * the QKV epilogue's positions and frequencies; another's loads through kiln_epilogue_pre when
+     * they take at most 64 floats per consumer thread (its MW x BN/8 x 2 accumulator pairs) */
+    const bool epi_regs = wgmma && skinny && wc.ts && (KILN_CG_WG_DECODE & 64);
+    const int pairs = (wc.bm / 64 / (wc.pp ? 1 : 2)) * (wc.bn / 8) * 2;
+    bool epi_pre = false;
+    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, false, 0, 0);
+    if (epi_regs && !qkv && emit_mm_epilogue(gen, hooks, &epi, true, false, 1, 64 / pairs) > 0) {
+        emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
+        epi_pre = true;
+    }
+    if (epi_early && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
+    /* bit 7: the tile's end without a round trip to memory (KILN_WGMMA_TAIL) */
+    const bool tail = wgmma && skinny && (KILN_CG_WG_DECODE & 128);
 
     define(plan, "KILN_B_NK", "%d", b_nk);
     define(plan, "KILN_SWIGLU", "%d", swiglu ? 1 : 0);
@@ -1818,7 +1889,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (w_early) define(plan, "KILN_WGMMA_W_EARLY", "1");
         if (w_early && (KILN_CG_WG_DECODE & 8)) define(plan, "KILN_WGMMA_W_L2", "%d", 2 * wc.stages);
         if (w_once) define(plan, "KILN_WGMMA_W_EVICT_FIRST", "1");
-        if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
+        if (epi_regs && (qkv || epi_pre)) define(plan, "KILN_WGMMA_EPI_EARLY", "2");
+        else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
+        if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);

@@ -74,6 +74,10 @@ typedef struct cg_gen {
     bool failed;
     bool dim_overflow; /* a size did not fit (ir_dim_times): the kernel fails */
     const char *ld_fn; /* the element load the expressions emit (NULL: kiln_ld) */
+    /* the element loads as the preloading hooks emit them (matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY 2):
+     * 0 as ld_fn says; 1 load k also stored in pre[k]; 2 load k read from pre[k]. ld_count: the
+     * loads emitted so far (k) */
+    int ld_pre, ld_count;
 } cg_gen;
 
 bool cg_fail(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

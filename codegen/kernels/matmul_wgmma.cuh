@@ -75,7 +75,22 @@
 //     (KILN_HAS_EPILOGUE_WARM; kiln_epilogue_val's signature, its values discarded: L2
 //     prefetches of the operands kiln_epilogue_val reads at (b, m, n..n+1)) over its rows, or
 //     with the QKV epilogue its rows' positions (loaded into registers, held until the
-//     epilogue, so the epilogue's own loads of them hit the SM's L1).
+//     epilogue, so the epilogue's own loads of them hit the SM's L1);
+//   KILN_WGMMA_EPI_EARLY 2: at the start of a tile (before its mainloop) each consumer thread
+//     loads into registers every operand its epilogue will read, so that the tile's end has no
+//     load that waits on memory (under the weight stream such a round trip takes microseconds,
+//     and the L1 is no place to keep them: the cluster exchange's acquire invalidates it).
+//     The QKV epilogue: its rows' positions and the rotation frequencies of its columns
+//     (kiln_qkv_turn), and decode rows go to the caches from the rows' own warps (positions by
+//     shuffle); the others: the generated kiln_epilogue_pre loads what kiln_epilogue_val would
+//     (KILN_HAS_EPILOGUE_PRE, KILN_EPI_NPRE floats per call) and kiln_epilogue_post computes
+//     the values from them (tiles of at most 64 such floats per thread; else as 0);
+//   KILN_WGMMA_TAIL 1: the tile's end without a memory round trip or GPU-wide fence: the last
+//     TMA stores are waited for until they have read the staging only (their writes complete
+//     with the grid, as any store's), the cluster split's partial sums travel by st.async
+//     completing on the leader's mbarrier (no fence.acq_rel per thread), the leader hands the
+//     exchange back only when its cluster takes another unit, and the final cluster barrier is
+//     relaxed (no remote access is left in flight then).
 // Split-K in a cluster (KILN_WGMMA_CLUSTER_K = CK in 2..8; CM 1, KILN_SPLITK 1): a cluster of CK
 //   CTAs along y takes one tile; CTA rank r (its %cluster_ctarank) loads and multiplies K
 //   slice r (ceil(K steps / CK) steps each). Once its mainloop is done, each consumer thread
@@ -190,6 +205,9 @@
 #endif
 #ifndef KILN_WGMMA_EPI_EARLY
 #define KILN_WGMMA_EPI_EARLY 0
+#endif
+#ifndef KILN_WGMMA_TAIL
+#define KILN_WGMMA_TAIL 0
 #endif
 /* K steps before the end of a tile's mainloop at which KILN_WGMMA_EPI_EARLY asks for the
  * epilogue's operands (about one ring of steps: the loads' latency under the weight stream) */
@@ -411,6 +429,23 @@ __device__ __forceinline__ void kwg_bar_arrive_release_cluster(unsigned ra)
 {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(ra) : "memory");
 }
+// KILN_WGMMA_TAIL: four floats into CTA memory of the cluster (ra, from kwg_mapa) that complete
+// 16 bytes of the transaction count of the mbarrier at rbar (its cluster address) when they land:
+// no fence, no arrival (the receiver's expect_tx counts the bytes).
+__device__ __forceinline__ void kwg_st_async4(unsigned ra, float x, float y, float z, float w, unsigned rbar)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(ra),
+                 "r"(__float_as_uint(x)), "r"(__float_as_uint(y)), "r"(__float_as_uint(z)), "r"(__float_as_uint(w)),
+                 "r"(rbar)
+                 : "memory");
+}
+// The kernel's last cluster barrier without release semantics (KILN_WGMMA_TAIL: nothing of this
+// CTA's is left for a peer to see; the barrier only keeps each CTA's shared memory alive until
+// the peers are done with it).
+__device__ __forceinline__ void kwg_cluster_sync_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
 
 // ---- TMA stores, named barriers ----------------------------------------------------------
 __device__ __forceinline__ void kwg_tma_store(const kiln_tmap *map, unsigned src, int col, int row, int b)
@@ -504,6 +539,43 @@ __device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, lon
 #ifndef KILN_QKV_NORM
 #define KILN_QKV_NORM 0
 #endif
+/* KILN_WGMMA_EPI_EARLY 2 with a value hook that loads (KILN_HAS_EPILOGUE_PRE): the loads of the
+ * tile's epilogue, made at its start (kwg_pre_load) and kept in registers until its end */
+#if KILN_WGMMA_EPI_EARLY == 2 && defined(KILN_HAS_EPILOGUE_PRE) && KILN_WGMMA_TMA_STORE && !KILN_WGMMA_QKV
+#define KWG_PRE 1
+#else
+#define KWG_PRE 0
+#endif
+template <int MW, int BN> struct kwg_pre_regs {
+#if KWG_PRE
+    static_assert(MW * (BN / 8) * 2 * KILN_EPI_NPRE <= 64, "KILN_EPI_NPRE: at most 64 preloaded floats per thread");
+    float v[MW][BN / 8][2][KILN_EPI_NPRE];
+#endif
+};
+#if KWG_PRE
+// What this thread's epilogue of the tile (rows rbase.., column block nb) will load: for each of
+// its accumulator pairs (mi, j, h), the operands kiln_epilogue_val reads at (b, m, n..n+1), by
+// the generated kiln_epilogue_pre (its loads alone; the values are kiln_epilogue_post's). The
+// loads are issued here and complete under the mainloop; no load waits at the tile's end.
+template <int MW, int BN>
+__device__ __forceinline__ void kwg_pre_load(const KilnArgs &p, long long b, long long rbase, int nb, long long M,
+                                             long long N, kwg_pre_regs<MW, BN> &pre)
+{
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+#pragma unroll
+                for (int e = 0; e < KILN_EPI_NPRE; e++) pre.v[mi][j][h][e] = 0.f;
+                const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+                const long long n = (long long)nb * BN + j * 8 + (lane & 3) * 2;
+                if (m < M && n < N) (void)kiln_epilogue_pre(p, b, m, n, 0.f, 0.f, n + 1 < N, pre.v[mi][j][h]);
+            }
+}
+#endif
 #if KILN_WGMMA_TMA_STORE && !KILN_WGMMA_QKV
 // The epilogue through shared memory and TMA stores (KILN_WGMMA_TMA_STORE 1): the hook
 // kiln_epilogue_val returns the output values (KILN_SWIGLU: one, at column n / 2), the
@@ -516,8 +588,9 @@ __device__ __forceinline__ void kwg_epilogue(const KilnArgs &p, long long b, lon
 template <bool CHECK, int MW, int BN, int EC>
 __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
                                                  long long b, long long rbase, int nb, float (&acc)[MW][BN / 2],
-                                                 long long M, long long N, bool &pending)
+                                                 long long M, long long N, bool &pending, const kwg_pre_regs<MW, BN> &pre)
 {
+    (void)pre;
     constexpr int OBN = KILN_SWIGLU ? BN / 2 : BN; // output columns of a tile
     constexpr int CPJ = KILN_SWIGLU ? 4 : 8;       // output columns of 8 accumulator columns
     constexpr int NCH = EC / 64;                   // 64-column boxes per round
@@ -547,8 +620,13 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
                         const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
                         v[q][h] = make_float2(0.f, 0.f);
                         if (!CHECK || (m < M && n < N))
+#if KWG_PRE
+                            v[q][h] = kiln_epilogue_post(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                                                         !CHECK || n + 1 < N, pre.v[mi][j][h]);
+#else
                             v[q][h] = kiln_epilogue_val(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
                                                         !CHECK || n + 1 < N);
+#endif
                     }
                 }
 #pragma unroll
@@ -609,18 +687,17 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
 // written). A 64-row block whose rows are not all < M and of one batch row, or whose first
 // position is negative, is stored element by element from the staging by the whole warpgroup
 // (kiln_qkv_put) instead; q rows past M are clipped by its map.
+// KILN_WGMMA_EPI_EARLY 2: at the tile's start, the positions of this thread's rows (rows past M:
+// 0, never stored) and the rotation frequencies of its columns (kiln_qkv_turn: pair i = 4 jj +
+// lane % 4 of each head r, at g[r * HD / 8 + jj]), made registers at once: the frequencies are
+// constant loads, which the compiler might otherwise issue again at their use, at the tile's end.
 template <int MW, int BN>
-__device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
-                                                 long long rbase, int nb, float (&acc)[MW][BN / 2], long long M,
-                                                 bool &pending)
+__device__ __forceinline__ void kwg_qkv_early(const KilnArgs &p, long long rbase, int nb, long long M, int (&pos)[MW][2],
+                                              float2 (&g)[BN / 8])
 {
-    constexpr int HD = KILN_QKV_HD, NCH = HD / 64;
-    static_assert(HD == 64 || HD == 128, "KILN_QKV_HD: 64 or 128");
-    static_assert(BN % HD == 0 && KILN_WGMMA_EPI_COLS == HD, "KILN_WGMMA_EPI_COLS must be KILN_QKV_HD");
+    constexpr int HD = KILN_QKV_HD;
     const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
     const long long S = kiln_qkv_rows(p);
-    // the positions of this thread's rows (rows past M: 0, never stored)
-    int pos[MW][2];
 #pragma unroll
     for (int mi = 0; mi < MW; mi++)
 #pragma unroll
@@ -631,6 +708,49 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
                 const long long bb = m / S;
                 pos[mi][h] = (int)(kiln_qkv_pos(p, bb) + (m - bb * S));
             }
+            asm volatile("" : "+r"(pos[mi][h]));
+        }
+#pragma unroll
+    for (int r = 0; r < BN / HD; r++) {
+        const kiln_qkv_chunk ch = kiln_qkv_find((long long)nb * BN + r * HD);
+#pragma unroll
+        for (int jj = 0; jj < HD / 8; jj++) {
+            float2 v = make_float2(0.f, 0.f);
+            if (ch.seg >= 0 && ch.rot) v = kiln_qkv_turn(ch.seg, jj * 4 + (lane & 3));
+            asm volatile("" : "+f"(v.x), "+f"(v.y));
+            g[r * (HD / 8) + jj] = v;
+        }
+    }
+}
+
+template <int MW, int BN>
+__device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
+                                                 long long rbase, int nb, float (&acc)[MW][BN / 2], long long M,
+                                                 bool &pending, const int (&epos)[MW][2], const float2 (&eg)[BN / 8])
+{
+    constexpr int HD = KILN_QKV_HD, NCH = HD / 64;
+    static_assert(HD == 64 || HD == 128, "KILN_QKV_HD: 64 or 128");
+    static_assert(BN % HD == 0 && KILN_WGMMA_EPI_COLS == HD, "KILN_WGMMA_EPI_COLS must be KILN_QKV_HD");
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+    const long long S = kiln_qkv_rows(p);
+    (void)eg;
+    // the positions of this thread's rows (rows past M: 0, never stored)
+    int pos[MW][2];
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+#if KILN_WGMMA_EPI_EARLY == 2
+            pos[mi][h] = epos[mi][h];
+#else
+            (void)epos;
+            const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+            pos[mi][h] = 0;
+            if (m < M) {
+                const long long bb = m / S;
+                pos[mi][h] = (int)(kiln_qkv_pos(p, bb) + (m - bb * S));
+            }
+#endif
         }
 #pragma unroll
     for (int r = 0; r < BN / HD; r++) {
@@ -681,7 +801,11 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
                     const unsigned row = stage + (unsigned)(mi * NCH * 8192 + rr * 128);
                     if (ch.rot) {
                         const int i = lc >> 1;
+#if KILN_WGMMA_EPI_EARLY == 2
+                        kiln_qkv_rotate_g(ch.seg, pos[mi][h], eg[r * (HD / 8) + jj], y.x, y.y);
+#else
                         kiln_qkv_rotate(ch.seg, pos[mi][h], i, y.x, y.y);
+#endif
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
                             const int d = i + e * (HD / 2);
@@ -723,9 +847,44 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
                 continue;
             }
             // element by element: rows past M, across batch rows, negative positions (decode: one
-            // row per batch row). EB elements per thread at a time: their staged values
-            // and positions are read first, so the position loads are in flight together rather
-            // than each behind the cache stores of the one before.
+            // row per batch row).
+#if KILN_WGMMA_EPI_EARLY == 2
+            // Each warp stores its own 16 rows (the rows its lanes' accumulators held), whose
+            // positions its lanes hold: row i of the warp's is lane (i % 8) * 4's pos[mi][i / 8]
+            // (a shuffle, no load); lane l stores dims l, l + 32, ... of each row (64 contiguous
+            // bytes per store instruction).
+            if (m0 + warp * 16 < M) { // uniform across the warp
+#pragma unroll
+                for (int i = 0; i < 16; i++) {
+                    const int rr = warp * 16 + i;
+                    const int pv = __shfl_sync(0xffffffffu, (i >> 3) ? pos[mi][1] : pos[mi][0], (i & 7) * 4);
+                    const long long m = m0 + rr;
+                    if (m >= M) break; // uniform
+                    const long long bb = m / S;
+#pragma unroll
+                    for (int k = 0; k < HD / 32; k++) {
+                        const int d = lane + 32 * k;
+                        const unsigned byte = (unsigned)(d & 63) * 2u;
+                        unsigned short v;
+                        asm volatile("ld.shared.b16 %0, [%1];\n"
+                                     : "=h"(v)
+                                     : "r"(box + (unsigned)((d >> 6) * 8192 + rr * 128) +
+                                           ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)))
+                                     : "memory");
+#if KILN_WGMMA_F16
+                        const float x = __half2float(__ushort_as_half(v));
+#else
+                        const float x = __bfloat162float(__ushort_as_bfloat16(v));
+#endif
+                        kiln_qkv_put(p, ch.dst, bb, ch.head, (long long)pv, d, x);
+                    }
+                }
+            }
+            continue;
+#endif
+            // EB elements per thread at a time: their staged values and positions are read first,
+            // so the position loads are in flight together rather than each behind the cache
+            // stores of the one before.
             constexpr int EB = KWG_EPI_BATCHES(MW, BN);
             const int rows = M - m0 < 64 ? (int)(M - m0) : 64;
 #pragma unroll 1
@@ -830,34 +989,65 @@ __device__ __forceinline__ bool kwg_splitk(const KilnArgs &p, float (&acc)[MW][B
 // rfull / rempty: its two mbarriers. A slot holds CH 16-byte chunks per m64 block and thread
 // (BN / 8 of accumulators, then the folded norm's two sums), chunk q of thread t at
 // (q * 128 + t) * 16: consecutive threads, consecutive 16 bytes. Returns true on the leader (its
-// acc and ss then hold the whole of K), false on the other ranks.
+// acc and ss then hold the whole of K), false on the other ranks. more: the cluster takes
+// another unit after this one (KILN_WGMMA_TAIL hands the slots back only then).
+// KILN_WGMMA_TAIL: the ranks' stores are st.async, each completing its 16 bytes on the leader's
+// rfull (count 1: the leader's thread 0 arrives with the bytes of every warp that has rows < M),
+// so no rank thread fences or arrives.
 template <int MW, int BN, int CK>
 __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], float (&ss)[MW][2], unsigned red,
                                                    unsigned rfull, unsigned rempty, unsigned krank, unsigned use,
-                                                   long long rbase, long long M, int c)
+                                                   long long rbase, long long M, int c, bool more)
 {
     constexpr int NS = KILN_MATMUL_NORM ? 1 : 0, CH = BN / 8 + NS;
     constexpr unsigned SLOT = (unsigned)(MW * 128 * CH * 16);
     const int wt = threadIdx.x & 127, warp = wt >> 5;
     (void)ss;
+    (void)more;
     if (krank != 0) {
         // the leader has read this rank's slot of the previous unit
         if (use > 0) kwg_bar_wait(rempty, (use - 1u) & 1u, true);
         const unsigned slot = kwg_mapa(red + (krank - 1u) * SLOT, 0u);
+#if KILN_WGMMA_TAIL
+        const unsigned rb = kwg_mapa(rfull, 0u);
+#endif
 #pragma unroll
         for (int mi = 0; mi < MW; mi++) {
             if (rbase + mi * 64 + warp * 16 >= M) continue; // uniform across the warp
 #pragma unroll
-            for (int j = 0; j < BN / 8; j++)
-                kwg_st_cluster4(slot + (unsigned)(((mi * CH + j) * 128 + wt) * 16), acc[mi][4 * j], acc[mi][4 * j + 1],
-                                acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+            for (int j = 0; j < BN / 8; j++) {
+                const unsigned a = slot + (unsigned)(((mi * CH + j) * 128 + wt) * 16);
+#if KILN_WGMMA_TAIL
+                kwg_st_async4(a, acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3], rb);
+#else
+                kwg_st_cluster4(a, acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+#endif
+            }
 #if KILN_MATMUL_NORM
+#if KILN_WGMMA_TAIL
+            kwg_st_async4(slot + (unsigned)(((mi * CH + BN / 8) * 128 + wt) * 16), ss[mi][0], ss[mi][1], 0.f, 0.f, rb);
+#else
             kwg_st_cluster4(slot + (unsigned)(((mi * CH + BN / 8) * 128 + wt) * 16), ss[mi][0], ss[mi][1], 0.f, 0.f);
 #endif
+#endif
         }
+#if !KILN_WGMMA_TAIL
         kwg_bar_arrive_release_cluster(kwg_mapa(rfull, 0u));
+#endif
         return false;
     }
+#if KILN_WGMMA_TAIL
+    if (wt == 0) { // the bytes of this unit: every warp with rows < M of every other rank
+        unsigned bytes = 0;
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++) {
+            const long long left = M - (rbase + mi * 64);
+            const unsigned warps = left <= 0 ? 0u : left >= 64 ? 4u : (unsigned)((left + 15) / 16);
+            bytes += warps * 32u * (unsigned)CH * 16u;
+        }
+        kwg_bar_expect_tx(rfull, (unsigned)(CK - 1) * bytes);
+    }
+#endif
     kwg_bar_wait(rfull, use & 1u, true);
 #pragma unroll 1
     for (int r = 0; r < CK - 1; r++) {
@@ -889,6 +1079,7 @@ __device__ __forceinline__ bool kwg_cluster_reduce(float (&acc)[MW][BN / 2], flo
     // release arrival that the rank acquires before it stores again — and reports the exchange
     // when a cluster takes a second tile (more tiles than resident clusters); codegen's splits
     // never do: README, "The M = 32 projections")
+    if (KILN_WGMMA_TAIL && !more) return true; // the last unit: nothing will overwrite the slots
     kwg_wg_sync(1 + c);
     if (wt == 0)
 #pragma unroll 1
@@ -1081,7 +1272,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         if (CK > 1)
 #pragma unroll
             for (int c = 0; c < 2; c++) {
-                kwg_bar_init(KWG_RFULL(c), (unsigned)(CK - 1) * 128u); // every thread of the other ranks' consumer
+                // every thread of the other ranks' consumer; KILN_WGMMA_TAIL: the leader's expect_tx
+                kwg_bar_init(KWG_RFULL(c), KILN_WGMMA_TAIL ? 1u : (unsigned)(CK - 1) * 128u);
                 kwg_bar_init(KWG_REMPTY(c), 1);                        // the leader's hand-back
             }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1211,6 +1403,16 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             int wpos[MW][2]; // KILN_WGMMA_EPI_EARLY with the QKV epilogue: the rows' positions
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) wpos[mi][0] = wpos[mi][1] = 0;
+            float2 wg_turn[BN / 8]; // KILN_WGMMA_EPI_EARLY 2 with the QKV epilogue: the frequencies
+            (void)wg_turn;
+#if KILN_WGMMA_EPI_EARLY == 2 && KILN_WGMMA_QKV && KILN_WGMMA_TMA_STORE
+            if (krank == 0) kwg_qkv_early<MW, BN>(p, rbase, nb, M, wpos, wg_turn);
+#endif
+            kwg_pre_regs<MW, BN> pre; // KILN_WGMMA_EPI_EARLY 2: the epilogue's loads
+            (void)pre;
+#if KWG_PRE
+            if (krank == 0) kwg_pre_load<MW, BN>(p, b, rbase, nb, M, N, pre);
+#endif
             const int warm_at = nk > KWG_WARM_LEAD ? nk - KWG_WARM_LEAD : 0;
             if (nk == 0) {
 #pragma unroll
@@ -1247,7 +1449,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]);
 #endif
-                if (KILN_WGMMA_EPI_EARLY && kt == warm_at && krank == 0) kwg_warm<MW, BN>(p, b, rbase, nb, M, N, wpos);
+                if (KILN_WGMMA_EPI_EARLY == 1 && kt == warm_at && krank == 0) kwg_warm<MW, BN>(p, b, rbase, nb, M, N, wpos);
                 if (ALT && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE
                 // tests only (bench/wgmma): a planted race that racecheck must report: the slot
@@ -1275,7 +1477,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #if KILN_WGMMA_CLUSTER_K > 1
             {
                 const bool lead = kwg_cluster_reduce<MW, BN, CK>(acc, ss, sR + (unsigned)(PP ? 0 : c) * RED_C,
-                                                                 KWG_RFULL(c), KWG_REMPTY(c), krank, ruse, rbase, M, c);
+                                                                 KWG_RFULL(c), KWG_REMPTY(c), krank, ruse, rbase, M, c,
+                                                                 u + nclusters < nunits);
                 ruse++;
                 if (!lead) {
 #if KILN_MATMUL_NORM
@@ -1305,10 +1508,11 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             if (TS) {
                 const unsigned stage = sC + (unsigned)(c * MW * 64 * EC * 2);
 #if KILN_WGMMA_QKV
-                kwg_epilogue_qkv<MW, BN>(p, to, stage, c, rbase, nb, acc, M, pending);
+                kwg_epilogue_qkv<MW, BN>(p, to, stage, c, rbase, nb, acc, M, pending, wpos, wg_turn);
 #else
-                if (interior) kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending);
-                else kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending);
+                if (interior)
+                    kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre);
+                else kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre);
 #endif
                 continue;
             }
@@ -1318,10 +1522,16 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             if (interior) kwg_epilogue<false, MW, BN>(p, b, row0, col0, acc, M, N);
             else kwg_epilogue<true, MW, BN>(p, b, row0, col0, acc, M, N);
         }
-        if (TS && pending && wt == 0) kwg_store_wait(); // the staging outlives the stores reading it
+        // the staging outlives the stores reading it (KILN_WGMMA_TAIL: their writes complete with
+        // the grid, as every store's do; nothing of this kernel reads them)
+        if (TS && pending && wt == 0) {
+            if (KILN_WGMMA_TAIL) kwg_store_wait_read();
+            else kwg_store_wait();
+        }
     }
     // A CTA's shared memory must outlive the peer's arrivals on its barriers (and CK's stores).
-    if (CM > 1 || CK > 1) kwg_cluster_sync();
+    if (KILN_WGMMA_TAIL && CM == 1 && CK > 1) kwg_cluster_sync_relaxed();
+    else if (CM > 1 || CK > 1) kwg_cluster_sync();
 #undef KWG_FULL
 #undef KWG_EMPTY
 #undef KWG_ORDER

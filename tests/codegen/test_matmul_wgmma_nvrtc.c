@@ -4,7 +4,8 @@
  * consumers, tiles 128x256 / 256x128 / 64x256 / 128x128 / 64x128 / 64x64, clusters of 1 and 2,
  * bf16 and f16, both test epilogues, from registers and through shared memory
  * and TMA stores, split-K, the decode-sized options (W early, evict-first, the
- * epilogue's operands early). For each: an empty NVRTC log, the kernel's
+ * epilogue's operands early, in registers from a tile's start, the tile's end without a round
+ * trip). For each: an empty NVRTC log, the kernel's
  * name in the cubin, ptxas -v reporting no stack frame and no spills, and the
  * PTX holding wgmma.mma_async (the asynchronous warpgroup MMA), the TMA copy
  * (cp.async.bulk.tensor), setmaxnreg and griddepcontrol (programmatic dependent
@@ -43,6 +44,13 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 64, 128, 3, 1, 1, 6, 128, 1, 0, 1, 2},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 0, 1, 1, 10, 0, 1, 0, 1, 4},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 0, 0, 1, 4, 128, 1, 0, 0, 2},
+    /* the epilogue's operands in registers from the tile's start (bk 16) and the tile's end without
+     * a round trip (bk 32: the st.async exchange, the folded norm's sums too) */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 51, 1, 1, 6, 128, 1, 0, 0, 2},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 51, 1, 1, 12, 64, 1, 0, 0, 2},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 64, 128, 51, 1, 1, 6, 128, 1, 0, 1, 2},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 51, 1, 1, 8, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 35, 1, 1, 10, 0, 1, 0, 1, 4},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

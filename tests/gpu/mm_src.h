@@ -82,6 +82,27 @@ static const char mm_warm_bias_res_text[] =
     "    if (has1) v1 += kiln_ld_warm(p.bias + n + 1) + kiln_ld_warm(p.res + i + 1);\n"
     "    return make_float2(v0, v1);\n"
     "}\n";
+/* ... its preloading pair (matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY 2): the residual loaded at the
+ * tile's start (2 floats per call), the bias at the end (a hook may still load there) */
+static const char mm_pre_bias_res_text[] =
+    "#define KILN_HAS_EPILOGUE_PRE 1\n"
+    "#define KILN_EPI_NPRE 2\n"
+    "__device__ __forceinline__ float2 kiln_epilogue_pre(const KilnArgs &p, long long b, long long m, long long n,\n"
+    "                                                   float v0, float v1, bool has1, float (&pre)[KILN_EPI_NPRE])\n"
+    "{\n"
+    "    const long long i = b * p.so + m * p.ldo + n;\n"
+    "    pre[0] = kiln_ld(p.res + i);\n"
+    "    if (has1) pre[1] = kiln_ld(p.res + i + 1);\n"
+    "    return make_float2(v0, v1);\n"
+    "}\n"
+    "__device__ __forceinline__ float2 kiln_epilogue_post(const KilnArgs &p, long long b, long long m, long long n,\n"
+    "                                                    float v0, float v1, bool has1, const float (&pre)[KILN_EPI_NPRE])\n"
+    "{\n"
+    "    (void)b; (void)m;\n"
+    "    v0 += kiln_ld(p.bias + n) + pre[0];\n"
+    "    if (has1) v1 += kiln_ld(p.bias + n + 1) + pre[1];\n"
+    "    return make_float2(v0, v1);\n"
+    "}\n";
 static const char mm_epi_bias_res_text[] =
     "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m,\n"
     "                                               long long n, float v0, float v1, bool has1)\n"
@@ -106,7 +127,8 @@ typedef struct mm_cfg {
                * scaled by 1/rms of its row) */
     /* matmul_wgmma keeps its decode-sized options in bk: bit 0 KILN_WGMMA_W_EARLY, bit 1
      * KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY (with the bias + residual epilogue: its
-     * warm-up hook), bit 3 KILN_WGMMA_W_L2 at two rings of K steps */
+     * warm-up hook), bit 3 KILN_WGMMA_W_L2 at two rings of K steps, bit 4 KILN_WGMMA_EPI_EARLY 2
+     * (with the bias + residual epilogue: its preloading pair), bit 5 KILN_WGMMA_TAIL */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
@@ -223,8 +245,9 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     if (c->kind == MM_KIND_WGMMA)
         nu_printf(&b,
                   "#define KILN_WGMMA_W_EARLY %d\n#define KILN_WGMMA_W_EVICT_FIRST %d\n#define KILN_WGMMA_EPI_EARLY %d\n"
-                  "#define KILN_WGMMA_W_L2 %d\n",
-                  c->bk & 1, (c->bk >> 1) & 1, (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0);
+                  "#define KILN_WGMMA_W_L2 %d\n#define KILN_WGMMA_TAIL %d\n",
+                  c->bk & 1, (c->bk >> 1) & 1, (c->bk & 16) ? 2 : (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0,
+                  (c->bk >> 5) & 1);
     if (c->kind == MM_KIND_WGMMA && c->ck > 1) nu_printf(&b, "#define KILN_WGMMA_CLUSTER_K %d\n", c->ck);
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
@@ -250,8 +273,10 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0)
         nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_val_bias_res_text : mm_val_store_text);
-    if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 4) && c->epi == MM_EPI_BIAS_RES)
+    if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 4) && !(c->bk & 16) && c->epi == MM_EPI_BIAS_RES)
         nu_printf(&b, "%s", mm_warm_bias_res_text);
+    if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 16) && c->epi == MM_EPI_BIAS_RES)
+        nu_printf(&b, "%s", mm_pre_bias_res_text);
     nu_printf(&b, "%s", tmpl);
     if (tmpl2) nu_printf(&b, "%s", tmpl2);
     free(common);

@@ -885,6 +885,20 @@ static const mm_cfg test_cfgs[] = {
     /* 71 */ GEMV_D(MM_F16, 1, MM_EPI_BIAS_RES, 6, 1, 1, 1, 3, 0, 2, 16),
     /* 72 */ GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 1, 5, 0, 2, -1),
     /* 73 */ GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 4, 0, 0, 2, 0, 16),
+    /* the epilogue's operands in registers from the tile's start (bit 4: KILN_WGMMA_EPI_EARLY 2)
+     * and the tile's end without a round trip (bit 5: KILN_WGMMA_TAIL: st.async exchange, the
+     * hand-back only before a cluster's next unit, the staging's reads waited for, a relaxed
+     * final barrier) on codegen's skinny tiles and splits (O, down, QKV-sized), the folded norm's
+     * sums through st.async, a split of 4, no cluster (ping-pong consumers taking several tiles),
+     * f16, cooperative tiles (both consumers exchange) */
+    /* 74 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 51, 0),
+    /* 75 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51, 0),
+    /* 76 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 51, 1),
+    /* 77 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 64, 4, 51, 0),
+    /* 78 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 1, 51),
+    /* 79 */ WGMMA_CK(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 48, 0),
+    /* 80 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 4, 0, 128, 2, 48, 0),
+    /* 81 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 0, 4, 35, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -978,6 +992,12 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 3, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 64, 4, 3, 0),
     WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 3, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 4, 1, 128, 4, 3, 0),
     WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 7, 0),
+    /* the same with the epilogue's operands in registers from the tile's start (o16) and the
+     * tile's end without a round trip (o32), apart and together */
+    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 19, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 35, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 51, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35, 0), WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 2, 35, 0),
+    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 3, 0),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
