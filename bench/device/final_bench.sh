@@ -5,18 +5,8 @@
 # the graph launch's head and tail (bench/graph/graph_gap.cu). Each step started only while
 # the elapsed time is under LIMIT seconds. Results under $OUT.
 #   LIMIT (520), CASES (bench/run.sh's cases), BENCH_TOTAL (300)
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-export OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT" /work
-[ -e /work/main/CMakeLists.txt ] || ln -sfn "$PWD" /work/main
-[ -e build ] || ln -sfn build-gpu build
-export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d)}
-LIMIT=${LIMIT:-520}
-t0=$(date +%s)
-el() { echo $(($(date +%s) - t0)); }
-left() { [ "$(el)" -lt "$LIMIT" ]; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee "$OUT/gpu.txt"
+DEFAULT_LIMIT=520
+. "$(dirname "$0")/common.sh"
 prof() { # label model dims pos
   left || return
   echo "== $1 ($(el) s)" >> "$OUT/profiles.txt"

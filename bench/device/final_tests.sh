@@ -4,18 +4,8 @@
 # compute-sanitizer memcheck / racecheck on decode and prefill layers of small dims, each step
 # started only while the elapsed time is under LIMIT seconds. Results under $OUT.
 #   LIMIT (480), JOBS (3: ctest -j)
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-export OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT" /work
-[ -e /work/main/CMakeLists.txt ] || ln -sfn "$PWD" /work/main
-[ -e build ] || ln -sfn build-gpu build
-export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d)}
-LIMIT=${LIMIT:-480}
-t0=$(date +%s)
-el() { echo $(($(date +%s) - t0)); }
-left() { [ "$(el)" -lt "$LIMIT" ]; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee "$OUT/gpu.txt"
+DEFAULT_LIMIT=480
+. "$(dirname "$0")/common.sh"
 git log --oneline -1 2>/dev/null | tee -a "$OUT/gpu.txt"
 (cd build && timeout $((LIMIT - 120)) ctest -L gpu -j "${JOBS:-3}" --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
 echo "ctest -L gpu rc=$? $(el) s" | tee -a "$OUT/times.txt"

@@ -16,17 +16,8 @@
 #      1B B=1, 8B B=1, 8B B=32.
 # Results under $OUT: checks.txt, san.txt, profiles.txt; a short table last on stdout.
 #   LIMIT (300)
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-export OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT" /work
-[ -e /work/main/CMakeLists.txt ] || ln -sfn "$PWD" /work/main
-[ -e build ] || ln -sfn build-gpu build
-export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d)}
-LIMIT=${LIMIT:-300}
-t0=$(date +%s)
-el() { echo $(($(date +%s) - t0)); }
-left() { [ "$(el)" -lt "$LIMIT" ]; }
+DEFAULT_LIMIT=300
+. "$(dirname "$0")/common.sh"
 san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
 V="kiln_d211 kiln_cols kiln_pf kiln_all"
 L8=samples/llama3_8b_layer.kiln
