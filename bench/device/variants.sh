@@ -13,7 +13,7 @@
 #      (B = 1, 17, 32 decode; B = 2 S = 300 prefill) and the full 1B (B = 1) and 8B (B = 32) layers;
 #      racecheck and memcheck of kiln_all at B = 1 and B = 32 (small dims);
 #   2. layer profiles (`--profile --profile-runs=40`), default and variants interleaved, two rounds:
-#      1B B=1, 8B B=1, 8B B=32.
+#      1B B=1, 8B B=1, 8B B=32; and the default's 8B prefill at S = 2048 in each round.
 # Results under $OUT: checks.txt, san.txt, profiles.txt; a short table last on stdout.
 #   LIMIT (300)
 DEFAULT_LIMIT=300
@@ -49,11 +49,11 @@ cat /tmp/checks_*.txt > "$OUT/checks.txt"
 cat /tmp/sanrc_*.txt > "$OUT/san.txt"
 for f in /tmp/san_*.txt; do echo "==== $f"; grep -E "Race|Invalid|Error|hazard" "$f" | head -10; done >> "$OUT/san.txt"
 echo "checks done $(el) s" >> "$OUT/times.txt"
-prof() { # bin label model dims
+prof() { # bin label model dims round [pos]
   left || return
   local f=/tmp/prof_$(basename "$1")_$2_$5.txt
-  timeout 40 "$1" run "$3" --dims "$4" --random --pos=1023 --profile --profile-runs=40 > "$f" 2>&1
-  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^ *k[0-9]|^layer|^bubbles" "$f" | cut -c1-150; } >> "$OUT/profiles.txt"
+  timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 > "$f" 2>&1
+  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
   echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
 }
 for r in 1 2; do
@@ -62,6 +62,7 @@ for r in 1 2; do
     prof build/kiln "$1" "$2" "$3" $r
     for v in $V; do prof build/variants/$v "$1" "$2" "$3" $r; done
   done
+  prof build/kiln 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0 # prefill: the default only (attention's softmax changes)
 done
 echo "profiles done $(el) s" >> "$OUT/times.txt"
 cat "$OUT/checks.txt" "$OUT/san.txt" | grep -E "rc=|SUMMARY" | head -40
