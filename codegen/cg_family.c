@@ -2084,6 +2084,12 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 #ifndef KILN_CG_DEC_COLS
 #define KILN_CG_DEC_COLS 1
 #endif
+/* KILN_CG_DEC_PUSH_FIRST 1: where the push's slots do not fit beside a ring of three or four
+ * stages, the ring gives up stages (down to two) before the push is dropped (the Gemma-2B
+ * layer's head dim 256 over one KV head); 0 drops the push. */
+#ifndef KILN_CG_DEC_PUSH_FIRST
+#define KILN_CG_DEC_PUSH_FIRST 0
+#endif
 /* KILN_CG_DEC_CLUSTER_MAX / _WARPS: other cluster sizes and warps for measurements (a kiln
  * built with them: bench/attn/push_variants.sh) */
 #ifndef KILN_CG_DEC_CLUSTER_MAX
@@ -2148,27 +2154,35 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
         /* the ring first, then the push's slots where they fit beside it */
         k.push = KILN_CG_DEC_PUSH && rows > 0 && rows <= 16 ? (int)rows : 0;
         k.cols = k.push && KILN_CG_DEC_COLS && hd % (8 * k.warps) == 0;
+        while (KILN_CG_DEC_PUSH_FIRST && k.push && k.stages > 2 && cg_attention_decode_smem(&k, hd) > smem_limit)
+            k.stages--;
         if (k.push && cg_attention_decode_smem(&k, hd) > smem_limit) k.push = k.cols = 0;
         if (k.cluster >= 2 && cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     return c;
 }
 
-/* The Hopper prefill template's configuration (attention_wgmma.cuh's knobs): key tiles of
- * 128 rows (64 above head dim 128), 2 stages, one Q buffer per consumer, Q then K(t), V(t)
- * (order 0), the row max following every tile (th 0), the static longest-first schedule, no
- * cache hints: the kernel as measured before the knobs (README, the attention table). The
- * knobs FlashAttention-3 suggests (order 1, a Q look-ahead, th 8, the dynamic scheduler
- * with L2 sections, hints) pass every check but are not yet timed: docs/ATTENTION.md,
- * bench/attn/pfa2_device.sh (the sweep against this configuration) says how to choose. */
+/* The Hopper prefill template's configuration (attention_wgmma.cuh's knobs), chosen by the
+ * sweep of bench/attn/pfa2_device.sh (H200, every variant first checked against the f64
+ * reference; README, "Attention prefill: the knobs timed"): 2 stages, one Q buffer per
+ * consumer, K(0), Q, then K(t+1) before V(t) (order 1), the row max moved only past a
+ * threshold of 2^8 (th 8: the O rescale mostly skipped). Head dims up to 128: key tiles of
+ * 128 rows, the static longest-first schedule. Above 128: key tiles of 64 rows (80 measured
+ * faster still but spills a few registers in the consumers), the dynamic scheduler over L2
+ * sections of 5/8 of the L2 (FlashAttention-3's 32 of 50 MB) and the cache hints (Q
+ * evict-first, K and V evict-last), which measured best together. */
 typedef struct att_wgmma_cfg {
     int bk, stages, qbuf, order, qpf, th, sched, hint;
     int64_t l2sec;
 } att_wgmma_cfg;
 static att_wgmma_cfg att_wgmma_config(const cg_target *tg, int64_t hd)
 {
-    att_wgmma_cfg c = {hd > 128 ? 64 : 128, 2, 1, 0, 0, 0, 0, 0, 0};
-    if (c.sched) c.l2sec = tg->l2_bytes / 2; /* sections of half the L2 (FlashAttention-3: 32 of 50 MB) */
+    att_wgmma_cfg c = {128, 2, 1, 1, 0, 8, 0, 0, 0};
+    if (hd > 128) {
+        c.bk = 64;
+        c.sched = c.hint = 1;
+    }
+    if (c.sched) c.l2sec = tg->l2_bytes * 5 / 8;
     return c;
 }
 /* KILN_ATT_SMEM of attention_wgmma.cuh: the consumers' Q buffers, the K and V rings (rows

@@ -370,7 +370,7 @@ static void attention_case(const ir_rope_attrs *r)
 /* q a slice of a QKV buffer (already rotated), k/v read from the caches (no fused cache write):
  * on sm_90a the Hopper template with attention_prefill.cuh as its run-time fallback (head dim
  * 64 / 128) or none (other head dims); on sm_80 attention_prefill.cuh. */
-static void attention_wgmma_case(int hd, const char *arch)
+static void attention_wgmma_case(int hd, const char *arch, float softcap)
 {
     ir_graph *g = new_graph();
     ir_node *qkv = in(g, "qkv", ty(IR_BF16, 3, -1, -2, 4 * hd + 2 * 2 * hd));
@@ -381,6 +381,7 @@ static void attention_wgmma_case(int hd, const char *arch)
     ir_dim qd[4] = {ir_dim_sym(0), ir_dim_sym(1), ir_dim_const(4), ir_dim_const(hd)};
     ir_node *q = ir_reshape(g, sq, 4, qd, L0);
     ir_node *a = ir_attention(g, q, kc, vc, pos, 0, true, L0);
+    a->attrs.softcap = softcap;
     ir_graph_add_output(g, "a", a, L0);
     int k = ir_graph_add_group(g, a, IR_GROUP_ATTENTION);
     q->group = sq->group = k;
@@ -402,7 +403,16 @@ static void attention_wgmma_case(int hd, const char *arch)
             CHECK(kk->launch.grid[0].cap == 132 && kk->launch.grid[0].div == 64 && kk->launch.grid[0].div2 == 2);
             CHECK(ir_dim_is_const(&kk->launch.grid[1].n, &one) && one == 1 && ir_dim_is_const(&kk->launch.grid[2].n, &one) &&
                   one == 1);
-            CHECK(kk->config && !strcmp(kk->config, hd > 128 ? "wgmma 2x64x64 s2" : "wgmma 2x64x128 s2"));
+            /* the measured configuration (cg_family.c att_wgmma_config): key tiles of 128 rows up
+             * to head dim 128, 64 above, order 1, threshold 8, the dynamic scheduler and cache
+             * hints above 128; a soft-cap changes none of it */
+            const char *want = hd <= 128 ? "wgmma 2x64x128 s2" : "wgmma 2x64x64 s2";
+            CHECK_MSG(kk->config && !strcmp(kk->config, want), "hd %d softcap %g: %s", hd, softcap, kk->config);
+            HAS(t, "#define KILN_ATT_ORDER 1");
+            HAS(t, "#define KILN_ATT_TH 8");
+            HAS(t, hd > 128 ? "#define KILN_ATT_SCHED 1" : "#define KILN_ATT_SCHED 0");
+            HAS(t, hd > 128 ? "#define KILN_ATT_HINT 1" : "#define KILN_ATT_HINT 0");
+            if (softcap > 0) HAS(t, "#define KILN_ATT_SOFTCAP ");
             HAS(t, "#define KILN_WGMMA_NO_KERNEL 1");
             HAS(t, "#define KILN_ATT_BK ");
             int64_t v;
@@ -427,10 +437,11 @@ static void attention_wgmma_case(int hd, const char *arch)
 
 static void test_attention(void)
 {
-    attention_wgmma_case(128, "sm_90a");
-    attention_wgmma_case(96, "sm_90a");
-    attention_wgmma_case(256, "sm_90a");
-    attention_wgmma_case(128, "sm_80");
+    attention_wgmma_case(128, "sm_90a", 0);
+    attention_wgmma_case(96, "sm_90a", 0);
+    attention_wgmma_case(256, "sm_90a", 0);
+    attention_wgmma_case(256, "sm_90a", 30.f);
+    attention_wgmma_case(128, "sm_80", 0);
     attention_case(NULL);
     ir_rope_attrs l3 = {.scaling = IR_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
                         .original_max_pos = 8192};
