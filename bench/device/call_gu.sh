@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/device/call_gu.sh — one device call over the slim build (carry build-gpu, with
+# build-gpu/variants from bench/attn/push_variants.sh): why the gate/up GEMV of K = 2048 streams
+# below the 8B layer's (Gemma-2B 72%, Llama-1B 80%, Llama-8B 95% of the floor in the H200
+# profiles), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
+# L2 prefetch (kiln_pf), the prefill attention's measured knobs checked on every head dim.
+#   1. `kiln run --check` (against the interpreter): prefill at S = 300 of the 8B layer (small
+#      dims), Gemma-2B (head dim 256: the dynamic scheduler and cache hints), Gemma-2 (soft-cap,
+#      window), Phi-3-mini (96); kiln_dpush at decode on Gemma-2B (B = 1, 3) and Gemma-2 (B = 1);
+#      racecheck and memcheck of the Gemma-2B prefill (S = 300) and of kiln_dpush's decode;
+#   2. ncu (no clock control) of the gate/up GEMV of the Gemma-2B, 1B and 8B layers at decode
+#      and of the Gemma-2B decode attention (default and kiln_dpush);
+#   3. layer profiles, default and variants interleaved, two rounds: Gemma-2B, Phi-3-mini, 1B,
+#      8B at B = 1; the 8B prefill at S = 2048 (default);
+#   4. test_fault_gpu alone, if time is left.
+# Results under $OUT. LIMIT (540)
+DEFAULT_LIMIT=540
+. "$(dirname "$0")/common.sh"
+san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
+NCU=ncu; command -v $NCU >/dev/null || NCU=/usr/local/cuda/bin/ncu
+L8=samples/llama3_8b_layer.kiln
+G2B=bench/attn/gemma_2b_layer.kiln
+SMALL="-D D=1024 -D H=8 -D KV=2 -D F=2048"
+chk() { # bin label args...
+  local b=$1 l=$2; shift 2
+  timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
+  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | sort -t' ' -k1,1 | tail -2 | tr '\n' ' ' | cut -c1-160)"
+}
+( chk build/kiln 8b-s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0
+  chk build/kiln g2b-s300 $G2B --dims B=1,S=300,T=512 --pos=0 ) > /tmp/checks_a.txt 2>&1 &
+( chk build/kiln gemma2-s300 samples/gemma2_2b_layer.kiln --dims B=1,S=300,T=512 --pos=0
+  chk build/kiln phi3-s300 samples/phi3_mini_layer.kiln --dims B=1,S=300,T=512 --pos=0 ) > /tmp/checks_b.txt 2>&1 &
+( chk build/variants/kiln_dpush g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_dpush g2b-b3 $G2B --dims B=3,S=1,T=1024 --pos=700
+  chk build/variants/kiln_dpush gemma2-b1 samples/gemma2_2b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_c.txt 2>&1 &
+wait
+cat /tmp/checks_[abc].txt | tee "$OUT/checks.txt"
+echo "checks done $(el) s" | tee -a "$OUT/times.txt"
+sanr() { # tool label bin args...
+  local tool=$1 l=$2 b=$3; shift 3
+  timeout 120 $san --tool "$tool" --error-exitcode 9 "$b" run "$@" --random --check > "/tmp/san_${tool}_$l.txt" 2>&1
+  echo "==== $tool $l rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san_${tool}_$l.txt" | tail -1)"
+}
+for tool in racecheck memcheck; do
+  sanr $tool g2b-s300 build/kiln $G2B -D D=512 -D F=1024 --dims B=1,S=300,T=512 --pos=0 > /tmp/sanrc_${tool}_p.txt &
+  sanr $tool g2b-dpush-b1 build/variants/kiln_dpush $G2B -D D=512 -D F=1024 --dims B=1,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_d.txt &
+done
+wait
+cat /tmp/sanrc_*.txt | tee "$OUT/san.txt"
+for f in /tmp/san_*.txt; do echo "==== $f"; grep -E "Race|Invalid|Error|hazard" "$f" | head -8; done >> "$OUT/san.txt"
+echo "sanitizers done $(el) s" | tee -a "$OUT/times.txt"
+nc() { # label bin kernel-regex model dims
+  left || return
+  timeout 90 $NCU --clock-control none -k "regex:$3" -s 2 -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \
+    "$2" run "$4" --dims "$5" --random --pos=1000 > "$OUT/ncu_$1.txt" 2>&1
+  echo "ncu $1 rc=$? $(el) s" | tee -a "$OUT/times.txt"
+}
+nc g2b-gu build/kiln '_k5_matmul' $G2B B=1,S=1,T=1024
+nc 1b-gu build/kiln '_k5_matmul' samples/llama3_1b_layer.kiln B=1,S=1,T=1024
+nc 8b-gu build/kiln '_k5_matmul' $L8 B=1,S=1,T=1024
+nc g2b-att build/kiln '_attention' $G2B B=1,S=1,T=1024
+nc g2b-att-dpush build/variants/kiln_dpush '_attention' $G2B B=1,S=1,T=1024
+prof() { # bin label model dims round [pos]
+  left || return
+  local f=/tmp/prof_$(basename "$1")_$2_$5.txt
+  timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 > "$f" 2>&1
+  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
+  echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
+}
+for r in 1 2; do
+  for shape in "g2b-b1 $G2B B=1,S=1,T=1024" "phi3-b1 samples/phi3_mini_layer.kiln B=1,S=1,T=1024" \
+    "1b-b1 samples/llama3_1b_layer.kiln B=1,S=1,T=1024" "8b-b1 $L8 B=1,S=1,T=1024"; do
+    set -- $shape
+    prof build/kiln "$1" "$2" "$3" $r
+    for v in kiln_dpush kiln_pf; do prof build/variants/$v "$1" "$2" "$3" $r; done
+  done
+  prof build/kiln 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
+done
+echo "profiles done $(el) s" | tee -a "$OUT/times.txt"
+sort "$OUT/table.txt"
+if [ "$(el)" -lt $((LIMIT - 150)) ]; then
+  (cd build && timeout $((LIMIT - $(el) - 10)) ctest -R test_fault_gpu --output-on-failure) > "$OUT/fault.log" 2>&1
+  echo "test_fault_gpu rc=$? $(el) s" | tee -a "$OUT/times.txt"
+  tail -5 "$OUT/fault.log"
+fi
