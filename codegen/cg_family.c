@@ -431,6 +431,12 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
 /* gemv.cuh's KILN_GEMV_LAUNCH_AT (where a CTA lets the next kernel launch). A build-time knob. */
 #define KILN_CG_GEMV_LAUNCH 1
 #endif
+#ifndef KILN_CG_GEMV_RING
+/* R > 0: gemv.cuh's KILN_GEMV_RING (the weights through R slots per thread in shared memory,
+ * cp.async R - 1 steps ahead) where the deferred path applies, two CTAs per SM and their
+ * shared memory fits beside each other. A build-time knob for benchmarks. */
+#define KILN_CG_GEMV_RING 0
+#endif
 #ifndef KILN_CG_GEMV_PREFETCH
 /* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
  * build-time knob for benchmarks. */
@@ -1996,6 +2002,14 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
         define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
         if (KILN_CG_GEMV_PREFETCH) define(plan, "KILN_PDL_PREFETCH", "1");
+        const int64_t ring_smem = (int64_t)KILN_CG_GEMV_RING * h.cols * 256 * 16;
+        if (KILN_CG_GEMV_RING > 1 && KILN_CG_GEMV_DEFER > 0 && h.splitk == 1 && b_nk == 1 && maxm * h.cols <= 32 &&
+            gemv_minb(hm ? maxm : 8, a->type.dtype) == 2 && a->type.dtype != IR_F32 &&
+            2 * (ring_smem + 8192) <= gen->target->smem_per_block + 1024) { /* two per SM */
+            define(plan, "KILN_GEMV_RING", "%d", KILN_CG_GEMV_RING);
+            L->smem = ring_smem;
+            gen->kern->config = cg_printf(gen, "%s, ring %d", gen->kern->config, KILN_CG_GEMV_RING);
+        }
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");
             define(plan, "KILN_EPS", "%s", cg_float_lit(gen, norm->attrs.eps));

@@ -2,7 +2,7 @@
 # bench/device/call_gu.sh — one device call over the slim build (carry build-gpu, with
 # build-gpu/variants from bench/attn/push_variants.sh): why the gate/up GEMV of K = 2048 streams
 # below the 8B layer's (Gemma-2B 72%, Llama-1B 80%, Llama-8B 95% of the floor in the H200
-# profiles), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
+# profiles), the GEMV's weights through a shared-memory ring (kiln_ring3), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
 # L2 prefetch (kiln_pf), the prefill attention's measured knobs checked on every head dim.
 #   1. `kiln run --check` (against the interpreter): prefill at S = 300 of the 8B layer (small
 #      dims), Gemma-2B (head dim 256: the dynamic scheduler and cache hints), Gemma-2 (soft-cap,
@@ -27,14 +27,22 @@ chk() { # bin label args...
   echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | sort -t' ' -k1,1 | tail -2 | tr '\n' ' ' | cut -c1-160)"
 }
 ( chk build/kiln 8b-s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0
+  chk build/kiln 8bs-b2 $L8 $SMALL --dims B=2,S=1,T=1024 --pos=900
+  chk build/kiln g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/kiln g2b-s300 $G2B --dims B=1,S=300,T=512 --pos=0 ) > /tmp/checks_a.txt 2>&1 &
 ( chk build/kiln gemma2-s300 samples/gemma2_2b_layer.kiln --dims B=1,S=300,T=512 --pos=0
   chk build/kiln phi3-s300 samples/phi3_mini_layer.kiln --dims B=1,S=300,T=512 --pos=0 ) > /tmp/checks_b.txt 2>&1 &
+( chk build/variants/kiln_ring3 g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_ring3 g2b-b2 $G2B --dims B=2,S=1,T=1024 --pos=700
+  chk build/variants/kiln_ring3 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_ring3 8b-b1 $L8 --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_ring3 8bs-b2 $L8 $SMALL --dims B=2,S=1,T=1024 --pos=900
+  chk build/variants/kiln_ring3 phi3-b1 samples/phi3_mini_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_d.txt 2>&1 &
 ( chk build/variants/kiln_dpush g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/variants/kiln_dpush g2b-b3 $G2B --dims B=3,S=1,T=1024 --pos=700
   chk build/variants/kiln_dpush gemma2-b1 samples/gemma2_2b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_c.txt 2>&1 &
 wait
-cat /tmp/checks_[abc].txt | tee "$OUT/checks.txt"
+cat /tmp/checks_[abcd].txt | tee "$OUT/checks.txt"
 echo "checks done $(el) s" | tee -a "$OUT/times.txt"
 sanr() { # tool label bin args...
   local tool=$1 l=$2 b=$3; shift 3
@@ -43,6 +51,7 @@ sanr() { # tool label bin args...
 }
 for tool in racecheck memcheck; do
   sanr $tool g2b-s300 build/kiln $G2B -D D=512 -D F=1024 --dims B=1,S=300,T=512 --pos=0 > /tmp/sanrc_${tool}_p.txt &
+  sanr $tool 8bs-ring3-b2 build/variants/kiln_ring3 $L8 $SMALL --dims B=2,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_r.txt &
   sanr $tool g2b-dpush-b1 build/variants/kiln_dpush $G2B -D D=512 -D F=1024 --dims B=1,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_d.txt &
 done
 wait
@@ -57,6 +66,7 @@ nc() { # label bin kernel-regex model dims
   echo "ncu $1 rc=$? $(el) s" | tee -a "$OUT/times.txt"
 }
 nc g2b-gu build/kiln '_k5_matmul' $G2B B=1,S=1,T=1024
+nc g2b-gu-ring3 build/variants/kiln_ring3 '_k5_matmul' $G2B B=1,S=1,T=1024
 nc 1b-gu build/kiln '_k5_matmul' samples/llama3_1b_layer.kiln B=1,S=1,T=1024
 nc 8b-gu build/kiln '_k5_matmul' $L8 B=1,S=1,T=1024
 nc g2b-att build/kiln '_attention' $G2B B=1,S=1,T=1024
@@ -73,7 +83,7 @@ for r in 1 2; do
     "1b-b1 samples/llama3_1b_layer.kiln B=1,S=1,T=1024" "8b-b1 $L8 B=1,S=1,T=1024"; do
     set -- $shape
     prof build/kiln "$1" "$2" "$3" $r
-    for v in kiln_dpush kiln_pf; do prof build/variants/$v "$1" "$2" "$3" $r; done
+    for v in kiln_dpush kiln_pf kiln_ring3; do prof build/variants/$v "$1" "$2" "$3" $r; done
   done
   prof build/kiln 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
 done

@@ -147,6 +147,16 @@
 // epilogue after every column block).
 #define KILN_GEMV_DEFER 16
 #endif
+#ifndef KILN_GEMV_RING
+// > 0 (R, at least 2; the deferred path only): the weights reach each thread through R slots of
+// its own in dynamic shared memory (R * COLS * 256 16-byte slots: the launch's shared memory),
+// filled by cp.async R - 1 steps ahead of their use across column blocks, so a CTA keeps R - 1
+// steps of weights in flight without holding them in registers, through its reductions and
+// epilogues too (a step: COLS 16-byte loads per thread). A slot is refilled one step after it
+// was read, once the FMAs that used its values have issued. Applies at run time to M <= MAXM,
+// K a multiple of the vector and aligned operands (else kgv_main_defer). 0: off.
+#define KILN_GEMV_RING 0
+#endif
 #define KGV_DEFER_OK (KILN_GEMV_DEFER > 0 && KILN_B_NK && KILN_SPLITK == 1 && KILN_GEMV_MAXM * KILN_GEMV_COLS <= 32)
 #ifndef KILN_GEMV_MINB
 // CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
@@ -624,18 +634,85 @@ template <int P> __device__ __forceinline__ float kgv_warp_sums(float (&v)[P], i
 // at once, one column pair per thread. The folded norm's sums of squares are taken in the first
 // unit only when M <= MAXM (every column block reads the same x), else in every unit. Unaligned
 // operands take scalar loads throughout.
+// The deferred reduction's end of unit q (of nq, nrb row blocks per column block; kgv_main_defer
+// and kgv_main_ring): the warp's MAXM*COLS partial sums (and the folded norm's sums of squares,
+// `sums`) into slot q % KILN_GEMV_DEFER of part (ssp); after the last slot or the last unit one
+// CTA-wide pass adds the warps' slots and runs those units' epilogues, a column pair per thread.
+template <int MAXM, int COLS>
+__device__ __forceinline__ void kgv_defer_unit_end(const KilnArgs &p, float (&acc)[MAXM][COLS], kgv_ss<MAXM> &ss,
+                                                   float (*part)[KGV_WARPS][MAXM * COLS],
+                                                   float (*ssp)[KGV_WARPS][MAXM], bool sums, bool ss_once,
+                                                   long long q, long long nq, long long nrb, long long b,
+                                                   long long n00)
+{
+    constexpr int NB = KILN_GEMV_DEFER, V = MAXM * COLS, P = kgv_pow2<V>::P;
+    constexpr int G = 32 / P, PAIRS = MAXM * (COLS / 2);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const long long M = p.M, N = p.N, K = p.K;
+    const int slot = (int)(q % NB);
+    {
+        float v[P];
+#pragma unroll
+        for (int i = 0; i < P; i++) v[i] = i < V ? acc[(i < V ? i : 0) / COLS][(i < V ? i : 0) % COLS] : 0.f;
+        const float r = kgv_warp_sums<P>(v, lane);
+        if (lane % G == 0 && lane / G < V) part[slot][warp][lane / G] = r;
+    }
+#if KILN_GEMV_NORM
+    if (sums) {
+#pragma unroll
+        for (int m = 0; m < MAXM; m++) {
+            const float t = kiln_warp_sum(ss.v[m]);
+            if (lane == 0) ssp[slot][warp][m] = t;
+        }
+    }
+#endif
+    if (slot == NB - 1 || q + 1 == nq) { // the CTA's partials of the held units -> epilogues
+        __syncthreads();
+        const long long q0 = q - slot;
+        for (int i = tid; i < (slot + 1) * PAIRS; i += KGV_THREADS) {
+            const int s = i / PAIRS, m = (i % PAIRS) / (COLS / 2), c = (i % (COLS / 2)) * 2;
+            const long long qs = q0 + s, gm = qs % nrb * MAXM + m;
+            const long long gn = n00 + qs / nrb * gridDim.x * COLS + c;
+            if (gm >= M || gn >= N) continue;
+            float v0 = 0.f, v1 = 0.f, sq = 0.f;
+#pragma unroll
+            for (int w8 = 0; w8 < KGV_WARPS; w8++) {
+                v0 += part[s][w8][m * COLS + c];
+                v1 += part[s][w8][m * COLS + c + 1];
+#if KILN_GEMV_NORM
+                sq += ssp[ss_once ? 0 : s][w8][m];
+#endif
+            }
+            const float rs = kgv_rs(sq, K);
+            kiln_epilogue2(p, b, gm, gn, v0 * rs, v1 * rs, gn + 1 < N);
+        }
+        if (q + 1 < nq) __syncthreads(); // the slots are written again
+        else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0) kiln_pdl_launch();
+    }
+#if !KILN_GEMV_NORM
+    (void)ss;
+    (void)ssp;
+    (void)sums;
+    (void)ss_once;
+#endif
+}
+
+#if KILN_GEMV_NORM
+#define KGV_SSP ssp
+#else
+#define KGV_SSP nullptr
+#endif
 template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnArgs &p)
 {
     using TR = kgv_t<T>;
     constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, U = KILN_GEMV_UNROLL;
-    constexpr int STEP = KGV_THREADS * VEC, NB = KILN_GEMV_DEFER, V = MAXM * COLS, P = kgv_pow2<V>::P;
-    constexpr int G = 32 / P, PAIRS = MAXM * (COLS / 2);
+    constexpr int STEP = KGV_THREADS * VEC, NB = KILN_GEMV_DEFER, V = MAXM * COLS;
     __shared__ float part[NB][KGV_WARPS][V];
 #if KILN_GEMV_NORM
     __shared__ float ssp[NB][KGV_WARPS][MAXM];
 #endif
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x;
     const long long b = blockIdx.z;
     const long long M = p.M, N = p.N, K = p.K;
     const long long ncb = (N + COLS - 1) / COLS;
@@ -769,50 +846,113 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
         } else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1) {
             kiln_pdl_launch(); // this CTA's weights are read
         }
-        const int slot = (int)(q % NB);
-        {
-            float v[P];
-#pragma unroll
-            for (int i = 0; i < P; i++) v[i] = i < V ? acc[(i < V ? i : 0) / COLS][(i < V ? i : 0) % COLS] : 0.f;
-            const float r = kgv_warp_sums<P>(v, lane);
-            if (lane % G == 0 && lane / G < V) part[slot][warp][lane / G] = r;
-        }
-#if KILN_GEMV_NORM
-        if (sums) {
-#pragma unroll
-            for (int m = 0; m < MAXM; m++) {
-                const float t = kiln_warp_sum(ss.v[m]);
-                if (lane == 0) ssp[slot][warp][m] = t;
-            }
-        }
-#endif
-        if (slot == NB - 1 || q + 1 == nq) { // the CTA's partials of the held units -> epilogues
-            __syncthreads();
-            const long long q0 = q - slot;
-            for (int i = tid; i < (slot + 1) * PAIRS; i += KGV_THREADS) {
-                const int s = i / PAIRS, m = (i % PAIRS) / (COLS / 2), c = (i % (COLS / 2)) * 2;
-                const long long qs = q0 + s, gm = qs % nrb * MAXM + m;
-                const long long gn = n00 + qs / nrb * gridDim.x * COLS + c;
-                if (gm >= M || gn >= N) continue;
-                float v0 = 0.f, v1 = 0.f, sq = 0.f;
-#pragma unroll
-                for (int w8 = 0; w8 < KGV_WARPS; w8++) {
-                    v0 += part[s][w8][m * COLS + c];
-                    v1 += part[s][w8][m * COLS + c + 1];
-#if KILN_GEMV_NORM
-                    sq += ssp[ss_once ? 0 : s][w8][m];
-#endif
-                }
-                const float rs = kgv_rs(sq, K);
-                kiln_epilogue2(p, b, gm, gn, v0 * rs, v1 * rs, gn + 1 < N);
-            }
-            if (q + 1 < nq) __syncthreads(); // the slots are written again
-            else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0) kiln_pdl_launch();
-        }
+        kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, part, KGV_SSP, sums, ss_once, q, nq, nrb, b,
+                                       n00);
         j = jn;
         mb = mbn;
     }
 }
+
+#if KILN_GEMV_RING > 0
+__device__ __forceinline__ void kgv_cp16(void *sdst, const void *gsrc)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(sdst)),
+                 "l"(gsrc)
+                 : "memory");
+}
+// The ring path (KILN_GEMV_RING R > 0; above the kernel's doc): false, having done nothing,
+// where it does not apply (more rows than MAXM, K not a multiple of the vector, unaligned
+// operands); kgv_main_defer then runs.
+template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnArgs &p)
+{
+    using TR = kgv_t<T>;
+    constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, R = KILN_GEMV_RING;
+    constexpr int STEP = KGV_THREADS * VEC, NB = KILN_GEMV_DEFER, V = MAXM * COLS;
+    static_assert(R >= 2, "KILN_GEMV_RING: at least 2 slots");
+    const long long M = p.M, N = p.N, K = p.K;
+    const long long b = blockIdx.z;
+    const T *A = reinterpret_cast<const T *>(p.a) + b * p.sa;
+    const T *W = reinterpret_cast<const T *>(p.w) + b * p.sw;
+    if (M > MAXM || K % VEC != 0 || !kgv_aligned(A, p.lda, VEC) || !kgv_aligned(W, p.ldw, VEC)) return false;
+    extern __shared__ uint4 kgv_ring[]; // [R][COLS][KGV_THREADS]: each thread's own slots
+    __shared__ float part[NB][KGV_WARPS][V];
+#if KILN_GEMV_NORM
+    __shared__ float ssp[NB][KGV_WARPS][MAXM];
+#endif
+    const int tid = threadIdx.x;
+    const long long ncb = (N + COLS - 1) / COLS;
+    const long long nq = (long long)blockIdx.x < ncb ? (ncb - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const long long kt = (long long)tid * VEC;
+    const long long ns = kt < K ? (K - 1 - kt) / STEP + 1 : 0; // this thread's steps per column block
+    const long long n00 = (long long)blockIdx.x * COLS, cstride = (long long)gridDim.x * COLS;
+    uint4 *const ring = kgv_ring + tid;
+    long long iq = 0, ik = 0; // the next step to issue: its column block and step
+    int is = 0;               // and its slot
+    auto issue = [&]() {
+        if (iq < nq && ns > 0) {
+            const long long n0 = n00 + iq * cstride;
+#pragma unroll
+            for (int c = 0; c < COLS; c++)
+                kgv_cp16(ring + (is * COLS + c) * KGV_THREADS, W + (n0 + c < N ? n0 + c : N - 1) * p.ldw + kt + ik * STEP);
+            if (++ik == ns) ik = 0, iq++;
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        is = is + 1 == R ? 0 : is + 1;
+    };
+#pragma unroll
+    for (int i = 0; i < R - 1; i++) issue(); // before the wait: weights only
+    kiln_pdl_wait();
+    if (KILN_GEMV_EARLY_LAUNCH) kiln_pdl_launch();
+#ifdef KILN_HAS_EPILOGUE_PREFETCH
+    if (tid == KGV_THREADS - 32) kiln_epilogue_prefetch(p);
+#endif
+    int cs = 0; // the slot of the step consumed next
+    for (long long q = 0; q < nq; q++) {
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 2 && q + 1 == nq) kiln_pdl_launch();
+        const bool sums = KILN_GEMV_NORM && q == 0;
+        kgv_ss<MAXM> ss;
+        ss.zero();
+        float acc[MAXM][COLS];
+#pragma unroll
+        for (int m = 0; m < MAXM; m++)
+#pragma unroll
+            for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+        for (long long st = 0; st < ns; st++) {
+            // the slot read in the previous step is free (its values were used by the FMAs
+            // issued before this point): refill it, then wait for this step's group
+            issue();
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(R - 1) : "memory");
+            const long long k = kt + st * STEP;
+            uint4 w[COLS];
+#pragma unroll
+            for (int c = 0; c < COLS; c++) w[c] = ring[(cs * COLS + c) * KGV_THREADS];
+            cs = cs + 1 == R ? 0 : cs + 1;
+#pragma unroll
+            for (int m = 0; m < MAXM; m++) {
+                if (m < M) {
+                    float af[VEC];
+                    TR::cvt(kgv_ld_vec(A + m * p.lda + k), af);
+                    if (sums) {
+#pragma unroll
+                        for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
+                    }
+#pragma unroll
+                    for (int c = 0; c < COLS; c++) {
+                        float wf[VEC];
+                        TR::cvt(w[c], wf);
+#pragma unroll
+                        for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
+                    }
+                }
+            }
+        }
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1 && q + 1 == nq) kiln_pdl_launch();
+        kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, part, KGV_SSP, sums, true, q, nq, 1, b, n00);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return true;
+}
+#endif // KILN_GEMV_RING
 #endif // KGV_DEFER_OK
 
 #if KILN_GEMV_NREG > 0
@@ -823,6 +963,9 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
 extern "C" __global__ void KGV_BOUNDS KILN_KERNEL(KilnArgs p)
 {
 #if KGV_DEFER_OK
+#if KILN_GEMV_RING > 0
+    if (kgv_main_ring<KILN_T>(p)) return;
+#endif
     kgv_main_defer<KILN_T>(p);
 #else
     kgv_main<KILN_T>(p);
