@@ -44,6 +44,13 @@ chk() { # bin label args...
 wait
 cat /tmp/checks_[abcd].txt | tee "$OUT/checks.txt"
 echo "checks done $(el) s" | tee -a "$OUT/times.txt"
+# the ring's kernel against the reference (test_gpu_matmul's configurations 82-86), then its sweep
+# at M = 1 against the deferred path (CUPTI kernel durations, standalone)
+KILN_MM_FILTER=ring timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_ring.log" 2>&1
+echo "test_gpu_matmul ring rc=$? $(el) s" | tee -a "$OUT/times.txt"; tail -3 "$OUT/mm_ring.log"
+KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1 KILN_MM_FILTER='_dfr16|_ring' KILN_BENCH_CSV="$OUT/ring_sweep.csv" \
+  timeout 120 build/tests/gpu/test_gpu_matmul > "$OUT/ring_sweep.log" 2>&1
+echo "ring sweep rc=$? $(el) s" | tee -a "$OUT/times.txt"
 sanr() { # tool label bin args...
   local tool=$1 l=$2 b=$3; shift 3
   timeout 120 $san --tool "$tool" --error-exitcode 9 "$b" run "$@" --random --check > "/tmp/san_${tool}_$l.txt" 2>&1
@@ -51,6 +58,9 @@ sanr() { # tool label bin args...
 }
 for tool in racecheck memcheck; do
   sanr $tool g2b-s300 build/kiln $G2B -D D=512 -D F=1024 --dims B=1,S=300,T=512 --pos=0 > /tmp/sanrc_${tool}_p.txt &
+  ( KILN_MM_SMALL=1 KILN_MM_FILTER=ring timeout 150 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
+      > /tmp/san_${tool}_mmring.txt 2>&1
+    echo "==== $tool mm-ring rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_${tool}_mmring.txt | tail -1)" ) > /tmp/sanrc_${tool}_m.txt &
   sanr $tool 8bs-ring3-b2 build/variants/kiln_ring3 $L8 $SMALL --dims B=2,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_r.txt &
   sanr $tool g2b-dpush-b1 build/variants/kiln_dpush $G2B -D D=512 -D F=1024 --dims B=1,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_d.txt &
 done

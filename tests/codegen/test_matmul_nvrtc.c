@@ -55,11 +55,15 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 10, 1, 1, 1, 0},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 12, 1, 1, 1, 0},
     {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, -1, 0, 2, 0, 0, 8, 1, 2, 1, 0},
+    /* the weights through a ring of slots in shared memory (KILN_GEMV_RING; mm_src.h: in ck) at two
+     * CTAs per SM: 8 columns with the norm, 6 with the residual at two rows, 3 and 2 slots */
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_STORE, 0, 0, 0, 2, 0, 0, 8, 1, 1, 1, 3},
+    {MM_KIND_GEMV, MM_BF16, 1, MM_EPI_BIAS_RES, 0, 0, 0, 2, 0, 0, 6, 1, 2, 0, 2},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
 /* Checked again with ptxas -v (indices into cfgs). */
-static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+static const int vcfgs[] = {0, 3, 9, 10, 16, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
 enum { NV = (int)(sizeof vcfgs / sizeof vcfgs[0]) };
 
 static int has_bytes(const unsigned char *p, size_t n, const char *s)

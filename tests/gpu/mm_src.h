@@ -133,7 +133,7 @@ typedef struct mm_cfg {
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
      * (CTAs per SM), wn 1 = KILN_GEMV_PIPE 0 (no column-block pipelining), bn = KILN_GEMV_DEFER
-     * (-1: 0, the CTA-wide reduction after every column block) */
+     * (-1: 0, the CTA-wide reduction after every column block), ck = KILN_GEMV_RING (0: off) */
     int ck; /* matmul_wgmma: KILN_WGMMA_CLUSTER_K (split-K in a cluster of ck CTAs along y; 0, 1: none) */
 } mm_cfg;
 
@@ -166,6 +166,10 @@ static inline void mm_cfg_name(const mm_cfg *c, char *buf, size_t n)
                  c->epi ? "biasres" : "store", c->cols, c->splitk, c->maxm, c->norm ? "_norm" : "",
                  c->bm ? "_grid" : "", c->bm, c->stages ? "_u" : "", c->stages, c->wm ? "_minb" : "", c->wm,
                  c->wn ? "_nopipe" : "", c->bn < 0 ? "_dfr0" : c->bn ? "_dfr" : "", c->bn > 0 ? c->bn : 0);
+    if (c->kind == MM_KIND_GEMV && c->ck > 0) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n > l ? n - l : 0, "_ring%d", c->ck);
+    }
 }
 
 /* Launch shape per CONTRACT.md (grid x, y, z; block; dynamic shared memory).
@@ -190,6 +194,8 @@ static inline size_t mm_smem_bytes(const mm_cfg *c)
                (size_t)(c->wm ? 2 : 1) * (size_t)c->bm * (size_t)c->cols * 2 +
                (c->ck > 1 ? (size_t)(c->ck - 1) * (size_t)(c->bm / 64) * 128 * (size_t)(c->bn / 8 + (c->norm ? 1 : 0)) * 16 + 32
                           : 0);
+    if (c->kind == MM_KIND_GEMV) /* gemv.cuh KILN_GEMV_RING: ring slots of 16 bytes per thread and column */
+        return c->ck > 0 ? (size_t)c->ck * (size_t)c->cols * 256 * 16 : 0;
     if (c->kind != MM_KIND_MMA) return 0;
     if (c->dt == MM_F32) return (size_t)(c->bk * (c->bm + 4) + c->bk * (c->bn + 4)) * 4;
     size_t b = c->nk ? (size_t)c->bn * (c->bk + 8) : (size_t)c->bk * (c->bn + 8);
@@ -268,6 +274,7 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
         if (c->wm) nu_printf(&b, "#define KILN_GEMV_MINB %d\n", c->wm);
         if (c->wn) nu_printf(&b, "#define KILN_GEMV_PIPE 0\n");
         if (c->bn) nu_printf(&b, "#define KILN_GEMV_DEFER %d\n", c->bn < 0 ? 0 : c->bn);
+        if (c->ck) nu_printf(&b, "#define KILN_GEMV_RING %d\n", c->ck);
     }
     nu_printf(&b, "%s", mm_struct_text);
     nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_epi_bias_res_text : mm_epi_store_text);

@@ -780,6 +780,10 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
  * -1 off: the CTA-wide reduction after every column block) */
 #define GEMV_D(dt, nk, epi, cols, sk, maxm, norm, grid, unroll, minb, defer) \
     {MM_KIND_GEMV, dt, nk, epi, grid, defer, 0, minb, 0, unroll, cols, sk, maxm, norm, 0}
+/* ... and the weights through a ring of `ring` slots per thread in shared memory (KILN_GEMV_RING;
+ * mm_src.h: in ck), the deferred reduction at its default */
+#define GEMV_R(dt, nk, epi, cols, maxm, norm, grid, minb, ring) \
+    {MM_KIND_GEMV, dt, nk, epi, grid, 0, 0, minb, 0, 0, cols, 1, maxm, norm, ring}
 /* pp: ping-pong consumers; cm: CTAs per cluster along M (mm_src.h keeps them in wm, wn) */
 #define WGMMA(dt, epi, bm, bn, st, pp, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, 0, 0, 0, 0, 0}
 /* ec: output columns staged by the TMA-store epilogue (0: from registers); sk: split-K factor */
@@ -899,6 +903,15 @@ static const mm_cfg test_cfgs[] = {
     /* 79 */ WGMMA_CK(MM_F16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 48, 0),
     /* 80 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 4, 0, 128, 2, 48, 0),
     /* 81 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 10, 1, 0, 4, 35, 1),
+    /* the ring (KILN_GEMV_RING): grids of 3..7 CTAs walking many column blocks (the slots refilled
+     * across blocks and flushes), the folded norm, the residual, two rows, M > MAXM, K not a
+     * multiple of 8 and misaligned A falling back to the deferred path, f16 and f32, 2 and 4 slots,
+     * one block per CTA */
+    /* 82 */ GEMV_R(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 5, 2, 3),
+    /* 83 */ GEMV_R(MM_BF16, 1, MM_EPI_BIAS_RES, 6, 2, 0, 7, 2, 3),
+    /* 84 */ GEMV_R(MM_F16, 1, MM_EPI_STORE, 8, 4, 1, 3, 0, 2),
+    /* 85 */ GEMV_R(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 1, 0, 2, 4),
+    /* 86 */ GEMV_R(MM_F32, 1, MM_EPI_STORE, 4, 1, 0, 5, 0, 3),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -983,6 +996,10 @@ static const mm_cfg sweep_cfgs[] = {
     GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264, 0, 2, 4), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 264, 2, 2, 16),
     GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 0, 256, 0, 2, 16),
     GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 2, 0, 264, 0, 2, -1), GEMV_D(MM_BF16, 1, MM_EPI_STORE, 8, 1, 2, 0, 264, 0, 2, 16),
+    /* the ring of 3 and 2 slots against the above, plain, with the folded norm, the residual, 6 columns */
+    GEMV_R(MM_BF16, 1, MM_EPI_STORE, 8, 1, 0, 264, 2, 3), GEMV_R(MM_BF16, 1, MM_EPI_STORE, 8, 1, 0, 264, 2, 2),
+    GEMV_R(MM_BF16, 1, MM_EPI_STORE, 8, 1, 1, 264, 2, 3), GEMV_R(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 0, 264, 2, 3),
+    GEMV_R(MM_BF16, 1, MM_EPI_STORE, 6, 1, 0, 264, 2, 3),
     /* split-K in a cluster: the tiles and cluster sizes codegen may pick, plain and with the
      * residual and the options it turns on (O, down) */
     WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 0, 0), WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 5, 1, 128, 3, 0, 0),
