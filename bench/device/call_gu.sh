@@ -2,7 +2,7 @@
 # bench/device/call_gu.sh — one device call over the slim build (carry build-gpu, with
 # build-gpu/variants from bench/attn/push_variants.sh): why the gate/up GEMV of K = 2048 streams
 # below the 8B layer's (Gemma-2B 72%, Llama-1B 80%, Llama-8B 95% of the floor in the H200
-# profiles), the GEMV's weights through a shared-memory ring (kiln_ring3), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
+# profiles), decode attention in clusters of 16 with the push first (kiln_c16: Gemma-2B only), the GEMV's weights through a shared-memory ring (kiln_ring3), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
 # L2 prefetch (kiln_pf), the prefill attention's measured knobs checked on every head dim.
 #   1. `kiln run --check` (against the interpreter): prefill at S = 300 of the 8B layer (small
 #      dims), Gemma-2B (head dim 256: the dynamic scheduler and cache hints), Gemma-2 (soft-cap,
@@ -39,6 +39,7 @@ chk() { # bin label args...
   chk build/variants/kiln_ring3 8bs-b2 $L8 $SMALL --dims B=2,S=1,T=1024 --pos=900
   chk build/variants/kiln_ring3 phi3-b1 samples/phi3_mini_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_d.txt 2>&1 &
 ( chk build/variants/kiln_dpush g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_c16 g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/variants/kiln_dpush g2b-b3 $G2B --dims B=3,S=1,T=1024 --pos=700
   chk build/variants/kiln_dpush gemma2-b1 samples/gemma2_2b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_c.txt 2>&1 &
 wait
@@ -81,6 +82,7 @@ nc 1b-gu build/kiln '_k5_matmul' samples/llama3_1b_layer.kiln B=1,S=1,T=1024
 nc 8b-gu build/kiln '_k5_matmul' $L8 B=1,S=1,T=1024
 nc g2b-att build/kiln '_attention' $G2B B=1,S=1,T=1024
 nc g2b-att-dpush build/variants/kiln_dpush '_attention' $G2B B=1,S=1,T=1024
+nc g2b-att-c16 build/variants/kiln_c16 '_attention' $G2B B=1,S=1,T=1024
 prof() { # bin label model dims round [pos]
   left || return
   local f=/tmp/prof_$(basename "$1")_$2_$5.txt
@@ -95,6 +97,7 @@ for r in 1 2; do
     prof build/kiln "$1" "$2" "$3" $r
     for v in kiln_dpush kiln_pf kiln_ring3; do prof build/variants/$v "$1" "$2" "$3" $r; done
   done
+  prof build/variants/kiln_c16 g2b-b1 $G2B B=1,S=1,T=1024 $r
   prof build/kiln 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
 done
 echo "profiles done $(el) s" | tee -a "$OUT/times.txt"
