@@ -49,9 +49,6 @@ echo "checks done $(el) s" | tee -a "$OUT/times.txt"
 # at M = 1 against the deferred path (CUPTI kernel durations, standalone)
 KILN_MM_FILTER=ring timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_ring.log" 2>&1
 echo "test_gpu_matmul ring rc=$? $(el) s" | tee -a "$OUT/times.txt"; tail -3 "$OUT/mm_ring.log"
-KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1 KILN_MM_FILTER='_dfr16|_ring' KILN_BENCH_CSV="$OUT/ring_sweep.csv" \
-  timeout 120 build/tests/gpu/test_gpu_matmul > "$OUT/ring_sweep.log" 2>&1
-echo "ring sweep rc=$? $(el) s" | tee -a "$OUT/times.txt"
 sanr() { # tool label bin args...
   local tool=$1 l=$2 b=$3; shift 3
   timeout 120 $san --tool "$tool" --error-exitcode 9 "$b" run "$@" --random --check > "/tmp/san_${tool}_$l.txt" 2>&1
@@ -83,6 +80,11 @@ nc 8b-gu build/kiln '_k5_matmul' $L8 B=1,S=1,T=1024
 nc g2b-att build/kiln '_attention' $G2B B=1,S=1,T=1024
 nc g2b-att-dpush build/variants/kiln_dpush '_attention' $G2B B=1,S=1,T=1024
 nc g2b-att-c16 build/variants/kiln_c16 '_attention' $G2B B=1,S=1,T=1024
+if left; then
+  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1 KILN_SWEEP_SHAPES=1b. KILN_MM_FILTER='_dfr16|_ring' \
+    KILN_BENCH_CSV="$OUT/ring_sweep.csv" timeout 90 build/tests/gpu/test_gpu_matmul > "$OUT/ring_sweep.log" 2>&1
+  echo "ring sweep rc=$? $(el) s" | tee -a "$OUT/times.txt"
+fi
 prof() { # bin label model dims round [pos]
   left || return
   local f=/tmp/prof_$(basename "$1")_$2_$5.txt
