@@ -2,7 +2,7 @@
 # bench/device/call_gu.sh — one device call over the slim build (carry build-gpu, with
 # build-gpu/variants from bench/attn/push_variants.sh): why the gate/up GEMV of K = 2048 streams
 # below the 8B layer's (Gemma-2B 72%, Llama-1B 80%, Llama-8B 95% of the floor in the H200
-# profiles), decode attention in clusters of 16 with the push first (kiln_c16: Gemma-2B only), the GEMV's weights through a shared-memory ring (kiln_ring3), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
+# profiles), decode attention in clusters of 16 with the push first (kiln_c16) or none (kiln_nc: 64 splits, the last CTA combines; both Gemma-2B only), the GEMV's weights through a shared-memory ring (kiln_ring3), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
 # L2 prefetch (kiln_pf), the prefill attention's measured knobs checked on every head dim.
 #   1. `kiln run --check` (against the interpreter): prefill at S = 300 of the 8B layer (small
 #      dims), Gemma-2B (head dim 256: the dynamic scheduler and cache hints), Gemma-2 (soft-cap,
@@ -40,6 +40,7 @@ chk() { # bin label args...
   chk build/variants/kiln_ring3 phi3-b1 samples/phi3_mini_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_d.txt 2>&1 &
 ( chk build/variants/kiln_dpush g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/variants/kiln_c16 g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_nc g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/variants/kiln_dpush g2b-b3 $G2B --dims B=3,S=1,T=1024 --pos=700
   chk build/variants/kiln_dpush gemma2-b1 samples/gemma2_2b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_c.txt 2>&1 &
 wait
@@ -80,6 +81,7 @@ nc 8b-gu build/kiln '_k5_matmul' $L8 B=1,S=1,T=1024
 nc g2b-att build/kiln '_attention' $G2B B=1,S=1,T=1024
 nc g2b-att-dpush build/variants/kiln_dpush '_attention' $G2B B=1,S=1,T=1024
 nc g2b-att-c16 build/variants/kiln_c16 '_attention' $G2B B=1,S=1,T=1024
+nc g2b-att-nc build/variants/kiln_nc '_attention' $G2B B=1,S=1,T=1024
 if left; then
   KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1 KILN_SWEEP_SHAPES=1b. KILN_MM_FILTER='_dfr16|_ring' \
     KILN_BENCH_CSV="$OUT/ring_sweep.csv" timeout 90 build/tests/gpu/test_gpu_matmul > "$OUT/ring_sweep.log" 2>&1
@@ -100,6 +102,7 @@ for r in 1 2; do
     for v in kiln_dpush kiln_pf kiln_ring3; do prof build/variants/$v "$1" "$2" "$3" $r; done
   done
   prof build/variants/kiln_c16 g2b-b1 $G2B B=1,S=1,T=1024 $r
+  prof build/variants/kiln_nc g2b-b1 $G2B B=1,S=1,T=1024 $r
   prof build/kiln 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
 done
 echo "profiles done $(el) s" | tee -a "$OUT/times.txt"
