@@ -432,9 +432,9 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
 #define KILN_CG_GEMV_LAUNCH 1
 #endif
 #ifndef KILN_CG_GEMV_RING
-/* R > 0: gemv.cuh's KILN_GEMV_RING (the weights through R slots per thread in shared memory,
- * cp.async R - 1 steps ahead) where the deferred path applies, two CTAs per SM and their
- * shared memory fits beside each other. A build-time knob for benchmarks. */
+/* R > 1: gemv.cuh's KILN_GEMV_RING (the weights through slots per thread in shared memory,
+ * cp.async one slot short of the ring ahead) where the deferred path applies at two CTAs per SM:
+ * as many slots as fit them, at most R. A build-time knob for benchmarks. */
 #define KILN_CG_GEMV_RING 0
 #endif
 #ifndef KILN_CG_GEMV_PREFETCH
@@ -2002,13 +2002,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
         define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
         if (KILN_CG_GEMV_PREFETCH) define(plan, "KILN_PDL_PREFETCH", "1");
-        const int64_t ring_smem = (int64_t)KILN_CG_GEMV_RING * h.cols * 256 * 16;
-        if (KILN_CG_GEMV_RING > 1 && KILN_CG_GEMV_DEFER > 0 && h.splitk == 1 && b_nk == 1 && maxm * h.cols <= 32 &&
-            gemv_minb(hm ? maxm : 8, a->type.dtype) == 2 && a->type.dtype != IR_F32 &&
-            2 * (ring_smem + 8192) <= gen->target->smem_per_block + 1024) { /* two per SM */
-            define(plan, "KILN_GEMV_RING", "%d", KILN_CG_GEMV_RING);
-            L->smem = ring_smem;
-            gen->kern->config = cg_printf(gen, "%s, ring %d", gen->kern->config, KILN_CG_GEMV_RING);
+        /* the ring's slots: as many as fit two CTAs per SM (beside 8 KB of static shared memory
+         * each), at most KILN_CG_GEMV_RING */
+        int64_t ring = ((gen->target->smem_per_block + 1024) / 2 - 8192) / ((int64_t)h.cols * 256 * 16);
+        if (ring > KILN_CG_GEMV_RING) ring = KILN_CG_GEMV_RING;
+        if (ring > 1 && KILN_CG_GEMV_DEFER > 0 && h.splitk == 1 && b_nk == 1 && maxm * h.cols <= 32 &&
+            gemv_minb(hm ? maxm : 8, a->type.dtype) == 2 && a->type.dtype != IR_F32) {
+            define(plan, "KILN_GEMV_RING", "%d", (int)ring);
+            L->smem = ring * h.cols * 256 * 16;
+            gen->kern->config = cg_printf(gen, "%s, ring %d", gen->kern->config, (int)ring);
         }
         if (norm) {
             define(plan, "KILN_GEMV_NORM", "1");

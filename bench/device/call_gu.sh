@@ -2,7 +2,7 @@
 # bench/device/call_gu.sh — one device call over the slim build (carry build-gpu, with
 # build-gpu/variants from bench/attn/push_variants.sh): why the gate/up GEMV of K = 2048 streams
 # below the 8B layer's (Gemma-2B 72%, Llama-1B 80%, Llama-8B 95% of the floor in the H200
-# profiles), decode attention in clusters of 16 with the push first (kiln_c16) or none (kiln_nc: 64 splits, the last CTA combines; both Gemma-2B only), the GEMV's weights through a shared-memory ring (kiln_ring3), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
+# profiles), decode attention in clusters of 16 with the push first (kiln_c16) or none (kiln_nc: 64 splits, the last CTA combines; both Gemma-2B only), the GEMV's weights through a shared-memory ring (kiln_ring), the decode attention of head dim 256 with the push kept (kiln_dpush) and the GEMV's
 # L2 prefetch (kiln_pf), the prefill attention's measured knobs checked on every head dim.
 #   1. `kiln run --check` (against the interpreter): prefill at S = 300 of the 8B layer (small
 #      dims), Gemma-2B (head dim 256: the dynamic scheduler and cache hints), Gemma-2 (soft-cap,
@@ -32,12 +32,12 @@ chk() { # bin label args...
   chk build/kiln g2b-s300 $G2B --dims B=1,S=300,T=512 --pos=0 ) > /tmp/checks_a.txt 2>&1 &
 ( chk build/kiln gemma2-s300 samples/gemma2_2b_layer.kiln --dims B=1,S=300,T=512 --pos=0
   chk build/kiln phi3-s300 samples/phi3_mini_layer.kiln --dims B=1,S=300,T=512 --pos=0 ) > /tmp/checks_b.txt 2>&1 &
-( chk build/variants/kiln_ring3 g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
-  chk build/variants/kiln_ring3 g2b-b2 $G2B --dims B=2,S=1,T=1024 --pos=700
-  chk build/variants/kiln_ring3 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000
-  chk build/variants/kiln_ring3 8b-b1 $L8 --dims B=1,S=1,T=1024 --pos=1000
-  chk build/variants/kiln_ring3 8bs-b2 $L8 $SMALL --dims B=2,S=1,T=1024 --pos=900
-  chk build/variants/kiln_ring3 phi3-b1 samples/phi3_mini_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_d.txt 2>&1 &
+( chk build/variants/kiln_ring g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_ring g2b-b2 $G2B --dims B=2,S=1,T=1024 --pos=700
+  chk build/variants/kiln_ring 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_ring 8b-b1 $L8 --dims B=1,S=1,T=1024 --pos=1000
+  chk build/variants/kiln_ring 8bs-b2 $L8 $SMALL --dims B=2,S=1,T=1024 --pos=900
+  chk build/variants/kiln_ring phi3-b1 samples/phi3_mini_layer.kiln --dims B=1,S=1,T=1024 --pos=1000 ) > /tmp/checks_d.txt 2>&1 &
 ( chk build/variants/kiln_dpush g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/variants/kiln_c16 g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk build/variants/kiln_nc g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
@@ -60,7 +60,7 @@ for tool in racecheck memcheck; do
   ( KILN_MM_SMALL=1 KILN_MM_FILTER=ring timeout 150 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
       > /tmp/san_${tool}_mmring.txt 2>&1
     echo "==== $tool mm-ring rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_${tool}_mmring.txt | tail -1)" ) > /tmp/sanrc_${tool}_m.txt &
-  sanr $tool 8bs-ring3-b2 build/variants/kiln_ring3 $L8 $SMALL --dims B=2,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_r.txt &
+  sanr $tool 8bs-ring-b2 build/variants/kiln_ring $L8 $SMALL --dims B=2,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_r.txt &
   sanr $tool g2b-dpush-b1 build/variants/kiln_dpush $G2B -D D=512 -D F=1024 --dims B=1,S=1,T=512 --pos=400 > /tmp/sanrc_${tool}_d.txt &
 done
 wait
@@ -75,7 +75,7 @@ nc() { # label bin kernel-regex model dims
   echo "ncu $1 rc=$? $(el) s" | tee -a "$OUT/times.txt"
 }
 nc g2b-gu build/kiln '_k5_matmul' $G2B B=1,S=1,T=1024
-nc g2b-gu-ring3 build/variants/kiln_ring3 '_k5_matmul' $G2B B=1,S=1,T=1024
+nc g2b-gu-ring build/variants/kiln_ring '_k5_matmul' $G2B B=1,S=1,T=1024
 nc 1b-gu build/kiln '_k5_matmul' samples/llama3_1b_layer.kiln B=1,S=1,T=1024
 nc 8b-gu build/kiln '_k5_matmul' $L8 B=1,S=1,T=1024
 nc g2b-att build/kiln '_attention' $G2B B=1,S=1,T=1024
@@ -99,7 +99,7 @@ for r in 1 2; do
     "1b-b1 samples/llama3_1b_layer.kiln B=1,S=1,T=1024" "8b-b1 $L8 B=1,S=1,T=1024"; do
     set -- $shape
     prof build/kiln "$1" "$2" "$3" $r
-    for v in kiln_dpush kiln_pf kiln_ring3; do prof build/variants/$v "$1" "$2" "$3" $r; done
+    for v in kiln_dpush kiln_pf kiln_ring; do prof build/variants/$v "$1" "$2" "$3" $r; done
   done
   prof build/variants/kiln_c16 g2b-b1 $G2B B=1,S=1,T=1024 $r
   prof build/variants/kiln_nc g2b-b1 $G2B B=1,S=1,T=1024 $r
