@@ -87,13 +87,6 @@ if left; then
     KILN_BENCH_CSV="$OUT/ring_sweep.csv" timeout 90 build/tests/gpu/test_gpu_matmul > "$OUT/ring_sweep.log" 2>&1
   echo "ring sweep rc=$? $(el) s" | tee -a "$OUT/times.txt"
 fi
-prof() { # bin label model dims round [pos]
-  left || return
-  local f=/tmp/prof_$(basename "$1")_$2_$5.txt
-  timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 > "$f" 2>&1
-  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
-  echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
-}
 for r in 1 2; do
   for shape in "g2b-b1 $G2B B=1,S=1,T=1024" "phi3-b1 samples/phi3_mini_layer.kiln B=1,S=1,T=1024" \
     "1b-b1 samples/llama3_1b_layer.kiln B=1,S=1,T=1024" "8b-b1 $L8 B=1,S=1,T=1024"; do

@@ -49,13 +49,6 @@ cat /tmp/checks_*.txt > "$OUT/checks.txt"
 cat /tmp/sanrc_*.txt > "$OUT/san.txt"
 for f in /tmp/san_*.txt; do echo "==== $f"; grep -E "Race|Invalid|Error|hazard" "$f" | head -10; done >> "$OUT/san.txt"
 echo "checks done $(el) s" >> "$OUT/times.txt"
-prof() { # bin label model dims round [pos]
-  left || return
-  local f=/tmp/prof_$(basename "$1")_$2_$5.txt
-  timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 > "$f" 2>&1
-  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
-  echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
-}
 for r in 1 2; do
   for shape in "1b-b1 samples/llama3_1b_layer.kiln B=1,S=1,T=1024" "8b-b1 $L8 B=1,S=1,T=1024" "8b-b32 $L8 B=32,S=1,T=1024"; do
     set -- $shape

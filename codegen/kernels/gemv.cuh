@@ -354,6 +354,43 @@ __device__ __forceinline__ void kgv_reduce_out(const KilnArgs &p, float (&acc)[M
     __syncthreads(); // red is reused by the next row block
 }
 
+template <int MAXM, int COLS> __device__ __forceinline__ void kgv_zero(float (&acc)[MAXM][COLS])
+{
+#pragma unroll
+    for (int m = 0; m < MAXM; m++)
+#pragma unroll
+        for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+}
+
+// One step of a column block: the products of COLS weight vectors w with the matching vector of
+// each row mb + m < M of A at k, into acc (and the rows' sums of squares into ss when `sums`).
+template <typename T, int MAXM, int COLS>
+__device__ __forceinline__ void kgv_fma_step(float (&acc)[MAXM][COLS], kgv_ss<MAXM> &ss, bool sums, const T *A,
+                                             long long lda, long long mb, long long M, long long k,
+                                             const uint4 (&w)[COLS])
+{
+    using TR = kgv_t<T>;
+    constexpr int VEC = TR::VEC;
+#pragma unroll
+    for (int m = 0; m < MAXM; m++) {
+        if (mb + m < M) {
+            float af[VEC];
+            TR::cvt(kgv_ld_vec(A + (mb + m) * lda + k), af);
+            if (sums) {
+#pragma unroll
+                for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
+            }
+#pragma unroll
+            for (int c = 0; c < COLS; c++) {
+                float wf[VEC];
+                TR::cvt(w[c], wf);
+#pragma unroll
+                for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
+            }
+        }
+    }
+}
+
 template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p)
 {
     using TR = kgv_t<T>;
@@ -442,44 +479,14 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                     early = false;
 #pragma unroll
                     for (int u = 0; u < U; u++) {
-#pragma unroll
-                        for (int m = 0; m < MAXM; m++) {
-                            if (mb + m < M) {
-                                float af[VEC];
-                                TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k + u * STEP), af);
-#pragma unroll
-                                for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
-#pragma unroll
-                                for (int c = 0; c < COLS; c++) {
-                                    float wf[VEC];
-                                    TR::cvt(w[u][c], wf);
-#pragma unroll
-                                    for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
-                                }
-                            }
-                        }
+                        kgv_fma_step<T, MAXM, COLS>(acc, ss, true, A, p.lda, mb, M, k + u * STEP, w[u]);
                     }
                 }
                 for (; k < kv; k += STEP) {
                     uint4 w1[COLS];
 #pragma unroll
                     for (int c = 0; c < COLS; c++) w1[c] = kgv_ld_stream(wr[c] + k);
-#pragma unroll
-                    for (int m = 0; m < MAXM; m++) {
-                        if (mb + m < M) {
-                            float af[VEC];
-                            TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), af);
-#pragma unroll
-                            for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
-#pragma unroll
-                            for (int c = 0; c < COLS; c++) {
-                                float wf[VEC];
-                                TR::cvt(w1[c], wf);
-#pragma unroll
-                                for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
-                            }
-                        }
-                    }
+                    kgv_fma_step<T, MAXM, COLS>(acc, ss, true, A, p.lda, mb, M, k, w1);
                 }
             }
             // Scalar: the tail of a vectorized slice (< VEC elements), or the whole slice.
@@ -757,10 +764,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
         kgv_ss<MAXM> ss;
         ss.zero();
         float acc[MAXM][COLS];
-#pragma unroll
-        for (int m = 0; m < MAXM; m++)
-#pragma unroll
-            for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+        kgv_zero(acc);
         long long k = kt;
         for (; k + (long long)(U - 1) * STEP < kv; k += (long long)U * STEP) {
             if (!early) {
@@ -772,24 +776,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
             early = false;
 #pragma unroll
             for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int m = 0; m < MAXM; m++) {
-                    if (mb + m < M) {
-                        float af[VEC];
-                        TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k + u * STEP), af);
-                        if (sums) {
-#pragma unroll
-                            for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
-                        }
-#pragma unroll
-                        for (int c = 0; c < COLS; c++) {
-                            float wf[VEC];
-                            TR::cvt(w[u][c], wf);
-#pragma unroll
-                            for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
-                        }
-                    }
-                }
+                kgv_fma_step<T, MAXM, COLS>(acc, ss, sums, A, p.lda, mb, M, k + u * STEP, w[u]);
             }
         }
         if (U > 1) {
@@ -797,24 +784,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
                 uint4 w1[COLS];
 #pragma unroll
                 for (int c = 0; c < COLS; c++) w1[c] = kgv_ld_stream(wr[c] + k);
-#pragma unroll
-                for (int m = 0; m < MAXM; m++) {
-                    if (mb + m < M) {
-                        float af[VEC];
-                        TR::cvt(kgv_ld_vec(A + (mb + m) * p.lda + k), af);
-                        if (sums) {
-#pragma unroll
-                            for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
-                        }
-#pragma unroll
-                        for (int c = 0; c < COLS; c++) {
-                            float wf[VEC];
-                            TR::cvt(w1[c], wf);
-#pragma unroll
-                            for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
-                        }
-                    }
-                }
+                kgv_fma_step<T, MAXM, COLS>(acc, ss, sums, A, p.lda, mb, M, k, w1);
             }
         }
         for (long long kk = kv + tid; kk < K; kk += KGV_THREADS) { // scalar: a tail, or all of K
@@ -913,10 +883,7 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
         kgv_ss<MAXM> ss;
         ss.zero();
         float acc[MAXM][COLS];
-#pragma unroll
-        for (int m = 0; m < MAXM; m++)
-#pragma unroll
-            for (int c = 0; c < COLS; c++) acc[m][c] = 0.f;
+        kgv_zero(acc);
         for (long long st = 0; st < ns; st++) {
             // the slot read in the previous step is free (its values were used by the FMAs
             // issued before this point): refill it, then wait for this step's group
@@ -927,24 +894,7 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
 #pragma unroll
             for (int c = 0; c < COLS; c++) w[c] = ring[(cs * COLS + c) * KGV_THREADS];
             cs = cs + 1 == R ? 0 : cs + 1;
-#pragma unroll
-            for (int m = 0; m < MAXM; m++) {
-                if (m < M) {
-                    float af[VEC];
-                    TR::cvt(kgv_ld_vec(A + m * p.lda + k), af);
-                    if (sums) {
-#pragma unroll
-                        for (int e = 0; e < VEC; e++) ss.add(m, af[e]);
-                    }
-#pragma unroll
-                    for (int c = 0; c < COLS; c++) {
-                        float wf[VEC];
-                        TR::cvt(w[c], wf);
-#pragma unroll
-                        for (int e = 0; e < VEC; e++) acc[m][c] = fmaf(af[e], wf[e], acc[m][c]);
-                    }
-                }
-            }
+            kgv_fma_step<T, MAXM, COLS>(acc, ss, sums, A, p.lda, 0, M, k, w);
         }
         if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1 && q + 1 == nq) kiln_pdl_launch();
         kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, part, KGV_SSP, sums, true, q, nq, 1, b, n00);
