@@ -647,13 +647,16 @@ template <int P> __device__ __forceinline__ float kgv_warp_sums(float (&v)[P], i
 // CTA-wide pass adds the warps' slots and runs those units' epilogues, a column pair per thread.
 template <int MAXM, int COLS>
 __device__ __forceinline__ void kgv_defer_unit_end(const KilnArgs &p, float (&acc)[MAXM][COLS], kgv_ss<MAXM> &ss,
-                                                   float (*part)[KGV_WARPS][MAXM * COLS],
-                                                   float (*ssp)[KGV_WARPS][MAXM], bool sums, bool ss_once,
-                                                   long long q, long long nq, long long nrb, long long b,
-                                                   long long n00)
+                                                   bool sums, bool ss_once, long long q, long long nq,
+                                                   long long nrb, long long b, long long n00)
 {
     constexpr int NB = KILN_GEMV_DEFER, V = MAXM * COLS, P = kgv_pow2<V>::P;
     constexpr int G = 32 / P, PAIRS = MAXM * (COLS / 2);
+    // the slots (one allocation per kernel, whichever path calls this)
+    __shared__ float part[NB][KGV_WARPS][V];
+#if KILN_GEMV_NORM
+    __shared__ float ssp[NB][KGV_WARPS][MAXM];
+#endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const long long M = p.M, N = p.N, K = p.K;
     const int slot = (int)(q % NB);
@@ -698,26 +701,16 @@ __device__ __forceinline__ void kgv_defer_unit_end(const KilnArgs &p, float (&ac
     }
 #if !KILN_GEMV_NORM
     (void)ss;
-    (void)ssp;
     (void)sums;
     (void)ss_once;
 #endif
 }
 
-#if KILN_GEMV_NORM
-#define KGV_SSP ssp
-#else
-#define KGV_SSP nullptr
-#endif
 template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnArgs &p)
 {
     using TR = kgv_t<T>;
     constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, U = KILN_GEMV_UNROLL;
-    constexpr int STEP = KGV_THREADS * VEC, NB = KILN_GEMV_DEFER, V = MAXM * COLS;
-    __shared__ float part[NB][KGV_WARPS][V];
-#if KILN_GEMV_NORM
-    __shared__ float ssp[NB][KGV_WARPS][MAXM];
-#endif
+    constexpr int STEP = KGV_THREADS * VEC;
 
     const int tid = threadIdx.x;
     const long long b = blockIdx.z;
@@ -816,8 +809,7 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
         } else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1) {
             kiln_pdl_launch(); // this CTA's weights are read
         }
-        kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, part, KGV_SSP, sums, ss_once, q, nq, nrb, b,
-                                       n00);
+        kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, sums, ss_once, q, nq, nrb, b, n00);
         j = jn;
         mb = mbn;
     }
@@ -837,7 +829,7 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
 {
     using TR = kgv_t<T>;
     constexpr int VEC = TR::VEC, COLS = KILN_GEMV_COLS, MAXM = KILN_GEMV_MAXM, R = KILN_GEMV_RING;
-    constexpr int STEP = KGV_THREADS * VEC, NB = KILN_GEMV_DEFER, V = MAXM * COLS;
+    constexpr int STEP = KGV_THREADS * VEC;
     static_assert(R >= 2, "KILN_GEMV_RING: at least 2 slots");
     const long long M = p.M, N = p.N, K = p.K;
     const long long b = blockIdx.z;
@@ -845,10 +837,6 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
     const T *W = reinterpret_cast<const T *>(p.w) + b * p.sw;
     if (M > MAXM || K % VEC != 0 || !kgv_aligned(A, p.lda, VEC) || !kgv_aligned(W, p.ldw, VEC)) return false;
     extern __shared__ uint4 kgv_ring[]; // [R][COLS][KGV_THREADS]: each thread's own slots
-    __shared__ float part[NB][KGV_WARPS][V];
-#if KILN_GEMV_NORM
-    __shared__ float ssp[NB][KGV_WARPS][MAXM];
-#endif
     const int tid = threadIdx.x;
     const long long ncb = (N + COLS - 1) / COLS;
     const long long nq = (long long)blockIdx.x < ncb ? (ncb - 1 - blockIdx.x) / gridDim.x + 1 : 0;
@@ -897,7 +885,7 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
             kgv_fma_step<T, MAXM, COLS>(acc, ss, sums, A, p.lda, 0, M, k, w);
         }
         if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1 && q + 1 == nq) kiln_pdl_launch();
-        kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, part, KGV_SSP, sums, true, q, nq, 1, b, n00);
+        kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, sums, true, q, nq, 1, b, n00);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     return true;
