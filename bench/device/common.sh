@@ -14,12 +14,13 @@ t0=$(date +%s)
 el() { echo $(($(date +%s) - t0)); }
 left() { [ "$(el)" -lt "$LIMIT" ]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee -a "$OUT/gpu.txt"
-# prof BIN LABEL MODEL DIMS ROUND [POS]: a layer profile (`--profile --profile-runs=40`), while under
-# LIMIT; its kernel, layer and bubble lines to $OUT/profiles.txt, the layer line to $OUT/table.txt
+# prof BIN LABEL MODEL DIMS ROUND [POS [FLAGS...]]: a layer profile (`--profile --profile-runs=40`,
+# FLAGS added to the run), while under LIMIT; its kernel, layer and bubble lines to
+# $OUT/profiles.txt, the layer line to $OUT/table.txt
 prof() {
   left || return
   local f=/tmp/prof_$(basename "$1")_$2_$5.txt
-  timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 > "$f" 2>&1
+  timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 "${@:7}" > "$f" 2>&1
   { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
   echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
 }
