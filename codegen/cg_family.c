@@ -437,6 +437,11 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * as many slots as fit them, at most R. A build-time knob for benchmarks. */
 #define KILN_CG_GEMV_RING 0
 #endif
+#ifndef KILN_CG_GEMV_RING_MINK
+/* the ring only where K is at least this (each thread's several steps per column block). A
+ * build-time knob for measurements. */
+#define KILN_CG_GEMV_RING_MINK 0
+#endif
 #ifndef KILN_CG_GEMV_PREFETCH
 /* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
  * build-time knob for benchmarks. */
@@ -2006,6 +2011,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
          * each), at most KILN_CG_GEMV_RING */
         int64_t ring = ((gen->target->smem_per_block + 1024) / 2 - 8192) / ((int64_t)h.cols * 256 * 16);
         if (ring > KILN_CG_GEMV_RING) ring = KILN_CG_GEMV_RING;
+        int64_t kval = 0;
+        if (KILN_CG_GEMV_RING_MINK > 0 && (!ir_dim_value(&K, dims, &kval) || kval < KILN_CG_GEMV_RING_MINK)) ring = 0;
         if (ring > 1 && KILN_CG_GEMV_DEFER > 0 && h.splitk == 1 && b_nk == 1 && maxm * h.cols <= 32 &&
             gemv_minb(hm ? maxm : 8, a->type.dtype) == 2 && a->type.dtype != IR_F32) {
             define(plan, "KILN_GEMV_RING", "%d", (int)ring);
@@ -2114,6 +2121,12 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 #ifndef KILN_CG_DEC_CLUSTER_WARPS
 #define KILN_CG_DEC_CLUSTER_WARPS 8
 #endif
+/* KILN_CG_DEC_CLUSTER_TINY N > 0: where the clusters of the rule would be at most N sequence heads
+ * (B*KV <= N: Gemma-2B's one KV head at B = 1 and 2), clusters of 16 (non-portable) rather than 8,
+ * so that twice the SMs read the cache. A build-time knob for measurements. */
+#ifndef KILN_CG_DEC_CLUSTER_TINY
+#define KILN_CG_DEC_CLUSTER_TINY 0
+#endif
 enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = KILN_CG_DEC_CLUSTER_MAX, CG_DEC_CLUSTER_WARPS = KILN_CG_DEC_CLUSTER_WARPS };
 /* From B*KV = CG_DEC_WIDE_BKV sequence heads on (B=8 and 32 of the 8B layer, measured: README,
  * "Decode attention table"), no cluster: four warps, a ring of 3-4 stages in dynamic shared
@@ -2154,7 +2167,9 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
     if (!clusters || !known || t <= 0 || t > CG_DEC_CLUSTER_T || b * kv > 16) return c;
     /* eight warps at the head dims measured (64, 128; at 96 the kernel spills), four elsewhere */
     for (int w = hd == 64 || hd == 128 ? CG_DEC_CLUSTER_WARPS : 4; w >= 4; w /= 2) {
-        cg_att_decode_cfg k = {.cluster = CG_DEC_CLUSTER_MAX, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
+        const int cmax = KILN_CG_DEC_CLUSTER_TINY && b * kv <= KILN_CG_DEC_CLUSTER_TINY && CG_DEC_CLUSTER_MAX < 16
+                             ? 16 : CG_DEC_CLUSTER_MAX;
+        cg_att_decode_cfg k = {.cluster = cmax, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;
         k.minkeys = 16 * k.warps;

@@ -155,7 +155,8 @@ double rt_tuner_time_gpu(rt_ctx *ctx, const cg_kernel *k, const ir_graph *g, con
     if (st == RT_OK && !lt) st = rt_module_kernel(mod, k->name, &kern, err, n);
     if (st == RT_OK && !lt && kern.param_size != k->param_size)
         st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: parameter size differs in the cubin", k->name);
-    if (st == RT_OK && !lt && k->launch.smem > 48 * 1024)
+    /* any dynamic shared memory: with the kernel's static bytes it may pass the default 48 KB (as rt_variant.c) */
+    if (st == RT_OK && !lt && k->launch.smem > 0)
         st = rt_kernel_set_max_smem(&kern, (size_t)k->launch.smem, err, n);
     unsigned grid[3] = {0, 0, 0}, block = 0;
     size_t smem = 0;
