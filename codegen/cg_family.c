@@ -2089,7 +2089,8 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 
 /* A cluster per (KV head, sequence) when the batch is small (B*KV <= 16) and the cache short
  * (known t up to CG_DEC_CLUSTER_T rows): the cluster's CTAs are the splits (at most 8, the
- * portable size; B*KV*splits CTAs within two per SM), CG_DEC_CLUSTER_WARPS warps of 16 keys
+ * portable size, or 16 for the tiniest grids: KILN_CG_DEC_CLUSTER_TINY below; B*KV*splits CTAs
+ * within two per SM), CG_DEC_CLUSTER_WARPS warps of 16 keys
  * each at head dims 64 and 128 (else, or where two stages of those do not fit, four), a ring deep enough
  * to hold the whole split before the programmatic-launch wait where it fits. Eight warps take
  * a split of 128 keys (1024 keys over a cluster of 8) as one tile: the fewest steps in series
@@ -2121,11 +2122,16 @@ int cg_attention_decode_threads(int64_t hd, int64_t bkv)
 #ifndef KILN_CG_DEC_CLUSTER_WARPS
 #define KILN_CG_DEC_CLUSTER_WARPS 8
 #endif
-/* KILN_CG_DEC_CLUSTER_TINY N > 0: where the clusters of the rule would be at most N sequence heads
- * (B*KV <= N: Gemma-2B's one KV head at B = 1 and 2), clusters of 16 (non-portable) rather than 8,
- * so that twice the SMs read the cache. A build-time knob for measurements. */
+/* KILN_CG_DEC_CLUSTER_TINY N > 0: where the rule's clusters would be at most N sequence heads
+ * (B*KV <= N: Gemma-2B's one KV head at B = 1 and 2, 8 or 16 CTAs in all) and the cache holds a
+ * key tile of four warps (64 keys) for each of 16 CTAs, clusters of 16 (non-portable) rather than
+ * 8, so that twice the SMs read the cache; only on the full GH100
+ * (132 SMs or more: the H100 SXM and H200 on which it was measured; a GPC of a smaller part may
+ * not hold 16 CTAs). Measured on an H100 (README, "Decode at B = 1 and the batched rows: the
+ * rules measured"): the Gemma-2B layer at B = 1 over 1024 keys 103.9-114.2 -> 89.0-89.4 us over
+ * four rounds in two calls. 0 builds a kiln without it. */
 #ifndef KILN_CG_DEC_CLUSTER_TINY
-#define KILN_CG_DEC_CLUSTER_TINY 0
+#define KILN_CG_DEC_CLUSTER_TINY 2
 #endif
 enum { CG_DEC_CLUSTER_T = 8192, CG_DEC_CLUSTER_MAX = KILN_CG_DEC_CLUSTER_MAX, CG_DEC_CLUSTER_WARPS = KILN_CG_DEC_CLUSTER_WARPS };
 /* From B*KV = CG_DEC_WIDE_BKV sequence heads on (B=8 and 32 of the 8B layer, measured: README,
@@ -2165,10 +2171,14 @@ cg_att_decode_cfg cg_attention_decode_config(int64_t b, int64_t kv, int64_t hd, 
         if (cg_attention_decode_smem(&k, hd) <= smem_limit) return k;
     }
     if (!clusters || !known || t <= 0 || t > CG_DEC_CLUSTER_T || b * kv > 16) return c;
-    /* eight warps at the head dims measured (64, 128; at 96 the kernel spills), four elsewhere */
-    for (int w = hd == 64 || hd == 128 ? CG_DEC_CLUSTER_WARPS : 4; w >= 4; w /= 2) {
-        const int cmax = KILN_CG_DEC_CLUSTER_TINY && b * kv <= KILN_CG_DEC_CLUSTER_TINY && CG_DEC_CLUSTER_MAX < 16
-                             ? 16 : CG_DEC_CLUSTER_MAX;
+    const int cmax =
+        KILN_CG_DEC_CLUSTER_TINY && b * kv <= KILN_CG_DEC_CLUSTER_TINY && sm_count >= 132 && t >= 16 * 64 &&
+                CG_DEC_CLUSTER_MAX < 16
+            ? 16
+            : CG_DEC_CLUSTER_MAX;
+    /* eight warps at the head dims measured (64, 128; at 96 the kernel spills), four elsewhere and in
+     * the tiny grids' clusters of 16 (as measured: a tile of 64 keys per CTA over 1024) */
+    for (int w = (hd == 64 || hd == 128) && cmax <= 8 ? CG_DEC_CLUSTER_WARPS : 4; w >= 4; w /= 2) {
         cg_att_decode_cfg k = {.cluster = cmax, .warps = w, .threads = 32 * w, .qsmem = hd > 128};
         while (k.cluster > 1 && b * kv * k.cluster > 2 * sm_count) k.cluster /= 2;
         k.splits = k.cluster;

@@ -435,8 +435,38 @@ static void attention_wgmma_case(int hd, const char *arch, float softcap)
     ir_graph_free(g);
 }
 
+/* decode attention's clusters (cg_attention_decode_config): 8 CTAs of the portable size, 16 where
+ * the grid would be at most two sequence heads on a full GH100 (KILN_CG_DEC_CLUSTER_TINY) */
+static void test_decode_clusters(void)
+{
+    struct {
+        int64_t b, kv, hd, t;
+        int sms, cluster, warps;
+    } want[] = {
+        {1, 1, 256, 1024, 132, 16, 4}, /* Gemma-2B at B = 1: 16 CTAs of 64 keys */
+        {2, 1, 256, 1024, 132, 16, 4}, /* B*KV = 2 */
+        {3, 1, 256, 1024, 132, 8, 4},  /* B*KV = 3: the portable size */
+        {1, 1, 256, 512, 132, 8, 4},   /* a cache under 16 tiles of 64 keys */
+        {1, 1, 256, 8192, 132, 16, 4}, /* a long one */
+        {1, 1, 256, 1024, 114, 8, 4},  /* fewer SMs than a full GH100 */
+        {1, 2, 128, 1024, 132, 16, 4}, /* two KV heads: 32 CTAs of four warps, 64 keys each */
+        {1, 8, 128, 1024, 132, 8, 8},  /* the 8B layer: unchanged */
+        {1, 8, 64, 1024, 132, 8, 8},   /* the 1B layer: unchanged */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cg_att_decode_cfg d = cg_attention_decode_config(want[i].b, want[i].kv, want[i].hd, want[i].t, 8, want[i].sms,
+                                                         232448, true);
+        CHECK_MSG(d.cluster == want[i].cluster && d.splits == d.cluster && d.warps == want[i].warps &&
+                      cg_attention_decode_smem(&d, want[i].hd) <= 232448 - 2048,
+                  "B=%lld KV=%lld hd %lld, %d SMs: cluster %d (want %d), splits %d, warps %d (want %d)",
+                  (long long)want[i].b, (long long)want[i].kv, (long long)want[i].hd, want[i].sms, d.cluster,
+                  want[i].cluster, d.splits, d.warps, want[i].warps);
+    }
+}
+
 static void test_attention(void)
 {
+    test_decode_clusters();
     attention_wgmma_case(128, "sm_90a", 0);
     attention_wgmma_case(96, "sm_90a", 0);
     attention_wgmma_case(256, "sm_90a", 0);
