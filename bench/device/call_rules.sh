@@ -8,7 +8,7 @@
 #      (default, ringk, pf, RoPE and the cache write in attention: $ATTROPE), 8B at B = 1
 #      (default, ringk, $ATTROPE), Phi-3-mini (default, ringk), 8B at B = 4 and 16 (default,
 #      $ATTROPE);
-#   3. everything under $OUT packed into $OUT/all.tgz (one file comes back).
+#   3. the raw profiles into $OUT too (packed into $OUT/all.tgz on exit by common.sh).
 # LIMIT (220)
 DEFAULT_LIMIT=220
 . "$(dirname "$0")/common.sh"
@@ -45,5 +45,4 @@ for r in 1 2; do
   echo "round $r done $(el) s" | tee -a "$OUT/times.txt"
 done
 sort "$OUT/table.txt"
-cp /tmp/prof_*.txt "$OUT/" 2>/dev/null
-tar czf /tmp/all.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/all.tgz "$OUT/all.tgz"
+cp /tmp/prof_*.txt "$OUT/" 2>/dev/null # (common.sh packs $OUT into all.tgz on exit)

@@ -9,10 +9,16 @@ mkdir -p "$OUT" /work
 [ -e /work/main/CMakeLists.txt ] || ln -sfn "$PWD" /work/main
 [ -e build ] || ln -sfn build-gpu build
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d)}
-LIMIT=${LIMIT:-$DEFAULT_LIMIT}
+LIMIT=${LIMIT:-${DEFAULT_LIMIT:-300}}
 t0=$(date +%s)
 el() { echo $(($(date +%s) - t0)); }
 left() { [ "$(el)" -lt "$LIMIT" ]; }
+# At most 8 files come back from $OUT: on exit, more than that are packed into $OUT/all.tgz.
+pack_out() {
+  [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] || return 0
+  tar czf /tmp/kiln_out_all.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/kiln_out_all.tgz "$OUT/all.tgz"
+}
+trap pack_out EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee -a "$OUT/gpu.txt"
 # prof BIN LABEL MODEL DIMS ROUND [POS [FLAGS...]]: a layer profile (`--profile --profile-runs=40`,
 # FLAGS added to the run), while under LIMIT; its kernel, layer and bubble lines to
