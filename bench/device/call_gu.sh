@@ -94,7 +94,7 @@ nc() { # label bin kernel-regex model dims
   left || return
   timeout 90 $NCU --clock-control none -k "regex:$3" -s 2 -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats \
-    "$2" run "$4" --dims "$5" --random --pos=1000 > "$OUT/ncu_$1.txt" 2>&1
+    "$2" run "$4" --dims "$5" --random --pos=1000 --bench 5 > "$OUT/ncu_$1.txt" 2>&1
   echo "ncu $1 rc=$? $(el) s" | tee -a "$OUT/times.txt"
 }
 nc g2b-gu build/kiln '_k5_matmul' $G2B B=1,S=1,T=1024
