@@ -13,12 +13,16 @@ LIMIT=${LIMIT:-${DEFAULT_LIMIT:-300}}
 t0=$(date +%s)
 el() { echo $(($(date +%s) - t0)); }
 left() { [ "$(el)" -lt "$LIMIT" ]; }
-# At most 8 files come back from $OUT: on exit, more than that are packed into $OUT/all.tgz.
+# At most 8 files come back from $OUT: on exit, more than that are packed into $OUT/all.tgz (by
+# the outermost script only, when one of these scripts runs another).
 pack_out() {
   [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] || return 0
   tar czf /tmp/kiln_out_all.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/kiln_out_all.tgz "$OUT/all.tgz"
 }
-trap pack_out EXIT
+if [ -z "${KILN_OUT_PACKER:-}" ]; then
+  export KILN_OUT_PACKER=$$
+  trap pack_out EXIT
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee -a "$OUT/gpu.txt"
 # prof BIN LABEL MODEL DIMS ROUND [POS [FLAGS...]]: a layer profile (`--profile --profile-runs=40`,
 # FLAGS added to the run), while under LIMIT; its kernel, layer and bubble lines to
