@@ -167,7 +167,7 @@ static int heur_row_threads(const ir_dim *d, int *items)
  * instead of through the workspace; bit 5: the norm folds into a QKV epilogue's skinny tiles
  * too (cg_norm_folded); bit 6: the epilogue's operands in registers from each tile's start
  * (KILN_WGMMA_EPI_EARLY 2, over bit 2); bit 7: the tile's end without a round trip to memory
- * (KILN_WGMMA_TAIL) (README, "The M = 32 projections"). A build-time knob so that a benchmark
+ * (KILN_WGMMA_TAIL); bit 8: bit 6 for the QKV epilogue too (README, "The M = 32 projections"). A build-time knob so that a benchmark
  * can build the variants it compares (bench/gemv/build_variants.sh). */
 #ifndef KILN_CG_WG_DECODE
 #define KILN_CG_WG_DECODE 19
@@ -1869,6 +1869,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * the QKV epilogue's positions and frequencies; another's loads through kiln_epilogue_pre when
      * they take at most 64 floats per consumer thread (its MW x BN/8 x 2 accumulator pairs) */
     const bool epi_regs = wgmma && skinny && wc.ts && (KILN_CG_WG_DECODE & 64);
+    /* bit 8 (with bit 6): the QKV epilogue's operands early too (measured slower on an H100: the
+     * registers it holds cost the QKV tile more than the round trip it saves) */
+    const bool epi_regs_qkv = epi_regs && qkv && (KILN_CG_WG_DECODE & 256);
     const int pairs = (wc.bm / 64 / (wc.pp ? 1 : 2)) * (wc.bn / 8) * 2;
     bool epi_pre = false;
     if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, false, 0, 0);
@@ -1900,7 +1903,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (w_early) define(plan, "KILN_WGMMA_W_EARLY", "1");
         if (w_early && (KILN_CG_WG_DECODE & 8)) define(plan, "KILN_WGMMA_W_L2", "%d", 2 * wc.stages);
         if (w_once) define(plan, "KILN_WGMMA_W_EVICT_FIRST", "1");
-        if (epi_regs && (qkv || epi_pre)) define(plan, "KILN_WGMMA_EPI_EARLY", "2");
+        if (epi_regs_qkv || epi_pre) define(plan, "KILN_WGMMA_EPI_EARLY", "2");
         else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
