@@ -367,6 +367,15 @@ bool cg_attention_is_decode(const ir_node *attention, const int64_t *dims);
  * dims (cg_attention_is_decode)? The compile driver plans such variants with
  * their own pass decisions (src/compile.c). */
 bool cg_decode_variant(const ir_graph *g, const int64_t *dims);
+/* Batched decode: a decode variant of at least this many query rows in all (B x S of the
+ * attention's q) takes a graph of its own where RoPE and the cache write are done by decode
+ * attention instead of the QKV projection's epilogue (pass_options.decode_batched; README,
+ * "RoPE and the cache write in decode attention at B > 1": measured faster from 4 rows up,
+ * 0.6-1.3 us slower at one). */
+#define CG_DECODE_BATCHED_ROWS 4
+/* The query rows in all (B x S of each attention's q, the largest) of a decode variant of g at
+ * dims, into *rows; false when g has no attention or a value is not known at dims. */
+bool cg_decode_rows(const ir_graph *g, const int64_t *dims, int64_t *rows);
 
 /* The documented default description for arch (NULL: "sm_90a"), used in CI
  * and by `kiln compile` without a GPU:

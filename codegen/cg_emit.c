@@ -206,7 +206,10 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
     const char *kind = ir_group_kind_name(g->groups[k].kind);
     const int64_t *dims = opts ? opts->dims : NULL;
     bool ok;
-    if (generic) ok = cg_gen_elementwise(&gen, &plan, &hooks);
+    if (generic && cg_group_paired(&gen)) /* the generic kernel knows only the values' own layouts */
+        ok = cg_fail(&gen, "its values' rotation pairs are side by side (the projection's weight rows paired for "
+                           "decode attention's RoPE), which only the templates read");
+    else if (generic) ok = cg_gen_elementwise(&gen, &plan, &hooks);
     else if (g->groups[k].kind == IR_GROUP_MATMUL) ok = cg_gen_matmul(&gen, &plan, &hooks, dims);
     else if (g->groups[k].kind == IR_GROUP_ATTENTION) ok = cg_gen_attention(&gen, &plan, &hooks, dims);
     else if (g->groups[k].kind == IR_GROUP_ROW) ok = cg_gen_row(&gen, &plan, &hooks);

@@ -472,14 +472,18 @@ static bool reshape_strides(cg_gen *gen, const ir_type *it, const cg_strided *in
 }
 
 /* weight_views: follow views computed at bind time too, down to a weight
- * (cg_weight_view_of); else only free views, down to any stored value. */
-static bool strided_of(cg_gen *gen, const ir_node *n, cg_strided *out, bool weight_views)
+ * (cg_weight_view_of); any_group: views of any kernel's group (not computed
+ * at bind time), down to any stored value (cg_strided_in_graph); else only
+ * free views, down to any stored value. */
+static bool strided_of_ex(cg_gen *gen, const ir_node *n, cg_strided *out, bool weight_views, bool any_group)
 {
     memset(out, 0, sizeof *out);
-    const bool view = weight_views ? pass_is_view(n) && (n->group < 0 || n->group == gen->k) : cg_is_free_view(gen, n);
+    const bool view = weight_views ? pass_is_view(n) && (n->group < 0 || n->group == gen->k)
+                      : any_group  ? pass_is_view(n) && !gen->bind[n->id]
+                                   : cg_is_free_view(gen, n);
     if (view) {
         cg_strided in;
-        if (!strided_of(gen, n->inputs[0], &in, weight_views)) return false;
+        if (!strided_of_ex(gen, n->inputs[0], &in, weight_views, any_group)) return false;
         const ir_type *it = &n->inputs[0]->type;
         *out = in;
         out->rank = n->type.rank;
@@ -499,7 +503,7 @@ static bool strided_of(cg_gen *gen, const ir_node *n, cg_strided *out, bool weig
         }
     }
     if (weight_views && n->op != IR_OP_WEIGHT) return false;
-    if (cg_is_member(gen, n) && n != gen->anchor) return false;
+    if (!any_group && cg_is_member(gen, n) && n != gen->anchor) return false;
     out->base = n;
     out->rank = n->type.rank;
     out->off = ir_dim_const(0);
@@ -511,7 +515,14 @@ static bool strided_of(cg_gen *gen, const ir_node *n, cg_strided *out, bool weig
     return true;
 }
 
+static bool strided_of(cg_gen *gen, const ir_node *n, cg_strided *out, bool weight_views)
+{
+    return strided_of_ex(gen, n, out, weight_views, false);
+}
+
 bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out) { return strided_of(gen, n, out, false); }
+
+bool cg_strided_in_graph(cg_gen *gen, const ir_node *n, cg_strided *out) { return strided_of_ex(gen, n, out, false, true); }
 
 bool cg_weight_view_of(cg_gen *gen, const ir_node *n, cg_strided *out)
 {

@@ -205,6 +205,22 @@ bool cg_decode_variant(const ir_graph *g, const int64_t *dims)
     return n > 0;
 }
 
+bool cg_decode_rows(const ir_graph *g, const int64_t *dims, int64_t *rows)
+{
+    *rows = 0;
+    bool any = false;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->op != IR_OP_ATTENTION) continue;
+        int64_t b, s;
+        if (!ir_dim_value(&n->inputs[0]->type.dims[0], dims, &b) || !ir_dim_value(&n->inputs[0]->type.dims[1], dims, &s))
+            return false;
+        if (b * s > *rows) *rows = b * s;
+        any = true;
+    }
+    return any;
+}
+
 bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
 {
     const ir_graph *g = gen->g;
@@ -873,6 +889,25 @@ static qkv_seg *qkv_seg_of(qkv_seg *segs, int *nseg, const ir_node *view)
     return sg;
 }
 
+/* sg->view as [B, S, heads, hd] columns off + head * stride + d of L's rank-3 result [B, S, N]:
+ * sg's off, stride, heads and hd; false when it is not. any_group: through the views of other
+ * kernels' groups too (cg_strided_in_graph). */
+static bool seg_geometry(cg_gen *gen, const ir_node *L, qkv_seg *sg, bool any_group)
+{
+    cg_strided st;
+    const ir_type *vt = &sg->view->type;
+    ir_dim one = ir_dim_const(1), N = L->type.dims[2], SN;
+    if (L->type.rank != 3 || !ir_dim_mul(L->type.dims[1], N, &SN)) return false;
+    if (!(any_group ? cg_strided_in_graph(gen, sg->view, &st) : cg_strided_of(gen, sg->view, &st)) || st.base != L ||
+        st.rank != 4 || !ir_dim_eq(&st.stride[3], &one) || (!cg_dim_one(&vt->dims[1]) && !ir_dim_eq(&st.stride[1], &N)) ||
+        (!cg_dim_one(&vt->dims[0]) && !ir_dim_eq(&st.stride[0], &SN)) || !ir_dim_is_const(&st.off, &sg->off) ||
+        !ir_dim_is_const(&vt->dims[2], &sg->heads) || !ir_dim_is_const(&vt->dims[3], &sg->hd) ||
+        (sg->heads != 1 && !ir_dim_is_const(&st.stride[2], &sg->stride)))
+        return false;
+    if (sg->heads == 1) sg->stride = sg->hd; /* one head: its axis has no stride that matters */
+    return true;
+}
+
 /* The segments of the QKV epilogue from the group's per-head norms, ropes and cache writes. */
 static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *segs, int *nseg)
 {
@@ -905,19 +940,10 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
                 sg->cw[sg->ncw++] = n;
             }
         }
-    ir_dim one = ir_dim_const(1), N = A->type.dims[2], SN;
-    if (!ir_dim_mul(A->type.dims[1], N, &SN)) return cg_fail(gen, "qkv epilogue: dimension expression too large");
     for (int i = 0; i < *nseg; i++) {
         qkv_seg *sg = &segs[i];
-        cg_strided st;
-        const ir_type *vt = &sg->view->type;
-        if (!cg_strided_of(gen, sg->view, &st) || st.base != A || st.rank != 4 || !ir_dim_eq(&st.stride[3], &one) ||
-            (!cg_dim_one(&vt->dims[1]) && !ir_dim_eq(&st.stride[1], &N)) ||
-            (!cg_dim_one(&vt->dims[0]) && !ir_dim_eq(&st.stride[0], &SN)) || !ir_dim_is_const(&st.off, &sg->off) ||
-            !ir_dim_is_const(&vt->dims[2], &sg->heads) || !ir_dim_is_const(&vt->dims[3], &sg->hd) ||
-            (sg->heads != 1 && !ir_dim_is_const(&st.stride[2], &sg->stride)))
+        if (!seg_geometry(gen, A, sg, false))
             return cg_fail(gen, "qkv epilogue: a segment is not [B, S, heads, hd] columns of the result");
-        if (sg->heads == 1) sg->stride = sg->hd; /* one head: its axis has no stride that matters */
         sg->rot = sg->rope ? ir_rope_dims(&sg->rope->attrs.rope, sg->hd) : 0;
         if (sg->off % 2 || sg->stride % 2 || sg->hd % 2 || sg->rot % 2 || sg->rot > sg->hd || sg->hd > sg->stride)
             return cg_fail(gen, "qkv epilogue: a segment's columns are not in pairs");
@@ -929,6 +955,146 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
             return cg_fail(gen, "qkv epilogue: a per-head norm that is neither rotated nor cached");
     }
     return true;
+}
+
+/* Is n read by x? */
+static bool reads(const ir_node *n, const ir_node *x)
+{
+    for (int j = 0; j < n->ninputs; j++)
+        if (n->inputs[j] == x) return true;
+    return false;
+}
+
+/* The values x is read through: the views of x (recursively) and x itself where something
+ * other than a view reads it, into term[*nterm]; false when a graph output or state is one of
+ * them or there are too many. */
+static bool view_ends(const ir_graph *g, const ir_node *x, const ir_node **term, int *nterm, int depth)
+{
+    if (depth > 8) return false;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].value == x) return false;
+    for (int i = 0; i < g->nstates; i++)
+        if (g->states[i].value == x) return false;
+    bool direct = false;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (!reads(n, x)) continue;
+        if (pass_is_view(n)) {
+            if (!view_ends(g, n, term, nterm, depth + 1)) return false;
+        } else {
+            direct = true;
+        }
+    }
+    if (direct) {
+        if (*nterm == QKV_MAX_SEG) return false;
+        term[(*nterm)++] = x;
+    }
+    return true;
+}
+
+/* rope r fused into a decode attention kernel at gen's dims as its q rope or its new k rows'
+ * rope, read by nothing outside that kernel, of a head dim the decode template takes? */
+static bool rope_in_decode_attention(const cg_gen *gen, const ir_node *r)
+{
+    const ir_graph *g = gen->g;
+    if (r->op != IR_OP_ROPE || r->group < 0) return false;
+    const ir_node *att = g->groups[r->group].anchor;
+    if (att->op != IR_OP_ATTENTION || att->attrs.packed || !cg_attention_is_decode(att, gen->dims)) return false;
+    const ir_node *kc = att->inputs[1];
+    if (att->inputs[0] != r && !(kc->op == IR_OP_CACHE_WRITE && kc->group == r->group && kc->inputs[1] == r))
+        return false;
+    for (int i = 0; i < g->nnodes; i++)
+        if (reads(g->nodes[i], r) && g->nodes[i]->group != r->group) return false;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].value == r) return false;
+    const ir_type *qt = &att->inputs[0]->type;
+    int64_t hd;
+    return (qt->dtype == IR_BF16 || qt->dtype == IR_F16) && ir_dim_is_const(&qt->dims[3], &hd) && hd % 16 == 0 &&
+           hd >= 16 && hd <= 256;
+}
+
+/* Rotation pairs read side by side (CG_XFORM_ROPE_PAIRS without the QKV epilogue): L, a linear
+ * with bind-time weight and bias anchoring its own kernel, is read only through [B, S, heads, hd]
+ * views, each rotated one read only by its rope, which a decode attention kernel applies as it
+ * loads q or the new k rows (KILN_ROPE_PAIRED_Q/K), rotating every dim (no partial rotary). Then
+ * L's weight and bias rows are paired at bind time as the QKV epilogue pairs them, so that a
+ * model whose other variants rotate in the epilogue binds one copy of that weight, and attention
+ * reads each pair (d, d + hd/2) as the adjacent columns 2d, 2d + 1. The rotated segments into
+ * segs (at most CG_MAX_ROPE_PAIRS, the runtime's limit per packed value), or false. The matmul
+ * and attention kernels both ask at the same dims, so they agree. */
+enum { CG_MAX_ROPE_PAIRS = 8 };
+static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *nseg)
+{
+    const ir_graph *g = gen->g;
+    *nseg = 0;
+    if (L->op != IR_OP_LINEAR || L->type.rank != 3 || L->group < 0 || g->groups[L->group].anchor != L) return false;
+    const ir_node *w = L->inputs[1], *bias = L->ninputs > 2 ? L->inputs[2] : NULL;
+    if (!gen->bind[w->id] || w->type.rank != 2 || pass_is_view(w)) return false;
+    if (bias && (!gen->bind[bias->id] || bias->type.rank != 1 || pass_is_view(bias))) return false;
+    const ir_node *term[QKV_MAX_SEG];
+    int nterm = 0;
+    if (!view_ends(g, L, term, &nterm, 0)) return false;
+    qkv_seg other[QKV_MAX_SEG];
+    int nother = 0;
+    for (int t = 0; t < nterm; t++) {
+        const ir_node *v = term[t];
+        if (v == L) return false; /* read as a whole */
+        const ir_node *rope = NULL;
+        bool plain = false;
+        for (int i = 0; i < g->nnodes; i++) {
+            const ir_node *n = g->nodes[i];
+            if (!reads(n, v) || pass_is_view(n)) continue;
+            if (n->op == IR_OP_ROPE && n->inputs[0] == v && !rope) rope = n;
+            else plain = true;
+        }
+        qkv_seg sg = {.view = v};
+        if (!seg_geometry(gen, L, &sg, true)) return false;
+        if (!rope) {
+            other[nother++] = sg;
+            continue;
+        }
+        /* a rotated segment: read only by its rope, which decode attention applies on load */
+        if (plain || !rope_in_decode_attention(gen, rope) || *nseg == CG_MAX_ROPE_PAIRS) return false;
+        sg.rope = rope;
+        sg.rot = ir_rope_dims(&rope->attrs.rope, sg.hd);
+        if (sg.rot != sg.hd || sg.hd % 2 || sg.off % 2 || sg.stride % 2 || sg.hd > sg.stride) return false;
+        segs[(*nseg)++] = sg;
+    }
+    if (*nseg == 0) return false;
+    /* no other reader's columns among the rotated ones, and no two rotated segments overlapping */
+    for (int i = 0; i < *nseg; i++) {
+        const qkv_seg *r = &segs[i];
+        const int64_t r0 = r->off, r1 = r->off + (r->heads - 1) * r->stride + r->hd;
+        for (int j = 0; j < nother + *nseg; j++) {
+            const qkv_seg *o = j < nother ? &other[j] : &segs[j - nother];
+            if (o == r) continue;
+            const int64_t o0 = o->off, o1 = o->off + (o->heads - 1) * o->stride + o->hd;
+            if (o0 < r1 && r0 < o1) return false;
+        }
+    }
+    return true;
+}
+
+/* The linear a rope reads through views (NULL: none). */
+static const ir_node *rope_linear(cg_gen *gen, const ir_node *rope)
+{
+    cg_strided st;
+    return rope && rope->op == IR_OP_ROPE && cg_strided_in_graph(gen, rope->inputs[0], &st) && st.base->op == IR_OP_LINEAR
+               ? st.base
+               : NULL;
+}
+
+bool cg_group_paired(cg_gen *gen)
+{
+    qkv_seg segs[QKV_MAX_SEG];
+    int nseg;
+    if (cg_rope_paired(gen, gen->anchor, segs, &nseg)) return true;
+    for (int i = 0; i < gen->g->nnodes; i++) {
+        const ir_node *n = gen->g->nodes[i];
+        const ir_node *L = n->group == gen->k ? rope_linear(gen, n) : NULL;
+        if (L && cg_rope_paired(gen, L, segs, &nseg)) return true;
+    }
+    return false;
 }
 
 /* The rotation of y0, y1 by the angle pp * g (g the pair's frequency in turns, as
@@ -1851,6 +2017,23 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     } else {
         emit_mm_epilogue(gen, hooks, &epi, false, false, 0, 0);
     }
+    /* rotation pairs side by side for decode attention's rope (cg_rope_paired) */
+    qkv_seg psegs[QKV_MAX_SEG];
+    int npseg = 0;
+    const bool paired = !qkv && !swiglu && cg_rope_paired(gen, A, psegs, &npseg);
+    if (paired) {
+        gen->kern->xforms = calloc((size_t)npseg * 2, sizeof *gen->kern->xforms);
+        if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
+        for (int i = 0; i < npseg; i++) {
+            const qkv_seg *sg = &psegs[i];
+            cg_xform x = {CG_XFORM_ROPE_PAIRS, w->id, ir_dim_const(0), sg->off, sg->stride, sg->heads, sg->rot};
+            gen->kern->xforms[gen->kern->nxforms++] = x;
+            if (bias) {
+                x.node = bias->id;
+                gen->kern->xforms[gen->kern->nxforms++] = x;
+            }
+        }
+    }
     if (swiglu) {
         gen->kern->xforms = calloc(2, sizeof *gen->kern->xforms);
         if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
@@ -2063,6 +2246,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                                       wgmma && qkv_ts ? "in the epilogue (a quad of lanes holds a head's row)"
                                                       : "by the epilogue call that completes a head (a counter per row and "
                                                         "head: this template's threads hold no whole heads)");
+    if (paired)
+        gen->kern->config = cg_printf(gen, "%s, rotation pairs side by side for attention's RoPE",
+                                      gen->kern->config ? gen->kern->config : "?");
     cg_lt_fields(gen, &ltn, lt);
     char ltxt[320];
     gen->kern->lt_note = cg_printf(gen, "%s", cg_lt_line(gen->kern, ltxt, sizeof ltxt));
@@ -2306,6 +2492,14 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     }
     if ((rope_q != NULL) != (rope_k != NULL) && append)
         return cg_fail(gen, "attention: RoPE is fused on only one of q and the new k rows");
+    /* q or the new k rows with their rotation pairs side by side (cg_rope_paired) */
+    bool paired_q = false, paired_k = false;
+    for (int i = 0; i < 2; i++) {
+        const ir_node *L = rope_linear(gen, i ? rope_k : rope_q);
+        qkv_seg segs[QKV_MAX_SEG];
+        int nseg;
+        if (L && cg_rope_paired(gen, L, segs, &nseg)) *(i ? &paired_k : &paired_q) = true;
+    }
     if (rope_q && rope_k &&
         (rope_q->attrs.theta != rope_k->attrs.theta || !ir_rope_attrs_eq(&rope_q->attrs.rope, &rope_k->attrs.rope)))
         return cg_fail(gen, "attention: q and k are rotated with different theta or scaling");
@@ -2416,6 +2610,8 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     define(plan, "KILN_ROPE", "%d", rope_q ? 1 : 0);
     define(plan, "KILN_THETA", "%s", cg_float_lit(gen, rope_q ? rope_q->attrs.theta : 10000.0));
     define(plan, "KILN_APPEND", "%d", append ? 1 : 0);
+    if (paired_q) define(plan, "KILN_ROPE_PAIRED_Q", "1");
+    if (paired_k) define(plan, "KILN_ROPE_PAIRED_K", "1");
     if (A->attrs.window > 0) define(plan, "KILN_ATT_WINDOW", "%lld", (long long)A->attrs.window);
     if (A->attrs.softcap > 0) define(plan, "KILN_ATT_SOFTCAP", "%s", cg_float_lit(gen, A->attrs.softcap));
     cg_launch *L = &gen->kern->launch;

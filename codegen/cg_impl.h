@@ -124,6 +124,9 @@ bool cg_used_outside(const cg_gen *gen, const ir_node *n);
 /* Follows free views from n down to stored data; false when the layout is
  * not affine per axis or n is computed by this kernel. */
 bool cg_strided_of(cg_gen *gen, const ir_node *n, cg_strided *out);
+/* The same through the views of any kernel's group (none computed at bind time), down to any
+ * stored value: how another kernel's value is laid out (the rotation pairs, cg_rope_paired). */
+bool cg_strided_in_graph(cg_gen *gen, const ir_node *n, cg_strided *out);
 /* n, a view of a weight that bind time would materialize (a transpose, a
  * reshape), as strides over the weight as stored: a template that can read
  * that layout reads the weight in place and no copy is made. */
@@ -185,6 +188,9 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks);
 bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
 bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims);
+/* Does gen's group hold a linear whose rotation pairs sit side by side (cg_family.c
+ * cg_rope_paired) or a rope reading such a linear's result? */
+bool cg_group_paired(cg_gen *gen);
 /* codegen/cg_moe.c: an EXPERT_LINEAR or TOPK anchor (cg_moe_anchor) */
 bool cg_moe_anchor(const ir_node *anchor);
 bool cg_gen_moe(cg_gen *gen, cg_plan *plan, cg_str *hooks);

@@ -38,7 +38,10 @@
  * (pass_options.decode_variant) a per-head norm does not join unless
  * --enable names the rule: it stays a row kernel and its projection's rope
  * and cache writes go to attention (the driver then keeps that graph only
- * when it differs from the prefill one).
+ * when it differs from the prefill one). In the batched decode variants' graph
+ * (pass_options.decode_batched: at least CG_DECODE_BATCHED_ROWS query rows)
+ * ropes and cache writes do not join unless --enable names both rules: decode
+ * attention does them there.
  * Every norm, rope and cache write joins (rules epilogue-head-norm,
  * epilogue-rope, epilogue-cache-write), or none does: the linear's result
  * is then not stored at all. Anything else reading the result — a per-head
@@ -294,6 +297,18 @@ static void decide(qkv *q, ir_node *A)
                      "counter per row and head) costs more than the two norm kernels (README, \"Per-head q/k norm\"); "
                      "the prefill variants' graph fuses it, and the epilogue takes every per-head norm, rope and cache "
                      "write of the projection or none";
+    /* the batched decode variants' graph: RoPE and the cache write go to decode attention, unless
+     * --enable names both rules */
+    if (!q->why && q->ctx->opts && q->ctx->opts->decode_batched &&
+        !(pass_rule_named_enabled(q->ctx, PASS_RULE_EPILOGUE_ROPE) &&
+          pass_rule_named_enabled(q->ctx, PASS_RULE_EPILOGUE_CACHE_WRITE)))
+        q->why = "this graph serves the batched decode variants (at least 4 query rows in all, at most 16 per "
+                 "sequence), where decode attention rotates q and the new k rows and appends them to the caches "
+                 "for less than the QKV epilogue's position loads and element stores cost the skinny projection "
+                 "(README, \"RoPE and the cache write in decode attention at B > 1\"); where attention rotates "
+                 "every dim of a head, the projection's weight keeps the other graph's copy with each rotation pair "
+                 "side by side and attention reads the pairs so (codegen: one copy of the weight); the epilogue "
+                 "takes every per-head norm, rope and cache write of the projection or none";
     /* packed sequences (passes/pack_sequences.c): codegen has no packed form of the head norm's epilogue */
     bool packed = false, head_norm = false;
     for (int i = 0; i < q->ncand; i++) {

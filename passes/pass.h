@@ -100,6 +100,9 @@ typedef struct pass_options {
     bool decode_variant;         /* the graph is planned for the decode variants only (the
                                   * driver's choice by the decode rule: src/compile.c);
                                   * false: the large-shape (prefill) variant, any dims */
+    bool decode_batched;         /* with decode_variant: only the decode variants of at least
+                                  * CG_DECODE_BATCHED_ROWS query rows in all (batched decode),
+                                  * where RoPE and the cache write go to decode attention */
 } pass_options;
 
 typedef struct pass_ctx {
@@ -261,9 +264,9 @@ void pass_memplan_print(const ir_graph *g, const pass_memplan *mp, FILE *out);
 void pass_kernels_print(const ir_graph *g, FILE *out);
 /* For people: kernels, then every decision with its rule, lines and bytes. */
 void pass_report_print(const pass_report *r, const ir_graph *g, FILE *out);
-/* The graph a set of variants plans with its own pass decisions (the
- * compile driver's decode variants: src/compile.c): its name ("decode"),
- * when a variant takes it, its report and graph. */
+/* A graph a set of variants plans with its own pass decisions (the compile
+ * driver's decode and batched decode variants: src/compile.c): its name
+ * ("decode"), when a variant takes it, its report and graph. */
 typedef struct pass_report_variant {
     const char *name, *when;
     const pass_report *report;
@@ -271,14 +274,14 @@ typedef struct pass_report_variant {
 } pass_report_variant;
 /* v's kernels and the decisions of v's report that base lacks. */
 void pass_report_print_variant(const pass_report *base, const pass_report_variant *v, FILE *out);
-/* For tools: the same as JSON (jansson), with v's kernels and differing
- * decisions under "variant_graphs" when v is given. mp and v may be NULL.
- * Returns 0 or -1 with a message. */
+/* For tools: the same as JSON (jansson), with the kernels and differing
+ * decisions of each of v[0..nv) under "variant_graphs" when nv > 0. mp may be
+ * NULL. Returns 0 or -1 with a message. */
 int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                           const pass_report_variant *v, const char *path, char *err, size_t errlen);
+                           const pass_report_variant *v, int nv, const char *path, char *err, size_t errlen);
 /* The same JSON as text (malloc'd; NULL when out of memory). */
 char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                            const pass_report_variant *v);
+                            const pass_report_variant *v, int nv);
 /* Kernel k as the report names it: "rmsnorm 'h' (line 31) + add". */
 const char *pass_kernel_describe(arena *a, const ir_graph *g, int k);
 /* The fused graph for Graphviz (`kiln compile --emit=dot`, passes/report_dot.c):

@@ -275,19 +275,23 @@ static json_t *decisions_json(const pass_report *r, const pass_report *base, con
     return decisions;
 }
 
-static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp, const pass_report_variant *v)
+static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp, const pass_report_variant *v,
+                           int nv)
 {
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(g->name));
     json_object_set_new(root, "kernels", kernels_json(g));
     json_object_set_new(root, "decisions", decisions_json(r, NULL, g));
-    if (v) { /* the decode variants' graph: its kernels and the decisions it takes otherwise */
-        json_t *vs = json_array(), *o = json_object();
-        json_object_set_new(o, "variants", json_string(v->name));
-        json_object_set_new(o, "when", json_string(v->when));
-        json_object_set_new(o, "kernels", kernels_json(v->graph));
-        json_object_set_new(o, "decisions", decisions_json(v->report, r, v->graph));
-        json_array_append_new(vs, o);
+    if (nv > 0) { /* the variant graphs: their kernels and the decisions they take otherwise */
+        json_t *vs = json_array();
+        for (int i = 0; i < nv; i++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "variants", json_string(v[i].name));
+            json_object_set_new(o, "when", json_string(v[i].when));
+            json_object_set_new(o, "kernels", kernels_json(v[i].graph));
+            json_object_set_new(o, "decisions", decisions_json(v[i].report, r, v[i].graph));
+            json_array_append_new(vs, o);
+        }
         json_object_set_new(root, "variant_graphs", vs);
     }
     if (mp) {
@@ -311,18 +315,18 @@ static json_t *report_json(const pass_report *r, const ir_graph *g, const pass_m
 }
 
 char *pass_report_json_text(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                            const pass_report_variant *v)
+                            const pass_report_variant *v, int nv)
 {
-    json_t *root = report_json(r, g, mp, v);
+    json_t *root = report_json(r, g, mp, v, nv);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     return text;
 }
 
 int pass_report_write_json(const pass_report *r, const ir_graph *g, const pass_memplan *mp,
-                           const pass_report_variant *v, const char *path, char *err, size_t errlen)
+                           const pass_report_variant *v, int nv, const char *path, char *err, size_t errlen)
 {
-    json_t *root = report_json(r, g, mp, v);
+    json_t *root = report_json(r, g, mp, v, nv);
     int rc = root ? json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     if (rc != 0) {

@@ -16,6 +16,19 @@
 #include "util/arena.h"
 #include "util/diag.h"
 
+/* The graphs that sets of shape variants plan with pass decisions of their own
+ * (fuse_variants): the fused graph's nodes, other groups. DECODE: the decode
+ * variants (a per-head q/k norm stays a row kernel); BATCHED: the decode
+ * variants of at least CG_DECODE_BATCHED_ROWS query rows in all (RoPE and the
+ * cache write in decode attention). */
+enum { KC_VG_DECODE, KC_VG_BATCHED, KC_NVG };
+typedef struct kc_vgraph {
+    ir_graph *fused;       /* owned; NULL: none, or the planner took it */
+    const ir_graph *graph; /* fused, or the planner's once it took it */
+    pass_report report;
+    pass_memplan mp;
+} kc_vgraph;
+
 struct kc_unit {
     kc_options o;
     FILE *diag_out;
@@ -26,12 +39,8 @@ struct kc_unit {
     ir_graph *written, *fused;
     pass_report report;
     pass_memplan mp;
-    /* the decode variants' graph (fuse_decode): the fused graph's nodes, its
-     * own pass decisions; NULL when they would decide as the fused graph does */
-    ir_graph *fused_decode;
-    const ir_graph *decode_graph; /* fused_decode, or the plan's planner's once it took it */
-    pass_report report_decode;
-    pass_memplan mp_decode;
+    /* the graphs of variants with pass decisions of their own (fuse_variants) */
+    kc_vgraph vg[KC_NVG];
     const int64_t *max_dims; /* what the memory plan was made at (NULL: constant dims) */
     const cg_target *target; /* the kernels' target for the plan text (NULL: the default) */
     bool have_plan;
@@ -105,7 +114,7 @@ rt_status kc_open(const kc_options *o, FILE *diag_out, kc_unit **out, char *err,
     diag_list_init(&u->d, &u->da);
     u->d.opts = o->warnings;
     pass_report_init(&u->report);
-    pass_report_init(&u->report_decode);
+    for (int i = 0; i < KC_NVG; i++) pass_report_init(&u->vg[i].report);
     rt_status st = RT_OK;
     if (o->text ? fe_source_from_string(&u->src, o->name, o->text) != 0 : fe_source_read(&u->src, o->name, &u->d) != 0) {
         if (u->d.count) flush_diags(u, false, true, err, n);
@@ -137,12 +146,14 @@ void kc_free(kc_unit *u)
     if (!u) return;
     pass_memplan_free(&u->mp);
     pass_report_free(&u->report);
-    pass_memplan_free(&u->mp_decode);
-    pass_report_free(&u->report_decode);
+    for (int i = 0; i < KC_NVG; i++) {
+        pass_memplan_free(&u->vg[i].mp);
+        pass_report_free(&u->vg[i].report);
+        ir_graph_free(u->vg[i].fused);
+    }
     free(u->warnings);
     ir_graph_free(u->written);
     ir_graph_free(u->fused);
-    ir_graph_free(u->fused_decode);
     free(u->defs);
     fe_source_free(&u->src);
     diag_list_free(&u->d);
@@ -242,10 +253,10 @@ static bool same_nodes(const ir_graph *a, const ir_graph *b)
 static rt_status split_head(kc_unit *u, ir_graph *g, char *err, size_t n);
 
 /* The pipeline once more on the model as written, for the decode variants
- * (pass_options.decode_variant: cg_decode_variant's dims). Into *out; NULL
- * (and no error) when it fails or its nodes differ from the fused graph's,
- * and then the fused graph serves every variant. */
-static void fuse_for_decode(kc_unit *u, const pass_options *base, pass_report *report, ir_graph **out)
+ * (pass_options.decode_variant: cg_decode_variant's dims), or only the
+ * batched ones (pass_options.decode_batched). Into *out; NULL (and no error)
+ * when it fails. */
+static void fuse_for_decode(kc_unit *u, const pass_options *base, bool batched, pass_report *report, ir_graph **out)
 {
     *out = NULL;
     diag_list d2; /* the fused graph's warnings again: not kept */
@@ -261,48 +272,96 @@ static void fuse_for_decode(kc_unit *u, const pass_options *base, pass_report *r
     o.print_after = o.print_before = NULL;
     o.print_after_all = false;
     o.decode_variant = true;
+    o.decode_batched = batched;
     pass_ctx c = {.opts = &o, .report = report, .diags = &d2};
     if (g) g = pass_run_pipeline(g, &c);
     diag_list_free(&d2);
     *out = g;
 }
 
-/* The pass decisions per variant: where the fused graph holds one the
- * decode variants take otherwise (decides_per_variant), the pipeline runs
- * again for them (fuse_for_decode). A graph whose every variant is a decode
- * variant (the query rows per sequence a constant within the decode rule)
- * is replaced by that graph; otherwise the decode variants' graph is kept
- * beside it (u->fused_decode, planned by plan_variant). The driver decides
- * which graph a variant takes (cg_decode_variant): the runtime only runs plans. */
+/* Does g hold a decision the batched decode variants take otherwise: a rope
+ * or cache write in a matmul's epilogue (rules epilogue-rope, epilogue-cache-write)? */
+static bool decides_per_batch(const ir_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *m = g->nodes[i];
+        if ((m->op == IR_OP_ROPE || m->op == IR_OP_CACHE_WRITE) && m->group >= 0 &&
+            g->groups[m->group].anchor->op == IR_OP_LINEAR)
+            return true;
+    }
+    return false;
+}
+
+static bool same_groups(const ir_graph *a, const ir_graph *b)
+{
+    if (a->ngroups != b->ngroups) return false;
+    for (int i = 0; i < a->nnodes && i < b->nnodes; i++)
+        if (a->nodes[i]->group != b->nodes[i]->group) return false;
+    return true;
+}
+
+static void vgraph_clear(kc_vgraph *v)
+{
+    ir_graph_free(v->fused);
+    v->fused = NULL;
+    v->graph = NULL;
+    pass_report_free(&v->report);
+    pass_report_init(&v->report);
+}
+
+/* Which graph a variant of main at dims takes: KC_VG_BATCHED or KC_VG_DECODE
+ * (where graphs[] has it), or -1 for main. */
+static int variant_graph_of(const ir_graph *const graphs[KC_NVG], const ir_graph *main, const int64_t *dims)
+{
+    if (!cg_decode_variant(main, dims)) return -1;
+    int64_t rows;
+    if (graphs[KC_VG_BATCHED] && cg_decode_rows(main, dims, &rows) && rows >= CG_DECODE_BATCHED_ROWS) return KC_VG_BATCHED;
+    return graphs[KC_VG_DECODE] ? KC_VG_DECODE : -1;
+}
+
+/* The pass decisions per variant: where the fused graph holds one the decode
+ * variants take otherwise (decides_per_variant: a per-head norm in the QKV
+ * epilogue) or the batched decode variants do (decides_per_batch: RoPE and the
+ * cache write in it), the pipeline runs again for them (fuse_for_decode),
+ * each graph kept only when its nodes are the fused graph's and its groups
+ * are not (nor an earlier one's). Where the dims that choose are constants,
+ * the graph every variant takes replaces the fused one; otherwise they are
+ * kept beside it (u->vg, planned by plan_variant). The driver decides which
+ * graph a variant takes (variant_graph_of): the runtime only runs plans. */
 static void fuse_variants(kc_unit *u, const pass_options *base)
 {
-    ir_graph_free(u->fused_decode);
-    u->fused_decode = NULL;
-    u->decode_graph = NULL;
-    pass_report_free(&u->report_decode);
-    pass_report_init(&u->report_decode);
-    if (!decides_per_variant(u->fused)) return;
-    ir_graph *dec = NULL;
-    fuse_for_decode(u, base, u->o.report ? &u->report_decode : NULL, &dec);
-    bool same_groups = dec && dec->ngroups == u->fused->ngroups;
-    for (int i = 0; same_groups && i < dec->nnodes && i < u->fused->nnodes; i++)
-        same_groups = dec->nodes[i]->group == u->fused->nodes[i]->group;
-    if (!dec || same_groups || !same_nodes(u->fused, dec)) { /* nothing of their own, or not comparable */
-        ir_graph_free(dec);
-        pass_report_free(&u->report_decode);
-        pass_report_init(&u->report_decode);
-        return;
+    for (int i = 0; i < KC_NVG; i++) vgraph_clear(&u->vg[i]);
+    for (int i = 0; i < KC_NVG; i++) {
+        if (i == KC_VG_DECODE ? !decides_per_variant(u->fused) : !decides_per_batch(u->fused)) continue;
+        kc_vgraph *v = &u->vg[i];
+        ir_graph *g = NULL;
+        fuse_for_decode(u, base, i == KC_VG_BATCHED, u->o.report ? &v->report : NULL, &g);
+        bool own = g && same_nodes(u->fused, g) && !same_groups(u->fused, g); /* else nothing of its own */
+        for (int j = 0; own && j < i; j++) own = !u->vg[j].fused || !same_groups(u->vg[j].fused, g);
+        if (!own) {
+            ir_graph_free(g);
+            vgraph_clear(v);
+            continue;
+        }
+        v->fused = g;
+        v->graph = g;
     }
-    if (cg_decode_variant(u->fused, NULL)) { /* only decode variants: theirs is the graph */
-        ir_graph_free(u->fused);
-        u->fused = dec;
-        pass_report_free(&u->report);
-        u->report = u->report_decode;
-        pass_report_init(&u->report_decode);
-        return;
-    }
-    u->fused_decode = dec;
-    u->decode_graph = dec;
+    if (!cg_decode_variant(u->fused, NULL)) return; /* prefill variants too: every graph stays */
+    /* only decode variants: where their rows are known, one graph serves them all */
+    int64_t rows;
+    bool known = cg_decode_rows(u->fused, NULL, &rows);
+    const ir_graph *graphs[KC_NVG] = {u->vg[KC_VG_DECODE].fused, u->vg[KC_VG_BATCHED].fused};
+    int take = known ? variant_graph_of(graphs, u->fused, NULL) : graphs[KC_VG_DECODE] ? KC_VG_DECODE : -1;
+    for (int i = 0; known && i < KC_NVG; i++)
+        if (i != take) vgraph_clear(&u->vg[i]);
+    if (take < 0) return;
+    ir_graph_free(u->fused);
+    u->fused = u->vg[take].fused;
+    pass_report_free(&u->report);
+    u->report = u->vg[take].report;
+    pass_report_init(&u->vg[take].report);
+    u->vg[take].fused = NULL;
+    u->vg[take].graph = NULL;
 }
 
 rt_status kc_fuse(kc_unit *u, char *err, size_t n)
@@ -365,9 +424,12 @@ static rt_status plan_memory(kc_unit *u, const int64_t *max_dims, bool with_copi
     u->max_dims = max_dims;
     u->have_plan = pass_plan_memory(u->fused, max_dims, &u->mp, err, n) == 0;
     if (!u->have_plan) return RT_ERR_INTERNAL;
-    pass_memplan_free(&u->mp_decode);
-    memset(&u->mp_decode, 0, sizeof u->mp_decode);
-    if (u->fused_decode && pass_plan_memory(u->fused_decode, max_dims, &u->mp_decode, err, n) != 0) return RT_ERR_INTERNAL;
+    for (int i = 0; i < KC_NVG; i++) {
+        kc_vgraph *v = &u->vg[i];
+        pass_memplan_free(&v->mp);
+        memset(&v->mp, 0, sizeof v->mp);
+        if (v->fused && pass_plan_memory(v->fused, max_dims, &v->mp, err, n) != 0) return RT_ERR_INTERNAL;
+    }
     if (with_copies) count_copies(u);
     return RT_OK;
 }
@@ -455,31 +517,44 @@ void kc_print_plan(const kc_unit *u, const cg_target *target, FILE *out)
     else fprintf(out, "device memory: not known at these dims (%s)\n", err);
 }
 
-/* The decode variants' graph for the report (NULL: none). */
-static const pass_report_variant *decode_report(const kc_unit *u, pass_report_variant *v)
+/* The variant graphs for the report, into v[KC_NVG]; how many. */
+static int variant_reports(const kc_unit *u, pass_report_variant *v)
 {
-    if (!u->decode_graph) return NULL;
-    *v = (pass_report_variant){"decode",
-                               "at most 16 query rows per sequence, the decode rule (CG_GEMV_MAX_ROWS), planned for their "
-                               "exact dims; every other run takes the graph above",
-                               &u->report_decode, u->decode_graph};
-    return v;
+    int nv = 0;
+    const bool batched = u->vg[KC_VG_BATCHED].graph != NULL;
+    if (u->vg[KC_VG_DECODE].graph)
+        v[nv++] = (pass_report_variant){
+            "decode",
+            batched ? "at most 16 query rows per sequence, the decode rule (CG_GEMV_MAX_ROWS), and fewer than 4 in all "
+                      "(CG_DECODE_BATCHED_ROWS), planned for their exact dims; every other run takes another graph"
+                    : "at most 16 query rows per sequence, the decode rule (CG_GEMV_MAX_ROWS), planned for their exact "
+                      "dims; every other run takes the graph above",
+            &u->vg[KC_VG_DECODE].report, u->vg[KC_VG_DECODE].graph};
+    if (batched)
+        v[nv++] = (pass_report_variant){"batched decode",
+                                        "at most 16 query rows per sequence, the decode rule (CG_GEMV_MAX_ROWS), and at "
+                                        "least 4 in all (B x S, CG_DECODE_BATCHED_ROWS), planned for their exact dims; "
+                                        "every other run takes another graph",
+                                        &u->vg[KC_VG_BATCHED].report, u->vg[KC_VG_BATCHED].graph};
+    return nv;
 }
 
 void kc_print_report(const kc_unit *u, FILE *out)
 {
     pass_report_print(&u->report, u->fused, out);
     print_fallbacks(u, out);
-    pass_report_variant v;
-    if (decode_report(u, &v)) pass_report_print_variant(&u->report, &v, out);
+    pass_report_variant v[KC_NVG];
+    int nv = variant_reports(u, v);
+    for (int i = 0; i < nv; i++) pass_report_print_variant(&u->report, &v[i], out);
 }
 
 void kc_print_dot(const kc_unit *u, FILE *out) { pass_report_dot(&u->report, u->fused, out); }
 
 rt_status kc_write_report_json(const kc_unit *u, const char *path, char *err, size_t n)
 {
-    pass_report_variant v;
-    return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, decode_report(u, &v), path, err, n) == 0
+    pass_report_variant v[KC_NVG];
+    int nv = variant_reports(u, v);
+    return pass_report_write_json(&u->report, u->fused, u->have_plan ? &u->mp : NULL, v, nv, path, err, n) == 0
                ? RT_OK
                : RT_ERR_IO;
 }
@@ -565,11 +640,11 @@ typedef struct kc_planner {
     rt_cache *cache;      /* the plan cache (the context's kernel cache); NULL: none */
     rt_cache_key key;     /* the plan's key (rt_plan_cache_key) when cache is set */
     const char *name;     /* the model, for the cache's manifests */
-    /* the decode variants' graph (kc_unit.fused_decode, owned here) and its
-     * memory plan; NULL: the plan's graph serves every variant */
-    ir_graph *decode;
-    int64_t *decode_offset;
-    size_t decode_arena_bytes;
+    /* the variant graphs (kc_unit.vg's, owned here) and their memory plans;
+     * NULL: the plan's graph serves those variants */
+    ir_graph *vgraph[KC_NVG];
+    int64_t *vg_offset[KC_NVG];
+    size_t vg_arena_bytes[KC_NVG];
 } kc_planner;
 
 static void planner_free(void *p)
@@ -578,8 +653,10 @@ static void planner_free(void *p)
     if (!planner) return;
     rt_tuner_free(planner->tuner);
     free(planner->node_offset);
-    free(planner->decode_offset);
-    ir_graph_free(planner->decode);
+    for (int i = 0; i < KC_NVG; i++) {
+        free(planner->vg_offset[i]);
+        ir_graph_free(planner->vgraph[i]);
+    }
     free(planner);
 }
 
@@ -596,6 +673,14 @@ static rt_packed_value xform_value(const kc_planner *planner, const cg_kernel *k
         if (x->kind == CG_XFORM_ROPE_PAIRS && v.npairs < RT_MAX_ROPE_PAIRS)
             v.pairs[v.npairs++] = (rt_rope_pairs){x->off, x->stride, x->heads, x->rot};
     }
+    /* by row (the segments do not overlap): the same layout whichever kernel named it, so that
+     * variants whose QKV epilogue or decode attention rotates share one copy */
+    for (int i = 1; i < v.npairs; i++)
+        for (int j = i; j > 0 && v.pairs[j].off < v.pairs[j - 1].off; j--) {
+            rt_rope_pairs t = v.pairs[j];
+            v.pairs[j] = v.pairs[j - 1];
+            v.pairs[j - 1] = t;
+        }
     return v;
 }
 
@@ -890,14 +975,15 @@ out:
 static rt_status finish_variant(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n);
 
 /* One variant: exact dims, or NULL for the large-shape variant (its plan
- * cache entry is make_plan's). A decode variant (cg_decode_variant) takes the
- * decode variants' graph when there is one: its own pass decisions. */
+ * cache entry is make_plan's). A decode variant (cg_decode_variant) takes its
+ * variant graph when there is one (variant_graph_of): its own pass decisions. */
 static rt_status plan_variant(const kc_planner *planner, const ir_graph *plan_graph, const int64_t *dims,
                               rt_variant_plan *v, char *err, size_t n)
 {
     memset(v, 0, sizeof *v);
     const ir_graph *g = plan_graph;
-    if (dims && planner->decode && cg_decode_variant(plan_graph, dims)) v->graph = g = planner->decode;
+    const int vgi = dims ? variant_graph_of((const ir_graph *const *)planner->vgraph, plan_graph, dims) : -1;
+    if (vgi >= 0) v->graph = g = planner->vgraph[vgi];
     v->exact = dims != NULL;
     if (dims) memcpy(v->dims, dims, (size_t)g->nsyms * sizeof *dims);
     cg_options o = {.dims = dims ? v->dims : NULL, .target = &planner->target};
@@ -946,12 +1032,14 @@ static rt_status plan_variant(const kc_planner *planner, const ir_graph *plan_gr
  * values no plan placed, the packed values. */
 static rt_status finish_variant(const kc_planner *planner, const ir_graph *g, rt_variant_plan *v, char *err, size_t n)
 {
-    bool decode = v->graph && v->graph == planner->decode;
+    int vgi = -1;
+    for (int i = 0; i < KC_NVG; i++)
+        if (v->graph && v->graph == planner->vgraph[i]) vgi = i;
     v->node_offset = malloc(((size_t)planner->nnodes + 1) * sizeof *v->node_offset);
     if (!v->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    memcpy(v->node_offset, decode ? planner->decode_offset : planner->node_offset,
+    memcpy(v->node_offset, vgi >= 0 ? planner->vg_offset[vgi] : planner->node_offset,
            (size_t)planner->nnodes * sizeof *v->node_offset);
-    v->arena_bytes = decode ? planner->decode_arena_bytes : planner->arena_bytes;
+    v->arena_bytes = vgi >= 0 ? planner->vg_arena_bytes[vgi] : planner->arena_bytes;
     rt_status st = reserve_unplanned(planner->max_dims, g, v->kernels, v->nkernels, v->node_offset, &v->arena_bytes, err, n);
     return st == RT_OK ? list_packed(planner, v, err, n) : st;
 }
@@ -1088,12 +1176,14 @@ static rt_status make_plan(kc_unit *u, const cg_target *target, const int64_t *m
     planner->node_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->node_offset);
     if (!planner->node_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     planned_offsets(u, planner->node_offset, &planner->arena_bytes);
-    if (u->fused_decode) { /* the decode variants' graph goes with the planner */
-        planner->decode_offset = malloc(((size_t)g->nnodes + 1) * sizeof *planner->decode_offset);
-        if (!planner->decode_offset) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-        memplan_offsets(u->fused_decode, &u->mp_decode, planner->decode_offset, &planner->decode_arena_bytes);
-        planner->decode = u->fused_decode;
-        u->fused_decode = NULL;
+    for (int i = 0; i < KC_NVG; i++) { /* the variant graphs go with the planner */
+        kc_vgraph *vg = &u->vg[i];
+        if (!vg->fused) continue;
+        planner->vg_offset[i] = malloc(((size_t)g->nnodes + 1) * sizeof *planner->vg_offset[i]);
+        if (!planner->vg_offset[i]) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+        memplan_offsets(vg->fused, &vg->mp, planner->vg_offset[i], &planner->vg_arena_bytes[i]);
+        planner->vgraph[i] = vg->fused;
+        vg->fused = NULL;
     }
     /* the large-shape variant now (codegen errors show at compile); the
      * decode-shaped ones when a run first needs them */
@@ -1198,8 +1288,9 @@ rt_status kc_compile_model(rt_ctx *ctx, const kc_model_options *o, rt_model **ou
         goto out; /* the plan owns the tuner */
     bool hit = plan.variants[0].from_plan_cache;
     if (o->report_json) { /* with the memory plan's copies: counted, or from the plan cache */
-        pass_report_variant dv;
-        *o->report_json = hit ? head.report : pass_report_json_text(&u->report, u->fused, &u->mp, decode_report(u, &dv));
+        pass_report_variant dv[KC_NVG];
+        int ndv = variant_reports(u, dv);
+        *o->report_json = hit ? head.report : pass_report_json_text(&u->report, u->fused, &u->mp, dv, ndv);
         if (hit) head.report = NULL;
         if (!*o->report_json) {
             st = rt_fail(RT_ERR_NOMEM, err, n, "out of memory");

@@ -32,6 +32,14 @@
 #ifndef KILN_THETA
 #define KILN_THETA 10000.0
 #endif
+/* q / the new k rows with each rotation pair (d, d + HD/2) side by side as columns 2d, 2d + 1
+ * (codegen's cg_rope_paired: the projection's weight rows paired at bind time); decode only */
+#ifndef KILN_ROPE_PAIRED_Q
+#define KILN_ROPE_PAIRED_Q 0
+#endif
+#ifndef KILN_ROPE_PAIRED_K
+#define KILN_ROPE_PAIRED_K 0
+#endif
 #ifndef KILN_ROPE_TABLE
 #define KILN_ROPE_TABLE 0
 #endif
@@ -185,12 +193,32 @@ __device__ __forceinline__ void rope8(float (&lo)[8], float (&hi)[8], int pos, i
     }
 }
 
+/* The pairs (c*8 + e, c*8 + e + HD/2), e < 8, of the HD-element row at src into lo and hi: from
+ * chunks c and c + HCH, or (paired) from the 16 columns at c*16, pair e side by side at 2e, 2e + 1. */
+__device__ __forceinline__ void load_pairs(const elem *src, int c, bool paired, float (&lo)[8], float (&hi)[8])
+{
+    if (paired) {
+        float x[16];
+        unpack8(ldg16(src + c * 16), *(float(*)[8])x);
+        unpack8(ldg16(src + c * 16 + 8), *(float(*)[8])(x + 8));
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            lo[e] = x[2 * e];
+            hi[e] = x[2 * e + 1];
+        }
+        return;
+    }
+    unpack8(ldg16(src + c * 8), lo);
+    unpack8(ldg16(src + (c + HCH) * 8), hi);
+}
+
 /* Chunks c and c + HCH of smem row r (tile `s`) from the HD-element row at
  * src: cp.async when no rotation is needed, else load, rotate at `pos`,
  * round and store (and, when `dst` is not null, store the same row to dst:
- * the KV-cache write of KILN_APPEND). src == nullptr: zeros. */
+ * the KV-cache write of KILN_APPEND). src == nullptr: zeros. paired: src
+ * holds each rotation pair side by side (load_pairs). */
 __device__ __forceinline__ void row_pair(uint4 *s, int r, int c, const elem *src, bool rotate,
-                                         int pos, const double *inv)
+                                         int pos, const double *inv, bool paired = false)
 {
     uint4 *d0 = &s[swz(r, c)], *d1 = &s[swz(r, c + HCH)];
     if (!src) {
@@ -204,26 +232,27 @@ __device__ __forceinline__ void row_pair(uint4 *s, int r, int c, const elem *src
         return;
     }
     float lo[8], hi[8];
-    unpack8(ldg16(src + c * 8), lo);
-    unpack8(ldg16(src + (c + HCH) * 8), hi);
+    load_pairs(src, c, paired, lo, hi);
     rope8(lo, hi, pos, c, inv);
     *d0 = pack8(lo);
     *d1 = pack8(hi);
 }
 
 /* Copy one new row (chunks c, c + HCH) into the cache row dst, rotated at
- * pos when `rotate`. */
+ * pos when `rotate` (paired: src holds each rotation pair side by side). */
 __device__ __forceinline__ void append_pair(elem *dst, const elem *src, int c, bool rotate,
-                                            int pos, const double *inv)
+                                            int pos, const double *inv, bool paired = false)
 {
-    uint4 a = ldg16(src + c * 8), b = ldg16(src + (c + HCH) * 8);
+    uint4 a, b;
     if (rotate) {
         float lo[8], hi[8];
-        unpack8(a, lo);
-        unpack8(b, hi);
+        load_pairs(src, c, paired, lo, hi);
         rope8(lo, hi, pos, c, inv);
         a = pack8(lo);
         b = pack8(hi);
+    } else {
+        a = ldg16(src + c * 8);
+        b = ldg16(src + (c + HCH) * 8);
     }
     *(uint4 *)(dst + c * 8) = a;
     *(uint4 *)(dst + (c + HCH) * 8) = b;

@@ -471,7 +471,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
                     vs = vc + (long long)j * HD;
                 }
             }
-            row_pair(sk, r, cc, ks, rot, j, sInv);
+            row_pair(sk, r, cc, ks, rot, j, sInv, KILN_ROPE_PAIRED_K);
             row_pair(sv, r, cc, vs, false, j, sInv);
         }
     };
@@ -498,7 +498,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
         const int s = i / HCH, cc = i % HCH;
         if (o + s >= j0 && o + s < j1) {
             append_pair((elem *)kc + (long long)(o + s) * HD, kn + (long long)s * p.kn_ss, cc,
-                        KILN_ROPE, o + s, sInv);
+                        KILN_ROPE, o + s, sInv, KILN_ROPE_PAIRED_K);
             append_pair((elem *)vc + (long long)(o + s) * HD, vn + (long long)s * p.vn_ss, cc, false,
                         0, sInv);
         }
@@ -542,7 +542,7 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
             const int r = i / HCH, cc = i % HCH, rr = mt * 16 + r;
             const int s = rr / G, h = kvh * G + rr % G;
             row_pair(sQ, r, cc, rr < R ? qb + (long long)s * p.q_ss + (long long)h * p.q_sh : nullptr,
-                     KILN_ROPE, (p.pos ? o : 0) + s, sInv);
+                     KILN_ROPE, (p.pos ? o : 0) + s, sInv, KILN_ROPE_PAIRED_Q);
         }
         cp_commit();
         cp_wait<0>(); /* q and the prologue's tiles */
