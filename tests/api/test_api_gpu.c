@@ -6,7 +6,8 @@
  *     D=128 H=2) compiled through kiln_model_compile_file, random weights
  *     (bound from device memory, or loaded from a .safetensors file),
  *     random states, random inputs, outputs poisoned with NaN; runs at
- *     B=2 S=5 (small-shape variant), B=2 S=12 (large-shape), B=2 S=1 and
+ *     B=2 S=5 (small-shape variant: 10 rows, the batched decode graph, RoPE
+ *     and the cache write in attention), B=2 S=12 (large-shape), B=2 S=1 and
  *     B=1 S=1 (decode) are compared with ir_interp_run on the unfused graph:
  *     outputs and states, relative error < 2e-2 (bf16) / 1e-3 (f32). The
  *     Llama-1B layer is also run with decode_max_rows = -1 (large-shape
