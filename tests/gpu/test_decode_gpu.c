@@ -332,19 +332,22 @@ static void test_norm_fold(rt_ctx *ctx)
     /* in a variant planned for its dims (at most the model's decode_max_rows rows, 32) of up to
      * cg_norm_fold_max_rows rows of the target, the norms are computed by the linears (the GEMV to
      * cg_gemv_max_rows; on sm_90a from CG_NORM_FOLD_HOPPER_MIN_ROWS rows the Hopper matmul's skinny
-     * tiles compute the norm before gate/up only: 32 rows, 6 launches); else (8 and 10 rows on sm_90a;
+     * tiles compute the norm before gate/up, and in the batched decode graph the QKV one too: 32 rows
+     * of 8 per sequence, 5 launches); else (8 and 10 rows on sm_90a;
      * 40 rows: the large-shape variant) kernels of their own (7 launches both ways) */
     cg_target t;
     rt_ctx_target(ctx, &t);
     struct { int64_t B, S; int p0; } cases[] = {{1, 1, 30}, {2, 1, 41}, {2, 5, 9}, {8, 1, 20}, {4, 8, 2}, {8, 5, 3}};
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
         const int64_t rows = cases[c].B * cases[c].S;
-        /* the GEMV computes both norms; the skinny tiles only the one before gate/up (not the
-         * QKV epilogue's: cg_norm_folded) */
+        /* the GEMV computes both norms; the skinny tiles the one before gate/up, and the QKV
+         * projection's too where it has no rope epilogue (the batched decode graph: at most
+         * CG_GEMV_MAX_ROWS rows per sequence and CG_DECODE_BATCHED_ROWS in all; cg_norm_folded) */
+        const bool batched = cases[c].S <= CG_GEMV_MAX_ROWS && rows >= CG_DECODE_BATCHED_ROWS;
         const uint64_t want = rows <= cg_gemv_max_rows(&t)                                          ? 5
                               : rows >= CG_NORM_FOLD_HOPPER_MIN_ROWS && rows <= cg_norm_fold_max_rows(&t) &&
                                         rows <= m->decode_max_rows
-                                  ? 6
+                                  ? (batched ? 5 : 6)
                                                                                                  : 7;
         io r;
         io_make(&r, cases[c].B, cases[c].S, cases[c].p0);
