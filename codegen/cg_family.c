@@ -170,7 +170,7 @@ static int heur_row_threads(const ir_dim *d, int *items)
  * (KILN_WGMMA_TAIL); bit 8: bit 6 for the QKV epilogue too (README, "The M = 32 projections"). A build-time knob so that a benchmark
  * can build the variants it compares (bench/gemv/build_variants.sh). */
 #ifndef KILN_CG_WG_DECODE
-#define KILN_CG_WG_DECODE 19
+#define KILN_CG_WG_DECODE 211
 #endif
 /* the heuristic's largest cluster split: 2 (the H200 keeps sm_count / 2 clusters of two resident
  * under the skinny tiles' shared memory, only 39 of three and 30 of four, so larger splits of
@@ -593,7 +593,9 @@ static int64_t wg_smem(const wg_cfg *c)
  *   epilogue staging 128 output columns at a time when `ts`.
  * - skinny M (17..256, known: a decode-shaped variant): the weights must
  *   stream once over the SMs: ping-pong 64x128 tiles, 8 stages (M <= 64 and
- *   `narrow`: 64x64 tiles, 12 stages, twice the tiles), split K so
+ *   `narrow`: 64x64 tiles, 12 stages, twice the tiles, unless the epilogue is
+ *   a `plain` store and 64x128 tiles get as many CTAs under the cluster
+ *   split), split K so
  *   that the tiles fill the SMs at most once, by at most 2 (4 when K >= 8192:
  *   more slices measured slower), each slice at least 2 K steps of 64 and the
  *   partial sums (written and read back, 8 bytes per output element per
@@ -605,14 +607,31 @@ static int64_t wg_smem(const wg_cfg *c)
  *   floor(SMs / tiles), at most WG_CLUSTER_MAX, each slice at least 2 K
  *   steps. */
 
+/* The CTAs of a skinny product's tiles of bn columns under the cluster split (as below). */
+static int64_t wg_cluster_ctas(int64_t tiles, int64_t ktiles, int sm_count)
+{
+    int64_t sp = sm_count / tiles;
+    if (sp > WG_CLUSTER_MAX) sp = WG_CLUSTER_MAX;
+    if (sp > ktiles / 2) sp = ktiles / 2;
+    return tiles * (sp < 2 ? 1 : sp);
+}
+
 static wg_cfg wg_choose(const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv, bool ts,
-                        bool narrow, int sm_count)
+                        bool narrow, bool plain, int sm_count)
 {
     if (!mv || *mv > 256) {
         if ((kv && *kv > 8192) || (nv && *nv >= 4096)) return (wg_cfg){128, 256, 4, 0, ts, 128, 1, 0, 0};
         return (wg_cfg){128, 128, ts ? 5 : 6, 1, ts, 128, 1, 0, 0};
     }
     const bool one_block = *mv <= 64;
+    /* a plain store (no epilogue operand to load at the tile's end) keeps the 64x128 tile where
+     * the cluster split gives it as many CTAs as the 64x64 tile: the 8B QKV projection at M = 32,
+     * 17.1 us against 20.6 (README, "The M = 32 projections") */
+    if (narrow && plain && one_block && nv && kv && bv && (KILN_CG_WG_DECODE & 16)) {
+        const int64_t kt = (*kv + 63) / 64;
+        if (wg_cluster_ctas(*bv * ((*nv + 127) / 128), kt, sm_count) >= wg_cluster_ctas(*bv * ((*nv + 63) / 64), kt, sm_count))
+            narrow = false;
+    }
     wg_cfg c = narrow && one_block ? (wg_cfg){64, 64, 12, 1, ts, 64, 1, 0, 0} : (wg_cfg){64, 128, 8, 1, ts, 128, 1, 0, 0};
     if (!nv || !kv || !bv) return c;
     const int64_t rb = (*mv + c.bm - 1) / c.bm, tiles = *bv * rb * ((*nv + c.bn - 1) / c.bn), ktiles = (*kv + 63) / 64;
@@ -1892,7 +1911,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* the 64-column tile (skinny M): not for SwiGLU (its staged output would be 32 columns) nor the
      * QKV epilogue (a tile holds whole heads) */
     wg_cfg wc = wg_choose(hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, ts_ok, !swiglu && !qkv,
-                          gen->target->sm_count);
+                          !bias && nother == 0, gen->target->sm_count);
     /* a folded norm needs the whole of K in each tile: no split-K through the workspace (nor
      * among the candidates); the cluster's split carries its sums (wg_cluster_split, below) */
     if (norm && !(skinny && (KILN_CG_WG_DECODE & 16))) wc.split = 1;
