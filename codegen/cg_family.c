@@ -610,6 +610,7 @@ static int64_t wg_smem(const wg_cfg *c)
 /* The CTAs of a skinny product's tiles of bn columns under the cluster split (as below). */
 static int64_t wg_cluster_ctas(int64_t tiles, int64_t ktiles, int sm_count)
 {
+    if (tiles <= 0) return 0; /* an empty product */
     int64_t sp = sm_count / tiles;
     if (sp > WG_CLUSTER_MAX) sp = WG_CLUSTER_MAX;
     if (sp > ktiles / 2) sp = ktiles / 2;
