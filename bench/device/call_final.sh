@@ -10,6 +10,7 @@
 #   2. layer profiles, kiln_old and the new default interleaved: 8B B = 32 (two rounds), 16, 8,
 #      the 1B at B = 32; Gemma-2B and Phi-3-mini at B = 1 (new only);
 #   3. if time is left, bench/run.sh's 8B B = 32 row (Kiln, PyTorch eager + graph).
+# QUICK=1: step 2 is the 8B B = 32 pair, Gemma-2B and Phi-3-mini only.
 # LIMIT (330)
 DEFAULT_LIMIT=330
 . "$(dirname "$0")/common.sh"
@@ -29,7 +30,7 @@ chk() { # label args...
 ( chk 8b-b32 $L8 --dims B=32,S=1,T=1024 --pos=1000
   chk 1b-b32 $L1 --dims B=32,S=1,T=1024 --pos=1000 ) > /tmp/ck_b.txt 2>&1 &
 for tool in racecheck memcheck; do
-  for b in 17 32; do
+  for b in ${SAN_B:-17 32}; do
     ( timeout 150 $san --tool $tool --error-exitcode 9 build/kiln run $L8 $SMALL --dims B=$b,S=1,T=512 --pos=400 \
         --random --check > "/tmp/san_${tool}_$b.txt" 2>&1
       echo "$tool B=$b rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san_${tool}_$b.txt" | tail -1)" ) \
@@ -46,10 +47,11 @@ grep -E "tests passed|tests failed|CHECK failed|passed,|rc=" /tmp/ctest.txt | te
 echo "checks done $(el) s" | tee -a "$OUT/times.txt"
 for r in 1 2; do
   for b in $OLD build/kiln; do prof $b 8b-b32 $L8 B=32,S=1,T=1024 $r 1000; done
-  [ $r = 1 ] && for bb in 16 8; do for b in $OLD build/kiln; do prof $b 8b-b$bb $L8 B=$bb,S=1,T=1024 $r 1000; done; done
-  [ $r = 1 ] && for b in $OLD build/kiln; do prof $b 1b-b32 $L1 B=32,S=1,T=1024 $r 1000; done
   [ $r = 1 ] && prof build/kiln g2b-b1 bench/attn/gemma_2b_layer.kiln B=1,S=1,T=1024 $r 1023
   [ $r = 1 ] && prof build/kiln phi3-b1 samples/phi3_mini_layer.kiln B=1,S=1,T=1024 $r 1023
+  [ "${QUICK:-0}" = 1 ] && break
+  [ $r = 1 ] && for bb in 16 8; do for b in $OLD build/kiln; do prof $b 8b-b$bb $L8 B=$bb,S=1,T=1024 $r 1000; done; done
+  [ $r = 1 ] && for b in $OLD build/kiln; do prof $b 1b-b32 $L1 B=32,S=1,T=1024 $r 1000; done
   echo "round $r done $(el) s" | tee -a "$OUT/times.txt"
 done
 sort "$OUT/table.txt"
