@@ -16,19 +16,13 @@ DEFAULT_LIMIT=330
 . "$(dirname "$0")/common.sh"
 L8=samples/llama3_8b_layer.kiln L1=samples/llama3_1b_layer.kiln OLD=build/variants/kiln_old
 SMALL="-D D=1024 -D H=8 -D KV=2 -D F=2048"
-san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
-chk() { # label args...
-  local l=$1; shift
-  timeout 90 build/kiln run "$@" --random --check > "/tmp/chk_$l.txt" 2>&1
-  echo "check $l rc=$? $(grep -E 'check step' "/tmp/chk_$l.txt" | tail -1 | cut -c1-110)"
-}
 ( KILN_MM_FILTER='_o51|_o48|_o35' timeout 150 build/tests/gpu/test_gpu_matmul > /tmp/mm.txt 2>&1
   echo "test_gpu_matmul 74-81 rc=$? $(grep -E 'passed|failed' /tmp/mm.txt | tail -1)" > /tmp/mmrc.txt ) &
-( for b in 1 4 17 32; do chk small-b$b $L8 $SMALL --dims B=$b,S=1,T=1024 --pos=900; done
-  chk small-b2s5 $L8 $SMALL --dims B=2,S=5,T=1024 --pos=700
-  chk small-s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0 ) > /tmp/ck_a.txt 2>&1 &
-( chk 8b-b32 $L8 --dims B=32,S=1,T=1024 --pos=1000
-  chk 1b-b32 $L1 --dims B=32,S=1,T=1024 --pos=1000 ) > /tmp/ck_b.txt 2>&1 &
+( for b in 1 4 17 32; do kchk small-b$b $L8 $SMALL --dims B=$b,S=1,T=1024 --pos=900; done
+  kchk small-b2s5 $L8 $SMALL --dims B=2,S=5,T=1024 --pos=700
+  kchk small-s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0 ) > /tmp/ck_a.txt 2>&1 &
+( kchk 8b-b32 $L8 --dims B=32,S=1,T=1024 --pos=1000
+  kchk 1b-b32 $L1 --dims B=32,S=1,T=1024 --pos=1000 ) > /tmp/ck_b.txt 2>&1 &
 for tool in racecheck memcheck; do
   for b in ${SAN_B:-17 32}; do
     ( timeout 150 $san --tool $tool --error-exitcode 9 build/kiln run $L8 $SMALL --dims B=$b,S=1,T=512 --pos=400 \

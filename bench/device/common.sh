@@ -34,3 +34,11 @@ prof() {
   { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
   echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
 }
+# the sanitizer, and kchk LABEL ARGS...: `build/kiln run ARGS --random --check` (90 s at most) into
+# /tmp/chk_LABEL.txt, one line on stdout: its status and last check line
+san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
+kchk() {
+  local l=$1; shift
+  timeout 90 build/kiln run "$@" --random --check > "/tmp/chk_$l.txt" 2>&1
+  echo "check $l rc=$? $(grep -E 'check step' "/tmp/chk_$l.txt" | tail -1 | cut -c1-110)"
+}

@@ -58,4 +58,27 @@ static inline int api_write_file(const char *path, const void *data, size_t n)
 
 static inline int api_contains(const char *hay, const char *needle) { return hay && needle && strstr(hay, needle) != NULL; }
 
+/* A compile-only context (lazy kernels: NVRTC never runs) whose kernel cache is a new folder
+ * made from dir, a mkdtemp template (rewritten); NULL with the reason on stderr. */
+static inline kiln_context *api_compile_only_context(char *dir)
+{
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "mkdtemp %s failed\n", dir);
+        return NULL;
+    }
+    kiln_context_options co = {.cache_dir = dir, .compile_only = 1};
+    kiln_context *ctx = NULL;
+    if (kiln_context_create(&ctx, &co) != KILN_OK) fprintf(stderr, "context: %s\n", kiln_last_error());
+    return ctx;
+}
+
+/* Frees ctx and removes the folder api_compile_only_context made; 0 when it is gone. */
+static inline int api_compile_only_done(kiln_context *ctx, const char *dir)
+{
+    kiln_context_free(ctx);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
 #endif

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "check.h"
-#include "kiln.h"
 
 #define LLAMA "samples/llama3_8b_layer.kiln"
 
@@ -69,10 +69,8 @@ static int count(const char *s, const char *what)
 int main(void)
 {
     char dir[] = "/tmp/kiln_bd_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    kiln_context_options co = {.cache_dir = dir, .compile_only = 1};
-    kiln_context *ctx = NULL;
-    CHECK_MSG(kiln_context_create(&ctx, &co) == KILN_OK, "%s", kiln_last_error());
+    kiln_context *ctx = api_compile_only_context(dir);
+    CHECK(ctx != NULL);
     if (!ctx) return CHECK_DONE();
 
     /* the default: a graph of their own for the batched decode variants, one weight copy */
@@ -142,9 +140,6 @@ int main(void)
         kiln_model_free(m);
     }
     free(edited);
-    kiln_context_free(ctx);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(api_compile_only_done(ctx, dir) == 0);
     return CHECK_DONE();
 }

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "check.h"
-#include "kiln.h"
 
 #define MODEL "samples/qwen3_8b_layer.kiln"
 
@@ -61,10 +61,8 @@ static void plan_both(kiln_model *m, int want_large, int want_decode, int want_2
 int main(void)
 {
     char dir[] = "/tmp/kiln_vg_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    kiln_context_options co = {.cache_dir = dir, .compile_only = 1};
-    kiln_context *ctx = NULL;
-    CHECK_MSG(kiln_context_create(&ctx, &co) == KILN_OK, "%s", kiln_last_error());
+    kiln_context *ctx = api_compile_only_context(dir);
+    CHECK(ctx != NULL);
     if (!ctx) return CHECK_DONE();
     /* the default: 2 row kernels (h, h2) at prefill and at 20 rows; 4 at decode (+ the head norms) */
     char *rep = NULL;
@@ -81,9 +79,6 @@ int main(void)
     CHECK(rep && !strstr(rep, "\"variant_graphs\""));
     free(rep);
     kiln_model_free(m);
-    kiln_context_free(ctx);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(api_compile_only_done(ctx, dir) == 0);
     return CHECK_DONE();
 }
