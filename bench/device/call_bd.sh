@@ -43,10 +43,5 @@ for r in 1 2; do
   echo "round $r done $(el) s" | tee -a "$OUT/times.txt"
 done
 sort "$OUT/table.txt"
-if left; then
-  BENCH_CASES=8b-decode-b32 BENCH_VARIANTS=kiln,graph BENCH_PROFILE=0 BENCH_TOTAL=$((LIMIT - $(el))) \
-    timeout $((LIMIT - $(el) + 30)) bench/run.sh > "$OUT/bench_stdout.txt" 2>&1
-  echo "bench rc=$? $(el) s" | tee -a "$OUT/times.txt"
-  sed -n '/---- all cases/,$p' "$OUT/bench.log" 2>/dev/null | head -12
-fi
+bench_rows 8b-decode-b32 kiln,graph
 cp /tmp/prof_*.txt "$OUT/" 2>/dev/null

@@ -42,3 +42,12 @@ kchk() {
   timeout 90 build/kiln run "$@" --random --check > "/tmp/chk_$l.txt" 2>&1
   echo "check $l rc=$? $(grep -E 'check step' "/tmp/chk_$l.txt" | tail -1 | cut -c1-110)"
 }
+# bench_rows CASES VARIANTS: bench/run.sh's rows (BENCH_PROFILE=0) with the time left under LIMIT,
+# its table on stdout
+bench_rows() {
+  left || return
+  BENCH_CASES=$1 BENCH_VARIANTS=$2 BENCH_PROFILE=0 BENCH_TOTAL=$((LIMIT - $(el))) \
+    timeout $((LIMIT - $(el) + 30)) bench/run.sh > "$OUT/bench_stdout.txt" 2>&1
+  echo "bench rc=$? $(el) s" | tee -a "$OUT/times.txt"
+  sed -n '/---- all cases/,$p' "$OUT/bench.log" 2>/dev/null | head -12
+}
