@@ -1012,26 +1012,9 @@ static bool view_ends(const ir_graph *g, const ir_node *x, const ir_node **term,
     return true;
 }
 
-/* rope r fused into a decode attention kernel at gen's dims as its q rope or its new k rows'
- * rope, read by nothing outside that kernel, of a head dim the decode template takes? */
-static bool rope_in_decode_attention(const cg_gen *gen, const ir_node *r)
-{
-    const ir_graph *g = gen->g;
-    if (r->op != IR_OP_ROPE || r->group < 0) return false;
-    const ir_node *att = g->groups[r->group].anchor;
-    if (att->op != IR_OP_ATTENTION || att->attrs.packed || !cg_attention_is_decode(att, gen->dims)) return false;
-    const ir_node *kc = att->inputs[1];
-    if (att->inputs[0] != r && !(kc->op == IR_OP_CACHE_WRITE && kc->group == r->group && kc->inputs[1] == r))
-        return false;
-    for (int i = 0; i < g->nnodes; i++)
-        if (reads(g->nodes[i], r) && g->nodes[i]->group != r->group) return false;
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i].value == r) return false;
-    const ir_type *qt = &att->inputs[0]->type;
-    int64_t hd;
-    return (qt->dtype == IR_BF16 || qt->dtype == IR_F16) && ir_dim_is_const(&qt->dims[3], &hd) && hd % 16 == 0 &&
-           hd >= 16 && hd <= 256;
-}
+typedef struct att_parts att_parts;
+static bool att_parts_of(cg_gen *gen, att_parts *p);
+static bool rope_of_decode_attention(cg_gen *gen, const ir_node *r);
 
 /* Rotation pairs read side by side (CG_XFORM_ROPE_PAIRS without the QKV epilogue): L, a linear
  * with bind-time weight and bias anchoring its own kernel, is read only through [B, S, heads, hd]
@@ -1074,7 +1057,7 @@ static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *ns
             continue;
         }
         /* a rotated segment: read only by its rope, which decode attention applies on load */
-        if (plain || !rope_in_decode_attention(gen, rope) || *nseg == CG_MAX_ROPE_PAIRS) return false;
+        if (plain || !rope_of_decode_attention(gen, rope) || *nseg == CG_MAX_ROPE_PAIRS) return false;
         sg.rope = rope;
         sg.rot = ir_rope_dims(&rope->attrs.rope, sg.hd);
         if (sg.rot != sg.hd || sg.hd % 2 || sg.off % 2 || sg.stride % 2 || sg.hd > sg.stride) return false;
@@ -2464,7 +2447,29 @@ static bool same_pos(const ir_node *a, const ir_node *b) { return a == b; }
 static const ir_node *opt_input(const ir_node *n, int i) { return n->ninputs > i ? n->inputs[i] : NULL; }
 
 /* The [B, S, N, HD] strides of a q or new-rows operand. */
+static bool rows_ok(cg_gen *gen, const ir_node *n, const char *field, cg_strided *s);
+
 static bool rows_operand(cg_gen *gen, const ir_node *n, const char *field, const char *pre, cg_strided *s)
+{
+    if (!rows_ok(gen, n, field, s)) return false;
+    cg_ptr_strided(gen, field, s, false);
+    const char *names[3] = {"sb", "ss", "sh"};
+    for (int i = 0; i < 3; i++) cg_scalar(gen, cg_printf(gen, "%s_%s", pre, names[i]), s->stride[i]);
+    return true;
+}
+
+/* What the attention kernel of gen's group (anchor gen->anchor) takes: q (the rotated q's input
+ * when RoPE is fused), the caches, the positions, the fused ropes and cache writes and their new
+ * rows. */
+typedef struct att_parts {
+    const ir_node *q, *kc, *vc, *pos, *rope_q, *rope_k, *knew, *vnew;
+    bool append;
+    int64_t hd;
+} att_parts;
+
+/* q or new rows [B, S, N, HD] with the head dimension contiguous, strides and offset in whole
+ * 16-byte chunks (multiples of 8 elements): the templates' row loads. */
+static bool rows_ok(cg_gen *gen, const ir_node *n, const char *field, cg_strided *s)
 {
     if (!cg_strided_of(gen, n, s)) return cg_fail(gen, "attention: %s is not a strided view of stored data", field);
     ir_dim one = ir_dim_const(1);
@@ -2473,16 +2478,17 @@ static bool rows_operand(cg_gen *gen, const ir_node *n, const char *field, const
     for (int i = 0; i < 3; i++)
         if (!mult8(&s->stride[i])) return cg_fail(gen, "attention: a stride of %s is not a multiple of 8", field);
     if (!mult8(&s->off)) return cg_fail(gen, "attention: %s does not start 16-byte aligned", field);
-    cg_ptr_strided(gen, field, s, false);
-    const char *names[3] = {"sb", "ss", "sh"};
-    for (int i = 0; i < 3; i++) cg_scalar(gen, cg_printf(gen, "%s_%s", pre, names[i]), s->stride[i]);
     return true;
 }
 
-bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
+/* The parts of the attention kernel and every check on them that does not depend on the
+ * template: no side effect but cg_fail's message, so that cg_rope_paired can ask it of another
+ * kernel's group (a copy of gen with that group's k and anchor). */
+static bool att_parts_of(cg_gen *gen, att_parts *p)
 {
     const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor;
+    memset(p, 0, sizeof *p);
     if (A->op != IR_OP_ATTENTION) return cg_fail(gen, "not attention");
     const ir_node *q = A->inputs[0], *kc = A->inputs[1], *vc = A->inputs[2], *pos = opt_input(A, 3);
     const ir_node *rope_q = NULL, *rope_k = NULL, *knew = NULL, *vnew = NULL;
@@ -2512,14 +2518,6 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     }
     if ((rope_q != NULL) != (rope_k != NULL) && append)
         return cg_fail(gen, "attention: RoPE is fused on only one of q and the new k rows");
-    /* q or the new k rows with their rotation pairs side by side (cg_rope_paired) */
-    bool paired_q = false, paired_k = false;
-    for (int i = 0; i < 2; i++) {
-        const ir_node *L = rope_linear(gen, i ? rope_k : rope_q);
-        qkv_seg segs[QKV_MAX_SEG];
-        int nseg;
-        if (L && cg_rope_paired(gen, L, segs, &nseg)) *(i ? &paired_k : &paired_q) = true;
-    }
     if (rope_q && rope_k &&
         (rope_q->attrs.theta != rope_k->attrs.theta || !ir_rope_attrs_eq(&rope_q->attrs.rope, &rope_k->attrs.rope)))
         return cg_fail(gen, "attention: q and k are rotated with different theta or scaling");
@@ -2532,11 +2530,68 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
         if ((n == rope_q || n == rope_k) && cg_used_outside(gen, n))
             return cg_fail(gen, "attention: the rotated %s is also used outside the kernel", n == rope_q ? "q" : "k");
     }
-    const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
+    const ir_type *qt = &A->inputs[0]->type;
     int64_t hd;
     if (qt->dtype != IR_BF16 && qt->dtype != IR_F16) return cg_fail(gen, "attention: the templates take bf16 or f16");
     if (!ir_dim_eq(&vc->type.dims[3], &qt->dims[3])) return cg_fail(gen, "attention: v's head dimension differs from q's");
     if (!ir_dim_is_const(&qt->dims[3], &hd)) return cg_fail(gen, "attention: the head dimension is not a constant");
+    if (hd % 16 || hd < 16 || hd > 256)
+        return cg_fail(gen, "attention: the templates take head dimensions that are multiples of 16 up to 256");
+    cg_strided st;
+    if (!rows_ok(gen, q, "q", &st)) return false;
+    if (append && (!rows_ok(gen, knew, "k_new", &st) || !rows_ok(gen, vnew, "v_new", &st))) return false;
+    ir_dim zero = ir_dim_const(0);
+    for (int i = 0; i < 2; i++) {
+        const ir_node *c = i ? vc : kc;
+        const ir_node *data = append ? cg_storage_node(gen, c) : c;
+        if (!cg_strided_of(gen, data, &st) || st.base != data || !ir_dim_eq(&st.off, &zero))
+            return cg_fail(gen, "attention: the %s cache is not a stored contiguous tensor", i ? "v" : "k");
+    }
+    *p = (att_parts){q, kc, vc, pos, rope_q, rope_k, knew, vnew, append, hd};
+    return true;
+}
+
+/* Rope r fused into a decode attention kernel at gen's dims (the kernel of r's group, asked
+ * through a copy of gen with that group's k and anchor) as its q rope or its new k rows' rope,
+ * with every check of that kernel's parts passing (att_parts_of): the kernel that reads the pairs
+ * side by side is then sure to be the decode template, never the generic one. */
+static bool rope_of_decode_attention(cg_gen *gen, const ir_node *r)
+{
+    const ir_graph *g = gen->g;
+    if (r->op != IR_OP_ROPE || r->group < 0) return false;
+    const ir_node *att = g->groups[r->group].anchor;
+    if (att->op != IR_OP_ATTENTION || att->attrs.packed || !cg_attention_is_decode(att, gen->dims)) return false;
+    char err[256];
+    cg_gen t = *gen;
+    t.k = r->group;
+    t.anchor = att;
+    t.err = err;
+    t.errlen = sizeof err;
+    t.failed = false;
+    att_parts p;
+    return att_parts_of(&t, &p) && (p.rope_q == r || p.rope_k == r);
+}
+
+bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
+{
+    const ir_graph *g = gen->g;
+    const ir_node *A = gen->anchor;
+    att_parts ap;
+    if (!att_parts_of(gen, &ap)) return false;
+    const ir_node *q = ap.q, *kc = ap.kc, *vc = ap.vc, *pos = ap.pos, *rope_q = ap.rope_q, *rope_k = ap.rope_k,
+                  *knew = ap.knew, *vnew = ap.vnew;
+    const bool append = ap.append;
+    const int64_t hd = ap.hd;
+    (void)g;
+    /* q or the new k rows with their rotation pairs side by side (cg_rope_paired) */
+    bool paired_q = false, paired_k = false;
+    for (int i = 0; i < 2; i++) {
+        const ir_node *L = rope_linear(gen, i ? rope_k : rope_q);
+        qkv_seg segs[QKV_MAX_SEG];
+        int nseg;
+        if (L && cg_rope_paired(gen, L, segs, &nseg)) *(i ? &paired_k : &paired_q) = true;
+    }
+    const ir_type *qt = &A->inputs[0]->type, *ct = &kc->type;
 
     /* packed sequences (KILN_ATT_VARLEN): q is [1, S, H, HD], the sequences' tokens one after
      * another; the caches' rows and pos are per sequence; never the decode template
@@ -2546,8 +2601,6 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
     /* the fallback of a wgmma kernel (no_wgmma) declares the same fields: wg_fit */
     const bool wg_fit = !decode && att_wgmma_fits(gen, hd, rope_q != NULL, append);
     bool wgmma = wg_fit && !gen->no_wgmma;
-    if (hd % 16 || hd < 16 || hd > 256)
-        return cg_fail(gen, "attention: the templates take head dimensions that are multiples of 16 up to 256");
     if (!decode && !wgmma && hd != 64 && hd != 128)
         return cg_fail(gen, "attention: the templates take head dimension 64 or 128 at prefill (any multiple of 16 up "
                             "to 256 at decode, and on sm_90a prefill without RoPE on load or a fused cache write)");

@@ -40,8 +40,10 @@
  * and cache writes go to attention (the driver then keeps that graph only
  * when it differs from the prefill one). In the batched decode variants' graph
  * (pass_options.decode_batched: at least CG_DECODE_BATCHED_ROWS query rows)
- * ropes and cache writes do not join unless --enable names both rules: decode
- * attention does them there.
+ * ropes and cache writes do not join unless --enable names both rules, where
+ * decode attention can take them on load (every rope full rotary with the
+ * attention's positions, one theta and scaling; the cache writes at those
+ * positions): it does them there.
  * Every norm, rope and cache write joins (rules epilogue-head-norm,
  * epilogue-rope, epilogue-cache-write), or none does: the linear's result
  * is then not stored at all. Anything else reading the result — a per-head
@@ -270,6 +272,51 @@ static void find_segments(qkv *q, const ir_node *A)
     }
 }
 
+/* The attention that reads x as its q, or through a cache write of x as its new k rows (NULL: none). */
+static const ir_node *attention_of(const qkv *q, const ir_node *x)
+{
+    for (int i = 0; i < q->u->count[x->id]; i++) {
+        const ir_node *c = q->g->nodes[q->u->users[x->id][i]];
+        if (c->op == IR_OP_ATTENTION && c->inputs[0] == x) return c;
+        if (c->op == IR_OP_CACHE_WRITE && c->inputs[1] == x)
+            for (int j = 0; j < q->u->count[c->id]; j++) {
+                const ir_node *a = q->g->nodes[q->u->users[c->id][j]];
+                if (a->op == IR_OP_ATTENTION && a->inputs[1] == c) return a;
+            }
+    }
+    return NULL;
+}
+
+/* Can decode attention take the projection's ropes and cache writes on load (the batched decode
+ * graph's choice): every rope full rotary, read by an attention as its q or new k rows, with that
+ * attention's positions, all with one theta and scaling; every cache write at those positions. */
+static bool attention_takes_them(const qkv *q)
+{
+    const ir_node *first = NULL;
+    for (int i = 0; i < q->ncand; i++) {
+        const ir_node *n = q->cand[i];
+        if (n->op == IR_OP_RMSNORM) continue;
+        if (n->op == IR_OP_CACHE_WRITE) {
+            const ir_node *a = NULL;
+            for (int j = 0; j < q->u->count[n->id] && !a; j++) {
+                const ir_node *c = q->g->nodes[q->u->users[n->id][j]];
+                if (c->op == IR_OP_ATTENTION && (c->inputs[1] == n || c->inputs[2] == n)) a = c;
+            }
+            if (!a || a->ninputs < 4 || n->ninputs < 3 || n->inputs[2] != a->inputs[3]) return false;
+            continue;
+        }
+        const ir_node *a = attention_of(q, n);
+        int64_t hd = konst(&n->type.dims[3]);
+        if (!a || a->ninputs < 4 || n->ninputs < 2 || n->inputs[1] != a->inputs[3] || hd <= 0 ||
+            ir_rope_dims(&n->attrs.rope, hd) != hd)
+            return false;
+        if (first && (first->attrs.theta != n->attrs.theta || !ir_rope_attrs_eq(&first->attrs.rope, &n->attrs.rope)))
+            return false;
+        first = n;
+    }
+    return true;
+}
+
 static pass_rule rule_of(const ir_node *n)
 {
     return n->op == IR_OP_RMSNORM ? PASS_RULE_EPILOGUE_HEAD_NORM
@@ -299,7 +346,7 @@ static void decide(qkv *q, ir_node *A)
                      "write of the projection or none";
     /* the batched decode variants' graph: RoPE and the cache write go to decode attention, unless
      * --enable names both rules */
-    if (!q->why && q->ctx->opts && q->ctx->opts->decode_batched &&
+    if (!q->why && q->ctx->opts && q->ctx->opts->decode_batched && attention_takes_them(q) &&
         !(pass_rule_named_enabled(q->ctx, PASS_RULE_EPILOGUE_ROPE) &&
           pass_rule_named_enabled(q->ctx, PASS_RULE_EPILOGUE_CACHE_WRITE)))
         q->why = "this graph serves the batched decode variants (at least 4 query rows in all, at most 16 per "

@@ -4,8 +4,10 @@
  * prefill and at B x S < 4 decode rows; from 4 rows (CG_DECODE_BATCHED_ROWS)
  * decode attention does it, and the projection's weight keeps the prefill
  * copy's layout (each rotation pair side by side) so that planning a batched
- * variant adds no weight copy; partial rotary keeps the pairs apart there
- * (another copy); --disable=epilogue-rope makes one graph for every variant;
+ * variant adds no weight copy; where attention cannot take the ropes on
+ * load (partial rotary, other positions, another theta for k) the batched
+ * variants keep the epilogue; --disable=epilogue-rope makes one graph for
+ * every variant;
  * the report and the plan name the graph; constant dims choose one graph. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -105,41 +107,45 @@ int main(void)
         kiln_model_free(m);
     }
 
-    /* partial rotary (half the head's dims): attention reads the pairs apart, so the batched
-     * variants bind a copy of their own */
+    /* where decode attention cannot take the ropes on load, the batched variants keep them in the
+     * epilogue (no graph of their own, no other copy): partial rotary (half the head's dims), the
+     * ropes at other positions than the attention's, k rotated with another theta than q */
     FILE *f = fopen(LLAMA, "rb");
     CHECK(f != NULL);
     char text[16384] = {0};
     size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
     if (f) fclose(f);
     CHECK(n > 0 && n < sizeof text - 1);
-    /* rope(x, pos, theta) -> rope(x, pos, theta, dims=HD/2) */
-    char *edited = calloc(2, sizeof text);
-    size_t o = 0, nr = 0;
-    for (const char *p = text; *p;) {
-        const char *r = strstr(p, "rope(");
-        if (!r) {
-            o += (size_t)sprintf(edited + o, "%s", p);
-            break;
+    static const struct { const char *what, *from[3], *to[3]; } edits[] = {
+        {"partial rotary", {"pos, theta=THETA)", "pos, theta=THETA)"}, {"pos, theta=THETA, dims=HD/2)", "pos, theta=THETA, dims=HD/2)"}},
+        {"other positions", {"input  pos : i32[B]", "pos, theta=THETA)", "pos, theta=THETA)"},
+         {"input  pos : i32[B]\n  input  rp : i32[B]", "rp, theta=THETA)", "rp, theta=THETA)"}},
+        {"another theta for k", {"[B, S, KV, HD]), pos, theta=THETA)"}, {"[B, S, KV, HD]), pos, theta=10000.0)"}},
+    };
+    for (int e = 0; e < (int)(sizeof edits / sizeof edits[0]); e++) {
+        char *edited = strdup(text);
+        for (int i = 0; i < 3 && edits[e].from[i] && edited; i++) { /* each replaces the first one left */
+            char *at = strstr(edited, edits[e].from[i]);
+            CHECK_MSG(at != NULL, "%s: '%s' in the sample", edits[e].what, edits[e].from[i]);
+            if (!at) break;
+            size_t len = strlen(edited) + strlen(edits[e].to[i]) + 1;
+            char *next = malloc(len);
+            snprintf(next, len, "%.*s%s%s", (int)(at - edited), edited, edits[e].to[i], at + strlen(edits[e].from[i]));
+            free(edited);
+            edited = next;
         }
-        const char *close = strstr(r, "theta=THETA)");
-        if (!close) break;
-        close += strlen("theta=THETA");
-        o += (size_t)sprintf(edited + o, "%.*s, dims=HD/2)", (int)(close - p), p);
-        p = close + 1;
-        nr++;
+        m = edited ? compile(ctx, NULL, edited, NULL, 0) : NULL;
+        if (m) {
+            const char *rep = kiln_model_report_json(m);
+            size_t p1 = plan(m, 1, 1), p8 = plan(m, 8, 1);
+            char *v8 = variant_text(m, 8, 1);
+            CHECK_MSG(rep && !strstr(rep, "\"batched decode\"") && p8 == p1 && !strstr(v8, "rotation pairs side by side"),
+                      "%s: B=8 keeps the epilogue's graph (%zu -> %zu packed bytes):\n%s", edits[e].what, p1, p8, v8);
+            free(v8);
+            kiln_model_free(m);
+        }
+        free(edited);
     }
-    CHECK_MSG(nr == 2, "two ropes in the sample (%zu)", nr);
-    m = compile(ctx, NULL, edited, NULL, 0);
-    if (m) {
-        size_t p1 = plan(m, 1, 1), p8 = plan(m, 8, 1);
-        char *v8 = variant_text(m, 8, 1);
-        CHECK_MSG(p8 > p1 && !strstr(v8, "rotation pairs side by side"),
-                  "partial rotary: B=8 binds its own copy (%zu -> %zu bytes) and keeps the pairs apart:\n%s", p1, p8, v8);
-        free(v8);
-        kiln_model_free(m);
-    }
-    free(edited);
     CHECK(api_compile_only_done(ctx, dir) == 0);
     return CHECK_DONE();
 }
