@@ -458,6 +458,13 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * build-time knob for measurements. */
 #define KILN_CG_GEMV_RING_MINK 0
 #endif
+#ifndef KILN_CG_GEMV_SMALL_MB
+/* with the ring or the prefetch on: only for weights of at most this many MB (0: any size). The
+ * idea to measure: both start a kernel's weight stream under the previous kernel's tail, which
+ * is a larger share of a small matrix's time (the 1B layer's 34 MB down projection gained 3.9 us
+ * on an H100 where the 8B layer's 117 MB one lost). A build-time knob for measurements. */
+#define KILN_CG_GEMV_SMALL_MB 0
+#endif
 #ifndef KILN_CG_GEMV_PREFETCH
 /* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
  * build-time knob for benchmarks. */
@@ -2195,13 +2202,18 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
         define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
-        if (KILN_CG_GEMV_PREFETCH) define(plan, "KILN_PDL_PREFETCH", "1");
+        /* the weight's bytes at these dims, for KILN_CG_GEMV_SMALL_MB (unknown: large) */
+        int64_t nval = 0, kval = 0;
+        const bool small_w = KILN_CG_GEMV_SMALL_MB <= 0 ||
+                             (ir_dim_value(&N, dims, &nval) && ir_dim_value(&K, dims, &kval) &&
+                              nval * kval * ir_dtype_size(w->type.dtype) <= (int64_t)KILN_CG_GEMV_SMALL_MB << 20);
+        if (KILN_CG_GEMV_PREFETCH && small_w) define(plan, "KILN_PDL_PREFETCH", "1");
         /* the ring's slots: as many as fit two CTAs per SM (beside 8 KB of static shared memory
          * each), at most KILN_CG_GEMV_RING */
         int64_t ring = ((gen->target->smem_per_block + 1024) / 2 - 8192) / ((int64_t)h.cols * 256 * 16);
         if (ring > KILN_CG_GEMV_RING) ring = KILN_CG_GEMV_RING;
-        int64_t kval = 0;
         if (KILN_CG_GEMV_RING_MINK > 0 && (!ir_dim_value(&K, dims, &kval) || kval < KILN_CG_GEMV_RING_MINK)) ring = 0;
+        if (!small_w) ring = 0;
         if (ring > 1 && KILN_CG_GEMV_DEFER > 0 && h.splitk == 1 && b_nk == 1 && maxm * h.cols <= 32 &&
             gemv_minb(hm ? maxm : 8, a->type.dtype) == 2 && a->type.dtype != IR_F32) {
             define(plan, "KILN_GEMV_RING", "%d", (int)ring);
