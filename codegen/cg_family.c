@@ -245,6 +245,8 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
     return true;
 }
 
+static int64_t head_norm_paired_hd(cg_gen *gen, const ir_node *n);
+
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 {
     const ir_graph *g = gen->g;
@@ -364,6 +366,18 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     if (folded) gen->kern->config = "not launched: the linears that read it compute it";
     gen->kern->launch.grid[0] = grid_dim(folded ? ir_dim_const(0) : rows, 1, 0);
     gen->kern->launch.grid[1] = gen->kern->launch.grid[2] = grid_dim(ir_dim_const(1), 1, 0);
+    /* a per-head norm of rows whose rotation pairs sit side by side: its gain paired the same way */
+    const int64_t phd = head_norm_paired_hd(gen, A);
+    if (phd > 0) {
+        const ir_node *gain = A->ninputs > 1 ? A->inputs[1] : NULL;
+        if (gain) {
+            gen->kern->xforms = calloc(1, sizeof *gen->kern->xforms);
+            if (!gen->kern->xforms) return cg_fail(gen, "out of memory");
+            gen->kern->xforms[gen->kern->nxforms++] =
+                (cg_xform){CG_XFORM_ROPE_PAIRS, gain->id, ir_dim_const(0), 0, phd, 1, phd};
+        }
+        gen->kern->config = "its rows' rotation pairs side by side (the gain paired so) for attention's RoPE";
+    }
     return !gen->failed;
 }
 
@@ -1033,6 +1047,40 @@ static bool rope_of_decode_attention(cg_gen *gen, const ir_node *r);
  * segs (at most CG_MAX_ROPE_PAIRS, the runtime's limit per packed value), or false. The matmul
  * and attention kernels both ask at the same dims, so they agree. */
 enum { CG_MAX_ROPE_PAIRS = 8 };
+#ifndef KILN_CG_PAIR_HEAD_NORM
+/* 1: a per-head RMSNorm between the projection and its rope (Qwen3's q/k norm, a row kernel in the
+ * decode variants' graph) keeps the pairs side by side too, its gain paired at bind time the same
+ * way (head_norm_paired), so that Qwen3's decode variants bind no unpaired QKV copy. Off until it
+ * has run against the interpreter on a GPU (bench/device/call_q3.sh). */
+#define KILN_CG_PAIR_HEAD_NORM 0
+#endif
+
+/* n a per-head RMSNorm alone in its row kernel, over rows of hd with a bind-time [hd] gain or
+ * none, read only by one rope over it: that rope (NULL: not so). */
+static const ir_node *head_norm_rope(cg_gen *gen, const ir_node *n, int64_t hd)
+{
+    const ir_graph *g = gen->g;
+    if (!KILN_CG_PAIR_HEAD_NORM || n->op != IR_OP_RMSNORM || n->group < 0 || g->groups[n->group].anchor != n ||
+        n->type.rank != 4)
+        return NULL;
+    const ir_node *gain = n->ninputs > 1 ? n->inputs[1] : NULL;
+    int64_t gl;
+    if (gain && (!gen->bind[gain->id] || gain->type.rank != 1 || pass_is_view(gain) ||
+                 !ir_dim_is_const(&gain->type.dims[0], &gl) || gl != hd))
+        return NULL;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].value == n) return NULL;
+    const ir_node *rope = NULL;
+    for (int i = 0; i < g->nnodes; i++) {
+        const ir_node *m = g->nodes[i];
+        if (m->group == n->group && m != n && !gen->bind[i] && !pass_is_view(m)) return NULL; /* not alone */
+        if (!reads(m, n)) continue;
+        if (m->op != IR_OP_ROPE || m->inputs[0] != n || rope) return NULL;
+        rope = m;
+    }
+    return rope;
+}
+
 static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *nseg)
 {
     const ir_graph *g = gen->g;
@@ -1049,16 +1097,18 @@ static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *ns
     for (int t = 0; t < nterm; t++) {
         const ir_node *v = term[t];
         if (v == L) return false; /* read as a whole */
-        const ir_node *rope = NULL;
+        const ir_node *rope = NULL, *norm = NULL;
         bool plain = false;
+        qkv_seg sg = {.view = v};
+        if (!seg_geometry(gen, L, &sg, true)) return false;
         for (int i = 0; i < g->nnodes; i++) {
             const ir_node *n = g->nodes[i];
             if (!reads(n, v) || pass_is_view(n)) continue;
+            const ir_node *nr = n->op == IR_OP_RMSNORM && n->inputs[0] == v ? head_norm_rope(gen, n, sg.hd) : NULL;
             if (n->op == IR_OP_ROPE && n->inputs[0] == v && !rope) rope = n;
+            else if (nr && !rope) rope = nr, norm = n;
             else plain = true;
         }
-        qkv_seg sg = {.view = v};
-        if (!seg_geometry(gen, L, &sg, true)) return false;
         if (!rope) {
             other[nother++] = sg;
             continue;
@@ -1066,6 +1116,7 @@ static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *ns
         /* a rotated segment: read only by its rope, which decode attention applies on load */
         if (plain || !rope_of_decode_attention(gen, rope) || *nseg == CG_MAX_ROPE_PAIRS) return false;
         sg.rope = rope;
+        sg.norm = norm;
         sg.rot = ir_rope_dims(&rope->attrs.rope, sg.hd);
         if (sg.rot != sg.hd || sg.hd % 2 || sg.off % 2 || sg.stride % 2 || sg.hd > sg.stride) return false;
         segs[(*nseg)++] = sg;
@@ -1085,20 +1136,35 @@ static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *ns
     return true;
 }
 
-/* The linear a rope reads through views (NULL: none). */
+/* The linear a rope reads through views, or through a per-head norm it pairs too (NULL: none). */
 static const ir_node *rope_linear(cg_gen *gen, const ir_node *rope)
 {
     cg_strided st;
-    return rope && rope->op == IR_OP_ROPE && cg_strided_in_graph(gen, rope->inputs[0], &st) && st.base->op == IR_OP_LINEAR
-               ? st.base
-               : NULL;
+    if (!rope || rope->op != IR_OP_ROPE) return NULL;
+    const ir_node *x = rope->inputs[0];
+    if (KILN_CG_PAIR_HEAD_NORM && x->op == IR_OP_RMSNORM) x = x->inputs[0];
+    return cg_strided_in_graph(gen, x, &st) && st.base->op == IR_OP_LINEAR ? st.base : NULL;
+}
+
+/* The head dim of the segment of a paired linear whose per-head norm is n (cg_rope_paired), or 0. */
+static int64_t head_norm_paired_hd(cg_gen *gen, const ir_node *n)
+{
+    cg_strided st;
+    qkv_seg segs[QKV_MAX_SEG];
+    int nseg;
+    if (!KILN_CG_PAIR_HEAD_NORM || n->op != IR_OP_RMSNORM || !cg_strided_in_graph(gen, n->inputs[0], &st) ||
+        st.base->op != IR_OP_LINEAR || !cg_rope_paired(gen, st.base, segs, &nseg))
+        return 0;
+    for (int i = 0; i < nseg; i++)
+        if (segs[i].norm == n) return segs[i].hd;
+    return 0;
 }
 
 bool cg_group_paired(cg_gen *gen)
 {
     qkv_seg segs[QKV_MAX_SEG];
     int nseg;
-    if (cg_rope_paired(gen, gen->anchor, segs, &nseg)) return true;
+    if (cg_rope_paired(gen, gen->anchor, segs, &nseg) || head_norm_paired_hd(gen, gen->anchor) > 0) return true;
     for (int i = 0; i < gen->g->nnodes; i++) {
         const ir_node *n = gen->g->nodes[i];
         const ir_node *L = n->group == gen->k ? rope_linear(gen, n) : NULL;
