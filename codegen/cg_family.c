@@ -998,30 +998,23 @@ static bool qkv_segments(cg_gen *gen, const ir_node **members, int nm, qkv_seg *
     return true;
 }
 
-/* Is n read by x? */
-static bool reads(const ir_node *n, const ir_node *x)
+/* The i-th reader of x (the graph's users analysis, gen->users). */
+static const ir_node *reader(const cg_gen *gen, const ir_node *x, int i)
 {
-    for (int j = 0; j < n->ninputs; j++)
-        if (n->inputs[j] == x) return true;
-    return false;
+    return gen->g->nodes[gen->users->users[x->id][i]];
 }
 
 /* The values x is read through: the views of x (recursively) and x itself where something
  * other than a view reads it, into term[*nterm]; false when a graph output or state is one of
  * them or there are too many. */
-static bool view_ends(const ir_graph *g, const ir_node *x, const ir_node **term, int *nterm, int depth)
+static bool view_ends(const cg_gen *gen, const ir_node *x, const ir_node **term, int *nterm, int depth)
 {
-    if (depth > 8) return false;
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i].value == x) return false;
-    for (int i = 0; i < g->nstates; i++)
-        if (g->states[i].value == x) return false;
+    if (depth > 8 || gen->users->is_output[x->id]) return false;
     bool direct = false;
-    for (int i = 0; i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (!reads(n, x)) continue;
+    for (int i = 0; i < gen->users->count[x->id]; i++) {
+        const ir_node *n = reader(gen, x, i);
         if (pass_is_view(n)) {
-            if (!view_ends(g, n, term, nterm, depth + 1)) return false;
+            if (!view_ends(gen, n, term, nterm, depth + 1)) return false;
         } else {
             direct = true;
         }
@@ -1068,13 +1061,15 @@ static const ir_node *head_norm_rope(cg_gen *gen, const ir_node *n, int64_t hd)
     if (gain && (!gen->bind[gain->id] || gain->type.rank != 1 || pass_is_view(gain) ||
                  !ir_dim_is_const(&gain->type.dims[0], &gl) || gl != hd))
         return NULL;
-    for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i].value == n) return NULL;
-    const ir_node *rope = NULL;
+    if (gen->users->is_output[n->id]) return NULL;
     for (int i = 0; i < g->nnodes; i++) {
         const ir_node *m = g->nodes[i];
         if (m->group == n->group && m != n && !gen->bind[i] && !pass_is_view(m)) return NULL; /* not alone */
-        if (!reads(m, n)) continue;
+    }
+    const ir_node *rope = NULL;
+    for (int i = 0; i < gen->users->count[n->id]; i++) {
+        const ir_node *m = reader(gen, n, i);
+        if (m == rope) continue;
         if (m->op != IR_OP_ROPE || m->inputs[0] != n || rope) return NULL;
         rope = m;
     }
@@ -1091,7 +1086,7 @@ static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *ns
     if (bias && (!gen->bind[bias->id] || bias->type.rank != 1 || pass_is_view(bias))) return false;
     const ir_node *term[QKV_MAX_SEG];
     int nterm = 0;
-    if (!view_ends(g, L, term, &nterm, 0)) return false;
+    if (!view_ends(gen, L, term, &nterm, 0)) return false;
     qkv_seg other[QKV_MAX_SEG];
     int nother = 0;
     for (int t = 0; t < nterm; t++) {
@@ -1101,9 +1096,9 @@ static bool cg_rope_paired(cg_gen *gen, const ir_node *L, qkv_seg *segs, int *ns
         bool plain = false;
         qkv_seg sg = {.view = v};
         if (!seg_geometry(gen, L, &sg, true)) return false;
-        for (int i = 0; i < g->nnodes; i++) {
-            const ir_node *n = g->nodes[i];
-            if (!reads(n, v) || pass_is_view(n)) continue;
+        for (int i = 0; i < gen->users->count[v->id]; i++) {
+            const ir_node *n = reader(gen, v, i);
+            if (pass_is_view(n) || n == rope || n == norm) continue;
             const ir_node *nr = n->op == IR_OP_RMSNORM && n->inputs[0] == v ? head_norm_rope(gen, n, sg.hd) : NULL;
             if (n->op == IR_OP_ROPE && n->inputs[0] == v && !rope) rope = n;
             else if (nr && !rope) rope = nr, norm = n;
@@ -2652,7 +2647,6 @@ static bool rope_of_decode_attention(cg_gen *gen, const ir_node *r)
 
 bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dims)
 {
-    const ir_graph *g = gen->g;
     const ir_node *A = gen->anchor;
     att_parts ap;
     if (!att_parts_of(gen, &ap)) return false;
@@ -2660,7 +2654,6 @@ bool cg_gen_attention(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *
                   *knew = ap.knew, *vnew = ap.vnew;
     const bool append = ap.append;
     const int64_t hd = ap.hd;
-    (void)g;
     /* q or the new k rows with their rotation pairs side by side (cg_rope_paired) */
     bool paired_q = false, paired_k = false;
     for (int i = 0; i < 2; i++) {
