@@ -476,13 +476,15 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
 /* with the ring or the prefetch on: only for weights of at most this many MB (0: any size). The
  * idea to measure: both start a kernel's weight stream under the previous kernel's tail, which
  * is a larger share of a small matrix's time (the 1B layer's 34 MB down projection gained 3.9 us
- * on an H100 where the 8B layer's 117 MB one lost). A build-time knob for measurements. */
-#define KILN_CG_GEMV_SMALL_MB 0
+ * on an H100 where the 8B layer's 117 MB one lost). 40: the prefetch on the 1B, Gemma-2B and Phi-3
+ * projections and the 8B's attention ones (bench/device/call_1b.sh measured the layers 1-7%
+ * faster on an H100, see README). A build-time knob for measurements. */
+#define KILN_CG_GEMV_SMALL_MB 40
 #endif
 #ifndef KILN_CG_GEMV_PREFETCH
-/* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait). A
- * build-time knob for benchmarks. */
-#define KILN_CG_GEMV_PREFETCH 0
+/* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait), on
+ * weights up to KILN_CG_GEMV_SMALL_MB. A build-time knob for benchmarks. */
+#define KILN_CG_GEMV_PREFETCH 1
 #endif
 /* Columns per CTA (two CTAs per SM: gemv_minb 2): the busiest CTA streams ceil(blocks / slots)
  * column blocks of `cols` weight rows. 8, unless the blocks of 8 take more than one round and 6
@@ -1043,9 +1045,10 @@ enum { CG_MAX_ROPE_PAIRS = 8 };
 #ifndef KILN_CG_PAIR_HEAD_NORM
 /* 1: a per-head RMSNorm between the projection and its rope (Qwen3's q/k norm, a row kernel in the
  * decode variants' graph) keeps the pairs side by side too, its gain paired at bind time the same
- * way (head_norm_paired), so that Qwen3's decode variants bind no unpaired QKV copy. Off until it
- * has run against the interpreter on a GPU (bench/device/call_q3.sh). */
-#define KILN_CG_PAIR_HEAD_NORM 0
+ * way (head_norm_paired), so that Qwen3's decode variants bind no unpaired QKV copy. Checked
+ * against the interpreter on a GPU (bench/device/call_q3.sh: B=1, 2, 8, prefill S=300, memcheck
+ * and racecheck clean). */
+#define KILN_CG_PAIR_HEAD_NORM 1
 #endif
 
 /* n a per-head RMSNorm alone in its row kernel, over rows of hd with a bind-time [hd] gain or
