@@ -728,6 +728,9 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
     if (gen->ld_pre == 1)
         return cg_printf(gen, "(pre[%d] = kiln_ld(p.%s + %s))", gen->ld_count++, f, cg_idx_flatten(gen, x));
     if (gen->ld_pre == 2) return cg_printf(gen, "pre[%d]", gen->ld_count++);
+    if (gen->ptr_wrap) /* kiln_ldv: a plain integer load the compiler may merge with its neighbours */
+        return cg_printf(gen, "%s(%s(p.%s) + %s)", gen->ld_fn ? gen->ld_fn : "kiln_ldv", gen->ptr_wrap, f,
+                         cg_idx_flatten(gen, x));
     return cg_printf(gen, "%s(p.%s + %s)", gen->ld_fn ? gen->ld_fn : "kiln_ld", f, cg_idx_flatten(gen, x));
 }
 
@@ -1232,5 +1235,8 @@ void cg_store(cg_gen *gen, const ir_node *n, const cg_idx *x, const char *v)
 {
     const char *f = cg_ptr(gen, n, true);
     if (!f) return;
-    cg_line(gen, "kiln_st(p.%s + %s, %s);", f, cg_idx_flatten(gen, x), v);
+    if (gen->ptr_wrap)
+        cg_line(gen, "kiln_stv(%s(p.%s) + %s, %s);", gen->ptr_wrap, f, cg_idx_flatten(gen, x), v);
+    else
+        cg_line(gen, "kiln_st(p.%s + %s, %s);", f, cg_idx_flatten(gen, x), v);
 }

@@ -147,15 +147,42 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 /* Threads per row: about 8 elements per thread, a power of two in [64, 1024]
  * (a symbolic row length gets 256). The row stays in registers when its
  * length is a constant that needs at most 16 items per thread. */
-static int heur_row_threads(const ir_dim *d, int *items)
+#ifndef KILN_CG_ROW_ITEMS
+/* row.cuh: the elements per thread the heuristic aims at (a power of two; those a thread
+ * holds in registers and has in flight at once). A build-time knob for measurements. */
+#define KILN_CG_ROW_ITEMS 16
+#endif
+
+/* row.cuh's threads per CTA, *items (KILN_ROW_ITEMS: 0 where d is not known or too long) and
+ * *vec (KILN_ROW_VEC, consecutive elements per thread in the aligned path): vmax elements
+ * make 16 bytes of the kernel's type (a d known only at run time: vmax, which row.cuh takes
+ * where p.d allows). Where vmax or a smaller power of two divides d, the
+ * threads are chosen (a multiple of 32) so that each holds whole groups of it: a row of 3072
+ * takes 384 threads of 8, not 512 of 6 (threads: a multiple of 64). */
+static int heur_row_threads(const ir_dim *d, int vmax, int *items, int *vec)
 {
     int64_t len;
     *items = 0;
-    if (!ir_dim_is_const(d, &len)) return 256;
+    *vec = 1;
+    if (!ir_dim_is_const(d, &len)) {
+        *vec = vmax; /* row.cuh takes the groups where p.d allows at run time */
+        return 256;
+    }
     int t = 64;
-    while (t < 1024 && (int64_t)t * 8 < len) t *= 2;
+    while (t < 1024 && (int64_t)t * KILN_CG_ROW_ITEMS < len) t *= 2;
     int64_t per = (len + t - 1) / t;
-    if (per <= 16) *items = (int)per;
+    if (per > 16) return t;
+    *items = (int)per;
+    for (int v = vmax; v > 1; v /= 2) {
+        if (len % v) continue;
+        const int64_t pv = (per + v - 1) / v * v;
+        /* whole pairs of warps: at 288 threads ptxas aimed at 7 CTAs per SM, 32 registers, and spilled */
+        const int64_t tv = ((len + pv - 1) / pv + 63) / 64 * 64;
+        if (tv > 1024 || pv > 16) continue;
+        *items = (int)pv;
+        *vec = v;
+        return (int)tv;
+    }
     return t;
 }
 
@@ -247,6 +274,45 @@ bool cg_norm_folded(const cg_gen *gen, const ir_node *n)
 
 static int64_t head_norm_paired_hd(cg_gen *gen, const ir_node *n);
 
+/* The row anchor's value y inside a row hook's element loop: the norm's `v` times its gain plus
+ * its bias (where the graph still has them: fold_norm_gain.c folds the gain into the weights
+ * that read the norm); other anchors are `v` itself. */
+static void row_anchor_value(cg_gen *gen, const ir_node *A)
+{
+    if (A->op != IR_OP_RMSNORM && A->op != IR_OP_LAYERNORM) return;
+    cg_idx wi = cg_idx_flat(&A->type, "i");
+    const char *av = "v";
+    if (A->ninputs > 1) {
+        wi = cg_idx_flat(&A->inputs[1]->type, "i");
+        av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
+    }
+    if (A->ninputs > 2) av = cg_printf(gen, "%s + %s", av, cg_value(gen, A->inputs[2], &wi));
+    cg_line(gen, "const float y = %s;", av);
+}
+
+/* A row hook's body over the group of V elements from i0: one loop computes the n outputs'
+ * values (with A: the anchor's value from vv[j] first) into o<k>[V], then one loop per output
+ * stores them. xi: the element's index (its last coordinate `i`). */
+static void row_group_stores(cg_gen *gen, const ir_node *const *outs, int n, const cg_idx *xi, const ir_node *A)
+{
+    for (int k = 0; k < n; k++) cg_line(gen, "float o%d[V];", k);
+    cg_line(gen, "#pragma unroll");
+    cg_open(gen, "for (int j = 0; j < V; j++)");
+    cg_line(gen, "const long long i = i0 + j;");
+    cg_line(gen, A ? "const float v = vv[j], x = xv[j];" : "const float x = xv[j];");
+    cg_line(gen, A ? "(void)i; (void)v; (void)x;" : "(void)i; (void)x;");
+    if (A) row_anchor_value(gen, A);
+    for (int k = 0; k < n; k++) cg_line(gen, "o%d[j] = %s;", k, cg_value(gen, outs[k], xi));
+    cg_close(gen);
+    for (int k = 0; k < n; k++) {
+        cg_line(gen, "#pragma unroll");
+        cg_open(gen, "for (int j = 0; j < V; j++)");
+        cg_line(gen, "const long long i = i0 + j;");
+        cg_store(gen, outs[k], xi, cg_printf(gen, "o%d[j]", k));
+        cg_close(gen);
+    }
+}
+
 bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 {
     const ir_graph *g = gen->g;
@@ -306,59 +372,73 @@ bool cg_gen_row(cg_gen *gen, cg_plan *plan, cg_str *hooks)
     cg_idx xi = cg_idx_flat(xt, cg_printf(gen, "(row * %s + i)", D));
     xi.c[r - 1] = "i";
 
-    /* kiln_row_in: the row's input element */
+    /* kiln_row_in: the row's input element. The hooks are templates on AL (row.cuh): their
+     * element pointers through kiln_al<AL>, taken as 16-byte aligned in the checked path. */
+    gen->ptr_wrap = "kiln_al<AL>";
     cg_str body = {0};
     cg_begin_fn(gen, &body);
     cg_line(gen, "return %s;", cg_value(gen, X, &xi));
-    finish_fn(gen, hooks, "__device__ __forceinline__ float kiln_row_in(const KilnArgs &p, long long row, long long i)",
+    finish_fn(gen, hooks,
+              "template <int AL> __device__ __forceinline__ float kiln_row_in(const KilnArgs &p, long long row, "
+              "long long i)",
               &body);
 
+    /* kiln_row_pre and kiln_row_out take a group of V consecutive elements from i0 (row.cuh):
+     * each computes the group's values (its loads, e.g. a gain's, first), then stores each
+     * output's V values in a row, so that no store comes between the loads or the stores the
+     * compiler may merge (the outputs may alias the inputs). */
     /* kiln_row_pre: prologue values needed outside (the residual stream) */
     cg_begin_fn(gen, &body);
     cg_set_subst(gen, X, "x");
-    for (int j = 0; j < npre; j++) cg_store(gen, pre[j], &xi, cg_value(gen, pre[j], &xi));
-    if (npre == 0) cg_line(gen, "(void)p; (void)row; (void)i; (void)x;");
+    if (npre == 0) cg_line(gen, "(void)p; (void)row; (void)i0; (void)xv;");
+    else row_group_stores(gen, pre, npre, &xi, NULL);
     finish_fn(gen, hooks,
-              "__device__ __forceinline__ void kiln_row_pre(const KilnArgs &p, long long row, long long i, float x)",
+              "template <int AL, int V> __device__ __forceinline__ void kiln_row_pre(const KilnArgs &p, long long row, "
+              "long long i0, const float (&xv)[V])",
               &body);
 
     /* kiln_row_out: the anchor's value, the epilogue, the stores */
     cg_begin_fn(gen, &body);
-    cg_line(gen, "(void)x;");
-    if (A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM) {
-        cg_idx wi = cg_idx_flat(&A->type, "i");
-        /* no gain: folded into the weights that read the norm (fold_norm_gain.c) */
-        const char *av = "v";
-        if (A->ninputs > 1) {
-            wi = cg_idx_flat(&A->inputs[1]->type, "i");
-            av = cg_printf(gen, "v * %s", cg_value(gen, A->inputs[1], &wi));
-        }
-        if (A->ninputs > 2) av = cg_printf(gen, "%s + %s", av, cg_value(gen, A->inputs[2], &wi));
-        cg_line(gen, "const float y = %s;", av);
-        cg_set_subst(gen, A, "y");
-    } else {
-        cg_set_subst(gen, A, "v");
-    }
+    cg_line(gen, "(void)xv;");
+    cg_set_subst(gen, A, A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM ? "y" : "v");
     cg_set_subst(gen, X, "x");
-    for (int j = 0; j < npost; j++) cg_store(gen, post[j], &xi, cg_value(gen, post[j], &xi));
+    row_group_stores(gen, post, npost, &xi, A);
     if (nrowout) {
-        if (elemout) cg_open(gen, "if (i == 0)");
+        /* per-row outputs: once, from the group at i0 == 0 (its first element's values) */
+        cg_open(gen, "if (i0 == 0)");
+        cg_line(gen, "const long long i = 0;");
+        cg_line(gen, "const float v = vv[0], x = xv[0];");
+        cg_line(gen, "(void)i; (void)v; (void)x;");
+        row_anchor_value(gen, A);
         for (int j = 0; j < nrowout; j++) {
             cg_idx ri = cg_idx_flat(&rowout[j]->type, "row");
             cg_store(gen, rowout[j], &ri, cg_value(gen, rowout[j], &ri));
         }
-        if (elemout) cg_close(gen);
+        cg_close(gen);
     }
     finish_fn(gen, hooks,
-              "__device__ __forceinline__ void kiln_row_out(const KilnArgs &p, long long row, long long i, float v, "
-              "float x)",
+              "template <int AL, int V> __device__ __forceinline__ void kiln_row_out(const KilnArgs &p, long long row, "
+              "long long i0, const float (&vv)[V], const float (&xv)[V])",
               &body);
+    gen->ptr_wrap = NULL;
 
-    int items, threads = heur_row_threads(&d, &items);
+    /* kiln_row_aligned: every pointer field 16-byte aligned (the hooks' pointers are among them) */
+    cg_begin_fn(gen, &body);
+    const char *ors = NULL;
+    for (int j = 0; j < gen->nargs; j++)
+        if (gen->args[j].ctype && strchr(gen->args[j].ctype, '*'))
+            ors = ors ? cg_printf(gen, "%s | (unsigned long long)p.%s", ors, gen->args[j].field)
+                      : cg_printf(gen, "(unsigned long long)p.%s", gen->args[j].field);
+    cg_line(gen, "return ((%s) & 15ull) == 0;", ors ? ors : "0ull");
+    finish_fn(gen, hooks, "__device__ __forceinline__ bool kiln_row_aligned(const KilnArgs &p)", &body);
+
+    const int esize = ir_dtype_size(X->type.dtype);
+    int items, vec, threads = heur_row_threads(&d, esize > 0 && esize <= 8 ? 16 / esize : 1, &items, &vec);
     define(plan, "KILN_ROW_OP", "%s", op);
     if (A->op == IR_OP_RMSNORM || A->op == IR_OP_LAYERNORM) define(plan, "KILN_EPS", "%s", cg_float_lit(gen, A->attrs.eps));
     define(plan, "KILN_ROW_THREADS", "%d", threads);
     define(plan, "KILN_ROW_ITEMS", "%d", items);
+    define(plan, "KILN_ROW_VEC", "%d", vec);
     define(plan, "KILN_ROW_ELEMOUT", "%d", elemout ? 1 : 0);
     gen->kern->launch.block = threads;
     /* a norm its GEMVs compute at these dims: not launched (an empty grid) */

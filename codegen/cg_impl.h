@@ -74,6 +74,9 @@ typedef struct cg_gen {
     bool failed;
     bool dim_overflow; /* a size did not fit (ir_dim_times): the kernel fails */
     const char *ld_fn; /* the element load the expressions emit (NULL: kiln_ld) */
+    /* the wrapper of the pointer in each element load and store (NULL: none), e.g. "kiln_al<AL>"
+     * in row.cuh's hooks (common.cuh kiln_al: the pointer taken as aligned in the checked path) */
+    const char *ptr_wrap;
     /* the element loads as the preloading hooks emit them (matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY 2):
      * 0 as ld_fn says; 1 load k also stored in pre[k]; 2 load k read from pre[k]. ld_count: the
      * loads emitted so far (k) */

@@ -56,6 +56,26 @@ __device__ __forceinline__ void kiln_st(__half *p, float v) { *p = __float2half_
 __device__ __forceinline__ void kiln_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void kiln_st(int *p, float v) { *p = (int)v; }
 
+// kiln_ld / kiln_st as plain integer loads and stores around the conversion (bf16 rounded to
+// nearest even in integer arithmetic, as cvt.rn.bf16.f32 rounds; NaN to 0x7fff), with no inline
+// assembly between neighbouring elements, so that the compiler may merge a thread's consecutive
+// elements into one vector access where it knows the alignment (row.cuh's aligned path).
+__device__ __forceinline__ float kiln_ldv(const float *p) { return *p; }
+__device__ __forceinline__ float kiln_ldv(const __nv_bfloat16 *p)
+{
+    return __uint_as_float((unsigned)*reinterpret_cast<const unsigned short *>(p) << 16);
+}
+__device__ __forceinline__ float kiln_ldv(const __half *p) { return kiln_ld(p); }
+__device__ __forceinline__ float kiln_ldv(const int *p) { return (float)*p; }
+__device__ __forceinline__ void kiln_stv(float *p, float v) { *p = v; }
+__device__ __forceinline__ void kiln_stv(__nv_bfloat16 *p, float v)
+{
+    const unsigned u = __float_as_uint(v);
+    const unsigned r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    *reinterpret_cast<unsigned short *>(p) = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : r);
+}
+__device__ __forceinline__ void kiln_stv(__half *p, float v) { kiln_st(p, v); }
+__device__ __forceinline__ void kiln_stv(int *p, float v) { *p = (int)v; }
 // The state row of batch row b: slot[b] with a slot table (KilnArgs field "slot", CG_ARG_SLOTS),
 // b without one.
 __device__ __forceinline__ long long kiln_slot(const int *slot, long long b) { return slot ? (long long)slot[b] : b; }
@@ -126,6 +146,13 @@ __device__ __forceinline__ void kiln_pdl_launch()
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+// p as a pointer the compiler may take to be AL-byte aligned (AL 0: p as it is). A template
+// instantiated with AL > 0 only where the pointer was checked at run time (row.cuh).
+template <int AL, typename P> __device__ __forceinline__ P kiln_al(P p)
+{
+    if constexpr (AL > 0) return (P)__builtin_assume_aligned(p, AL);
+    else return p;
 }
 // Asks the L2 to fetch [p, p + bytes) (a hint: no data comes back, nothing faults).
 // p 16-byte aligned; bytes rounded down to 16.

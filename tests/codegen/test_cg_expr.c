@@ -192,9 +192,17 @@ static void test_row(void)
     cg_kernel *kk = NULL;
     const char *t = emit(g, k, "rmsnorm+residual", &kk);
     HAS(t, "#define KILN_ROW_OP KILN_ROW_RMSNORM");
-    HAS(t, "#define KILN_ROW_ITEMS 1");
-    HAS(t, "kiln_row_pre(const KilnArgs &p, long long row, long long i, float x)\n{\n    kiln_st(p.t3 + (row * 8LL + i), x);");
+    /* 8 bf16 elements: one group of 8 (16 bytes) for the first thread of 64 */
+    HAS(t, "#define KILN_ROW_ITEMS 8");
+    HAS(t, "#define KILN_ROW_VEC 8");
+    /* the residual stream's stores: the group's values first, then its stores in a row */
+    HAS(t, "kiln_row_pre(const KilnArgs &p, long long row, long long i0, const float (&xv)[V])\n{\n"
+           "    float o0[V];\n");
+    HAS(t, "        o0[j] = x;\n");
+    HAS(t, "        kiln_stv(kiln_al<AL>(p.t3) + (row * 8LL + i), o0[j]);");
     HAS(t, "const float y = v * f0;");
+    HAS(t, "return (((unsigned long long)p.t0 | (unsigned long long)p.t1 | (unsigned long long)p.t3 | "
+           "(unsigned long long)p.t2 | (unsigned long long)p.t4) & 15ull) == 0;");
     if (kk) CHECK(kk->family == CG_FAMILY_ROW && kk->launch.block == 64);
     ir_graph_free(g);
 
@@ -217,9 +225,12 @@ static void test_row(void)
     t = emit(g, 0, "softmax", &kk);
     HAS(t, "#define KILN_ROW_OP KILN_ROW_SOFTMAX");
     HAS(t, "#define KILN_ROW_ITEMS 0");
+    HAS(t, "#define KILN_ROW_VEC 4"); /* f32: taken where p.d allows at run time */
     t = emit(g, 1, "mean, x - mean", &kk);
     HAS(t, "#define KILN_ROW_OP KILN_ROW_MEAN");
     HAS(t, "#define KILN_ROW_ELEMOUT 1");
+    HAS(t, "#define KILN_ROW_ITEMS 4"); /* a row of 12 f32: groups of 4 (16 bytes) */
+    HAS(t, "#define KILN_ROW_VEC 4");
     HAS(t, "(x - v)");
     t = emit(g, 2, "sum over axis 1", &kk);
     if (kk) {
