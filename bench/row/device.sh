@@ -32,4 +32,6 @@ done
 prof build/kiln pf2k samples/llama3_8b_layer.kiln B=1,S=2048,T=2048 1 0
 prof build/kiln pf4k samples/llama3_8b_layer.kiln B=4,S=4096,T=4096 1 0
 prof build/kiln b32 samples/llama3_8b_layer.kiln B=32,S=1,T=1024 1 1000
+prof build/kiln 1b samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1 1023
+prof build/kiln 8b samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1 1023
 cat "$OUT/times.txt"
