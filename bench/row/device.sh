@@ -10,17 +10,6 @@ for b in build/rowbench/*; do
   for a in "16384 4096 0" "2048 4096 0" "32 4096 0" "2048 4096 1"; do echo "$(basename "$b") $("$b" $a 2>&1)"; done
 done | tee "$OUT/rowbench.txt"
 echo "rowbench $(el) s" | tee -a "$OUT/times.txt"
-if [ "${GPU_TESTS:-1}" = 1 ]; then
-  (cd build && timeout $((LIMIT - 150)) ctest -L gpu -j 3 --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
-  echo "ctest -L gpu rc=$? $(el) s" | tee -a "$OUT/times.txt"
-  grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -30
-fi
-for tool in memcheck racecheck; do
-  left || break
-  timeout 60 $san --tool $tool build/kiln run samples/llama3_8b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=2048 \
-    --dims B=2,S=300,T=512 --pos=0 --random --check > /tmp/san_$tool.txt 2>&1
-  echo "$tool s300 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.txt | tail -1)" | tee -a "$OUT/times.txt"
-done
 [ "${CHECKS:-1}" = 1 ] && {
   kchk l8pf samples/llama3_8b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=2048 --dims B=2,S=300,T=512 --pos=0
   kchk mxpf samples/mixtral_8x7b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=1024 --dims B=1,S=64,T=128 --pos=0
@@ -34,4 +23,15 @@ prof build/kiln pf4k samples/llama3_8b_layer.kiln B=4,S=4096,T=4096 1 0
 prof build/kiln b32 samples/llama3_8b_layer.kiln B=32,S=1,T=1024 1 1000
 prof build/kiln 1b samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1 1023
 prof build/kiln 8b samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1 1023
+for tool in memcheck racecheck; do
+  left || break
+  timeout 60 $san --tool $tool build/kiln run samples/llama3_8b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=2048 \
+    --dims B=2,S=300,T=512 --pos=0 --random --check > /tmp/san_$tool.txt 2>&1
+  echo "$tool s300 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.txt | tail -1)" | tee -a "$OUT/times.txt"
+done
+if [ "${GPU_TESTS:-1}" = 1 ]; then
+  (cd build && timeout $((LIMIT - 20 - $(el))) ctest -L gpu -j 3 --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
+  echo "ctest -L gpu rc=$? $(el) s" | tee -a "$OUT/times.txt"
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -30
+fi
 cat "$OUT/times.txt"
