@@ -3,7 +3,7 @@
 # build-gpu/rowbench) at the 8B layer's prefill and decode row counts, with misaligned pointers
 # (the unaligned path) for the checksums, then the 8B prefill layer's profiles and `kiln run
 # --check` on layers whose norms take the new path, `ctest -L gpu` (GPU_TESTS=0: not) and the
-# sanitizers on a prefill layer (slim build: carry build-gpu).
+# sanitizers on a prefill layer (slim build: carry build-gpu). TESTS: a ctest -R regex.
 DEFAULT_LIMIT=${LIMIT:-300}
 . "$(dirname "$0")/../device/common.sh"
 for b in build/rowbench/*; do
@@ -30,7 +30,7 @@ for tool in memcheck racecheck; do
   echo "$tool s300 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.txt | tail -1)" | tee -a "$OUT/times.txt"
 done
 if [ "${GPU_TESTS:-1}" = 1 ]; then
-  (cd build && timeout $((LIMIT - 20 - $(el))) ctest -L gpu -j 3 --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
+  (cd build && timeout $((LIMIT - 20 - $(el))) ctest -L gpu ${TESTS:+-R "$TESTS"} -j 3 --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
   echo "ctest -L gpu rc=$? $(el) s" | tee -a "$OUT/times.txt"
   grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -30
 fi
