@@ -93,9 +93,9 @@
 #endif
 #ifndef KILN_PDL_PREFETCH
 // 1: the first KILN_PREFETCH_CTAS CTAs (about those resident at once) ask the L2 for their
-// weight slice before waiting on the previous kernel. Off by default: on the H200 the
-// extra L2 traffic cost the bandwidth-bound layer more than the overlap gained
-// (README, "Decode without bubbles").
+// weight slice before waiting on the previous kernel. Codegen turns it on for weights of at
+// most KILN_CG_GEMV_SMALL_MB (codegen/cg_family.c): on the 8B layer's large matrices the extra
+// L2 traffic cost more than the overlap gained (README, "Decode without bubbles").
 #define KILN_PDL_PREFETCH 0
 #endif
 #ifndef KILN_PREFETCH_CTAS
