@@ -173,6 +173,7 @@ static int heur_row_threads(const ir_dim *d, int vmax, int *items, int *vec)
     int64_t per = (len + t - 1) / t;
     if (per > 16) return t;
     *items = (int)per;
+    if (per < 1) return t; /* an empty row */
     for (int v = vmax; v > 1; v /= 2) {
         if (len % v) continue;
         const int64_t pv = (per + v - 1) / v * v;
