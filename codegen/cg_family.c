@@ -144,21 +144,19 @@ bool cg_gen_elementwise(cg_gen *gen, cg_plan *plan, cg_str *hooks)
 
 /* ---- row ------------------------------------------------------------------------- */
 
-/* Threads per row: about 8 elements per thread, a power of two in [64, 1024]
- * (a symbolic row length gets 256). The row stays in registers when its
- * length is a constant that needs at most 16 items per thread. */
 #ifndef KILN_CG_ROW_ITEMS
 /* row.cuh: the elements per thread the heuristic aims at (a power of two; those a thread
  * holds in registers and has in flight at once). A build-time knob for measurements. */
 #define KILN_CG_ROW_ITEMS 16
 #endif
 
-/* row.cuh's threads per CTA, *items (KILN_ROW_ITEMS: 0 where d is not known or too long) and
- * *vec (KILN_ROW_VEC, consecutive elements per thread in the aligned path): vmax elements
- * make 16 bytes of the kernel's type (a d known only at run time: vmax, which row.cuh takes
- * where p.d allows). Where vmax or a smaller power of two divides d, the
- * threads are chosen (a multiple of 32) so that each holds whole groups of it: a row of 3072
- * takes 384 threads of 8, not 512 of 6 (threads: a multiple of 64). */
+/* row.cuh's threads per CTA (a power of two in [64, 1024] aiming at KILN_CG_ROW_ITEMS elements
+ * each; a symbolic row length gets 256), *items (KILN_ROW_ITEMS: the row in registers where its
+ * length is a constant of at most 16 per thread, else 0) and *vec (KILN_ROW_VEC, consecutive
+ * elements per thread in the aligned path): vmax elements make 16 bytes of the kernel's type (a
+ * d known only at run time: vmax, which row.cuh takes where p.d allows). Where vmax or a smaller
+ * power of two divides d, the threads are chosen (a multiple of 64) so that each holds whole
+ * groups of it: a row of 3072 takes 192 threads of 16, not 256 of 12. */
 static int heur_row_threads(const ir_dim *d, int vmax, int *items, int *vec)
 {
     int64_t len;

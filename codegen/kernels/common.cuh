@@ -60,14 +60,14 @@ __device__ __forceinline__ void kiln_st(int *p, float v) { *p = (int)v; }
 // nearest even in integer arithmetic, as cvt.rn.bf16.f32 rounds; NaN to 0x7fff), with no inline
 // assembly between neighbouring elements, so that the compiler may merge a thread's consecutive
 // elements into one vector access where it knows the alignment (row.cuh's aligned path).
-__device__ __forceinline__ float kiln_ldv(const float *p) { return *p; }
+__device__ __forceinline__ float kiln_ldv(const float *p) { return kiln_ld(p); }
 __device__ __forceinline__ float kiln_ldv(const __nv_bfloat16 *p)
 {
     return __uint_as_float((unsigned)*reinterpret_cast<const unsigned short *>(p) << 16);
 }
 __device__ __forceinline__ float kiln_ldv(const __half *p) { return kiln_ld(p); }
-__device__ __forceinline__ float kiln_ldv(const int *p) { return (float)*p; }
-__device__ __forceinline__ void kiln_stv(float *p, float v) { *p = v; }
+__device__ __forceinline__ float kiln_ldv(const int *p) { return kiln_ld(p); }
+__device__ __forceinline__ void kiln_stv(float *p, float v) { kiln_st(p, v); }
 __device__ __forceinline__ void kiln_stv(__nv_bfloat16 *p, float v)
 {
     const unsigned u = __float_as_uint(v);
@@ -75,7 +75,7 @@ __device__ __forceinline__ void kiln_stv(__nv_bfloat16 *p, float v)
     *reinterpret_cast<unsigned short *>(p) = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : r);
 }
 __device__ __forceinline__ void kiln_stv(__half *p, float v) { kiln_st(p, v); }
-__device__ __forceinline__ void kiln_stv(int *p, float v) { *p = (int)v; }
+__device__ __forceinline__ void kiln_stv(int *p, float v) { kiln_st(p, v); }
 // The state row of batch row b: slot[b] with a slot table (KilnArgs field "slot", CG_ARG_SLOTS),
 // b without one.
 __device__ __forceinline__ long long kiln_slot(const int *slot, long long b) { return slot ? (long long)slot[b] : b; }
