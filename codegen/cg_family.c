@@ -526,6 +526,12 @@ typedef struct mm_heur {
  * every sample's kernels); one for f32 (GPT-2's fc + GELU spilled under the cap). */
 static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32 ? 2 : 1; }
 
+#ifndef KILN_CG_WG_QKV_WIDE
+/* 1: the QKV epilogue through shared memory (qkv_tma_plan) at large M takes the cooperative
+ * 128x256 tile (4 stages, one head staged at a time) where its tiles fill at least two waves;
+ * 0: ping-pong 128x128, 5 stages, at every large M (docs/MATMUL.md). A build-time knob. */
+#define KILN_CG_WG_QKV_WIDE 0
+#endif
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
  * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
@@ -2056,7 +2062,13 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* the QKV epilogue through shared memory: ping-pong 128x128, 5 stages (docs/MATMUL.md: its
      * rotation runs under the other consumer's mainloop; cooperative tiles wait for it), one
      * head staged at a time; skinny M keeps its 64-row tiles and split, one head staged */
-    if (qkv_ts && !h.gemv && !skinny) wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1, 0, 0};
+    if (qkv_ts && !h.gemv && !skinny) {
+        wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1, 0, 0};
+        /* KILN_CG_WG_QKV_WIDE: cooperative 128x256 (4 stages) where its tiles fill two waves */
+        const int64_t tiles = hm && hn ? ((mv + 127) / 128) * ((nv + 255) / 256) * (hb ? bv : 1) : 0;
+        if (KILN_CG_WG_QKV_WIDE && tiles >= 2 * (int64_t)gen->target->sm_count)
+            wc = (wg_cfg){128, 256, 4, 0, 1, qt.hd, 1, 0, 0};
+    }
     if (qkv_ts && skinny) wc.ts = 1, wc.ec = qt.hd;
     /* the QKV epilogue (rotation, cache stores) from registers: a 128-row tile's accumulators leave it
      * too few under the consumers' register cap (it spills), so large M takes the 64-row tiles of the
