@@ -19,17 +19,12 @@ DEFAULT_LIMIT=420
 L8=samples/llama3_8b_layer.kiln L1=samples/llama3_1b_layer.kiln P3=samples/phi3_mini_layer.kiln
 G2B=bench/attn/gemma_2b_layer.kiln V=build/variants
 VS="kiln_ringk kiln_pf70 kiln_both kiln_ring70"
-chk() { # bin label args...
-  local b=$1 l=$2; shift 2
-  timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
-}
 for v in $VS; do
-  ( chk $V/$v 1b-b1 $L1 --dims B=1,S=1,T=1024 --pos=1000
-    chk $V/$v phi3-b1 $P3 --dims B=1,S=1,T=1024 --pos=1000
-    chk $V/$v g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
-    chk $V/$v 8b-b1 $L8 --dims B=1,S=1,T=1024 --pos=1000
-    chk $V/$v 8b-s300 $L8 -D D=1024 -D H=8 -D KV=2 -D F=2048 --dims B=2,S=300,T=512 --pos=0 ) > "/tmp/ck_$v.txt" 2>&1 &
+  ( bchk $V/$v 1b-b1 $L1 --dims B=1,S=1,T=1024 --pos=1000
+    bchk $V/$v phi3-b1 $P3 --dims B=1,S=1,T=1024 --pos=1000
+    bchk $V/$v g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
+    bchk $V/$v 8b-b1 $L8 --dims B=1,S=1,T=1024 --pos=1000
+    bchk $V/$v 8b-s300 $L8 -D D=1024 -D H=8 -D KV=2 -D F=2048 --dims B=2,S=300,T=512 --pos=0 ) > "/tmp/ck_$v.txt" 2>&1 &
 done
 ( timeout 120 $san --tool memcheck $V/kiln_both run $L1 --dims B=1,S=1,T=1024 --pos=1000 --random --check > /tmp/san_both.txt 2>&1
   echo "memcheck kiln_both 1b-b1 rc=$? $(grep -E 'ERROR SUMMARY' /tmp/san_both.txt | tail -1)" ) > /tmp/ck_san.txt 2>&1 &

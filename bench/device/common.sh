@@ -42,6 +42,13 @@ kchk() {
   timeout 90 build/kiln run "$@" --random --check > "/tmp/chk_$l.txt" 2>&1
   echo "check $l rc=$? $(grep -E 'check step' "/tmp/chk_$l.txt" | tail -1 | cut -c1-110)"
 }
+# bchk BIN LABEL ARGS...: `BIN run ARGS --random --check` (60 s at most) into
+# /tmp/chk_BIN_LABEL.txt, one line on stdout: the binary, its status and last check line
+bchk() {
+  local b=$1 l=$2; shift 2
+  timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
+  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
+}
 # bench_rows CASES VARIANTS: bench/run.sh's rows (BENCH_PROFILE=0) with the time left under LIMIT,
 # its table on stdout
 bench_rows() {

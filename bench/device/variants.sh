@@ -22,19 +22,14 @@ san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/com
 V="kiln_d211 kiln_cols kiln_pf kiln_all"
 L8=samples/llama3_8b_layer.kiln
 SMALL="-D D=1024 -D H=8 -D KV=2 -D F=2048"
-chk() { # bin label args...
-  local b=$1 l=$2; shift 2
-  timeout 40 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step 0' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-90)"
-}
 for v in $V; do
   b=build/variants/$v
-  ( chk $b b1 $L8 $SMALL --dims B=1,S=1,T=1024 --pos=1000
-    chk $b b17 $L8 $SMALL --dims B=17,S=1,T=1024 --pos=900
-    chk $b b32 $L8 $SMALL --dims B=32,S=1,T=1024 --pos=1000
-    chk $b s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0
-    chk $b 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=1024 --pos=1023
-    chk $b 8b-b32 $L8 --dims B=32,S=1,T=1024 --pos=1000 ) > "/tmp/checks_$v.txt" 2>&1 &
+  ( bchk $b b1 $L8 $SMALL --dims B=1,S=1,T=1024 --pos=1000
+    bchk $b b17 $L8 $SMALL --dims B=17,S=1,T=1024 --pos=900
+    bchk $b b32 $L8 $SMALL --dims B=32,S=1,T=1024 --pos=1000
+    bchk $b s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0
+    bchk $b 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=1024 --pos=1023
+    bchk $b 8b-b32 $L8 --dims B=32,S=1,T=1024 --pos=1000 ) > "/tmp/checks_$v.txt" 2>&1 &
 done
 for tool in racecheck memcheck; do
   for d in B=1 B=32; do
