@@ -2,7 +2,8 @@
 # bench/attn/push_variants.sh BUILD NAME "DEFINES" — a `kiln` that differs only in codegen/cg_family.c
 # compiled with DEFINES (e.g. "-DKILN_CG_DEC_CLUSTER_MAX=16 -DKILN_CG_DEC_CLUSTER_WARPS=4": the
 # decode attention's clusters of 16 CTAs of four warps), as BUILD/variants/kiln_NAME, linked from
-# BUILD's objects (as bench/gemv/build_variants.sh does). Run after scripts/build.sh BUILD.
+# BUILD's objects (as bench/gemv/build_variants.sh does), and the same as BUILD/variants/libkiln_NAME.so
+# (for bench/bench.py --lib). Run after scripts/build.sh BUILD.
 set -eu
 bd=$1 name=$2 defs=$3
 cmd=$(ninja -C "$bd" -t commands kiln | grep -F -- '-c ' | grep -F 'codegen/cg_family.c' | head -1)
@@ -18,5 +19,12 @@ cp "$bd/libkiln.a" "$w/libkiln.a"
 l=${link/ libkiln.a / $w/libkiln.a }
 l=${l/-o kiln /-o variants/kiln_$name }
 (cd "$bd" && eval "${l#: && }")
+so=$(ninja -C "$bd" -t commands kiln_shared | grep -F -- ' -shared ' | head -1)
+if [ -n "$so" ]; then
+  so=${so%%&& :*}
+  so=${so#: && }
+  so=$(printf '%s' "$so" | sed -e "s# [^ ]*cg_family.c.o # $w/cg_family.c.o #" -e "s# -o libkiln.so[^ ]* # -o variants/libkiln_$name.so #")
+  (cd "$bd" && eval "$so")
+fi
 rm -rf "$w"
 echo "built $bd/variants/kiln_$name"

@@ -384,14 +384,15 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
     const int c = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const int S = (int)p.S, T = (int)p.T, H = (int)p.H, KV = (int)p.KV, B = (int)p.B;
     const int G = H / KV, R = G * S;
+    /* positions are an input (no kernel of the graph writes them): read before the wait, and
+     * first, so that the load is in flight while the mbarrier is set up */
+    const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
 #if KILN_DEC_PUSH
     /* the leader's mbarrier expects the other CTAs' R rows of HD floats and (m, l); every
      * thread arrives on the cluster barrier, whose wait (before the first push) publishes it */
     if (c == 0 && tid == 0) mbar_init_expect(sBar, (unsigned)((CL - 1) * min(R, PR) * (HD * 4 + 8)));
     cluster_arrive_relaxed();
 #endif
-    /* positions are an input (no kernel of the graph writes them): read before the wait */
-    const int o = p.pos ? ((const int *)p.pos)[b] : T - S;
     const int L = o + S;
 #if KILN_DEC_TIMING && KILN_DEC_CLUSTER > 1
     if (tid == 0 && o == -12345) ((unsigned long long *)p.ws)[0] = 0; /* o is needed before the stamp */
