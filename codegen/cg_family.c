@@ -566,16 +566,6 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * faster on an H100, see README). A build-time knob for measurements. */
 #define KILN_CG_GEMV_SMALL_MB 40
 #endif
-#ifndef KILN_CG_QKV_CACHE_PF
-/* gemv.cuh's KILN_GEMV_CACHE_PF for the QKV GEMV that writes K and V into caches: where its CTAs
- * ask the L2 for the cached rows decode attention reads next (0: off; 1: at each CTA's launch
- * point; 2: right after its wait), for at most KILN_CG_QKV_CACHE_PF_MB MB of rows (the last rows
- * before each position). A build-time knob for measurements. */
-#define KILN_CG_QKV_CACHE_PF 0
-#endif
-#ifndef KILN_CG_QKV_CACHE_PF_MB
-#define KILN_CG_QKV_CACHE_PF_MB 8
-#endif
 #ifndef KILN_CG_GEMV_PREFETCH
 /* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait), on
  * weights up to KILN_CG_GEMV_SMALL_MB. A build-time knob for benchmarks. */
@@ -1352,77 +1342,6 @@ static const char *cw_pos(cg_gen *gen, const ir_node *cw)
     return cg_int_value(gen, pos, &pi);
 }
 
-/* The QKV GEMV's kiln_cache_prefetch (gemv.cuh KILN_GEMV_CACHE_PF, CONTRACT.md): the cached rows
- * that decode attention reads after this kernel — for each batch row and KV head of every cache
- * written, the rows below the row's position (at most `cap` of them, the last), which earlier
- * steps wrote — asked of the L2 (cp.async.bulk.prefetch), cut into as many pieces as the grid
- * has CTAs per range; CTA `part` of `nparts` takes its pieces. Emitted (and true) only where
- * every cache write has positions, is not packed, and the batch and rows per range are known
- * at the variant's dims with at least 64 rows in the budget. */
-static bool emit_qkv_cache_prefetch(cg_gen *gen, cg_str *hooks, const qkv_seg *segs, int nseg)
-{
-    const ir_node *A = gen->anchor, *cws[2 * QKV_MAX_SEG];
-    int ncws = 0;
-    int64_t b = 0, row_bytes = 0; /* one row over every KV head of every cache, for one batch row */
-    if (KILN_CG_QKV_CACHE_PF <= 0 || !ir_dim_value(&A->type.dims[0], gen->dims, &b) || b <= 0) return false;
-    for (int i = 0; i < nseg; i++)
-        for (int j = 0; j < segs[i].ncw; j++) {
-            const ir_node *cw = segs[i].cw[j];
-            bool dup = false;
-            for (int q = 0; q < ncws && !dup; q++) dup = cws[q] == cw;
-            if (dup) continue;
-            int64_t kv = 0, hd = 0;
-            if (cw->ninputs <= 2 || cw->attrs.packed || cw->type.rank != 4 ||
-                !ir_dim_value(&cw->type.dims[1], gen->dims, &kv) || !ir_dim_value(&cw->type.dims[3], gen->dims, &hd) ||
-                (hd * ir_dtype_size(cw->type.dtype)) % 16)
-                return false;
-            row_bytes += kv * hd * ir_dtype_size(cw->type.dtype);
-            cws[ncws++] = cw;
-        }
-    if (!ncws || row_bytes <= 0) return false;
-    const int64_t cap = ((int64_t)KILN_CG_QKV_CACHE_PF_MB << 20) / (b * row_bytes);
-    if (cap < 64) return false;
-    cg_str body = {0};
-    cg_begin_fn(gen, &body);
-    const char *B = cg_dim(gen, &A->type.dims[0]);
-    for (int j = 0; j < ncws; j++)
-        cg_line(gen, "const long long R%d = %s * %s;", j, B, cg_dim(gen, &cws[j]->type.dims[1]));
-    {
-        const char *sum = "R0";
-        for (int j = 1; j < ncws; j++) sum = cg_printf(gen, "%s + R%d", sum, j);
-        cg_line(gen, "const long long R = %s, P = nparts / R > 1 ? nparts / R : 1;", sum);
-    }
-    cg_open(gen, "for (long long u = part; u < R * P; u += nparts)");
-    cg_line(gen, "long long q = u %% R;");
-    cg_line(gen, "const long long piece = u / R;");
-    cg_line(gen, "const char *base = nullptr;");
-    cg_line(gen, "long long len = 0;");
-    cg_line(gen, "int c = 0; /* the cache write, q its range there */");
-    for (int j = 0; j + 1 < ncws; j++) cg_line(gen, "if (c == %d && q >= R%d) q -= R%d, c = %d;", j, j, j, j + 1);
-    for (int j = 0; j < ncws; j++) {
-        const ir_node *cw = cws[j];
-        cg_open(gen, "%sif (c == %d)", j ? "else " : "", j);
-        cg_line(gen, "const long long KV = %s, rb = q / KV, hh = q %% KV;", cg_dim(gen, &cw->type.dims[1]));
-        cg_line(gen, "(void)rb;");
-        cg_line(gen, "long long o = (long long)%s;", cw_pos(gen, cw));
-        cg_line(gen, "const long long T = %s;", cg_dim(gen, &cw->type.dims[2]));
-        cg_line(gen, "o = o < 0 ? 0 : o > T ? T : o;");
-        cg_line(gen, "const long long lo = o > %lldLL ? o - %lldLL : 0;", (long long)cap, (long long)cap);
-        cg_idx ci = cg_idx_flat(&cw->type, NULL);
-        ci.c[0] = cg_slot_row(gen, "rb"), ci.c[1] = "hh", ci.c[2] = "lo", ci.c[3] = "0LL";
-        cg_line(gen, "base = (const char *)(p.%s + %s);", cg_ptr(gen, cw, true), cg_idx_flatten(gen, &ci));
-        cg_line(gen, "len = (o - lo) * %s * %dLL;", cg_dim(gen, &cw->type.dims[3]), (int)ir_dtype_size(cw->type.dtype));
-        cg_close(gen);
-    }
-    cg_line(gen, "const long long pb = ((len + P - 1) / P + 15) / 16 * 16, off = piece * pb;");
-    cg_line(gen, "if (off < len) kiln_prefetch_l2(base + off, len - off < pb ? len - off : pb);");
-    cg_close(gen);
-    cg_str_printf(hooks, "#define KILN_HAS_CACHE_PREFETCH 1\n#define KILN_GEMV_CACHE_PF %d\n", KILN_CG_QKV_CACHE_PF);
-    finish_fn(gen, hooks, "__device__ __forceinline__ void kiln_cache_prefetch(const KilnArgs &p, long long part, long long nparts)",
-              &body);
-    return true;
-}
-
 /* A per-head norm without a tile that holds whole heads (the register epilogue: GEMV, mma.sync,
  * the wgmma kernel's register epilogue): each epilogue call stores its two projected columns,
  * rounded, in the segment's first destination (the rotated q rows, else the first cache) in the
@@ -1760,7 +1679,6 @@ static bool emit_qkv_epilogue(cg_gen *gen, cg_str *hooks, const ir_node *bias, c
               "long long n, float v0, float v1, bool has1)",
               &body);
     if (gemv) emit_qkv_prefetch(gen, hooks, segs, nseg);
-    if (gemv) emit_qkv_cache_prefetch(gen, hooks, segs, nseg);
     return !gen->failed;
 }
 

@@ -15,7 +15,7 @@ san() { # tool label args...
   local tool=$1 label=$2; shift 2
   [ "${SAN:-1}" = 1 ] && left || return
   local f=/tmp/san_${tool}_$label.txt
-  timeout 40 compute-sanitizer --tool "$tool" build/kiln run "$@" --random --check > "$f" 2>&1
+  timeout "${SAN_T:-40}" compute-sanitizer --tool "$tool" build/kiln run "$@" --random --check > "$f" 2>&1
   local rc=$?
   { echo "==== $tool $label: $* (rc $rc)"; tail -40 "$f"; } >> "$OUT/san.txt"
   echo "$tool $label rc=$rc $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$f" | tail -1)" | tee -a "$OUT/times.txt"
@@ -23,6 +23,8 @@ san() { # tool label args...
 san racecheck b1 $S --dims B=1,S=1,T=1024 --pos=1000
 san racecheck b32 $S --dims B=32,S=1,T=1024 --pos=1000
 san racecheck s300 $S --dims B=2,S=300,T=512 --pos=0
+san racecheck b4 $S --dims B=4,S=1,T=512
+SAN_T=150 san racecheck 1b-b1 samples/llama3_1b_layer.kiln --dims B=1,S=1,T=1024 --pos=1000
 san memcheck b1 $S --dims B=1,S=1,T=1024 --pos=1000
 san memcheck b32 $S --dims B=32,S=1,T=1024 --pos=1000
 san memcheck s300 $S --dims B=2,S=300,T=512 --pos=0

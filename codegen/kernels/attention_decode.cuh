@@ -390,7 +390,10 @@ extern "C" __global__ void KDEC_BOUNDS KDEC_CLUSTER_ATTR KILN_KERNEL(KilnArgs p)
 #if KILN_DEC_PUSH
     /* the leader's mbarrier expects the other CTAs' R rows of HD floats and (m, l); every
      * thread arrives on the cluster barrier, whose wait (before the first push) publishes it */
-    if (c == 0 && tid == 0) mbar_init_expect(sBar, (unsigned)((CL - 1) * min(R, PR) * (HD * 4 + 8)));
+    if (c == 0 && warp == 0) { /* a branch of whole warps: the init stays one thread's */
+        if (lane == 0) mbar_init_expect(sBar, (unsigned)((CL - 1) * min(R, PR) * (HD * 4 + 8)));
+        __syncwarp();
+    }
     cluster_arrive_relaxed();
 #endif
     const int L = o + S;

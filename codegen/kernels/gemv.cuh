@@ -133,15 +133,6 @@
 // next kernel's CTAs take their SMs as they exit). The general path takes 2 as 1.
 #define KILN_GEMV_LAUNCH_AT 1
 #endif
-#ifndef KILN_GEMV_CACHE_PF
-// With the generated hook kiln_cache_prefetch (KILN_HAS_CACHE_PREFETCH; the QKV epilogue that
-// writes K and V into caches, CONTRACT.md): where this GEMV's CTAs ask the L2 for the cached
-// rows that the next kernel, decode attention, reads (positions below each row's, written by
-// earlier steps, never by this graph): 0 never; 1 at the CTA's launch point (its last weights
-// read, the DRAM stream draining), so the rows are on their way while this kernel ends and the
-// attention's CTAs start; 2 right after kiln_pdl_wait, beside the first weight loads.
-#define KILN_GEMV_CACHE_PF 0
-#endif
 #ifndef KILN_GEMV_NREG
 // > 0: registers capped at this many per thread (__maxnreg__, instead of __launch_bounds__'s
 // KILN_GEMV_MINB). 96 (the 8B QKV GEMV: 16 bytes spilled) leaves a 4-warp CTA of 128 registers
@@ -167,21 +158,6 @@
 #define KILN_GEMV_RING 0
 #endif
 #define KGV_DEFER_OK (KILN_GEMV_DEFER > 0 && KILN_B_NK && KILN_SPLITK == 1 && KILN_GEMV_MAXM * KILN_GEMV_COLS <= 32)
-
-// The cache prefetch at point `at` (KILN_GEMV_CACHE_PF): one thread of the CTA (the one that
-// warms the epilogue's inputs, so the positions are in its SM's L1), its share of the rows by
-// the CTA's index in the grid.
-__device__ __forceinline__ void kgv_cache_pf(const KilnArgs &p, int at)
-{
-#ifdef KILN_HAS_CACHE_PREFETCH
-    if (KILN_GEMV_CACHE_PF == at && threadIdx.x == blockDim.x - 32)
-        kiln_cache_prefetch(p, blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z),
-                            (long long)gridDim.x * gridDim.y * gridDim.z);
-#else
-    (void)p;
-    (void)at;
-#endif
-}
 #ifndef KILN_GEMV_MINB
 // CTAs per SM the registers are capped for (__launch_bounds__): two up to 2 rows of 8
 // columns (ptxas then fits them in 128 registers without spilling), else one.
@@ -471,7 +447,6 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
     // the first weights stream; after the wait, since an earlier kernel may write them
     if (tid == KGV_THREADS - 32) kiln_epilogue_prefetch(p);
 #endif
-    kgv_cache_pf(p, 2);
 
     for (; cb < ncb; cb += gridDim.x) {
     if (cb != blockIdx.x) { // the next column block of this CTA
@@ -587,10 +562,8 @@ template <typename T> __device__ __forceinline__ void kgv_main(const KilnArgs &p
                         w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + k + u * STEP);
             }
         }
-        if (mb + MAXM >= M && cb + gridDim.x >= ncb) { // this CTA's weights are read
-            if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT >= 1) kiln_pdl_launch();
-            kgv_cache_pf(p, 1);
-        }
+        if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT >= 1 && mb + MAXM >= M && cb + gridDim.x >= ncb)
+            kiln_pdl_launch(); // this CTA's weights are read
         kgv_reduce_out<MAXM, COLS>(p, acc, ss, red, b, mb, n0, cb, ncb);
     }
     if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 0 && cb + gridDim.x >= ncb) kiln_pdl_launch();
@@ -772,7 +745,6 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
 #ifdef KILN_HAS_EPILOGUE_PREFETCH
     if (tid == KGV_THREADS - 32) kiln_epilogue_prefetch(p);
 #endif
-    kgv_cache_pf(p, 2);
 
     long long j = 0, mb = 0; // the unit q's column block (of the walk) and first row
     for (long long q = 0; q < nq; q++) {
@@ -834,9 +806,8 @@ template <typename T> __device__ __forceinline__ void kgv_main_defer(const KilnA
                     for (int c = 0; c < COLS; c++)
                         w[u][c] = kgv_ld_stream_early(W + (nn0 + c < N ? nn0 + c : N - 1) * p.ldw + kt + u * STEP);
             }
-        } else { // this CTA's weights are read
-            if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1) kiln_pdl_launch();
-            kgv_cache_pf(p, 1);
+        } else if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1) {
+            kiln_pdl_launch(); // this CTA's weights are read
         }
         kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, sums, ss_once, q, nq, nrb, b, n00);
         j = jn;
@@ -893,7 +864,6 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
 #ifdef KILN_HAS_EPILOGUE_PREFETCH
     if (tid == KGV_THREADS - 32) kiln_epilogue_prefetch(p);
 #endif
-    kgv_cache_pf(p, 2);
     int cs = 0; // the slot of the step consumed next
     for (long long q = 0; q < nq; q++) {
         if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 2 && q + 1 == nq) kiln_pdl_launch();
@@ -915,7 +885,6 @@ template <typename T> __device__ __forceinline__ bool kgv_main_ring(const KilnAr
             kgv_fma_step<T, MAXM, COLS>(acc, ss, sums, A, p.lda, 0, M, k, w);
         }
         if (!KILN_GEMV_EARLY_LAUNCH && KILN_GEMV_LAUNCH_AT == 1 && q + 1 == nq) kiln_pdl_launch();
-        if (q + 1 == nq) kgv_cache_pf(p, 1);
         kgv_defer_unit_end<MAXM, COLS>(p, acc, ss, sums, true, q, nq, 1, b, n00);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
