@@ -3,11 +3,12 @@
 # build (scripts/gpu_pack.sh build build-gpu; carry build-gpu): `ctest -L gpu`, then
 # compute-sanitizer memcheck / racecheck on decode and prefill layers of small dims, each step
 # started only while the elapsed time is under LIMIT seconds. Results under $OUT.
-#   LIMIT (480), JOBS (3: ctest -j), TESTS (a ctest -R regex: only those), SAN (1; 0: no sanitizer runs)
+#   LIMIT (480), JOBS (3: ctest -j), TESTS (a ctest -R regex: only those), EXCLUDE (a ctest -E regex: not
+#   those), SAN (1; 0: no sanitizer runs)
 DEFAULT_LIMIT=480
 . "$(dirname "$0")/common.sh"
 git log --oneline -1 2>/dev/null | tee -a "$OUT/gpu.txt"
-(cd build && timeout $((LIMIT - 120)) ctest -L gpu ${TESTS:+-R "$TESTS"} -j "${JOBS:-3}" --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
+(cd build && timeout $((LIMIT - 120)) ctest -L gpu ${TESTS:+-R "$TESTS"} ${EXCLUDE:+-E "$EXCLUDE"} -j "${JOBS:-3}" --output-on-failure --timeout 300) > "$OUT/gpu_tests.log" 2>&1
 echo "ctest -L gpu rc=$? $(el) s" | tee -a "$OUT/times.txt"
 grep -E "tests passed|Failed|\*\*\*" "$OUT/gpu_tests.log" | tail -30
 S='samples/llama3_8b_layer.kiln -D D=1024 -D H=8 -D KV=2 -D F=2048'
