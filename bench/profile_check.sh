@@ -7,7 +7,8 @@
 # Writes into $OUT (default: a new directory under /tmp): ceilings.json,
 # profile.txt, profile.json, trace.json, roofline.svg, ncu.csv and
 # compare.txt (bench/ncu_compare.py: Kiln's median against ncu's per kernel,
-# max(10%, 0.5 us)), and the same with -nopdl for the run with --no-pdl;
+# max(10%, 0.5 us); and against ncu's duration less ncu's own estimate of the
+# launch overhead in it, from sm__cycles_elapsed.max and sm__cycles_active.max), and the same with -nopdl for the run with --no-pdl;
 # then launch-floor.txt: the same comparison for bench/launch_floor.kiln (one
 # elementwise kernel over 256 elements), which shows the fixed difference
 # between a kernel timed inside a graph replay and the same kernel launched on
@@ -55,7 +56,7 @@ for mode in pdl no-pdl; do
     nk=$(python3 -c 'import json,sys; print(sum(1 for k in json.load(open(sys.argv[1]))["kernels"] if k["group"] >= 0))' \
         "$OUT/profile$sfx.json")
     # shellcheck disable=SC2086
-    "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base --csv \
+    "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_active.max --print-units base --csv \
         -k regex:^kiln_ --launch-skip $((5 * nk)) --launch-count $((10 * nk)) \
         "$KILN" run "$MODEL" --dims "$DIMS" --pos="$POS" --random $flag --bench 20 >"$OUT/ncu$sfx.csv" 2>"$OUT/ncu$sfx.log"
     echo "profile_check ($mode): ncu exited $? ($(grep -c gpu__time_duration "$OUT/ncu$sfx.csv") kernel samples)"
@@ -69,7 +70,7 @@ if [ -n "$ncu" ] && [ -x "$ncu" ]; then
     lf=bench/launch_floor.kiln
     "$KILN" run "$lf" --dims B=1 --random --no-pdl --profile --profile-runs=50 \
         --profile-json="$OUT/launch-floor.json" >"$OUT/launch-floor-profile.txt" 2>&1 &&
-    "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base --csv \
+    "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_active.max --print-units base --csv \
         -k regex:^kiln_ --launch-skip 5 --launch-count 10 \
         "$KILN" run "$lf" --dims B=1 --random --no-pdl --bench 20 >"$OUT/ncu-launch-floor.csv" 2>/dev/null &&
     python3 bench/ncu_compare.py "$OUT/launch-floor.json" "$OUT/ncu-launch-floor.csv" | tee "$OUT/launch-floor.txt"
