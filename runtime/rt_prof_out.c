@@ -230,6 +230,10 @@ void rt_profile_print(const rt_profile *p, FILE *out)
     }
     fprintf(out, "layer: median %.1f us (p10 %.1f, p90 %.1f; CUDA events around each replay); kernels %.1f us\n",
             p->layer_median_us, p->layer_p10_us, p->layer_p90_us, kernels_total_us(p));
+    if (p->detached_runs > 0)
+        fprintf(out, "  without the profiler %7.1f us  (p10 %.1f, p90 %.1f; %d more replays with CUPTI detached: its tracing adds %.1f us to each)\n",
+                p->detached_median_us, p->detached_p10_us, p->detached_p90_us, p->detached_runs,
+                p->layer_median_us - p->detached_median_us);
     fprintf(out, "  benchmark floor     %8.1f us  %s-bound: %s (weights %s + attended KV %s), %s FLOPs  -> %.0f%% of floor\n",
             p->layer_floor.t * 1e6, p->layer_floor.flops_bound ? "FLOPs" : "bytes",
             si(b1, sizeof b1, (double)ir_cost_bytes(&p->layer), "B"), si(b2, sizeof b2, (double)p->layer.weights, "B"),
@@ -311,6 +315,14 @@ int rt_profile_write_json(const rt_profile *p, const char *path, char *err, size
     json_object_set_new(l, "pct_benchmark_floor", json_real(pct_floor(p->layer_floor.t * 1e6, p->layer_median_us)));
     json_object_set_new(l, "sum_kernel_floors_us", json_real(p->sum_floor_us));
     json_object_set_new(l, "pct_sum_kernel_floors", json_real(pct_floor(p->sum_floor_us, p->layer_median_us)));
+    if (p->detached_runs > 0) {
+        json_t *d = json_object();
+        json_object_set_new(d, "runs", json_integer(p->detached_runs));
+        json_object_set_new(d, "median_us", json_real(p->detached_median_us));
+        json_object_set_new(d, "p10_us", json_real(p->detached_p10_us));
+        json_object_set_new(d, "p90_us", json_real(p->detached_p90_us));
+        json_object_set_new(l, "without_profiler", d);
+    }
     json_object_set_new(root, "layer", l);
     json_t *bu = json_object();
     json_object_set_new(bu, "median_us", json_real(p->bubbles_median_us));

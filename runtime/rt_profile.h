@@ -6,7 +6,7 @@
  * and FLOPs at the run's dims and positions (ir/cost.h) and its floor under
  * the device's ceilings (runtime/rt_ceilings.h); per replay the wall time
  * (CUDA events around each replay) and the bubbles (wall time minus the union
- * of its kernels' intervals); the layer against both floors: the
+ * of its kernels' intervals); the replays' wall time once more with CUPTI detached; the layer against both floors: the
  * benchmark's (weights + attended KV, or FLOPs) and the sum of the
  * per-kernel floors (which also counts intermediates).
  *
@@ -58,6 +58,10 @@ typedef struct rt_profile {
     double *replay_start_us, *replay_end_us; /* per run: first kernel start, last kernel end */
     double layer_median_us, layer_p10_us, layer_p90_us;       /* replay wall time */
     double bubbles_median_us, bubbles_p10_us, bubbles_p90_us; /* wall time - union of kernels */
+    /* the same replays timed again with CUPTI detached (CUDA events around each; 0 runs: not
+     * measured): the layer as an application sees it, CUPTI's tracing lengthens every replay */
+    int detached_runs;
+    double detached_median_us, detached_p10_us, detached_p90_us;
     ir_cost layer;            /* the benchmark's floor quantities (ir_cost_layer) */
     ir_floor layer_floor;
     double sum_floor_us;      /* sum of the per-kernel floors */

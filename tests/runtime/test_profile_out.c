@@ -48,6 +48,10 @@ static void synthetic(rt_profile *p)
     p->bubbles_median_us = 3;
     p->bubbles_p10_us = 2;
     p->bubbles_p90_us = 4;
+    p->detached_runs = 3;
+    p->detached_median_us = 26.5;
+    p->detached_p10_us = 26;
+    p->detached_p90_us = 27.25;
     p->layer = (ir_cost){.read = 440418304, .weights = 436224000, .states = 4194304, .flops = 452984832};
     rt_profile_finish(p);
 }
@@ -105,6 +109,9 @@ static void check_json(const char *path)
     CHECK(json_real_value(json_object_get(l, "median_us")) == 30);
     CHECK(json_integer_value(json_object_get(json_object_get(l, "benchmark_floor"), "bytes")) == 440418304);
     CHECK(json_real_value(json_object_get(json_object_get(root, "bubbles"), "median_us")) == 3);
+    json_t *d = json_object_get(l, "without_profiler");
+    CHECK(json_integer_value(json_object_get(d, "runs")) == 3 && json_real_value(json_object_get(d, "median_us")) == 26.5 &&
+          json_real_value(json_object_get(d, "p10_us")) == 26 && json_real_value(json_object_get(d, "p90_us")) == 27.25);
     CHECK(json_real_value(json_object_get(json_object_get(root, "ceilings"), "read_bw")) == 4e12);
     json_decref(root);
 }
@@ -294,6 +301,8 @@ int main(void)
         /* the GEMV is the first row and shows 63% of its floor */
         char *row = strstr(buf, "m_k1_matmul");
         CHECK(row && row < strstr(buf, "m_k0_row") && strstr(row, " 63%"));
+        /* the replays without CUPTI, and what its tracing added to each (30 - 26.5) */
+        CHECK(strstr(buf, "without the profiler    26.5 us  (p10 26.0, p90 27.2; 3 more replays with CUPTI detached: its tracing adds 3.5 us to each)"));
     }
     /* an unwritable path is an error with a message */
     CHECK(rt_profile_write_json(&p, "/nonexistent/dir/p.json", err, sizeof err) == -1 && strstr(err, "/nonexistent"));
