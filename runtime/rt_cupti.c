@@ -65,6 +65,7 @@ struct rt_cupti {
     int nrecs, cap;
     uint64_t dropped;
     bool oom;
+    bool graphs; /* graph-level records (rt_cupti_trace_graphs) instead of kernels and memsets */
 };
 
 int rt_cupti_candidates(rt_getenv_fn getenv_fn, void *user, char (*out)[512], int max)
@@ -120,6 +121,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
             rt_cupti_record r = {RT_CUPTI_MEMSET, NULL, m->start, m->end, m->streamId, m->correlationId};
             add_record(c, &r);
+        } else if (rec->kind == CUPTI_ACTIVITY_KIND_GRAPH_TRACE) {
+            const CUpti_ActivityGraphTrace2 *gt = (const CUpti_ActivityGraphTrace2 *)rec;
+            rt_cupti_record r = {RT_CUPTI_GRAPH, NULL, gt->start, gt->end, gt->streamId, gt->correlationId};
+            if (gt->start || gt->end) add_record(c, &r); /* both 0: CUPTI could not time it */
         }
     }
     if (c && api.dropped) {
@@ -243,9 +248,35 @@ rt_cupti_record *rt_cupti_take(rt_cupti *c, int *count, uint64_t *dropped)
     return r;
 }
 
+rt_status rt_cupti_trace_graphs(rt_cupti *c, bool on, char *err, size_t n)
+{
+    if (!c) return rt_fail(RT_ERR_INVALID, err, n, "rt_cupti_trace_graphs: no session");
+    if (c->graphs == on) return RT_OK;
+    (void)api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* what the other kinds hold is delivered first */
+    const size_t nk = sizeof kinds / sizeof kinds[0];
+    if (on) {
+        for (size_t i = 0; i < nk; i++) (void)api.disable(kinds[i]);
+        CUptiResult r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+        if (r != CUPTI_SUCCESS) {
+            for (size_t i = 0; i < nk; i++) (void)api.enable(kinds[i]);
+            return cupti_fail(r, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)", err, n);
+        }
+    } else {
+        (void)api.disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+        (void)api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        for (size_t i = 0; i < nk; i++) {
+            CUptiResult r = api.enable(kinds[i]);
+            if (r != CUPTI_SUCCESS) return cupti_fail(r, "cuptiActivityEnable", err, n);
+        }
+    }
+    c->graphs = on;
+    return RT_OK;
+}
+
 void rt_cupti_close(rt_cupti *c)
 {
     if (!c) return;
+    if (c->graphs) (void)api.disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) (void)api.disable(kinds[i]);
     (void)api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&session_lock);

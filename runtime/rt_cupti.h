@@ -11,7 +11,7 @@
  * A session collects CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL records (kernels,
  * those inside CUDA-graph replays included; this kind does not serialize
  * kernels) and CUPTI_ACTIVITY_KIND_MEMSET records, with GPU start and end
- * timestamps in ns. CUPTI delivers records through process-wide buffer
+ * timestamps in ns; or, switched (rt_cupti_trace_graphs), one record per graph launch. CUPTI delivers records through process-wide buffer
  * callbacks that carry no user pointer, and allows one activity client per
  * process: so the one piece of process-wide state here is the open session
  * (behind a mutex), and a second session while one is open is refused with
@@ -19,17 +19,18 @@
  * (the profiler clears the model's graph cache first). */
 #ifndef KILN_RT_CUPTI_H
 #define KILN_RT_CUPTI_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/rt_err.h"
 #include "runtime/rt_util.h"
 
-typedef enum rt_cupti_kind { RT_CUPTI_KERNEL, RT_CUPTI_MEMSET } rt_cupti_kind;
+typedef enum rt_cupti_kind { RT_CUPTI_KERNEL, RT_CUPTI_MEMSET, RT_CUPTI_GRAPH } rt_cupti_kind;
 
 typedef struct rt_cupti_record {
     rt_cupti_kind kind;
-    const char *name;   /* kernels: the kernel's name (owned by the session); memsets: NULL */
+    const char *name;   /* kernels: the kernel's name (owned by the session); memsets, graphs: NULL */
     uint64_t start, end; /* ns, GPU timestamps on CUPTI's clock */
     uint32_t stream, correlation;
 } rt_cupti_record;
@@ -46,6 +47,13 @@ const char *rt_cupti_load(char *err, size_t n);
 
 /* Opens a session: loads CUPTI, registers the buffers, enables the kinds. */
 rt_status rt_cupti_open(rt_cupti **out, char *err, size_t n);
+/* Switches the session to graph-level records (on: CUPTI_ACTIVITY_KIND_GRAPH_TRACE, one
+ * RT_CUPTI_GRAPH record per graph launch with the start and end of its execution on the GPU;
+ * CUPTI then records no kernels or memsets inside graphs, so the kernel and memset kinds are
+ * disabled) or back (off). Records already delivered stay. When CUPTI refuses the switch, a
+ * failure with its reason and the session as it was. Graphs should be instantiated again after a
+ * switch. */
+rt_status rt_cupti_trace_graphs(rt_cupti *c, bool on, char *err, size_t n);
 /* Delivers every record CUPTI holds (after the work is synchronized). */
 rt_status rt_cupti_flush(rt_cupti *c, char *err, size_t n);
 /* Drops the records collected so far (warm-up runs). */

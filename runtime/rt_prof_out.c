@@ -174,7 +174,9 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
         p->replay_start_us[q] = e[0].start_us;
         p->replay_end_us[q] = hi;
         bub[q] = wall_us[q] > uni ? wall_us[q] - uni : 0;
+        own[q] = uni; /* own[] is done with: the unions, for their median */
     }
+    p->union_median_us = rt_percentile(own, runs, 50);
     p->layer_median_us = rt_percentile(wall_us, runs, 50);
     p->layer_p10_us = rt_percentile(wall_us, runs, 10);
     p->layer_p90_us = rt_percentile(wall_us, runs, 90);
@@ -183,6 +185,33 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
     p->bubbles_p90_us = rt_percentile(bub, runs, 90);
     free(dur), free(bub), free(row), free(own);
     return RT_OK;
+}
+
+int rt_profile_add_graph_records(rt_profile *p, const rt_cupti_record *rec, int nrec, double *wall_us, char *err,
+                                 size_t n)
+{
+    int runs = p->runs, ng = 0;
+    for (int i = 0; i < nrec; i++) ng += rec[i].kind == RT_CUPTI_GRAPH;
+    if (runs <= 0 || ng != runs)
+        return rt_fail(RT_ERR_INTERNAL, err, n, "CUPTI delivered %d graph records for %d replays", ng, runs);
+    double *g = malloc((size_t)runs * sizeof *g + 1);
+    if (!g) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    ng = 0;
+    for (int i = 0; i < nrec; i++)
+        if (rec[i].kind == RT_CUPTI_GRAPH) g[ng++] = rec[i].end > rec[i].start ? (double)(rec[i].end - rec[i].start) * 1e-3 : 0;
+    p->graph_runs = runs;
+    p->graph_median_us = rt_percentile(g, runs, 50);
+    p->graph_p10_us = rt_percentile(g, runs, 10);
+    p->graph_p90_us = rt_percentile(g, runs, 90);
+    p->graph_events_median_us = rt_percentile(wall_us, runs, 50);
+    free(g);
+    return RT_OK;
+}
+
+/* The graph's time on the GPU minus the union of its kernels (the medians of the two sets of replays). */
+static double inside_bubbles_us(const rt_profile *p)
+{
+    return p->graph_median_us > p->union_median_us ? p->graph_median_us - p->union_median_us : 0;
 }
 
 /* ---- figures ------------------------------------------------------------------------------ */
@@ -244,6 +273,19 @@ void rt_profile_print(const rt_profile *p, FILE *out)
     fprintf(out, "bubbles: median %.1f us (p10 %.1f, p90 %.1f) = %.1f%% of the layer: replay time minus the union of its kernels\n",
             p->bubbles_median_us, p->bubbles_p10_us, p->bubbles_p90_us,
             p->layer_median_us > 0 ? 100.0 * p->bubbles_median_us / p->layer_median_us : 0);
+    if (p->graph_runs > 0) {
+        fprintf(out, "graph on the GPU: median %.1f us (p10 %.1f, p90 %.1f; %d more replays with CUPTI's graph records: "
+                     "the graph's execution, its start to its end on the GPU); %.1f us between their CUDA events, so "
+                     "%.1f us of launch head and tail outside it\n",
+                p->graph_median_us, p->graph_p10_us, p->graph_p90_us, p->graph_runs, p->graph_events_median_us,
+                p->graph_events_median_us > p->graph_median_us ? p->graph_events_median_us - p->graph_median_us : 0);
+        fprintf(out, "bubbles inside the graph: %.1f us = %.1f%% of it: its time on the GPU minus the union of its "
+                     "kernels (%.1f us; medians)\n",
+                inside_bubbles_us(p), p->graph_median_us > 0 ? 100.0 * inside_bubbles_us(p) / p->graph_median_us : 0,
+                p->union_median_us);
+    } else if (p->graph_why) {
+        fprintf(out, "graph on the GPU: not measured (%s)\n", p->graph_why);
+    }
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -328,6 +370,17 @@ int rt_profile_write_json(const rt_profile *p, const char *path, char *err, size
     json_object_set_new(bu, "median_us", json_real(p->bubbles_median_us));
     json_object_set_new(bu, "p10_us", json_real(p->bubbles_p10_us));
     json_object_set_new(bu, "p90_us", json_real(p->bubbles_p90_us));
+    if (p->graph_runs > 0) {
+        json_t *gj = json_object();
+        json_object_set_new(gj, "runs", json_integer(p->graph_runs));
+        json_object_set_new(gj, "median_us", json_real(p->graph_median_us));
+        json_object_set_new(gj, "p10_us", json_real(p->graph_p10_us));
+        json_object_set_new(gj, "p90_us", json_real(p->graph_p90_us));
+        json_object_set_new(gj, "events_median_us", json_real(p->graph_events_median_us));
+        json_object_set_new(l, "graph_on_gpu", gj);
+        json_object_set_new(bu, "inside_graph_us", json_real(inside_bubbles_us(p)));
+        json_object_set_new(bu, "kernels_union_us", json_real(p->union_median_us));
+    }
     json_object_set_new(root, "bubbles", bu);
     return write_json_file(root, path, "profile", err, n);
 }

@@ -13,7 +13,13 @@
  *  4. The records become rows, events and bubbles (rt_profile_add_records).
  *  5. Kernel rows get their cost (ir/cost.h) at the run's dims and
  *     positions; rt_profile_finish computes the floors and sorts.
- *  6. CUPTI is detached, the graph captured again, and N more replays are
+ *  6. CUPTI switches to graph-level records, the graph is captured again,
+ *     and N more replays give the graph's own time on the GPU (time_graphs):
+ *     what lies between the CUDA events and the graph is its launch head and
+ *     tail; what lies between the graph's start and end and not under a
+ *     kernel is the bubbles inside it. A CUPTI that cannot trace graphs
+ *     leaves the row out, with the reason.
+ *  7. CUPTI is detached, the graph captured again, and N more replays are
  *     timed with the events alone (time_detached): CUPTI's tracing makes
  *     each replay longer, and the profile says by how much. */
 #define _POSIX_C_SOURCE 200809L
@@ -196,18 +202,14 @@ static void name_lt_records(const rt_variant *v, rt_cupti_record *rec, int nrec,
     }
 }
 
-static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, int nrec, rt_profile *p, char *err,
-                        size_t n)
+static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, int nrec, double *wall, rt_profile *p,
+                        char *err, size_t n)
 {
     const ir_graph *g = rt_variant_graph(&v->plan, r->m->g); /* its kernels' groups */
     int nkern = v->plan.nkernels;
     /* rows: every kernel of the variant, then whatever else ran */
     p->k = arena_alloc(&p->a, (size_t)(nkern + nrec + 1) * sizeof *p->k);
-    double *wall = malloc((size_t)p->runs * sizeof *wall + 1);
-    if (!p->k || !wall) {
-        free(wall);
-        return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    }
+    if (!p->k) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     int st = RT_OK;
     char ce[256];
     int nrows = 0; /* kernels launched at these dims (a norm its GEMVs compute is not) */
@@ -229,43 +231,73 @@ static int fill_profile(prof_run *r, const rt_variant *v, rt_cupti_record *rec, 
         if (ir_cost_group(g, K->group, r->dims, (const int32_t *const *)r->pos, &k->cost, ce, sizeof ce) != 0)
             st = rt_fail(RT_ERR_INTERNAL, err, n, "kernel %s: %s", K->name, ce);
     }
-    for (int q = 0; q < p->runs && st == RT_OK; q++) {
-        float ms = 0;
-        st = RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n);
-        wall[q] = ms * 1e3;
-    }
     if (st == RT_OK) name_lt_records(v, rec, nrec, p->runs);
     if (st == RT_OK) st = rt_profile_add_records(p, nrows, rec, nrec, wall, err, n);
     if (st == RT_OK && ir_cost_layer(g, r->dims, (const int32_t *const *)r->pos, &p->layer, ce, sizeof ce) != 0)
         st = rt_fail(RT_ERR_INTERNAL, err, n, "the layer's cost: %s", ce);
+    return st;
+}
+
+/* N replays between the events r->ev[0..runs] (after `warmup` untimed ones, the graph captured
+ * anew), their wall times into wall[runs]. */
+static int timed_replays(prof_run *r, const rt_profile_opts *o, int runs, double *wall, char *err, size_t n)
+{
+    rt_model *m = r->m;
+    rt_graph_cache_clear(m->graphs);
+    for (int i = 0; i < (o->warmup > 0 ? o->warmup : 5); i++) RT_TRY(run_once(r, err, n));
+    RT_TRY(rt_model_sync(m, err, n));
+    if (r->cupti) {
+        RT_TRY(rt_cupti_flush(r->cupti, err, n));
+        rt_cupti_clear(r->cupti);
+    }
+    cudaStream_t s = (cudaStream_t)m->ctx->stream;
+    for (int q = 0; q < runs; q++) {
+        RT_CUDA_TRY(cudaEventRecord(r->ev[q], s), err, n);
+        RT_TRY(run_once(r, err, n));
+    }
+    RT_CUDA_TRY(cudaEventRecord(r->ev[runs], s), err, n);
+    RT_TRY(rt_model_sync(m, err, n));
+    for (int q = 0; q < runs; q++) {
+        float ms = 0;
+        RT_TRY(RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n));
+        wall[q] = ms * 1e3;
+    }
+    return RT_OK;
+}
+
+/* Step 6: the replays once more with CUPTI's graph records: p->graph_*. */
+static int time_graphs(prof_run *r, const rt_profile_opts *o, rt_profile *p, char *err, size_t n)
+{
+    char why[512];
+    if (rt_cupti_trace_graphs(r->cupti, true, why, sizeof why) != RT_OK) {
+        p->graph_why = arena_printf(&p->a, "CUPTI: %s", why);
+        return RT_OK;
+    }
+    double *wall = malloc((size_t)p->runs * sizeof *wall + 1);
+    if (!wall) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    int st = timed_replays(r, o, p->runs, wall, err, n);
+    if (st == RT_OK) st = rt_cupti_flush(r->cupti, err, n);
+    if (st == RT_OK) {
+        int nrec;
+        uint64_t dropped;
+        rt_cupti_record *rec = rt_cupti_take(r->cupti, &nrec, &dropped);
+        if (rt_profile_add_graph_records(p, rec, nrec, wall, why, sizeof why) != RT_OK)
+            p->graph_why = arena_printf(&p->a, "%s", why); /* the profile stands without the row */
+        free(rec);
+    }
     free(wall);
     return st;
 }
 
-/* Step 6: the replays once more, CUPTI detached (its session closed) and the graph captured again
+/* Step 7: the replays once more, CUPTI detached (its session closed) and the graph captured again
  * without it, timed by the same events: p->detached_*. */
 static int time_detached(prof_run *r, const rt_profile_opts *o, rt_profile *p, char *err, size_t n)
 {
-    rt_model *m = r->m;
     rt_cupti_close(r->cupti);
     r->cupti = NULL;
-    rt_graph_cache_clear(m->graphs);
-    for (int i = 0; i < (o->warmup > 0 ? o->warmup : 5); i++) RT_TRY(run_once(r, err, n));
-    cudaStream_t s = (cudaStream_t)m->ctx->stream;
-    for (int q = 0; q < p->runs; q++) {
-        RT_CUDA_TRY(cudaEventRecord(r->ev[q], s), err, n);
-        RT_TRY(run_once(r, err, n));
-    }
-    RT_CUDA_TRY(cudaEventRecord(r->ev[p->runs], s), err, n);
-    RT_TRY(rt_model_sync(m, err, n));
     double *wall = malloc((size_t)p->runs * sizeof *wall + 1);
     if (!wall) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
-    int st = RT_OK;
-    for (int q = 0; q < p->runs && st == RT_OK; q++) {
-        float ms = 0;
-        st = RT_CUDA_CHECK(cudaEventElapsedTime(&ms, r->ev[q], r->ev[q + 1]), "replay time", err, n);
-        wall[q] = ms * 1e3;
-    }
+    int st = timed_replays(r, o, p->runs, wall, err, n);
     if (st == RT_OK) {
         p->detached_runs = p->runs;
         p->detached_median_us = rt_percentile(wall, p->runs, 50);
@@ -289,32 +321,28 @@ static int profile(prof_run *r, const rt_profile_opts *o, rt_profile *p, char *e
     const rt_variant *v = m->vars[vi];
     RT_TRY(rt_profile_ceilings(m, o, p, err, n));
     RT_TRY(rt_cupti_open(&r->cupti, err, n));
-    rt_graph_cache_clear(m->graphs); /* captured again, under CUPTI */
-    for (int i = 0; i < (o->warmup > 0 ? o->warmup : 5); i++) RT_TRY(run_once(r, err, n));
-    RT_TRY(rt_model_sync(m, err, n));
-    RT_TRY(rt_cupti_flush(r->cupti, err, n));
-    rt_cupti_clear(r->cupti);
-    cudaStream_t s = (cudaStream_t)m->ctx->stream;
-    for (int q = 0; q < p->runs; q++) {
-        RT_CUDA_TRY(cudaEventRecord(r->ev[q], s), err, n);
-        RT_TRY(run_once(r, err, n));
+    double *wall = malloc((size_t)p->runs * sizeof *wall + 1);
+    if (!wall) return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
+    st = timed_replays(r, o, p->runs, wall, err, n); /* the graph captured again, under CUPTI */
+    if (st == RT_OK) st = rt_cupti_flush(r->cupti, err, n);
+    if (st != RT_OK) {
+        free(wall);
+        return st;
     }
-    RT_CUDA_TRY(cudaEventRecord(r->ev[p->runs], s), err, n);
-    RT_TRY(rt_model_sync(m, err, n));
-    RT_TRY(rt_cupti_flush(r->cupti, err, n));
     int nrec;
     uint64_t dropped;
     rt_cupti_record *rec = rt_cupti_take(r->cupti, &nrec, &dropped);
     if (dropped) {
-        free(rec);
+        free(rec), free(wall);
         return rt_fail(RT_ERR_INTERNAL, err, n, "CUPTI dropped %llu records: profile fewer runs",
                        (unsigned long long)dropped);
     }
     for (int i = 0; i < nrec; i++) /* the names live in the session: copy them */
         if (rec[i].name) rec[i].name = arena_strdup(&p->a, rec[i].name);
-    st = fill_profile(r, v, rec, nrec, p, err, n);
-    free(rec);
+    st = fill_profile(r, v, rec, nrec, wall, p, err, n);
+    free(rec), free(wall);
     if (st == RT_OK) rt_profile_finish(p);
+    if (st == RT_OK) st = time_graphs(r, o, p, err, n);
     if (st == RT_OK) st = time_detached(r, o, p, err, n);
     return st;
 }

@@ -62,12 +62,21 @@ typedef struct rt_profile {
      * measured): the layer as an application sees it, CUPTI's tracing lengthens every replay */
     int detached_runs;
     double detached_median_us, detached_p10_us, detached_p90_us;
+    double union_median_us;   /* the union of a replay's kernel intervals (median over the replays) */
+    /* the same replays once more with CUPTI's graph-level records (one per replay: the graph's
+     * execution from its start to its end on the GPU, no kernel records): 0 runs: not measured,
+     * graph_why says why (NULL: not asked) */
+    int graph_runs;
+    double graph_median_us, graph_p10_us, graph_p90_us;
+    double graph_events_median_us; /* those replays between their CUDA events */
+    const char *graph_why;
     ir_cost layer;            /* the benchmark's floor quantities (ir_cost_layer) */
     ir_floor layer_floor;
     double sum_floor_us;      /* sum of the per-kernel floors */
 } rt_profile;
 
 void rt_profile_init(rt_profile *p);
+
 void rt_profile_free(rt_profile *p);
 
 /* Fills the derived fields from the per-kernel costs and times: every
@@ -118,6 +127,13 @@ int rt_profile_ceilings(rt_model *m, const rt_profile_opts *opts, rt_profile *p,
 struct rt_cupti_record;
 int rt_profile_add_records(rt_profile *p, int nkern, struct rt_cupti_record *rec, int nrec, double *wall_us, char *err,
                            size_t n);
+
+/* Fills the graph_* fields from CUPTI's graph records of p->runs replays
+ * (RT_CUPTI_GRAPH, one per replay; other records are skipped) and the wall
+ * times of those replays between CUDA events (wall_us[p->runs], sorted
+ * here). Fails when there is not one graph record per replay. */
+int rt_profile_add_graph_records(rt_profile *p, const struct rt_cupti_record *rec, int nrec, double *wall_us,
+                                 char *err, size_t n);
 
 /* p-th percentile (0..100) of n values (sorted in place), nearest rank. */
 double rt_percentile(double *v, int n, double pct);

@@ -52,6 +52,12 @@ static void synthetic(rt_profile *p)
     p->detached_median_us = 26.5;
     p->detached_p10_us = 26;
     p->detached_p90_us = 27.25;
+    p->union_median_us = 27;
+    p->graph_runs = 3;
+    p->graph_median_us = 28.25;
+    p->graph_p10_us = 28;
+    p->graph_p90_us = 29;
+    p->graph_events_median_us = 31.5;
     p->layer = (ir_cost){.read = 440418304, .weights = 436224000, .states = 4194304, .flops = 452984832};
     rt_profile_finish(p);
 }
@@ -112,6 +118,13 @@ static void check_json(const char *path)
     json_t *d = json_object_get(l, "without_profiler");
     CHECK(json_integer_value(json_object_get(d, "runs")) == 3 && json_real_value(json_object_get(d, "median_us")) == 26.5 &&
           json_real_value(json_object_get(d, "p10_us")) == 26 && json_real_value(json_object_get(d, "p90_us")) == 27.25);
+    json_t *gj = json_object_get(l, "graph_on_gpu");
+    CHECK(json_integer_value(json_object_get(gj, "runs")) == 3 && json_real_value(json_object_get(gj, "median_us")) == 28.25 &&
+          json_real_value(json_object_get(gj, "p10_us")) == 28 && json_real_value(json_object_get(gj, "p90_us")) == 29 &&
+          json_real_value(json_object_get(gj, "events_median_us")) == 31.5);
+    json_t *bj = json_object_get(root, "bubbles");
+    CHECK(json_real_value(json_object_get(bj, "inside_graph_us")) == 1.25 &&
+          json_real_value(json_object_get(bj, "kernels_union_us")) == 27);
     CHECK(json_real_value(json_object_get(json_object_get(root, "ceilings"), "read_bw")) == 4e12);
     json_decref(root);
 }
@@ -181,6 +194,7 @@ static void check_records(void)
     CHECK(p.layer_median_us == 21 && p.layer_p10_us == 20 && p.layer_p90_us == 22);
     CHECK_NEAR(p.bubbles_median_us, 21 - 14.5, 1e-9, 0);
     CHECK_NEAR(p.bubbles_p10_us, 20 - 14.5, 1e-9, 0);
+    CHECK_NEAR(p.union_median_us, 14.5, 1e-9, 0); /* 0..0.5, 1..13 and 13..16 in each replay */
     /* sorting keeps each event on its kernel */
     rt_profile_finish(&p);
     for (int e = 0; e < 12; e++) {
@@ -195,6 +209,34 @@ static void check_records(void)
     q2.k = arena_alloc(&q2.a, 16 * sizeof *q2.k);
     CHECK(rt_profile_add_records(&q2, 0, rec, 12, wall, err, sizeof err) != 0 && strstr(err, "12 records for 5 replays"));
     rt_profile_free(&q2);
+    rt_profile_free(&p);
+}
+
+/* CUPTI's graph records: one per replay, the graph's time on the GPU; kernel records among them are skipped */
+static void check_graph_records(void)
+{
+    rt_profile p;
+    rt_profile_init(&p);
+    p.runs = 3;
+    rt_cupti_record rec[5] = {
+        {RT_CUPTI_GRAPH, NULL, 5000000, 5041500, 7, 9},
+        {RT_CUPTI_KERNEL, "kiln_m_k0_a", 5001000, 5002000, 7, 9},
+        {RT_CUPTI_GRAPH, NULL, 1000000, 1040000, 7, 3},
+        {RT_CUPTI_GRAPH, NULL, 3000000, 3042000, 7, 6},
+        {RT_CUPTI_MEMSET, NULL, 3000100, 3000200, 7, 6},
+    };
+    double wall[3] = {45, 44.5, 46};
+    char err[256];
+    CHECK_MSG(rt_profile_add_graph_records(&p, rec, 5, wall, err, sizeof err) == 0, "%s", err);
+    CHECK(p.graph_runs == 3 && p.graph_median_us == 41.5 && p.graph_p10_us == 40 && p.graph_p90_us == 42);
+    CHECK(p.graph_events_median_us == 45);
+    /* a replay without its graph record is refused, the fields left as they were */
+    rt_profile q;
+    rt_profile_init(&q);
+    q.runs = 4;
+    CHECK(rt_profile_add_graph_records(&q, rec, 5, wall, err, sizeof err) != 0 && strstr(err, "3 graph records for 4 replays") &&
+          q.graph_runs == 0);
+    rt_profile_free(&q);
     rt_profile_free(&p);
 }
 
@@ -258,6 +300,7 @@ int main(void)
     check_records();
     check_overlap();
     check_shared_names();
+    check_graph_records();
     rt_profile p;
     synthetic(&p);
     check_finish(&p);
@@ -303,6 +346,10 @@ int main(void)
         CHECK(row && row < strstr(buf, "m_k0_row") && strstr(row, " 63%"));
         /* the replays without CUPTI, and what its tracing added to each (30 - 26.5) */
         CHECK(strstr(buf, "without the profiler    26.5 us  (p10 26.0, p90 27.2; 3 more replays with CUPTI detached: its tracing adds 3.5 us to each)"));
+        /* the graph's own time on the GPU, the launch head and tail outside it (31.5 - 28.25), the bubbles inside (28.25 - 27) */
+        CHECK(strstr(buf, "graph on the GPU: median 28.2 us (p10 28.0, p90 29.0; 3 more replays with CUPTI's graph records") &&
+              strstr(buf, "31.5 us between their CUDA events, so 3.2 us of launch head and tail outside it"));
+        CHECK(strstr(buf, "bubbles inside the graph: 1.2 us = 4.4% of it"));
     }
     /* an unwritable path is an error with a message */
     CHECK(rt_profile_write_json(&p, "/nonexistent/dir/p.json", err, sizeof err) == -1 && strstr(err, "/nonexistent"));
