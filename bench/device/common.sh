@@ -31,8 +31,8 @@ prof() {
   left || return
   local f=/tmp/prof_$(basename "$1")_$2_$5.txt
   timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 "${@:7}" > "$f" 2>&1
-  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> " "$f"; } >> "$OUT/profiles.txt"
-  echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110)" >> "$OUT/table.txt"
+  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> |without the profiler|^graph" "$f"; } >> "$OUT/profiles.txt"
+  echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110) | $(grep -E 'without the profiler' "$f" | head -1 | cut -c1-48)" >> "$OUT/table.txt"
 }
 # the sanitizer, and kchk LABEL ARGS...: `build/kiln run ARGS --random --check` (90 s at most) into
 # /tmp/chk_LABEL.txt, one line on stdout: its status and last check line
