@@ -119,9 +119,10 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
     p->replay_start_us = arena_alloc(&p->a, (size_t)runs * sizeof(double));
     p->replay_end_us = arena_alloc(&p->a, (size_t)runs * sizeof(double));
     double *dur = malloc((size_t)nrec * sizeof *dur + 1), *bub = malloc((size_t)runs * sizeof *bub + 1);
+    double *gap = malloc((size_t)runs * sizeof *gap + 1), *span = malloc((size_t)runs * sizeof *span + 1);
     int *row = malloc((size_t)nrec * sizeof *row + 1);
-    if (!p->ev || !p->replay_start_us || !p->replay_end_us || !dur || !bub || !row) {
-        free(dur), free(bub), free(row);
+    if (!p->ev || !p->replay_start_us || !p->replay_end_us || !dur || !bub || !row || !gap || !span) {
+        free(dur), free(bub), free(row), free(gap), free(span);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
     uint64_t t0 = rec[0].start;
@@ -141,7 +142,7 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
      * up to the union of the intervals, as a serialized run's would. */
     double *own = malloc((size_t)nrec * sizeof *own + 1);
     if (!own) {
-        free(dur), free(bub), free(row);
+        free(dur), free(bub), free(row), free(gap), free(span);
         return rt_fail(RT_ERR_NOMEM, err, n, "out of memory");
     }
     for (int q = 0; q < runs; q++) {
@@ -174,16 +175,20 @@ int rt_profile_add_records(rt_profile *p, int nkern, rt_cupti_record *rec, int n
         p->replay_start_us[q] = e[0].start_us;
         p->replay_end_us[q] = hi;
         bub[q] = wall_us[q] > uni ? wall_us[q] - uni : 0;
-        own[q] = uni; /* own[] is done with: the unions, for their median */
+        span[q] = hi - e[0].start_us;
+        gap[q] = span[q] > uni ? span[q] - uni : 0;
     }
-    p->union_median_us = rt_percentile(own, runs, 50);
+    p->span_median_us = rt_percentile(span, runs, 50);
+    p->gaps_median_us = rt_percentile(gap, runs, 50);
+    p->gaps_p10_us = rt_percentile(gap, runs, 10);
+    p->gaps_p90_us = rt_percentile(gap, runs, 90);
     p->layer_median_us = rt_percentile(wall_us, runs, 50);
     p->layer_p10_us = rt_percentile(wall_us, runs, 10);
     p->layer_p90_us = rt_percentile(wall_us, runs, 90);
     p->bubbles_median_us = rt_percentile(bub, runs, 50);
     p->bubbles_p10_us = rt_percentile(bub, runs, 10);
     p->bubbles_p90_us = rt_percentile(bub, runs, 90);
-    free(dur), free(bub), free(row), free(own);
+    free(dur), free(bub), free(row), free(own), free(gap), free(span);
     return RT_OK;
 }
 
@@ -206,12 +211,6 @@ int rt_profile_add_graph_records(rt_profile *p, const rt_cupti_record *rec, int 
     p->graph_events_median_us = rt_percentile(wall_us, runs, 50);
     free(g);
     return RT_OK;
-}
-
-/* The graph's time on the GPU minus the union of its kernels (the medians of the two sets of replays). */
-static double inside_bubbles_us(const rt_profile *p)
-{
-    return p->graph_median_us > p->union_median_us ? p->graph_median_us - p->union_median_us : 0;
 }
 
 /* ---- figures ------------------------------------------------------------------------------ */
@@ -273,18 +272,18 @@ void rt_profile_print(const rt_profile *p, FILE *out)
     fprintf(out, "bubbles: median %.1f us (p10 %.1f, p90 %.1f) = %.1f%% of the layer: replay time minus the union of its kernels\n",
             p->bubbles_median_us, p->bubbles_p10_us, p->bubbles_p90_us,
             p->layer_median_us > 0 ? 100.0 * p->bubbles_median_us / p->layer_median_us : 0);
+    fprintf(out, "  between kernels     %7.1f us  (p10 %.1f, p90 %.1f) = %.1f%% of the layer: the same replays from their first "
+                 "kernel's start to their last kernel's end (%.1f us), minus the union of the kernels\n",
+            p->gaps_median_us, p->gaps_p10_us, p->gaps_p90_us,
+            p->layer_median_us > 0 ? 100.0 * p->gaps_median_us / p->layer_median_us : 0, p->span_median_us);
     if (p->graph_runs > 0) {
-        fprintf(out, "graph on the GPU: median %.1f us (p10 %.1f, p90 %.1f; %d more replays with CUPTI's graph records: "
-                     "the graph's execution, its start to its end on the GPU); %.1f us between their CUDA events, so "
-                     "%.1f us of launch head and tail outside it\n",
+        fprintf(out, "  graph on the GPU    %7.1f us  (p10 %.1f, p90 %.1f; %d more replays with CUPTI's graph records: the graph's "
+                     "execution from its start to its end; %.1f us between their CUDA events: %.1f us of graph launch "
+                     "head and tail outside it)\n",
                 p->graph_median_us, p->graph_p10_us, p->graph_p90_us, p->graph_runs, p->graph_events_median_us,
                 p->graph_events_median_us > p->graph_median_us ? p->graph_events_median_us - p->graph_median_us : 0);
-        fprintf(out, "bubbles inside the graph: %.1f us = %.1f%% of it: its time on the GPU minus the union of its "
-                     "kernels (%.1f us; medians)\n",
-                inside_bubbles_us(p), p->graph_median_us > 0 ? 100.0 * inside_bubbles_us(p) / p->graph_median_us : 0,
-                p->union_median_us);
     } else if (p->graph_why) {
-        fprintf(out, "graph on the GPU: not measured (%s)\n", p->graph_why);
+        fprintf(out, "  graph on the GPU    not measured (%s)\n", p->graph_why);
     }
 }
 
@@ -378,9 +377,13 @@ int rt_profile_write_json(const rt_profile *p, const char *path, char *err, size
         json_object_set_new(gj, "p90_us", json_real(p->graph_p90_us));
         json_object_set_new(gj, "events_median_us", json_real(p->graph_events_median_us));
         json_object_set_new(l, "graph_on_gpu", gj);
-        json_object_set_new(bu, "inside_graph_us", json_real(inside_bubbles_us(p)));
-        json_object_set_new(bu, "kernels_union_us", json_real(p->union_median_us));
     }
+    json_t *bk = json_object();
+    json_object_set_new(bk, "median_us", json_real(p->gaps_median_us));
+    json_object_set_new(bk, "p10_us", json_real(p->gaps_p10_us));
+    json_object_set_new(bk, "p90_us", json_real(p->gaps_p90_us));
+    json_object_set_new(bk, "kernels_span_us", json_real(p->span_median_us));
+    json_object_set_new(bu, "between_kernels", bk);
     json_object_set_new(root, "bubbles", bu);
     return write_json_file(root, path, "profile", err, n);
 }

@@ -62,7 +62,10 @@ typedef struct rt_profile {
      * measured): the layer as an application sees it, CUPTI's tracing lengthens every replay */
     int detached_runs;
     double detached_median_us, detached_p10_us, detached_p90_us;
-    double union_median_us;   /* the union of a replay's kernel intervals (median over the replays) */
+    /* the same replays from their first kernel's start to their last kernel's end: the span, and the
+     * gaps between kernels (span minus the union of the intervals), medians over the replays */
+    double span_median_us;
+    double gaps_median_us, gaps_p10_us, gaps_p90_us;
     /* the same replays once more with CUPTI's graph-level records (one per replay: the graph's
      * execution from its start to its end on the GPU, no kernel records): 0 runs: not measured,
      * graph_why says why (NULL: not asked) */

@@ -52,7 +52,10 @@ static void synthetic(rt_profile *p)
     p->detached_median_us = 26.5;
     p->detached_p10_us = 26;
     p->detached_p90_us = 27.25;
-    p->union_median_us = 27;
+    p->span_median_us = 28.5;
+    p->gaps_median_us = 0.5;
+    p->gaps_p10_us = 0.25;
+    p->gaps_p90_us = 1;
     p->graph_runs = 3;
     p->graph_median_us = 28.25;
     p->graph_p10_us = 28;
@@ -122,9 +125,9 @@ static void check_json(const char *path)
     CHECK(json_integer_value(json_object_get(gj, "runs")) == 3 && json_real_value(json_object_get(gj, "median_us")) == 28.25 &&
           json_real_value(json_object_get(gj, "p10_us")) == 28 && json_real_value(json_object_get(gj, "p90_us")) == 29 &&
           json_real_value(json_object_get(gj, "events_median_us")) == 31.5);
-    json_t *bj = json_object_get(root, "bubbles");
-    CHECK(json_real_value(json_object_get(bj, "inside_graph_us")) == 1.25 &&
-          json_real_value(json_object_get(bj, "kernels_union_us")) == 27);
+    json_t *bk = json_object_get(json_object_get(root, "bubbles"), "between_kernels");
+    CHECK(json_real_value(json_object_get(bk, "median_us")) == 0.5 && json_real_value(json_object_get(bk, "p10_us")) == 0.25 &&
+          json_real_value(json_object_get(bk, "p90_us")) == 1 && json_real_value(json_object_get(bk, "kernels_span_us")) == 28.5);
     CHECK(json_real_value(json_object_get(json_object_get(root, "ceilings"), "read_bw")) == 4e12);
     json_decref(root);
 }
@@ -194,7 +197,10 @@ static void check_records(void)
     CHECK(p.layer_median_us == 21 && p.layer_p10_us == 20 && p.layer_p90_us == 22);
     CHECK_NEAR(p.bubbles_median_us, 21 - 14.5, 1e-9, 0);
     CHECK_NEAR(p.bubbles_p10_us, 20 - 14.5, 1e-9, 0);
-    CHECK_NEAR(p.union_median_us, 14.5, 1e-9, 0); /* 0..0.5, 1..13 and 13..16 in each replay */
+    /* each replay's records span 0..16 us and cover 0..0.5, 1..14 and 15..16: 1.5 us of gaps between them */
+    CHECK_NEAR(p.span_median_us, 16, 1e-9, 0);
+    CHECK_NEAR(p.gaps_median_us, 1.5, 1e-9, 0);
+    CHECK_NEAR(p.gaps_p10_us, 1.5, 1e-9, 0);
     /* sorting keeps each event on its kernel */
     rt_profile_finish(&p);
     for (int e = 0; e < 12; e++) {
@@ -346,10 +352,11 @@ int main(void)
         CHECK(row && row < strstr(buf, "m_k0_row") && strstr(row, " 63%"));
         /* the replays without CUPTI, and what its tracing added to each (30 - 26.5) */
         CHECK(strstr(buf, "without the profiler    26.5 us  (p10 26.0, p90 27.2; 3 more replays with CUPTI detached: its tracing adds 3.5 us to each)"));
-        /* the graph's own time on the GPU, the launch head and tail outside it (31.5 - 28.25), the bubbles inside (28.25 - 27) */
-        CHECK(strstr(buf, "graph on the GPU: median 28.2 us (p10 28.0, p90 29.0; 3 more replays with CUPTI's graph records") &&
-              strstr(buf, "31.5 us between their CUDA events, so 3.2 us of launch head and tail outside it"));
-        CHECK(strstr(buf, "bubbles inside the graph: 1.2 us = 4.4% of it"));
+        /* the gaps between kernels (0.5 of 30 us), the graph's own time on the GPU and the launch head and tail
+         * outside it (31.5 - 28.25) */
+        CHECK(strstr(buf, "  between kernels         0.5 us  (p10 0.2, p90 1.0) = 1.7% of the layer") && strstr(buf, "(28.5 us)"));
+        CHECK(strstr(buf, "  graph on the GPU       28.2 us  (p10 28.0, p90 29.0; 3 more replays with CUPTI's graph records") &&
+              strstr(buf, "31.5 us between their CUDA events: 3.2 us of graph launch head and tail outside it)"));
     }
     /* an unwritable path is an error with a message */
     CHECK(rt_profile_write_json(&p, "/nonexistent/dir/p.json", err, sizeof err) == -1 && strstr(err, "/nonexistent"));
