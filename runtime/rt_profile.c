@@ -10,15 +10,15 @@
  *     Warm-up replays run and their records are dropped.
  *  3. N replays are issued back to back, a CUDA event recorded before each
  *     and after the last: event i to i+1 is replay i's wall time.
- *  4. The records become rows, events and bubbles (rt_profile_add_records).
+ *  4. The records become rows, events, bubbles and the gaps between the
+ *     kernels of each replay (rt_profile_add_records).
  *  5. Kernel rows get their cost (ir/cost.h) at the run's dims and
  *     positions; rt_profile_finish computes the floors and sorts.
  *  6. CUPTI switches to graph-level records, the graph is captured again,
  *     and N more replays give the graph's own time on the GPU (time_graphs):
  *     what lies between the CUDA events and the graph is its launch head and
- *     tail; what lies between the graph's start and end and not under a
- *     kernel is the bubbles inside it. A CUPTI that cannot trace graphs
- *     leaves the row out, with the reason.
+ *     tail. A CUPTI that cannot trace graphs leaves the row out, with the
+ *     reason.
  *  7. CUPTI is detached, the graph captured again, and N more replays are
  *     timed with the events alone (time_detached): CUPTI's tracing makes
  *     each replay longer, and the profile says by how much. */
