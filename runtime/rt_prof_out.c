@@ -289,6 +289,16 @@ void rt_profile_print(const rt_profile *p, FILE *out)
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
+/* {"median_us", "p10_us", "p90_us"} */
+static json_t *times_json(double median, double p10, double p90)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "median_us", json_real(median));
+    json_object_set_new(o, "p10_us", json_real(p10));
+    json_object_set_new(o, "p90_us", json_real(p90));
+    return o;
+}
+
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 static json_t *cost_json(const ir_cost *c, const ir_floor *f)
@@ -328,7 +338,7 @@ int rt_profile_write_json(const rt_profile *p, const char *path, char *err, size
     double total = p->layer_median_us > 0 ? p->layer_median_us : kernels_total_us(p);
     for (int i = 0; i < p->nk; i++) {
         const rt_prof_kernel *k = &p->k[i];
-        json_t *o = json_object();
+        json_t *o = times_json(k->median_us, k->p10_us, k->p90_us);
         json_object_set_new(o, "name", str_or_null(k->name));
         json_object_set_new(o, "group", json_integer(k->group));
         json_object_set_new(o, "kind", str_or_null(k->kind));
@@ -336,9 +346,6 @@ int rt_profile_write_json(const rt_profile *p, const char *path, char *err, size
         json_object_set_new(o, "constants", str_or_null(k->constants));
         json_object_set_new(o, "lines", str_or_null(k->lines));
         json_object_set_new(o, "samples", json_integer(k->samples));
-        json_object_set_new(o, "median_us", json_real(k->median_us));
-        json_object_set_new(o, "p10_us", json_real(k->p10_us));
-        json_object_set_new(o, "p90_us", json_real(k->p90_us));
         json_object_set_new(o, "cost", cost_json(&k->cost, &k->floor));
         json_object_set_new(o, "tbps", json_real(tbps(k)));
         json_object_set_new(o, "tflops", json_real(tflops(k)));
@@ -347,41 +354,26 @@ int rt_profile_write_json(const rt_profile *p, const char *path, char *err, size
         json_array_append_new(ks, o);
     }
     json_object_set_new(root, "kernels", ks);
-    json_t *l = json_object();
-    json_object_set_new(l, "median_us", json_real(p->layer_median_us));
-    json_object_set_new(l, "p10_us", json_real(p->layer_p10_us));
-    json_object_set_new(l, "p90_us", json_real(p->layer_p90_us));
+    json_t *l = times_json(p->layer_median_us, p->layer_p10_us, p->layer_p90_us);
     json_object_set_new(l, "kernels_us", json_real(kernels_total_us(p)));
     json_object_set_new(l, "benchmark_floor", cost_json(&p->layer, &p->layer_floor));
     json_object_set_new(l, "pct_benchmark_floor", json_real(pct_floor(p->layer_floor.t * 1e6, p->layer_median_us)));
     json_object_set_new(l, "sum_kernel_floors_us", json_real(p->sum_floor_us));
     json_object_set_new(l, "pct_sum_kernel_floors", json_real(pct_floor(p->sum_floor_us, p->layer_median_us)));
     if (p->detached_runs > 0) {
-        json_t *d = json_object();
+        json_t *d = times_json(p->detached_median_us, p->detached_p10_us, p->detached_p90_us);
         json_object_set_new(d, "runs", json_integer(p->detached_runs));
-        json_object_set_new(d, "median_us", json_real(p->detached_median_us));
-        json_object_set_new(d, "p10_us", json_real(p->detached_p10_us));
-        json_object_set_new(d, "p90_us", json_real(p->detached_p90_us));
         json_object_set_new(l, "without_profiler", d);
     }
-    json_object_set_new(root, "layer", l);
-    json_t *bu = json_object();
-    json_object_set_new(bu, "median_us", json_real(p->bubbles_median_us));
-    json_object_set_new(bu, "p10_us", json_real(p->bubbles_p10_us));
-    json_object_set_new(bu, "p90_us", json_real(p->bubbles_p90_us));
     if (p->graph_runs > 0) {
-        json_t *gj = json_object();
+        json_t *gj = times_json(p->graph_median_us, p->graph_p10_us, p->graph_p90_us);
         json_object_set_new(gj, "runs", json_integer(p->graph_runs));
-        json_object_set_new(gj, "median_us", json_real(p->graph_median_us));
-        json_object_set_new(gj, "p10_us", json_real(p->graph_p10_us));
-        json_object_set_new(gj, "p90_us", json_real(p->graph_p90_us));
         json_object_set_new(gj, "events_median_us", json_real(p->graph_events_median_us));
         json_object_set_new(l, "graph_on_gpu", gj);
     }
-    json_t *bk = json_object();
-    json_object_set_new(bk, "median_us", json_real(p->gaps_median_us));
-    json_object_set_new(bk, "p10_us", json_real(p->gaps_p10_us));
-    json_object_set_new(bk, "p90_us", json_real(p->gaps_p90_us));
+    json_object_set_new(root, "layer", l);
+    json_t *bu = times_json(p->bubbles_median_us, p->bubbles_p10_us, p->bubbles_p90_us);
+    json_t *bk = times_json(p->gaps_median_us, p->gaps_p10_us, p->gaps_p90_us);
     json_object_set_new(bk, "kernels_span_us", json_real(p->span_median_us));
     json_object_set_new(bu, "between_kernels", bk);
     json_object_set_new(root, "bubbles", bu);
