@@ -56,36 +56,17 @@
         }                                                                             \
     }
 #define KILN_ROW_X(k, i) xs[k]
-// The last pass: per group, v = EXPR (of x, the element) for each element, then the group's
-// prologue stores (kiln_row_pre) and epilogue (kiln_row_out), each of which loads what it
-// needs for the whole group before it stores it (the compiler may merge the group's accesses).
-#define KILN_ROW_LAST(EXPR)                                                           \
+// The groups of this thread's elements for the last pass: __VA_ARGS__ sees i0 (its first index)
+// and KILN_ROW_LOAD(xv) fills xv[V] with the group's inputs (from the register cache).
+#define KILN_ROW_GROUPS(...)                                                          \
     _Pragma("unroll") for (int g = 0; g < KILN_ROW_ITEMS / V; g++)                    \
     {                                                                                 \
         const long long i0 = ((long long)g * KILN_ROW_THREADS + threadIdx.x) * V;     \
         if (i0 < d) {                                                                 \
-            float xv[V], vv[V];                                                       \
-            _Pragma("unroll") for (int j = 0; j < V; j++)                             \
-            {                                                                         \
-                const float x = xs[g * V + j];                                        \
-                xv[j] = x;                                                            \
-                vv[j] = (EXPR);                                                       \
-            }                                                                         \
-            kiln_row_pre<AL, V>(p, row, i0, xv);                                      \
-            kiln_row_out<AL, V>(p, row, i0, vv, xv);                                  \
+            __VA_ARGS__                                                               \
         }                                                                             \
     }
-// kiln_row_pre alone over the row (a reduction whose epilogue is per row)
-#define KILN_ROW_PRE_ALL()                                                            \
-    _Pragma("unroll") for (int g = 0; g < KILN_ROW_ITEMS / V; g++)                    \
-    {                                                                                 \
-        const long long i0 = ((long long)g * KILN_ROW_THREADS + threadIdx.x) * V;     \
-        if (i0 < d) {                                                                 \
-            float xv[V];                                                              \
-            _Pragma("unroll") for (int j = 0; j < V; j++) xv[j] = xs[g * V + j];      \
-            kiln_row_pre<AL, V>(p, row, i0, xv);                                      \
-        }                                                                             \
-    }
+#define KILN_ROW_LOAD(xv) _Pragma("unroll") for (int j = 0; j < V; j++) xv[j] = xs[g * V + j]
 #else
 #define KILN_ROW_FOR(BODY)                                                                        \
     for (long long i0 = (long long)threadIdx.x * V; i0 < d; i0 += (long long)KILN_ROW_THREADS * V) \
@@ -95,25 +76,24 @@
             BODY                                                                                  \
         }
 #define KILN_ROW_X(k, i) kiln_row_in<AL>(p, row, i)
-#define KILN_ROW_LAST(EXPR)                                                                       \
+#define KILN_ROW_GROUPS(...)                                                                      \
     for (long long i0 = (long long)threadIdx.x * V; i0 < d; i0 += (long long)KILN_ROW_THREADS * V) { \
-        float xv[V], vv[V];                                                                       \
-        _Pragma("unroll") for (int j = 0; j < V; j++) xv[j] = kiln_row_in<AL>(p, row, i0 + j);   \
-        _Pragma("unroll") for (int j = 0; j < V; j++)                                             \
-        {                                                                                         \
-            const float x = xv[j];                                                                \
-            vv[j] = (EXPR);                                                                       \
-        }                                                                                         \
-        kiln_row_pre<AL, V>(p, row, i0, xv);                                                      \
-        kiln_row_out<AL, V>(p, row, i0, vv, xv);                                                  \
+        __VA_ARGS__                                                                               \
     }
-#define KILN_ROW_PRE_ALL()                                                                        \
-    for (long long i0 = (long long)threadIdx.x * V; i0 < d; i0 += (long long)KILN_ROW_THREADS * V) { \
-        float xv[V];                                                                              \
-        _Pragma("unroll") for (int j = 0; j < V; j++) xv[j] = kiln_row_in<AL>(p, row, i0 + j);   \
-        kiln_row_pre<AL, V>(p, row, i0, xv);                                                      \
-    }
+#define KILN_ROW_LOAD(xv) _Pragma("unroll") for (int j = 0; j < V; j++) xv[j] = kiln_row_in<AL>(p, row, i0 + j)
 #endif
+// The last pass: per group, v = EXPR (of x, the element) for each element, then the group's
+// prologue stores (kiln_row_pre) and epilogue (kiln_row_out), each of which loads what it
+// needs for the whole group before it stores it (the compiler may merge the group's accesses).
+#define KILN_ROW_LAST(EXPR)                                                           \
+    KILN_ROW_GROUPS(float xv[V], vv[V]; KILN_ROW_LOAD(xv);                            \
+                    _Pragma("unroll") for (int j = 0; j < V; j++) {                   \
+                        const float x = xv[j];                                        \
+                        vv[j] = (EXPR);                                               \
+                    } kiln_row_pre<AL, V>(p, row, i0, xv);                            \
+                    kiln_row_out<AL, V>(p, row, i0, vv, xv);)
+// kiln_row_pre alone over the row (a reduction whose epilogue is per row)
+#define KILN_ROW_PRE_ALL() KILN_ROW_GROUPS(float xv[V]; KILN_ROW_LOAD(xv); kiln_row_pre<AL, V>(p, row, i0, xv);)
 
 template <int AL> __device__ __forceinline__ void kiln_row_run(const KilnArgs &p)
 {
