@@ -179,8 +179,6 @@ typedef struct cg_launch {
     int cluster;        /* CTAs per thread-block cluster fixed by the kernel (__cluster_dims__),
                          * 0: none; above 8 the runtime allows non-portable cluster sizes */
     bool cluster_y;     /* ... along y (matmul_wgmma's split-K in a cluster), else along x */
-    int carveout_kb;    /* > 0: the shared-memory carveout (KB of the SM's L1/shared memory) the kernel
-                         * prefers, room for the next kernel's CTAs beside its own; 0: the driver's choice */
 } cg_launch;
 
 /* A bind-time layout change the runtime must apply to a packed value before

@@ -521,7 +521,6 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     fprintf(out, "), block %d, shared memory %lld bytes", k->launch.block, (long long)k->launch.smem);
     if (k->launch.cluster > 1)
         fprintf(out, ", clusters of %d CTAs along %s", k->launch.cluster, k->launch.cluster_y ? "y" : "x");
-    if (k->launch.carveout_kb > 0) fprintf(out, ", shared-memory carveout %d KB", k->launch.carveout_kb);
     fprintf(out, "\n");
     if (k->param_prefix)
         fprintf(out, "  parameter %s (%zu bytes): the tensor maps, then KilnArgs at +%zu\n",

@@ -557,18 +557,6 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * build-time knob for measurements. */
 #define KILN_CG_GEMV_RING_MINK 0
 #endif
-#ifndef KILN_CG_QKV_BESIDE
-/* > 0 (KB): the decode QKV GEMV (its epilogue writes the cache) runs one CTA per SM under a
- * shared-memory carveout of this many KB and lets decode attention launch at once, so that the
- * attention's CTAs fit beside it and load the cached rows while it runs. A build-time knob for
- * measurements (bench/attn/push_variants.sh); 0: off. */
-#define KILN_CG_QKV_BESIDE 0
-#endif
-#ifndef KILN_CG_QKV_BESIDE_NREG
-/* ... and its registers per thread (__maxnreg__): what its 256 threads leave of the 64K is the
- * attention CTA's room (the 1B layer's cluster kernel: 8 warps at 136) */
-#define KILN_CG_QKV_BESIDE_NREG 112
-#endif
 #ifndef KILN_CG_GEMV_SMALL_MB
 /* with the ring or the prefetch on: only for weights of at most this many MB (0: any size). The
  * idea to measure: both start a kernel's weight stream under the previous kernel's tail, which
@@ -2355,26 +2343,17 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         L->grid[1] = grid_dim(ir_dim_const(h.splitk), 1, 0);
         L->grid[2] = grid_dim(batch, 1, 0);
     } else if (h.gemv) {
-        /* rows held in registers: the smallest power of two >= M (gemv.cuh: fewer registers,
-         * two CTAs per SM up to 2 rows); M not known: 8 */
-        int maxm = 1;
-        while (hm && maxm < mv && maxm < 16) maxm *= 2;
-        const bool beside = KILN_CG_QKV_BESIDE > 0 && qkv && h.splitk == 1 && hb && bv == 1 &&
-                            gemv_minb(hm ? maxm : 8, a->type.dtype) == 2;
-        if (beside) h.ctas = gen->target->sm_count;
         gen->kern->config = cg_printf(gen, "gemv %d cols split-k %d", h.cols, h.splitk);
         if (hn && h.ctas > 0 && (nv + h.cols - 1) / h.cols > h.ctas)
             gen->kern->config = cg_printf(gen, "%s, %lld CTAs along N", gen->kern->config, (long long)h.ctas);
         define(plan, "KILN_GEMV_COLS", "%d", h.cols);
+        /* rows held in registers: the smallest power of two >= M (gemv.cuh: fewer registers,
+         * two CTAs per SM up to 2 rows); M not known: 8 */
+        int maxm = 1;
+        while (hm && maxm < mv && maxm < 16) maxm *= 2;
         define(plan, "KILN_GEMV_MAXM", "%d", hm ? maxm : 8);
         /* two CTAs per SM (registers capped at 128) only where ptxas fits them without spilling */
-        define(plan, "KILN_GEMV_MINB", "%d", beside ? 1 : gemv_minb(hm ? maxm : 8, a->type.dtype));
-        if (beside) {
-            define(plan, "KILN_GEMV_EARLY_LAUNCH", "1");
-            define(plan, "KILN_GEMV_NREG", "%d", KILN_CG_QKV_BESIDE_NREG);
-            L->carveout_kb = KILN_CG_QKV_BESIDE;
-            gen->kern->config = cg_printf(gen, "%s, one CTA per SM, attention beside it", gen->kern->config);
-        }
+        define(plan, "KILN_GEMV_MINB", "%d", gemv_minb(hm ? maxm : 8, a->type.dtype));
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
         define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);

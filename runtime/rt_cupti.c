@@ -248,28 +248,19 @@ rt_cupti_record *rt_cupti_take(rt_cupti *c, int *count, uint64_t *dropped)
     return r;
 }
 
-rt_status rt_cupti_trace_graphs(rt_cupti *c, bool on, char *err, size_t n)
+rt_status rt_cupti_trace_graphs(rt_cupti *c, char *err, size_t n)
 {
     if (!c) return rt_fail(RT_ERR_INVALID, err, n, "rt_cupti_trace_graphs: no session");
-    if (c->graphs == on) return RT_OK;
+    if (c->graphs) return RT_OK;
     (void)api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* what the other kinds hold is delivered first */
     const size_t nk = sizeof kinds / sizeof kinds[0];
-    if (on) {
-        for (size_t i = 0; i < nk; i++) (void)api.disable(kinds[i]);
-        CUptiResult r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-        if (r != CUPTI_SUCCESS) {
-            for (size_t i = 0; i < nk; i++) (void)api.enable(kinds[i]);
-            return cupti_fail(r, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)", err, n);
-        }
-    } else {
-        (void)api.disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-        (void)api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        for (size_t i = 0; i < nk; i++) {
-            CUptiResult r = api.enable(kinds[i]);
-            if (r != CUPTI_SUCCESS) return cupti_fail(r, "cuptiActivityEnable", err, n);
-        }
+    for (size_t i = 0; i < nk; i++) (void)api.disable(kinds[i]);
+    CUptiResult r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (r != CUPTI_SUCCESS) {
+        for (size_t i = 0; i < nk; i++) (void)api.enable(kinds[i]);
+        return cupti_fail(r, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)", err, n);
     }
-    c->graphs = on;
+    c->graphs = true;
     return RT_OK;
 }
 

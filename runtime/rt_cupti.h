@@ -47,13 +47,12 @@ const char *rt_cupti_load(char *err, size_t n);
 
 /* Opens a session: loads CUPTI, registers the buffers, enables the kinds. */
 rt_status rt_cupti_open(rt_cupti **out, char *err, size_t n);
-/* Switches the session to graph-level records (on: CUPTI_ACTIVITY_KIND_GRAPH_TRACE, one
- * RT_CUPTI_GRAPH record per graph launch with the start and end of its execution on the GPU;
- * CUPTI then records no kernels or memsets inside graphs, so the kernel and memset kinds are
- * disabled) or back (off). Records already delivered stay. When CUPTI refuses the switch, a
- * failure with its reason and the session as it was. Graphs should be instantiated again after a
- * switch. */
-rt_status rt_cupti_trace_graphs(rt_cupti *c, bool on, char *err, size_t n);
+/* Switches the session to graph-level records for the rest of its life:
+ * CUPTI_ACTIVITY_KIND_GRAPH_TRACE, one RT_CUPTI_GRAPH record per graph launch with the start and end
+ * of its execution on the GPU. CUPTI then records no kernels or memsets inside graphs, so the kernel
+ * and memset kinds are disabled. Records already delivered stay. When CUPTI refuses the switch, a
+ * failure with its reason and the session as it was. Graphs should be instantiated again after it. */
+rt_status rt_cupti_trace_graphs(rt_cupti *c, char *err, size_t n);
 /* Delivers every record CUPTI holds (after the work is synchronized). */
 rt_status rt_cupti_flush(rt_cupti *c, char *err, size_t n);
 /* Drops the records collected so far (warm-up runs). */

@@ -172,24 +172,6 @@ rt_status rt_kernel_allow_large_clusters(const rt_kernel *k, char *err, size_t n
     return RT_OK;
 }
 
-rt_status rt_kernel_set_carveout(const rt_kernel *k, int kb, char *err, size_t n)
-{
-    if (!k || !k->fn || kb <= 0) return rt_fail(RT_ERR_INVALID, err, n, "rt_kernel_set_carveout: NULL kernel or no size");
-    char who[300];
-    snprintf(who, sizeof who, "kernel '%s'", kname(k));
-    int dev = 0, per_sm = 0;
-    RT_CUDA_TRY(cudaGetDevice(&dev), err, n);
-    RT_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev), err, n);
-    if (per_sm <= 0) return rt_fail(RT_ERR_CUDA, err, n, "%s: the device reports no shared memory per SM", who);
-    long long pct = ((long long)kb * 1024 * 100 + per_sm - 1) / per_sm;
-    if (pct > 100) pct = 100;
-    RT_TRY(RT_CUDA_CHECK(cudaKernelSetAttributeForDevice((cudaKernel_t)k->fn,
-                                                         cudaFuncAttributePreferredSharedMemoryCarveout, (int)pct, dev),
-                         who, err, n));
-    ok(err, n);
-    return RT_OK;
-}
-
 rt_status rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n)
 {
     if (!k || !k->fn || !a) return rt_fail(RT_ERR_INVALID, err, n, "rt_kernel_get_attrs: NULL argument");

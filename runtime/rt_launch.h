@@ -77,11 +77,6 @@ rt_status rt_kernel_set_max_smem(const rt_kernel *k, size_t bytes, char *err, si
  * __cluster_dims__ hold up to 16 on sm_90): cudaFuncAttributeNonPortableClusterSizeAllowed. */
 rt_status rt_kernel_allow_large_clusters(const rt_kernel *k, char *err, size_t n);
 
-/* Ask for a shared-memory carveout of at least `kb` KB of the SM's unified L1 and shared memory
- * while the kernel runs (cudaFuncAttributePreferredSharedMemoryCarveout, as a percentage of the
- * device's shared memory per SM, rounded up; the driver picks the next configuration it has). */
-rt_status rt_kernel_set_carveout(const rt_kernel *k, int kb, char *err, size_t n);
-
 /* Registers, shared and local memory of a kernel (on the current device). */
 rt_status rt_kernel_get_attrs(const rt_kernel *k, rt_kernel_attrs *a, char *err, size_t n);
 

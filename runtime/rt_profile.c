@@ -269,7 +269,7 @@ static int timed_replays(prof_run *r, const rt_profile_opts *o, int runs, double
 static int time_graphs(prof_run *r, const rt_profile_opts *o, rt_profile *p, char *err, size_t n)
 {
     char why[512];
-    if (rt_cupti_trace_graphs(r->cupti, true, why, sizeof why) != RT_OK) {
+    if (rt_cupti_trace_graphs(r->cupti, why, sizeof why) != RT_OK) {
         p->graph_why = arena_printf(&p->a, "CUPTI: %s", why);
         return RT_OK;
     }

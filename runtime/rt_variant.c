@@ -232,8 +232,6 @@ rt_status rt_variant_load(rt_model *m, rt_variant *v, char *err, size_t n)
             ls = rt_kernel_set_max_smem(&v->kern[i], (size_t)k->launch.smem, load_err, sizeof load_err);
         if (ls == RT_OK && k->launch.cluster > 8)
             ls = rt_kernel_allow_large_clusters(&v->kern[i], load_err, sizeof load_err);
-        if (ls == RT_OK && k->launch.carveout_kb > 0)
-            ls = rt_kernel_set_carveout(&v->kern[i], k->launch.carveout_kb, load_err, sizeof load_err);
         if (ls != RT_OK) return rt_fail(rt_kernel_status(ls), err, n, "loading kernel %s: %s", k->name, load_err);
     }
     for (int i = 0; i < 2 * nk; i++) rt_blob_free(&v->cubins[i]);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/device/call_beside.sh — decode attention beside the QKV GEMV (KILN_CG_QKV_BESIDE: the GEMV
+# bench/device/call_beside.sh — decode attention beside the QKV GEMV (KILN_CG_QKV_BESIDE, in commit
+# ed6b2ae only: measured a loss and removed; build the variants from that commit. The GEMV
 # one CTA per SM under a carveout, the attention launched at once): one device call over the slim
 # build (carry build-gpu with build-gpu/variants/kiln_beside100 and kiln_beside132w4 from
 # bench/attn/push_variants.sh build beside100 "-DKILN_CG_QKV_BESIDE=100" and
