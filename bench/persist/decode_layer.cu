@@ -94,6 +94,7 @@ struct Params {
     float *h;           // [D]
     float *act;         // [FF]
     float *part;        // [HKV][NSPLIT][QPG][2 + HD] attention split partials
+    unsigned long long *stamps;   // with PERSIST_TIMING: NSTAMP %globaltimer stamps per CTA
     unsigned *cnt;      // counters, zero between runs: [0,HKV) qkv rows per group, HKV split
                         // arrivals per group (HKV of them), then attn groups, o rows, act rows, end
     int pos;
@@ -105,6 +106,21 @@ struct Params {
 #define C_ACT (2 * HKV + 2)
 #define C_END (2 * HKV + 3)
 #define NCNT (2 * HKV + 4)
+#define NSTAMP 9
+// milestones of a CTA's consumers: start, QKV rows stored, attention tasks done, O's input
+// ready, O rows signalled, gate/up's input ready, gate/up signalled, down's input ready, end
+#ifdef PERSIST_TIMING
+#define STAMP(i)                                                                                   \
+    do {                                                                                           \
+        if (threadIdx.x == 0) {                                                                    \
+            unsigned long long t_;                                                                 \
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_));                                 \
+            p.stamps[blockIdx.x * NSTAMP + (i)] = t_;                                              \
+        }                                                                                          \
+    } while (0)
+#else
+#define STAMP(i) do { } while (0)
+#endif
 
 __device__ __forceinline__ uint32_t sa(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void mb_init(uint64_t *b, unsigned n)
@@ -190,10 +206,21 @@ __device__ __forceinline__ void produce_range(Smem &s, const void *src, long lon
 
 // Consumers: rows x K of a weight range streamed through the ring, against s.vec; each warp
 // takes one 1024-element segment of a chunk and leaves its sum in s.part[row * (K/SEG) + seg].
-__device__ __forceinline__ void consume_gemv(Smem &s, int rows, int K, int &c)
+// FIXED: K divides a slot's elements, so a warp meets the same 1024 columns in every slot and
+// keeps its 32 values of s.vec in registers (a third of the shared-memory reads).
+template <bool FIXED>
+__device__ __forceinline__ void consume_gemv_k(Smem &s, int rows, int K, int &c)
 {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const long long elems = (long long)rows * K;
+    float vr[FIXED ? 32 : 1];
+    if (FIXED) {
+        const int k0 = (warp * SEG) % K;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) vr[FIXED ? i * 8 + j : 0] = s.vec[k0 + lane * 8 + i * 256 + j];
+    }
     for (long long e0 = 0; e0 < elems; e0 += SLOT / 2, ++c) {
         int slot = c % NSLOT;
         mb_wait(&s.full[slot], (c / NSLOT) & 1);
@@ -206,15 +233,21 @@ __device__ __forceinline__ void consume_gemv(Smem &s, int rows, int K, int &c)
             for (int i = 0; i < 4; ++i) {
                 const int o = lane * 8 + i * 256;
                 uint4 u = *(const uint4 *)(w + o);
-                const float4 a = *(const float4 *)(s.vec + k0 + o);
-                const float4 b = *(const float4 *)(s.vec + k0 + o + 4);
+                float a[8];
+                if (FIXED) {
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) a[j] = vr[FIXED ? i * 8 + j : 0];
+                } else {
+                    const float4 a0 = *(const float4 *)(s.vec + k0 + o), a1 = *(const float4 *)(s.vec + k0 + o + 4);
+                    a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
+                }
                 const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&u;
-                float2 f0 = __bfloat1622float2(h2[0]), f1 = __bfloat1622float2(h2[1]);
-                float2 f2 = __bfloat1622float2(h2[2]), f3 = __bfloat1622float2(h2[3]);
-                acc = fmaf(f0.x, a.x, acc); acc = fmaf(f0.y, a.y, acc);
-                acc = fmaf(f1.x, a.z, acc); acc = fmaf(f1.y, a.w, acc);
-                acc = fmaf(f2.x, b.x, acc); acc = fmaf(f2.y, b.y, acc);
-                acc = fmaf(f3.x, b.z, acc); acc = fmaf(f3.y, b.w, acc);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float2 f = __bfloat1622float2(h2[j]);
+                    acc = fmaf(f.x, a[2 * j], acc);
+                    acc = fmaf(f.y, a[2 * j + 1], acc);
+                }
             }
 #pragma unroll
             for (int m = 16; m; m >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, m);
@@ -223,6 +256,11 @@ __device__ __forceinline__ void consume_gemv(Smem &s, int rows, int K, int &c)
         __syncwarp();
         if (lane == 0) mb_arrive(&s.empty[slot]);
     }
+}
+__device__ __forceinline__ void consume_gemv(Smem &s, int rows, int K, int &c)
+{
+    if ((SLOT / 2) % K == 0) consume_gemv_k<true>(s, rows, K, c);
+    else consume_gemv_k<false>(s, rows, K, c);
 }
 __device__ __forceinline__ float row_sum(const Smem &s, int r, int K)
 {
@@ -393,23 +431,89 @@ __device__ void consume_attention(Smem &s, const Params &p, int t, int &c)
     cbar();
     if (s.bcast[0] == 0.f) return;
     __threadfence();
+    // the group's splits: their maxima and sums staged in shared memory by all threads at once
+    // (a chain of dependent L2 loads per thread would put ~1 us per split on the critical path)
     const float *src = p.part + (size_t)g * NSPLIT * QPG * (2 + HD);
+    float *sm = s.vec, *sl = sm + NSPLIT * QPG, *sw = sl + NSPLIT * QPG;   // m, l, weight per (split, head)
+    for (int i = threadIdx.x; i < (int)live * QPG; i += NCT) {
+        sm[i] = __ldcg(src + i * (2 + HD));
+        sl[i] = __ldcg(src + i * (2 + HD) + 1);
+    }
+    cbar();
+    for (int i = threadIdx.x; i < (int)live * QPG; i += NCT) {
+        const int h = i % QPG;
+        float M = -INFINITY, L = 0.f;
+        for (int k = 0; k < (int)live; ++k) M = fmaxf(M, sm[k * QPG + h]);
+        for (int k = 0; k < (int)live; ++k)
+            if (sm[k * QPG + h] != -INFINITY) L += sl[k * QPG + h] * exp2f(sm[k * QPG + h] - M);
+        sw[i] = sm[i] == -INFINITY ? 0.f : exp2f(sm[i] - M) / L;
+    }
+    cbar();
     for (int idx = threadIdx.x; idx < QPG * HD; idx += NCT) {
         const int h = idx / HD, d = idx % HD;
-        float M = -INFINITY;
-        for (int k = 0; k < (int)live; ++k) M = fmaxf(M, __ldcg(src + (k * QPG + h) * (2 + HD)));
-        float L = 0.f, O = 0.f;
-        for (int k = 0; k < (int)live; ++k) {
-            const float *q0 = src + (k * QPG + h) * (2 + HD);
-            const float mk = __ldcg(q0);
-            if (mk == -INFINITY) continue;
-            const float r = exp2f(mk - M);
-            L += __ldcg(q0 + 1) * r;
-            O += __ldcg(q0 + 2 + d) * r;
+        float O = 0.f;
+        int k = 0;
+        for (; k + 8 <= (int)live; k += 8) {   // eight independent loads in flight
+            float v[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) v[u] = __ldcg(src + ((k + u) * QPG + h) * (2 + HD) + 2 + d);
+#pragma unroll
+            for (int u = 0; u < 8; ++u) O = fmaf(sw[(k + u) * QPG + h], v[u], O);
         }
-        p.attn[(g * QPG + h) * HD + d] = O / L;
+        for (; k < (int)live; ++k) O = fmaf(sw[k * QPG + h], __ldcg(src + (k * QPG + h) * (2 + HD) + 2 + d), O);
+        p.attn[(g * QPG + h) * HD + d] = O;
     }
     signal(&p.cnt[C_ATT], 1);
+}
+
+// The producer's whole sequence: the CTA's QKV rows, its live attention splits (K and V rows in
+// one slot), its O rows, gate/up pairs and down rows. Returns the number of slots filled.
+__device__ int produce_all(Smem &s, const Params &p, const Share &sh, int bid, int grid)
+{
+    int c = 0;
+    produce_range(s, p.wqkv + (size_t)sh.q0 * D, (long long)(sh.q1 - sh.q0) * D * 2, c);
+    for (int t = bid; t < HKV * NSPLIT; t += grid) {
+        if (!split_live(t, p.pos)) continue;
+        const int g = t / NSPLIT, sp = t % NSPLIT, slot = c % NSLOT;
+        mb_wait(&s.empty[slot], ((c / NSLOT) & 1) ^ 1);
+        mb_expect(&s.full[slot], SLOT);
+        const size_t off = ((size_t)g * TCAP + (size_t)sp * KS) * HD;
+        bulk_g2s(s.ring[slot], p.kc + off, SLOT / 2, &s.full[slot]);
+        bulk_g2s(s.ring[slot] + SLOT / 2, p.vc + off, SLOT / 2, &s.full[slot]);
+        ++c;
+    }
+    produce_range(s, p.wo + (size_t)sh.o0 * (HQ * HD), (long long)(sh.o1 - sh.o0) * (HQ * HD) * 2, c);
+    produce_range(s, p.wgu + (size_t)sh.j0 * 2 * D, (long long)(sh.j1 - sh.j0) * 2 * D * 2, c);
+    produce_range(s, p.wd + (size_t)sh.d0 * FF, (long long)(sh.d1 - sh.d0) * FF * 2, c);
+    return c;
+}
+__device__ __forceinline__ int slots_of(long long bytes) { return (int)((bytes + SLOT - 1) / SLOT); }
+
+// The ring alone: the same producer, consumers that only free each slot as it lands (no math, no
+// waits on other CTAs): how fast this way of streaming reads the layer's bytes.
+__global__ void __launch_bounds__(NCT + 32, 1) ring_only(Params p)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    Smem &s = *(Smem *)smem_raw;
+    const int bid = blockIdx.x, grid = gridDim.x;
+    const Share sh = share_of(bid, grid);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NSLOT; ++i) { mb_init(&s.full[i], 1); mb_init(&s.empty[i], NCW); }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x >= NCT) {
+        if (threadIdx.x == NCT) produce_all(s, p, sh, bid, grid);
+        return;
+    }
+    int n = slots_of((long long)(sh.q1 - sh.q0) * D * 2) + slots_of((long long)(sh.o1 - sh.o0) * HQ * HD * 2) +
+            slots_of((long long)(sh.j1 - sh.j0) * 4 * D) + slots_of((long long)(sh.d1 - sh.d0) * FF * 2);
+    for (int t = bid; t < HKV * NSPLIT; t += grid) n += split_live(t, p.pos);
+    for (int c = 0; c < n; ++c) {
+        mb_wait(&s.full[c % NSLOT], (c / NSLOT) & 1);
+        __syncwarp();
+        if ((threadIdx.x & 31) == 0) mb_arrive(&s.empty[c % NSLOT]);
+    }
 }
 
 __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
@@ -425,29 +529,17 @@ __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
     __syncthreads();
     int c = 0;
     if (threadIdx.x >= NCT) {   // the producer warp: one lane issues every copy
-        if (threadIdx.x != NCT) return;
-        produce_range(s, p.wqkv + (size_t)sh.q0 * D, (long long)(sh.q1 - sh.q0) * D * 2, c);
-        for (int t = bid; t < HKV * NSPLIT; t += grid) {
-            if (!split_live(t, p.pos)) continue;
-            const int g = t / NSPLIT, sp = t % NSPLIT, slot = c % NSLOT;
-            mb_wait(&s.empty[slot], ((c / NSLOT) & 1) ^ 1);
-            mb_expect(&s.full[slot], SLOT);
-            const size_t off = ((size_t)g * TCAP + (size_t)sp * KS) * HD;
-            bulk_g2s(s.ring[slot], p.kc + off, SLOT / 2, &s.full[slot]);
-            bulk_g2s(s.ring[slot] + SLOT / 2, p.vc + off, SLOT / 2, &s.full[slot]);
-            ++c;
-        }
-        produce_range(s, p.wo + (size_t)sh.o0 * (HQ * HD), (long long)(sh.o1 - sh.o0) * (HQ * HD) * 2, c);
-        produce_range(s, p.wgu + (size_t)sh.j0 * 2 * D, (long long)(sh.j1 - sh.j0) * 2 * D * 2, c);
-        produce_range(s, p.wd + (size_t)sh.d0 * FF, (long long)(sh.d1 - sh.d0) * FF * 2, c);
+        if (threadIdx.x == NCT) produce_all(s, p, sh, bid, grid);
         return;
     }
     // QKV: the norm of x, this CTA's rows, the rows done per group
+    STAMP(0);
     load_vec(s, nullptr, p.x, D, true);
     consume_gemv(s, sh.q1 - sh.q0, D, c);
     cbar();
     for (int r = threadIdx.x; r < sh.q1 - sh.q0; r += NCT) p.qkv[sh.q0 + r] = row_sum(s, r, D);
     cbar();
+    STAMP(1);
     if (threadIdx.x == 0) {
         __threadfence();
         for (int g = sh.q0 / GROWS; g < HKV && g * GROWS < sh.q1; ++g) {
@@ -457,16 +549,20 @@ __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
     }
     for (int t = bid; t < HKV * NSPLIT; t += grid)
         if (split_live(t, p.pos)) consume_attention(s, p, t, c);
+    STAMP(2);
     // O + residual
     wait_count(&p.cnt[C_ATT], HKV);
+    STAMP(3);
     load_vec(s, p.attn, nullptr, HQ * HD, false);
     consume_gemv(s, sh.o1 - sh.o0, HQ * HD, c);
     cbar();
     for (int r = threadIdx.x; r < sh.o1 - sh.o0; r += NCT)
         p.h[sh.o0 + r] = __bfloat162float(p.x[sh.o0 + r]) + row_sum(s, r, HQ * HD);
     signal(&p.cnt[C_O], (unsigned)(sh.o1 - sh.o0));
+    STAMP(4);
     // gate/up + SwiGLU on the norm of h
     wait_count(&p.cnt[C_O], D);
+    STAMP(5);
     load_vec(s, p.h, nullptr, D, true);
     consume_gemv(s, 2 * (sh.j1 - sh.j0), D, c);
     cbar();
@@ -475,14 +571,17 @@ __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
         p.act[sh.j0 + j] = gt / (1.f + __expf(-gt)) * up;
     }
     signal(&p.cnt[C_ACT], (unsigned)(sh.j1 - sh.j0));
+    STAMP(6);
     // down + residual
     wait_count(&p.cnt[C_ACT], FF);
+    STAMP(7);
     load_vec(s, p.act, nullptr, FF, false);
     consume_gemv(s, sh.d1 - sh.d0, FF, c);
     cbar();
     for (int r = threadIdx.x; r < sh.d1 - sh.d0; r += NCT)
         p.out[sh.d0 + r] = __float2bfloat16(__ldcg(p.h + sh.d0 + r) + row_sum(s, r, FF));
     cbar();
+    STAMP(8);
     // the last CTA out leaves the counters at zero for the next run (every CTA is past its waits)
     if (threadIdx.x == 0) {
         __threadfence();
@@ -602,6 +701,8 @@ int main(int argc, char **argv)
     const size_t nws = NQKV + HQ * HD + D + FF + (size_t)HKV * NSPLIT * QPG * (2 + HD);
     CK(cudaMalloc(&ws, nws * sizeof(float)));
     CK(cudaMalloc(&cnt, NCNT * sizeof(unsigned)));
+    unsigned long long *stamps;
+    CK(cudaMalloc(&stamps, (size_t)grid * NSTAMP * sizeof(unsigned long long)));
     CK(cudaMemset(cnt, 0, NCNT * sizeof(unsigned)));
     CK(cudaMalloc(&xb, D * 2));
     CK(cudaMalloc(&outb, D * 2));
@@ -617,7 +718,7 @@ int main(int argc, char **argv)
         fill<<<1024, 256>>>(w + nqkv + no, ngu, 3u + 16 * i, sqrtf(3.0f / D));
         fill<<<1024, 256>>>(w + nqkv + no + ngu, nd, 4u + 16 * i, sqrtf(3.0f / FF));
         fill<<<1024, 256>>>(p.kc, 2 * nc, 5u + 16 * i, 1.0f);
-        p.x = xb; p.out = outb; p.cnt = cnt; p.pos = pos;
+        p.x = xb; p.out = outb; p.cnt = cnt; p.pos = pos; p.stamps = stamps;
         p.qkv = ws; p.attn = ws + NQKV; p.h = p.attn + HQ * HD; p.act = p.h + D; p.part = p.act + FF;
     }
     CK(cudaDeviceSynchronize());
@@ -761,6 +862,48 @@ int main(int argc, char **argv)
            med, median(ts, 0.1f), median(ts, 0.9f), ncopy, coop ? "cooperative" : "plain", 100.0 * floor_us / med);
     printf("persistent layer: %.2f us per replay back to back (%d replays) -> %.0f%% of floor\n",
            ms * 1e3f / reps, reps, 100.0 * floor_us / (ms * 1e3 / reps));
+    {   // the ring alone over the same bytes
+        CK(cudaFuncSetAttribute(ring_only, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        std::vector<float> tr;
+        for (int i = 0; i < 220; ++i) {
+            void *args[] = {&sets[i % ncopy].p};
+            CK(cudaEventRecord(ev[0], st));
+            CK(cudaLaunchCooperativeKernel((void *)ring_only, grid, NCT + 32, args, smem, st));
+            CK(cudaEventRecord(ev[1], st));
+            CK(cudaEventSynchronize(ev[1]));
+            float t;
+            CK(cudaEventElapsedTime(&t, ev[0], ev[1]));
+            if (i >= 20) tr.push_back(t * 1e3f);
+        }
+        printf("the ring alone (same producer, no math, no waits): median %.2f us -> %.0f%% of floor\n", median(tr),
+               100.0 * floor_us / median(tr));
+    }
+#ifdef PERSIST_TIMING
+    // where the time goes: each milestone's median and latest CTA, from the earliest start, over
+    // 40 replays (the median of each)
+    {
+        const char *names[NSTAMP] = {"start", "QKV rows stored", "attention done", "O input ready",
+                                     "O signalled", "gate/up input ready", "gate/up signalled",
+                                     "down input ready", "end"};
+        std::vector<std::vector<float>> med(NSTAMP), last(NSTAMP);
+        std::vector<unsigned long long> h((size_t)grid * NSTAMP);
+        for (int r = 0; r < 40; ++r) {
+            CK(cudaGraphLaunch(ge[r % ncopy], st));
+            CK(cudaStreamSynchronize(st));
+            CK(cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost));
+            unsigned long long t0 = ~0ull;
+            for (int b = 0; b < grid; ++b) t0 = std::min(t0, h[(size_t)b * NSTAMP]);
+            for (int i = 0; i < NSTAMP; ++i) {
+                std::vector<float> v;
+                for (int b = 0; b < grid; ++b) v.push_back((h[(size_t)b * NSTAMP + i] - t0) * 1e-3f);
+                med[i].push_back(median(v));
+                last[i].push_back(*std::max_element(v.begin(), v.end()));
+            }
+        }
+        printf("milestones (us from the first CTA's start; median CTA / last CTA):\n");
+        for (int i = 0; i < NSTAMP; ++i) printf("  %-22s %7.2f %7.2f\n", names[i], median(med[i]), median(last[i]));
+    }
+#endif
     CK(cudaGetLastError());
     return failed ? 1 : 0;
 }
