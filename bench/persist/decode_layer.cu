@@ -64,6 +64,17 @@
 #define NSLOT ((VECN > 8192) ? 9 : 11)
 #endif
 #define PARTN 2048                 // GEMV partial sums per CTA (rows x segments)
+#ifndef PERSIST_FENCE
+// 1: a __threadfence before each release/acq_rel atomic (not needed: the atomic's release is
+// cumulative over the stores the CTA barrier ordered before it, as CUTLASS's barrier relies on)
+#define PERSIST_FENCE 0
+#endif
+#define XFENCE() do { if (PERSIST_FENCE) __threadfence(); } while (0)
+#ifndef INFLIGHT
+// copies in flight per CTA at most (landed slots still buffer up to NSLOT): fewer keep the memory
+// system's queues, and with them the latency of the counters and activations, shorter
+#define INFLIGHT NSLOT
+#endif
 
 static_assert(D % SEG == 0 && FF % SEG == 0, "K must be a multiple of 1024");
 static_assert(HD == 64 || HD == 128, "head dim 64 or 128");
@@ -192,12 +203,18 @@ struct Smem {
 };
 
 // Producer: stream [src, src + bytes) through the ring, SLOT at a time.
+// Before filling slot c: it is free, and at most INFLIGHT - 1 earlier copies are still landing.
+__device__ __forceinline__ void slot_ready(Smem &s, int c)
+{
+    mb_wait(&s.empty[c % NSLOT], ((c / NSLOT) & 1) ^ 1);
+    if (INFLIGHT < NSLOT && c >= INFLIGHT) mb_wait(&s.full[(c - INFLIGHT) % NSLOT], ((c - INFLIGHT) / NSLOT) & 1);
+}
 __device__ __forceinline__ void produce_range(Smem &s, const void *src, long long bytes, int &c)
 {
     const char *p = (const char *)src;
     for (long long off = 0; off < bytes; off += SLOT, ++c) {
         int slot = c % NSLOT;
-        mb_wait(&s.empty[slot], ((c / NSLOT) & 1) ^ 1);
+        slot_ready(s, c);
         unsigned n = (unsigned)min((long long)SLOT, bytes - off);
         mb_expect(&s.full[slot], n);
         bulk_g2s(s.ring[slot], p + off, n, &s.full[slot]);
@@ -299,7 +316,7 @@ __device__ __forceinline__ void load_vec(Smem &s, const float *v, const bf16 *vb
 __device__ __forceinline__ void signal(unsigned *p, unsigned v)
 {
     cbar();
-    if (threadIdx.x == 0) { __threadfence(); red_rel(p, v); }
+    if (threadIdx.x == 0) { XFENCE(); red_rel(p, v); }
 }
 
 // One attention split of KV group g (its QPG q heads) over keys [sp*KS, min(sp*KS+KS, pos+1)).
@@ -425,12 +442,12 @@ __device__ void consume_attention(Smem &s, const Params &p, int t, int &c)
     // the last live split of the group to arrive combines the group
     const unsigned live = (unsigned)((pos + 1 + KS - 1) / KS < NSPLIT ? (pos + 1 + KS - 1) / KS : NSPLIT);
     if (threadIdx.x == 0) {
-        __threadfence();
+        XFENCE();
         s.bcast[0] = (atom_acqrel(&p.cnt[C_SPL + g], 1) == live - 1) ? 1.f : 0.f;
     }
     cbar();
     if (s.bcast[0] == 0.f) return;
-    __threadfence();
+    XFENCE();
     // the group's splits: their maxima and sums staged in shared memory by all threads at once
     // (a chain of dependent L2 loads per thread would put ~1 us per split on the critical path)
     const float *src = p.part + (size_t)g * NSPLIT * QPG * (2 + HD);
@@ -475,7 +492,7 @@ __device__ int produce_all(Smem &s, const Params &p, const Share &sh, int bid, i
     for (int t = bid; t < HKV * NSPLIT; t += grid) {
         if (!split_live(t, p.pos)) continue;
         const int g = t / NSPLIT, sp = t % NSPLIT, slot = c % NSLOT;
-        mb_wait(&s.empty[slot], ((c / NSLOT) & 1) ^ 1);
+        slot_ready(s, c);
         mb_expect(&s.full[slot], SLOT);
         const size_t off = ((size_t)g * TCAP + (size_t)sp * KS) * HD;
         bulk_g2s(s.ring[slot], p.kc + off, SLOT / 2, &s.full[slot]);
@@ -541,7 +558,7 @@ __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
     cbar();
     STAMP(1);
     if (threadIdx.x == 0) {
-        __threadfence();
+        XFENCE();
         for (int g = sh.q0 / GROWS; g < HKV && g * GROWS < sh.q1; ++g) {
             const int a = max(sh.q0, g * GROWS), b = min(sh.q1, (g + 1) * GROWS);
             if (b > a) red_rel(&p.cnt[C_QKV + g], (unsigned)(b - a));
