@@ -533,6 +533,39 @@ __global__ void __launch_bounds__(NCT + 32, 1) ring_only(Params p)
     }
 }
 
+
+// One projection alone through the same ring (bench: is a bulk-copy GEMV faster than Kiln's
+// per-thread loads as a stand-alone kernel?): which 0 QKV (with the norm of x), 1 O, 2 gate/up
+// (with the norm), 3 down; rows split over the grid; row sums to out32. Stamps the CTA's start
+// and end (slots 0 and 1 of its stamps) with PERSIST_TIMING.
+__global__ void __launch_bounds__(NCT + 32, 1) gemv_alone(Params p, int which, float *out32)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    Smem &s = *(Smem *)smem_raw;
+    const int rowsN = which == 0 ? NQKV : which == 1 ? D : which == 2 ? 2 * FF : D;
+    const int K = which == 3 ? FF : which == 1 ? HQ * HD : D;
+    const bf16 *W = which == 0 ? p.wqkv : which == 1 ? p.wo : which == 2 ? p.wgu : p.wd;
+    const int r0 = (int)((long long)blockIdx.x * rowsN / gridDim.x), r1 = (int)((long long)(blockIdx.x + 1) * rowsN / gridDim.x);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NSLOT; ++i) { mb_init(&s.full[i], 1); mb_init(&s.empty[i], NCW); }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    int c = 0;
+    if (threadIdx.x >= NCT) {
+        if (threadIdx.x == NCT) produce_range(s, W + (size_t)r0 * K, (long long)(r1 - r0) * K * 2, c);
+        return;
+    }
+    STAMP(0);
+    if (K == D) load_vec(s, nullptr, p.x, D, which != 1);
+    else load_vec(s, p.act, nullptr, K, false);
+    consume_gemv(s, r1 - r0, K, c);
+    cbar();
+    for (int r = threadIdx.x; r < r1 - r0; r += NCT) out32[r0 + r] = row_sum(s, r, K);
+    cbar();
+    STAMP(1);
+}
+
 __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -895,6 +928,47 @@ int main(int argc, char **argv)
         printf("the ring alone (same producer, no math, no waits): median %.2f us -> %.0f%% of floor\n", median(tr),
                100.0 * floor_us / median(tr));
     }
+#ifdef PERSIST_TIMING
+    // each projection alone through the ring: graphs of the one kernel, rotated over the weight
+    // sets; CUDA events around each replay, and the kernel from its first CTA's start to its last
+    // CTA's end (%globaltimer)
+    {
+        CK(cudaFuncSetAttribute(gemv_alone, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        float *o32;
+        CK(cudaMalloc(&o32, (size_t)2 * FF * sizeof(float)));
+        const char *nm[4] = {"QKV (+norm)", "O", "gate/up (+norm)", "down"};
+        const double mb[4] = {nqkv * 2e-6, no * 2e-6, ngu * 2e-6, nd * 2e-6};
+        for (int w = 0; w < 4; ++w) {
+            std::vector<cudaGraphExec_t> gg(ncopy);
+            for (int i = 0; i < ncopy; ++i) {
+                cudaGraph_t g;
+                CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+                gemv_alone<<<grid, NCT + 32, smem, st>>>(sets[i].p, w, o32);
+                CK(cudaStreamEndCapture(st, &g));
+                CK(cudaGraphInstantiate(&gg[i], g, 0));
+                CK(cudaGraphDestroy(g));
+            }
+            std::vector<float> te, tk;
+            std::vector<unsigned long long> h((size_t)grid * NSTAMP);
+            for (int r = 0; r < 120; ++r) {
+                CK(cudaEventRecord(ev[0], st));
+                CK(cudaGraphLaunch(gg[r % ncopy], st));
+                CK(cudaEventRecord(ev[1], st));
+                CK(cudaStreamSynchronize(st));
+                float t;
+                CK(cudaEventElapsedTime(&t, ev[0], ev[1]));
+                CK(cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost));
+                unsigned long long a = ~0ull, b = 0;
+                for (int k = 0; k < grid; ++k) { a = std::min(a, h[(size_t)k * NSTAMP]); b = std::max(b, h[(size_t)k * NSTAMP + 1]); }
+                if (r >= 20) { te.push_back(t * 1e3f); tk.push_back((b - a) * 1e-3f); }
+            }
+            const float k = median(tk);
+            printf("alone %-16s %6.1f MB: kernel %6.2f us (p10 %.2f, p90 %.2f) = %.2f TB/s, %.0f%% of floor; events %.2f us\n", nm[w],
+                   mb[w], k, median(tk, 0.1f), median(tk, 0.9f), mb[w] / k, 100.0 * (mb[w] * 1e6 / bw * 1e6) / k,
+                   median(te));
+        }
+    }
+#endif
 #ifdef PERSIST_TIMING
     // where the time goes: each milestone's median and latest CTA, from the earliest start, over
     // 40 replays (the median of each)
