@@ -202,6 +202,17 @@ struct Smem {
     alignas(128) unsigned char ring[NSLOT][SLOT];
 };
 
+// The ring's barriers: full[i] completes when slot i's bytes land (one arrival, the producer's,
+// with the byte count), empty[i] when the eight consumer warps are done with it.
+__device__ __forceinline__ void ring_init(Smem &s)
+{
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NSLOT; ++i) { mb_init(&s.full[i], 1); mb_init(&s.empty[i], NCW); }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+
 // Producer: stream [src, src + bytes) through the ring, SLOT at a time.
 // Before filling slot c: it is free, and at most INFLIGHT - 1 earlier copies are still landing.
 __device__ __forceinline__ void slot_ready(Smem &s, int c)
@@ -514,11 +525,7 @@ __global__ void __launch_bounds__(NCT + 32, 1) ring_only(Params p)
     Smem &s = *(Smem *)smem_raw;
     const int bid = blockIdx.x, grid = gridDim.x;
     const Share sh = share_of(bid, grid);
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < NSLOT; ++i) { mb_init(&s.full[i], 1); mb_init(&s.empty[i], NCW); }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(s);
     if (threadIdx.x >= NCT) {
         if (threadIdx.x == NCT) produce_all(s, p, sh, bid, grid);
         return;
@@ -546,11 +553,7 @@ __global__ void __launch_bounds__(NCT + 32, 1) gemv_alone(Params p, int which, f
     const int K = which == 3 ? FF : which == 1 ? HQ * HD : D;
     const bf16 *W = which == 0 ? p.wqkv : which == 1 ? p.wo : which == 2 ? p.wgu : p.wd;
     const int r0 = (int)((long long)blockIdx.x * rowsN / gridDim.x), r1 = (int)((long long)(blockIdx.x + 1) * rowsN / gridDim.x);
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < NSLOT; ++i) { mb_init(&s.full[i], 1); mb_init(&s.empty[i], NCW); }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(s);
     int c = 0;
     if (threadIdx.x >= NCT) {
         if (threadIdx.x == NCT) produce_range(s, W + (size_t)r0 * K, (long long)(r1 - r0) * K * 2, c);
@@ -572,11 +575,7 @@ __global__ void __launch_bounds__(NCT + 32, 1) decode_layer(Params p)
     Smem &s = *(Smem *)smem_raw;
     const int bid = blockIdx.x, grid = gridDim.x;
     const Share sh = share_of(bid, grid);
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < NSLOT; ++i) { mb_init(&s.full[i], 1); mb_init(&s.empty[i], NCW); }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(s);
     int c = 0;
     if (threadIdx.x >= NCT) {   // the producer warp: one lane issues every copy
         if (threadIdx.x == NCT) produce_all(s, p, sh, bid, grid);
