@@ -2364,14 +2364,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
         define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
-        /* the weight's bytes at these dims, for KILN_CG_GEMV_SMALL_MB (unknown: large) */
+        /* the weight's bytes at these dims, for KILN_CG_GEMV_SMALL_MB and
+         * KILN_CG_GEMV_PREFETCH_MIN_MB (-1: not known, taken as large) */
         int64_t nval = 0, kval = 0;
-        const bool small_w = KILN_CG_GEMV_SMALL_MB <= 0 ||
-                             (ir_dim_value(&N, dims, &nval) && ir_dim_value(&K, dims, &kval) &&
-                              nval * kval * ir_dtype_size(w->type.dtype) <= (int64_t)KILN_CG_GEMV_SMALL_MB << 20);
-        const bool above_min = KILN_CG_GEMV_PREFETCH_MIN_MB <= 0 ||
-                               (ir_dim_value(&N, dims, &nval) && ir_dim_value(&K, dims, &kval) &&
-                                nval * kval * ir_dtype_size(w->type.dtype) > (int64_t)KILN_CG_GEMV_PREFETCH_MIN_MB << 20);
+        const int64_t wbytes = ir_dim_value(&N, dims, &nval) && ir_dim_value(&K, dims, &kval)
+                                   ? nval * kval * ir_dtype_size(w->type.dtype)
+                                   : -1;
+        const bool small_w = KILN_CG_GEMV_SMALL_MB <= 0 || (wbytes >= 0 && wbytes <= (int64_t)KILN_CG_GEMV_SMALL_MB << 20);
+        const bool above_min = KILN_CG_GEMV_PREFETCH_MIN_MB <= 0 || wbytes < 0 ||
+                               wbytes > (int64_t)KILN_CG_GEMV_PREFETCH_MIN_MB << 20;
         if (KILN_CG_GEMV_PREFETCH && small_w && above_min) define(plan, "KILN_PDL_PREFETCH", "1");
         /* the ring's slots: as many as fit two CTAs per SM (beside 8 KB of static shared memory
          * each), at most KILN_CG_GEMV_RING */
