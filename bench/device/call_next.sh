@@ -7,6 +7,9 @@
 #   2. decode profiles of the 1B layer, default and variant interleaved, three rounds (does the O
 #      prefetch under the attention stretch the attention?);
 #   3. bench/persist/sweep2.sh: each projection alone as a bulk-copy ring GEMV against Kiln's GEMVs.
+# Before it, here: GPU_PACK_MIN=1 bash scripts/gpu_pack.sh build build-gpu;
+#   bash bench/attn/push_variants.sh build nopfo "-DKILN_CG_GEMV_PREFETCH_MIN_MB=9";
+#   mkdir -p build-gpu/variants && cp build/variants/kiln_nopfo build-gpu/variants/
 # LIMIT (200)
 DEFAULT_LIMIT=200
 . "$(dirname "$0")/common.sh"
