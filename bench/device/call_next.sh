@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
-# bench/device/call_next.sh — the next stop's first call (about 200 s; carry build-gpu with
-# build-gpu/variants/kiln_nopfo from `bench/attn/push_variants.sh build nopfo
-# "-DKILN_CG_GEMV_PREFETCH_MIN_MB=9"`: the 1B layer's O GEMV without its L2 prefetch, every other
-# kernel as the default):
-#   1. `kiln run --check` of the variant on the 1B layer (B=1, 1024 keys);
-#   2. decode profiles of the 1B layer, default and variant interleaved, three rounds (does the O
-#      prefetch under the attention stretch the attention?);
-#   3. bench/persist/sweep2.sh: each projection alone as a bulk-copy ring GEMV against Kiln's GEMVs.
-# Before it, here: GPU_PACK_MIN=1 bash scripts/gpu_pack.sh build build-gpu;
-#   bash bench/attn/push_variants.sh build nopfo "-DKILN_CG_GEMV_PREFETCH_MIN_MB=9";
-#   mkdir -p build-gpu/variants && cp build/variants/kiln_nopfo build-gpu/variants/
-# LIMIT (200)
-DEFAULT_LIMIT=200
+# bench/device/call_next.sh — the first call of a session that gets an H200 after a round measured
+# on an H100: everything the round owes in one call, over the slim build (carry build-gpu; no
+# variants needed), each step started only while under LIMIT (560):
+#   1. the layer table (bench/run.sh: Kiln, PyTorch eager + graph and torch.compile + graph, the
+#      five Llama cases) with Kiln's profiles of the 1B, 8B (B = 1 and 32), Gemma-2B (the clusters
+#      of 16 now on by default) and Phi-3-mini layers at decode (final_bench.sh's steps);
+#   2. test_gpu_matmul's ring configurations (the f32 one fixed since the last run), then under
+#      compute-sanitizer memcheck and racecheck (KILN_MM_SMALL);
+#   3. `kiln run --check` of Gemma-2B at B = 1 and 2 (the clusters of 16), and the whole-model tests
+#      (tests/model/gpu_models.sh without the 2.5 GB checkpoint), if time is left.
+# Results under $OUT (packed into all.tgz by common.sh when more than 8 files).
+DEFAULT_LIMIT=560
 . "$(dirname "$0")/common.sh"
-L1=samples/llama3_1b_layer.kiln
-V=build/variants/kiln_nopfo
-bchk $V 1b $L1 --dims B=1,S=1,T=1024 --pos=1000 | tee -a "$OUT/checks.txt"
-for r in 1 2 3; do
-  for b in build/kiln $V; do prof $b 1b-b1 $L1 B=1,S=1,T=1024 $r; done
+G2B=bench/attn/gemma_2b_layer.kiln
+for c in "1 1000" "2 700"; do
+  set -- $c
+  timeout 60 build/kiln run $G2B --dims B=$1,S=1,T=1024 --pos=$2 --random --check > "$OUT/chk_g2b_b$1.txt" 2>&1
+  echo "check g2b B=$1 rc=$? $(grep -E 'check step' "$OUT/chk_g2b_b$1.txt" | tail -1)" | tee -a "$OUT/times.txt"
 done
-grep -hE "^== |_k2_attention|_k3_matmul|^layer|without" "$OUT/profiles.txt" | cut -c1-150 > "$OUT/summary.txt"
-sort "$OUT/table.txt"
-left && LIMIT=$((LIMIT - $(el))) bash bench/persist/sweep2.sh | grep -E "^==|^alone|persistent layer: median|^kiln_|^layer"
+KILN_MM_FILTER=ring timeout 120 build/tests/gpu/test_gpu_matmul > "$OUT/mm_ring.log" 2>&1
+echo "test_gpu_matmul ring rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_ring.log" | tail -1)" | tee -a "$OUT/times.txt"
+san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
+for tool in memcheck racecheck; do
+  ( KILN_MM_SMALL=1 KILN_MM_FILTER=ring timeout 150 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
+      > "$OUT/san_$tool.txt" 2>&1
+    echo "$tool mm-ring rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" ) \
+    >> "$OUT/times.txt" &
+done
+wait
+echo "sanitizers done $(el) s" | tee -a "$OUT/times.txt"
+# the table and the profiles: final_bench.sh with what is left (its own clock)
+LIMIT=$((LIMIT - $(el) - 60)) OUT="$OUT" bash "$(dirname "$0")/final_bench.sh" > "$OUT/final_bench.log" 2>&1
+echo "final_bench rc=$? $(el) s" | tee -a "$OUT/times.txt"
+if left; then
+  GPU_MODELS_LOAD=0 OUT="$OUT/models" timeout $((LIMIT - $(el))) bash tests/model/gpu_models.sh > "$OUT/models.log" 2>&1
+  echo "gpu_models rc=$? $(el) s" | tee -a "$OUT/times.txt"
+fi
+cat "$OUT/times.txt"
