@@ -2,7 +2,8 @@
 # bench/device/call_auto.sh — the first call of a session whose kind may bring an H100 or an H200
 # (carry build-gpu: the full pack of scripts/gpu_pack.sh plus build-gpu/variants/kiln_nopfo, see
 # call_nopfo.sh): on an H200, call_next.sh (the owed H200 numbers and checks); on an H100,
-# call_nopfo.sh (a comparison within one call, valid on either card) and then `ctest -L gpu` with
+# bench/wgmma/qkv_epi_ncu.sh (ncu of the QKV epilogue), call_nopfo.sh (a comparison within one call,
+# valid on either card) and then `ctest -L gpu` with
 # what is left of LIMIT (590). Both start with bench/wgmma/kiln_sweep over the 8B GEMMs with and
 # without the epilogues the layer fuses (issue 9's target is the fused one against cuBLAS's plain
 # product), CSV and log in $OUT.
@@ -19,7 +20,9 @@ echo "kiln_sweep rc=$? $(($(date +%s) - t0)) s"; grep SUMMARY "$OUT/kiln_sweep_e
 if echo "$name" | grep -q H200; then
   LIMIT=$((LIMIT - ($(date +%s) - t0) - 20)) bash bench/device/call_next.sh
 else
-  LIMIT=170 bash bench/device/call_nopfo.sh
+  OUT="$OUT" bash bench/wgmma/qkv_epi_ncu.sh
+  echo "ncu done $(($(date +%s) - t0)) s"
+  LIMIT=150 bash bench/device/call_nopfo.sh
   rest=$((LIMIT - ($(date +%s) - t0) - 15))
   [ -e /work/main/CMakeLists.txt ] || ln -sfn "$PWD" /work/main
   [ -e build ] || ln -sfn build-gpu build

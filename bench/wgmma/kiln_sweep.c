@@ -15,7 +15,9 @@
  * 14336 stored); cuBLAS beside each runs the plain projection of the same M, N, K.
  * Usage: kiln_sweep [OUT.csv]; prints one line per candidate and a summary per shape.
  * KILN_SWEEP_SHAPES=NAME,NAME (e.g. QKV,QKV+rope) sweeps only those.
- * KILN_SWEEP_DRY=1 (no device needed): only list the candidates. */
+ * KILN_SWEEP_DRY=1 (no device needed): only list the candidates; KILN_SWEEP_DUMP=DIR writes each
+ * candidate's source to DIR/cand_N.cu. KILN_SWEEP_M=2048 or 16384 runs one M; KILN_SWEEP_ONLY=N times
+ * only each shape's candidate N (the others are reported as 1e9 us without a launch: for ncu). */
 #define _DEFAULT_SOURCE
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -96,6 +98,11 @@ static double cublas_us(sweep *s)
 static double sweep_time(void *user, const cg_kernel *k, const ir_graph *g, const int64_t *dims, char *e, size_t n)
 {
     sweep *s = user;
+    const char *only = getenv("KILN_SWEEP_ONLY"); /* time only candidate N of each shape (for ncu) */
+    if (only && atoi(only) != s->idx) {
+        s->idx++;
+        return 1e9;
+    }
     double us = rt_tuner_time_gpu(s->ctx, k, g, dims, e, n);
     double cb = cublas_us(s);
     const double fl = 2.0 * s->M * s->N * s->K;
@@ -205,6 +212,7 @@ int main(int argc, char **argv)
         }
     }
     const long long Ms[] = {2048, 16384};
+    const long long only_m = getenv("KILN_SWEEP_M") ? atoll(getenv("KILN_SWEEP_M")) : 0; /* one of them */
     /* pass 1: every candidate's source, compiled in parallel through the context's cache */
     collect col = {0};
     const rt_tune_device fake = {"collect", 0, 0, 0};
@@ -215,6 +223,14 @@ int main(int argc, char **argv)
         free(t);
     }
     for (int i = 0; dry && i < col.n; i++) printf("candidate %s (%zu bytes of source)\n", col.name[i], strlen(col.src[i]));
+    const char *dump = getenv("KILN_SWEEP_DUMP"); /* a folder: each candidate's source as cand_N.cu */
+    for (int i = 0; dump && i < col.n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/cand_%d.cu", dump, i);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(col.src[i], f) < 0) fprintf(stderr, "kiln_sweep: cannot write %s\n", path);
+        if (f) fclose(f);
+    }
     if (dry) return 0;
     rt_compile_opts co = {.arch = ctx->arch};
     rt_compile_result *res = calloc((size_t)col.n, sizeof *res);
@@ -229,7 +245,7 @@ int main(int argc, char **argv)
     cublasSetStream(sw.h, (cudaStream_t)ctx->stream);
     for (int mi = 0; mi < 2; mi++)
         for (int s = 0; s < NSHAPES; s++) {
-            if (!use[s]) continue;
+            if (!use[s] || (only_m && Ms[mi] != only_m)) continue;
             sw.M = Ms[mi];
             sw.N = shapes[s].N;
             sw.K = shapes[s].K;
