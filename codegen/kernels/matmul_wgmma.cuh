@@ -723,6 +723,58 @@ __device__ __forceinline__ void kwg_qkv_early(const KilnArgs &p, long long rbase
     }
 }
 
+// One head of the QKV epilogue into the staging (kwg_epilogue_qkv): the projection's values of
+// the head at column n0 (tile head r), normed (KILN_QKV_NORM, rsd per row: nullptr without it),
+// rotated when ROT (ch.rot, hoisted by the caller), stored in their natural dim order.
+template <int MW, int BN, bool ROT>
+__device__ __forceinline__ void kwg_qkv_stage(const KilnArgs &p, const kiln_qkv_chunk &ch, long long n0, int r,
+                                              unsigned stage, const float (&acc)[MW][BN / 2], const int (&pos)[MW][2],
+                                              const float2 (&eg)[BN / 8], const float (*rsd)[2])
+{
+    constexpr int HD = KILN_QKV_HD, NCH = HD / 64;
+    const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+    (void)eg;
+    (void)rsd;
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int jj = 0; jj < HD / 8; jj++) {
+            const int j = r * (HD / 8) + jj;
+            const int lc = jj * 8 + (lane & 3) * 2; // column in the head
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int rr = warp * 16 + (lane >> 2) + h * 8;
+                float2 y = kiln_qkv_in(p, n0 + lc, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1]);
+#if KILN_QKV_NORM
+                // dims lc >> 1 and lc >> 1 + HD/2 of a rotated head (its weight rows paired), else lc, lc + 1
+                if (ch.norm)
+                    y = kiln_qkv_norm(p, ch.seg, ROT ? lc >> 1 : lc, ROT ? (lc >> 1) + HD / 2 : lc + 1, rsd[mi][h], y);
+#endif
+                const unsigned row = stage + (unsigned)(mi * NCH * 8192 + rr * 128);
+                if (ROT) {
+                    const int i = lc >> 1;
+#if KILN_WGMMA_EPI_EARLY == 2
+                    kiln_qkv_rotate_g(ch.seg, pos[mi][h], eg[r * (HD / 8) + jj], y.x, y.y);
+#else
+                    kiln_qkv_rotate(ch.seg, pos[mi][h], i, y.x, y.y);
+#endif
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int d = i + e * (HD / 2);
+                        const unsigned byte = (unsigned)(d & 63) * 2u;
+                        kwg_sts16(row + (unsigned)((d >> 6) * 8192) +
+                                      ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)),
+                                  kwg_pack1(e ? y.y : y.x));
+                    }
+                } else {
+                    const unsigned byte = (unsigned)(lc & 63) * 2u;
+                    kwg_sts32(row + (unsigned)((lc >> 6) * 8192) + ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)),
+                              kwg_pack2(y.x, y.y));
+                }
+            }
+        }
+}
+
 template <int MW, int BN>
 __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
                                                  long long rbase, int nb, float (&acc)[MW][BN / 2], long long M,
@@ -782,46 +834,16 @@ __device__ __forceinline__ void kwg_epilogue_qkv(const KilnArgs &p, const kiln_t
 #endif
         if (pending && wt == 0) kwg_store_wait_read();
         kwg_wg_sync(1 + c);
-#pragma unroll
-        for (int mi = 0; mi < MW; mi++)
-#pragma unroll
-            for (int jj = 0; jj < HD / 8; jj++) {
-                const int j = r * (HD / 8) + jj;
-                const int lc = jj * 8 + (lane & 3) * 2; // column in the head
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int rr = warp * 16 + (lane >> 2) + h * 8;
-                    float2 y = kiln_qkv_in(p, n0 + lc, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1]);
+        // ch.rot (and ch.norm) are uniform over the head: the branch is taken once per head, so
+        // that each head's 16 * MW pairs are straight-line code the compiler can interleave (a
+        // branch per pair made every pair's rotation a serial chain of its own)
 #if KILN_QKV_NORM
-                    // dims lc >> 1 and lc >> 1 + HD/2 of a rotated head (its weight rows paired), else lc, lc + 1
-                    if (ch.norm)
-                        y = kiln_qkv_norm(p, ch.seg, ch.rot ? lc >> 1 : lc, ch.rot ? (lc >> 1) + HD / 2 : lc + 1,
-                                          rsd[mi][h], y);
-#endif
-                    const unsigned row = stage + (unsigned)(mi * NCH * 8192 + rr * 128);
-                    if (ch.rot) {
-                        const int i = lc >> 1;
-#if KILN_WGMMA_EPI_EARLY == 2
-                        kiln_qkv_rotate_g(ch.seg, pos[mi][h], eg[r * (HD / 8) + jj], y.x, y.y);
+        if (ch.rot) kwg_qkv_stage<MW, BN, true>(p, ch, n0, r, stage, acc, pos, eg, rsd);
+        else kwg_qkv_stage<MW, BN, false>(p, ch, n0, r, stage, acc, pos, eg, rsd);
 #else
-                        kiln_qkv_rotate(ch.seg, pos[mi][h], i, y.x, y.y);
+        if (ch.rot) kwg_qkv_stage<MW, BN, true>(p, ch, n0, r, stage, acc, pos, eg, nullptr);
+        else kwg_qkv_stage<MW, BN, false>(p, ch, n0, r, stage, acc, pos, eg, nullptr);
 #endif
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int d = i + e * (HD / 2);
-                            const unsigned byte = (unsigned)(d & 63) * 2u;
-                            kwg_sts16(row + (unsigned)((d >> 6) * 8192) +
-                                          ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)),
-                                      kwg_pack1(e ? y.y : y.x));
-                        }
-                    } else {
-                        const unsigned byte = (unsigned)(lc & 63) * 2u;
-                        kwg_sts32(row + (unsigned)((lc >> 6) * 8192) +
-                                      ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u)),
-                                  kwg_pack2(y.x, y.y));
-                    }
-                }
-            }
         kwg_fence_async_smem();
         kwg_wg_sync(1 + c);
 #pragma unroll
