@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# bench/wgmma/qkv_epi_device.sh — the QKV epilogue's rotation hoisted out of the per-pair loop
+# (matmul_wgmma.cuh kwg_qkv_stage), on a GPU, against the build before it (carry build-gpu with
+# build-gpu/variants/kiln_base and kiln_sweep_base built from the parent commit):
+#   1. checks: tests/gpu/qkv_epilogue_gpu.sh and qk_norm_gpu.sh with the new kiln;
+#   2. kiln_sweep over QKV and QKV+rope (every candidate, cuBLAS beside each) for the base and the
+#      new build, interleaved, two rounds;
+#   3. 8B prefill profiles (S=2048; B=4 S=4096) base and new interleaved, two rounds;
+#   4. kiln_sweep of the new build over every 8B GEMM with and without its fused epilogue.
+# Each step only while under LIMIT (DEFAULT 330). Results in $OUT.
+DEFAULT_LIMIT=330
+. "$(dirname "$0")/../device/common.sh"
+V=build/variants
+for t in qkv_epilogue_gpu qk_norm_gpu; do
+  timeout 150 bash tests/gpu/$t.sh build/kiln > "$OUT/$t.log" 2>&1
+  echo "$t rc=$? $(el) s: $(grep -cE '^ok|PASS|passed' "$OUT/$t.log") ok lines; $(tail -1 "$OUT/$t.log")" | tee -a "$OUT/times.txt"
+done
+for r in 1 2; do
+  for b in $V/kiln_sweep_base build/bench/kiln_sweep; do
+    left || break
+    KILN_SWEEP_SHAPES=QKV,QKV+rope timeout 100 $b > /tmp/sw.txt 2>&1
+    { echo "== $(basename $b) round $r rc=$? ($(el) s)"; grep -E "^  QKV|SUMMARY" /tmp/sw.txt; } >> "$OUT/qkv_sweep.txt"
+  done
+done
+grep -E "^==|SUMMARY|<- rule" "$OUT/qkv_sweep.txt"
+L8=samples/llama3_8b_layer.kiln
+for r in 1 2; do
+  for b in $V/kiln_base build/kiln; do
+    prof $b 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
+    prof $b 8b-b4s4096 $L8 B=4,S=4096,T=4096 $r 0
+  done
+done
+sort "$OUT/table.txt"
+grep -E "^== |_k1_matmul" "$OUT/profiles.txt" | cut -c1-140
+left && { timeout $((LIMIT - $(el))) build/bench/kiln_sweep "$OUT/kiln_sweep_epi.csv" > "$OUT/kiln_sweep_epi.log" 2>&1; echo "kiln_sweep epi rc=$? $(el) s"; grep SUMMARY "$OUT/kiln_sweep_epi.log"; }
