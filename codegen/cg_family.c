@@ -1804,47 +1804,23 @@ static bool emit_qkv_tma_hooks(cg_gen *gen, cg_str *hooks, const ir_node *bias, 
     finish_fn(gen, hooks, "__device__ __forceinline__ float2 kiln_qkv_in(const KilnArgs &p, long long n, float v0, float v1)",
               &body);
 
-    cg_begin_fn(gen, &body);
-    cg_line(gen, "float2 g = make_float2(0.f, 0.f); float ms = 1.f;");
-    /* segments rotated alike (q and k) read one table: one constant load per pair */
-    bool done[QKV_MAX_SEG] = {false};
-    for (int i = 0; i < nseg; i++) {
-        const ir_node *r = segs[i].rope;
-        if (!r || done[i]) continue;
-        const char *cond = cg_printf(gen, "seg == %d", i);
-        for (int j = i + 1; j < nseg; j++) {
-            const ir_node *o = segs[j].rope;
-            if (o && !done[j] && segs[j].hd == segs[i].hd && o->attrs.theta == r->attrs.theta &&
-                ir_rope_attrs_eq(&o->attrs.rope, &r->attrs.rope)) {
-                cond = cg_printf(gen, "%s || seg == %d", cond, j);
-                done[j] = true;
-            }
-        }
-        cg_open(gen, "if (%s)", cond);
-        cg_line(gen, "g = kiln_qkv_turns%d[i];", i);
-        double m = ir_rope_mscale(&r->attrs.rope);
-        if (m != 1.0) cg_line(gen, "ms = (float)%.17g;", m);
-        cg_close(gen);
-    }
-    emit_rotation(gen);
-    finish_fn(gen, hooks,
-              "__device__ __forceinline__ void kiln_qkv_rotate(int seg, int pp, int i, float &y0, float &y1)", &body);
-    /* the same rotation in two steps (matmul_wgmma.cuh KILN_WGMMA_EPI_EARLY 2 reads the frequencies
-     * at a tile's start): kiln_qkv_turn(seg, i), the pair's frequency g; kiln_qkv_rotate_g with it */
+    /* the rotation in two steps (matmul_wgmma.cuh reads a pair's frequency once for all its
+     * rows, or at a tile's start with KILN_WGMMA_EPI_EARLY 2): kiln_qkv_turn(seg, i), the pair's
+     * frequency g (segments rotated alike, q and k, read one table); kiln_qkv_rotate_g with it */
     {
         cg_begin_fn(gen, &body);
         cg_line(gen, "float2 g = make_float2(0.f, 0.f);");
-        bool done2[QKV_MAX_SEG] = {false};
+        bool done[QKV_MAX_SEG] = {false};
         for (int i = 0; i < nseg; i++) {
             const ir_node *r = segs[i].rope;
-            if (!r || done2[i]) continue;
+            if (!r || done[i]) continue;
             const char *cond = cg_printf(gen, "seg == %d", i);
             for (int j = i + 1; j < nseg; j++) {
                 const ir_node *o = segs[j].rope;
-                if (o && !done2[j] && segs[j].hd == segs[i].hd && o->attrs.theta == r->attrs.theta &&
+                if (o && !done[j] && segs[j].hd == segs[i].hd && o->attrs.theta == r->attrs.theta &&
                     ir_rope_attrs_eq(&o->attrs.rope, &r->attrs.rope)) {
                     cond = cg_printf(gen, "%s || seg == %d", cond, j);
-                    done2[j] = true;
+                    done[j] = true;
                 }
             }
             cg_line(gen, "if (%s) g = kiln_qkv_turns%d[i];", cond, i);

@@ -669,7 +669,8 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
 //   kiln_qkv_chunk kiln_qkv_find(long long n0): the segment of the head at column n0 (seg < 0:
 //     no segment), its destination map, head, the segment's head count, whether it rotates;
 //   float2 kiln_qkv_in(p, n, v0, v1): bias and rounding to the projection's type;
-//   void kiln_qkv_rotate(seg, pos, i, y0, y1): rotation pair i (dims i, i + HD/2) at pos;
+//   float2 kiln_qkv_turn(seg, i): rotation pair i's frequency (dims i, i + HD/2), and
+//   void kiln_qkv_rotate_g(seg, pos, g, y0, y1): the pair rotated at pos with it;
 //   long long kiln_qkv_rows(p) (S: rows per batch), int kiln_qkv_pos(p, b) (pos[b], or 0);
 //   long long kiln_qkv_slot(p, b): the caches' row of batch row b (the slot table's, or b);
 //   void kiln_qkv_put(p, dst, b, head, t, d, v): one element into cache `dst` (row t < 0 or
@@ -736,28 +737,29 @@ __device__ __forceinline__ void kwg_qkv_stage(const KilnArgs &p, const kiln_qkv_
     (void)eg;
     (void)rsd;
 #pragma unroll
-    for (int mi = 0; mi < MW; mi++)
+    for (int jj = 0; jj < HD / 8; jj++) {
+        const int j = r * (HD / 8) + jj;
+        const int lc = jj * 8 + (lane & 3) * 2; // column in the head
+        const int i = lc >> 1;                  // its rotation pair
+        // the pair's frequency, read once for the 2 * MW rows of this thread
+#if KILN_WGMMA_EPI_EARLY == 2
+        const float2 g = eg[r * (HD / 8) + jj];
+#else
+        const float2 g = ROT ? kiln_qkv_turn(ch.seg, i) : make_float2(0.f, 0.f);
+#endif
 #pragma unroll
-        for (int jj = 0; jj < HD / 8; jj++) {
-            const int j = r * (HD / 8) + jj;
-            const int lc = jj * 8 + (lane & 3) * 2; // column in the head
+        for (int mi = 0; mi < MW; mi++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int rr = warp * 16 + (lane >> 2) + h * 8;
                 float2 y = kiln_qkv_in(p, n0 + lc, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1]);
 #if KILN_QKV_NORM
-                // dims lc >> 1 and lc >> 1 + HD/2 of a rotated head (its weight rows paired), else lc, lc + 1
-                if (ch.norm)
-                    y = kiln_qkv_norm(p, ch.seg, ROT ? lc >> 1 : lc, ROT ? (lc >> 1) + HD / 2 : lc + 1, rsd[mi][h], y);
+                // dims i and i + HD/2 of a rotated head (its weight rows paired), else lc, lc + 1
+                if (ch.norm) y = kiln_qkv_norm(p, ch.seg, ROT ? i : lc, ROT ? i + HD / 2 : lc + 1, rsd[mi][h], y);
 #endif
                 const unsigned row = stage + (unsigned)(mi * NCH * 8192 + rr * 128);
                 if (ROT) {
-                    const int i = lc >> 1;
-#if KILN_WGMMA_EPI_EARLY == 2
-                    kiln_qkv_rotate_g(ch.seg, pos[mi][h], eg[r * (HD / 8) + jj], y.x, y.y);
-#else
-                    kiln_qkv_rotate(ch.seg, pos[mi][h], i, y.x, y.y);
-#endif
+                    kiln_qkv_rotate_g(ch.seg, pos[mi][h], g, y.x, y.y);
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const int d = i + e * (HD / 2);
@@ -772,7 +774,7 @@ __device__ __forceinline__ void kwg_qkv_stage(const KilnArgs &p, const kiln_qkv_
                               kwg_pack2(y.x, y.y));
                 }
             }
-        }
+    }
 }
 
 template <int MW, int BN>
