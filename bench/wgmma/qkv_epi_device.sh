@@ -3,8 +3,9 @@
 # (matmul_wgmma.cuh kwg_qkv_stage), on a GPU, against the build before it (carry build-gpu with
 # build-gpu/variants/kiln_base and kiln_sweep_base built from the parent commit):
 #   1. checks: tests/gpu/qkv_epilogue_gpu.sh and qk_norm_gpu.sh with the new kiln;
-#   2. kiln_sweep over QKV and QKV+rope (every candidate, cuBLAS beside each) for the base and the
-#      new build, interleaved, two rounds;
+#   2. kiln_sweep over QKV and QKV+rope (every candidate, cuBLAS beside each; EPI_SHAPES picks other
+#      shapes, e.g. EPI_SHAPES=gate/up,gate/up+swiglu) for the base and the new build, interleaved,
+#      two rounds;
 #   3. 8B prefill profiles (S=2048; B=4 S=4096) base and new interleaved, two rounds;
 #   4. kiln_sweep of the new build over every 8B GEMM with and without its fused epilogue.
 # Each step only while under LIMIT (DEFAULT 330). Results in $OUT.
@@ -18,8 +19,8 @@ done
 for r in 1 2; do
   for b in $V/kiln_sweep_base build/bench/kiln_sweep; do
     left || break
-    KILN_SWEEP_SHAPES=QKV,QKV+rope timeout 100 $b > /tmp/sw.txt 2>&1
-    { echo "== $(basename $b) round $r rc=$? ($(el) s)"; grep -E "^  QKV|SUMMARY" /tmp/sw.txt; } >> "$OUT/qkv_sweep.txt"
+    KILN_SWEEP_SHAPES=${EPI_SHAPES:-QKV,QKV+rope} timeout 100 $b > /tmp/sw.txt 2>&1
+    { echo "== $(basename $b) round $r rc=$? ($(el) s)"; grep -E "^  |SUMMARY" /tmp/sw.txt; } >> "$OUT/qkv_sweep.txt"
   done
 done
 grep -E "^==|SUMMARY|<- rule" "$OUT/qkv_sweep.txt"
