@@ -532,6 +532,14 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * 0: ping-pong 128x128, 5 stages, at every large M (docs/MATMUL.md). A build-time knob. */
 #define KILN_CG_WG_QKV_WIDE 0
 #endif
+#ifndef KILN_CG_WG_EPI_WARM
+/* 1: at large M (not skinny), a TMA-store epilogue that reads operands (a residual, a bias) asks the
+ * L2 for them KWG_WARM_LEAD K steps before each tile's mainloop ends (matmul_wgmma.cuh
+ * KILN_WGMMA_EPI_EARLY 1, the hook kiln_epilogue_warm), so that the tile's end, where both consumers
+ * of a cooperative tile wait on those loads, reads them from the L2 (docs/MATMUL.md, "The fused
+ * epilogues"). 0: only at skinny M (KILN_CG_WG_DECODE bit 2). A build-time knob, off until timed. */
+#define KILN_CG_WG_EPI_WARM 0
+#endif
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
  * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
@@ -2210,6 +2218,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
         epi_pre = true;
     }
+    /* KILN_CG_WG_EPI_WARM: the same L2 prefetches at large M, when the epilogue loads anything */
+    bool epi_warm_large = false;
+    if (KILN_CG_WG_EPI_WARM && wgmma && !skinny && wc.ts && !qkv && !epi_early && !epi_pre) {
+        cg_str probe = {0};
+        epi_warm_large = emit_mm_epilogue(gen, &probe, &epi, true, true, 0, 0) > 0;
+        if (epi_warm_large) cg_str_append(hooks, probe.s, probe.len);
+        if (probe.oom) hooks->oom = true;
+        cg_str_free(&probe);
+    }
     if (epi_early && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
     /* bit 7: the tile's end without a round trip to memory (KILN_WGMMA_TAIL) */
     const bool tail = wgmma && skinny && (KILN_CG_WG_DECODE & 128);
@@ -2235,7 +2252,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (w_early && (KILN_CG_WG_DECODE & 8)) define(plan, "KILN_WGMMA_W_L2", "%d", 2 * wc.stages);
         if (w_once) define(plan, "KILN_WGMMA_W_EVICT_FIRST", "1");
         if (epi_regs_qkv || epi_pre) define(plan, "KILN_WGMMA_EPI_EARLY", "2");
-        else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
+        else if (epi_early || epi_warm_large) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");

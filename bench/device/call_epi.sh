@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench/device/call_epi.sh — the prefill epilogues, one call (carry build-gpu: the pack of
+# scripts/gpu_pack.sh, plus in build-gpu/variants/
+#   kiln_base, kiln_sweep_base  built from the commit before kiln_silu's __fdividef (56fb080),
+#   kiln_epiwarm                bench/attn/push_variants.sh build epiwarm "-DKILN_CG_WG_EPI_WARM=1",
+#   kiln_qkvwide                bench/attn/push_variants.sh build qkvwide "-DKILN_CG_WG_QKV_WIDE=1"):
+#   1. `ctest -L gpu` (four at a time): the silu change and the per-head QKV staging under every GPU test;
+#   2. `kiln run --check` of kiln_qkvwide and kiln_epiwarm where their rules apply (the cooperative
+#      QKV tile's instantiation of kwg_qkv_stage has never run under --check; call_qkv.sh's shapes);
+#   3. kiln_sweep gate/up, gate/up+swiglu, O, O+res, base against this build, two interleaved rounds;
+#   4. 8B prefill profiles (S=2048; B=4 S=4096): base, this build, kiln_epiwarm, kiln_qkvwide, two rounds.
+# Each step only while under LIMIT (560). Results in $OUT.
+DEFAULT_LIMIT=560
+. "$(dirname "$0")/common.sh"
+V=build/variants
+L8=samples/llama3_8b_layer.kiln L1=samples/llama3_1b_layer.kiln Q3=samples/qwen3_8b_layer.kiln
+(cd build && timeout 330 ctest -L gpu --output-on-failure -j4 > "$OUT/ctest_gpu.log" 2>&1; echo "ctest rc=$?" >> "$OUT/ctest_gpu.log")
+echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1) $(tail -1 "$OUT/ctest_gpu.log")" | tee -a "$OUT/times.txt"
+grep -E "\*\*\*|Failed" "$OUT/ctest_gpu.log" | head -20
+S8='-D D=512 -D H=4 -D KV=2 -D F=512'
+chk() { # BIN LABEL ARGS...: `BIN run ARGS --random --check`, 150 s at most
+  local b=$1 l=$2; shift 2
+  timeout 150 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
+  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
+}
+{
+  chk $V/kiln_qkvwide l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
+  chk $V/kiln_qkvwide l1 $L1 -D D=256 -D H=4 -D KV=1 -D F=512 --dims B=8,S=2200,T=2200 --pos=0 &
+  chk $V/kiln_qkvwide q3 $Q3 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
+  chk $V/kiln_epiwarm l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
+  wait
+} 2>&1 | sed 's/^/  /' | tee -a "$OUT/checks.txt"
+echo "checks done $(el) s" | tee -a "$OUT/times.txt"
+for r in 1 2; do
+  for b in $V/kiln_sweep_base build/bench/kiln_sweep; do
+    left || break
+    KILN_SWEEP_M=2048 KILN_SWEEP_SHAPES=gate/up,gate/up+swiglu,O,O+res timeout 100 $b > /tmp/sw.txt 2>&1
+    { echo "== $(basename $b) round $r rc=$? ($(el) s)"; grep -E "^  |SUMMARY" /tmp/sw.txt; } >> "$OUT/sweep.txt"
+  done
+done
+grep -E "^==|SUMMARY|<- rule" "$OUT/sweep.txt"
+for r in 1 2; do
+  for b in $V/kiln_base build/kiln $V/kiln_epiwarm $V/kiln_qkvwide; do
+    prof $b 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
+    prof $b 8b-b4s4096 $L8 B=4,S=4096,T=4096 $r 0
+  done
+done
+sort "$OUT/table.txt"
+grep -E "^== |_k[1356]_matmul" "$OUT/profiles.txt" | cut -c1-150
+cat "$OUT/times.txt"
