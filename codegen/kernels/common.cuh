@@ -91,8 +91,7 @@ __device__ __forceinline__ float kiln_round_f16(float v) { return __half2float(_
 // ---- the elementwise ops that are more than one operator ------------------
 // sigmoid and silu divide with __fdividef (2 ulp; 0 once 1 + e^-x passes 2^126, where the true
 // value is below 2e-36): an IEEE `/` is a range check and a branch to a slow-path call per
-// element, which serialized the wgmma SwiGLU epilogue (130 calls and 201 BSSY in the 8B gate/up
-// kernel, against 2 and 71; docs/MATMUL.md, "The fused epilogues")
+// element, which serializes an epilogue's elements (docs/MATMUL.md, "The fused epilogues")
 __device__ __forceinline__ float kiln_sigmoid(float x) { return __fdividef(1.0f, 1.0f + expf(-x)); }
 __device__ __forceinline__ float kiln_silu(float x) { return __fdividef(x, 1.0f + expf(-x)); }
 __device__ __forceinline__ float kiln_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }
