@@ -38,13 +38,13 @@ done
 for t in build/tests/gpu/test_decode_gpu build/variants/test_decode_gpu_*; do
     [ -x "$t" ] || continue
     timeout $(tl 15 8) $t > "$R/$(basename $t).log" 2>&1
-    echo "$(basename $t) rc=$? $(el)" >> "$S"; grep -E "FAIL|passed|failed" "$R/$(basename $t).log" | tail -3 >> "$S"
+    rc=$?; echo "$(basename $t) rc=$rc $(el)" >> "$S"; grep -E "FAIL|passed|failed" "$R/$(basename $t).log" | tail -3 >> "$S"
 done
 for v in $bins; do
     for tool in racecheck memcheck; do
         timeout $(tl 8 0) $san --tool $tool --error-exitcode 3 $v run samples/llama3_8b_layer.kiln \
             --dims B=1,S=1,T=256 --random --pos=100 --check > "$R/san_$(basename $v)_$tool.log" 2>&1
-        echo "$tool $(basename $v) rc=$? $(el)" >> "$S"
+        rc=$?; echo "$tool $(basename $v) rc=$rc $(el)" >> "$S"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check" "$R/san_$(basename $v)_$tool.log" | tail -3 >> "$S"
     done
 done

@@ -18,7 +18,7 @@ G2B=bench/attn/gemma_2b_layer.kiln V="build/variants/kiln_ringk34 build/variants
 for v in $V; do
   ( for m in $L1 $L8 $P3; do
       timeout 90 $v run $m --dims B=1,S=1,T=1024 --pos=1000 --random --check > /tmp/c.txt 2>&1
-      echo "check $(basename $v) $(basename $m) rc=$? $(grep -E 'check step' /tmp/c.txt | tail -1 | cut -c1-100)"
+      rc=$?; echo "check $(basename $v) $(basename $m) rc=$rc $(grep -E 'check step' /tmp/c.txt | tail -1 | cut -c1-100)"
     done ) > "/tmp/ck_$(basename $v).txt" 2>&1 &
 done
 wait

@@ -21,7 +21,7 @@ san=compute-sanitizer; command -v $san >/dev/null || san=/usr/local/cuda/bin/com
 chk() { # bin label args...
   local b=$1 l=$2; shift 2
   timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
+  rc=$?; echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
 }
 for v in kiln-d83 kiln-d147 kiln-d211; do
   ( for a in "" "$ATTROPE"; do

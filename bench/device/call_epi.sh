@@ -21,7 +21,8 @@ S8='-D D=512 -D H=4 -D KV=2 -D F=512'
 chk() { # BIN LABEL ARGS...: `BIN run ARGS --random --check`, 150 s at most
   local b=$1 l=$2; shift 2
   timeout 150 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
+  local rc=$?
+  echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
 }
 {
   chk $V/kiln_qkvwide l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
@@ -31,20 +32,7 @@ chk() { # BIN LABEL ARGS...: `BIN run ARGS --random --check`, 150 s at most
   wait
 } 2>&1 | sed 's/^/  /' | tee -a "$OUT/checks.txt"
 echo "checks done $(el) s" | tee -a "$OUT/times.txt"
-for r in 1 2; do
-  for b in $V/kiln_sweep_base build/bench/kiln_sweep; do
-    left || break
-    KILN_SWEEP_M=2048 KILN_SWEEP_SHAPES=gate/up,gate/up+swiglu,O,O+res timeout 100 $b > /tmp/sw.txt 2>&1
-    { echo "== $(basename $b) round $r rc=$? ($(el) s)"; grep -E "^  |SUMMARY" /tmp/sw.txt; } >> "$OUT/sweep.txt"
-  done
-done
-grep -E "^==|SUMMARY|<- rule" "$OUT/sweep.txt"
-for r in 1 2; do
-  for b in $V/kiln_base build/kiln $V/kiln_epiwarm $V/kiln_qkvwide; do
-    prof $b 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
-    prof $b 8b-b4s4096 $L8 B=4,S=4096,T=4096 $r 0
-  done
-done
-sort "$OUT/table.txt"
+KILN_SWEEP_M=2048 sweeps sweep.txt gate/up,gate/up+swiglu,O,O+res $V/kiln_sweep_base build/bench/kiln_sweep
+prefill8b $V/kiln_base build/kiln $V/kiln_epiwarm $V/kiln_qkvwide
 grep -E "^== |_k[1356]_matmul" "$OUT/profiles.txt" | cut -c1-150
 cat "$OUT/times.txt"

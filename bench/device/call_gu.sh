@@ -27,7 +27,7 @@ ATTROPE=--disable=epilogue-rope,epilogue-cache-write # RoPE and the cache write 
 chk() { # bin label args...
   local b=$1 l=$2; shift 2
   timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | sort -t' ' -k1,1 | tail -2 | tr '\n' ' ' | cut -c1-160)"
+  rc=$?; echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | sort -t' ' -k1,1 | tail -2 | tr '\n' ' ' | cut -c1-160)"
 }
 ( chk build/kiln 8b-s300 $L8 $SMALL --dims B=2,S=300,T=512 --pos=0
   chk build/kiln 8bs-b2 $L8 $SMALL --dims B=2,S=1,T=1024 --pos=900

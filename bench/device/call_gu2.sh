@@ -19,7 +19,7 @@ V=build/variants
 chk() { # bin label args...
   local b=$1 l=$2; shift 2
   timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
+  rc=$?; echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
 }
 ( chk $V/kiln_ring g2b-b1 $G2B --dims B=1,S=1,T=1024 --pos=1000
   chk $V/kiln_ring g2b-b2 $G2B --dims B=2,S=1,T=1024 --pos=700

@@ -25,7 +25,7 @@ pp() { # bin label model dims round
   left || return
   local f=/tmp/pp_$(basename "$1")_$2_$5.txt
   timeout 90 "$1" run "$3" --dims "$4" --random --pos=0 --profile --profile-runs=10 > "$f" 2>&1
-  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer" "$f"; } >> "$OUT/profiles.txt"
+  rc=$?; { echo "== $(basename "$1") $2 round $5 rc=$rc ($(el) s)"; grep -E "^kiln_|^layer" "$f"; } >> "$OUT/profiles.txt"
   echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-70) | $(grep -E '_k1_matmul' "$f" | head -1 | awk '{for(i=1;i<=NF;i++) if($i=="us"){print $(i-1)" us"; exit}}')" >> "$OUT/table.txt"
 }
 for r in 1 2 3; do

@@ -31,7 +31,8 @@ prof() {
   left || return
   local f=/tmp/prof_$(basename "$1")_$2_$5.txt
   timeout 40 "$1" run "$3" --dims "$4" --random --pos=${6:-1023} --profile --profile-runs=40 "${@:7}" > "$f" 2>&1
-  { echo "== $(basename "$1") $2 round $5 rc=$? ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> |without the profiler|^graph" "$f"; } >> "$OUT/profiles.txt"
+  local rc=$?
+  { echo "== $(basename "$1") $2 round $5 rc=$rc ($(el) s)"; grep -E "^kiln_|^layer|^bubbles|-> |without the profiler|^graph" "$f"; } >> "$OUT/profiles.txt"
   echo "$2 $(basename "$1") r$5: $(grep -E '^layer' "$f" | head -1 | cut -c1-110) | $(grep -E 'without the profiler' "$f" | head -1 | cut -c1-48)" >> "$OUT/table.txt"
 }
 # the sanitizer, and kchk LABEL ARGS...: `build/kiln run ARGS --random --check` (90 s at most) into
@@ -47,7 +48,8 @@ kchk() {
 bchk() {
   local b=$1 l=$2; shift 2
   timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  echo "$(basename "$b") $l rc=$? $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
+  local rc=$?
+  echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
 }
 # bench_rows CASES VARIANTS: bench/run.sh's rows (BENCH_PROFILE=0) with the time left under LIMIT,
 # its table on stdout
@@ -57,4 +59,31 @@ bench_rows() {
     timeout $((LIMIT - $(el) + 30)) bench/run.sh > "$OUT/bench_stdout.txt" 2>&1
   echo "bench rc=$? $(el) s" | tee -a "$OUT/times.txt"
   sed -n '/---- all cases/,$p' "$OUT/bench.log" 2>/dev/null | head -12
+}
+# sweeps FILE SHAPES BIN...: bench/wgmma/kiln_sweep of each BIN over SHAPES (KILN_SWEEP_SHAPES; other
+# KILN_SWEEP_* from the environment), two interleaved rounds of 100 s at most, while under LIMIT:
+# every candidate line and summary to $OUT/FILE, the summaries and rules on stdout
+sweeps() {
+  local f=$1 shapes=$2 r b rc; shift 2
+  for r in 1 2; do
+    for b in "$@"; do
+      left || break
+      KILN_SWEEP_SHAPES=$shapes timeout 100 "$b" > /tmp/sw.txt 2>&1
+      rc=$?
+      { echo "== $(basename "$b") round $r rc=$rc ($(el) s)"; grep -E "^  |SUMMARY" /tmp/sw.txt; } >> "$OUT/$f"
+    done
+  done
+  grep -E "^==|SUMMARY|<- rule" "$OUT/$f"
+}
+# prefill8b BIN...: the 8B layer's prefill profiles (B=1 S=2048; B=4 S=4096) of each BIN, two
+# interleaved rounds (prof), then the layer lines sorted
+prefill8b() {
+  local r b
+  for r in 1 2; do
+    for b in "$@"; do
+      prof "$b" 8b-s2048 samples/llama3_8b_layer.kiln B=1,S=2048,T=2048 $r 0
+      prof "$b" 8b-b4s4096 samples/llama3_8b_layer.kiln B=4,S=4096,T=4096 $r 0
+    done
+  done
+  sort "$OUT/table.txt"
 }

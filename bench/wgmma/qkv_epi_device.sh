@@ -16,21 +16,7 @@ for t in qkv_epilogue_gpu qk_norm_gpu; do
   timeout 150 bash tests/gpu/$t.sh build/kiln > "$OUT/$t.log" 2>&1
   echo "$t rc=$? $(el) s: $(grep -cE '^ok|PASS|passed' "$OUT/$t.log") ok lines; $(tail -1 "$OUT/$t.log")" | tee -a "$OUT/times.txt"
 done
-for r in 1 2; do
-  for b in $V/kiln_sweep_base build/bench/kiln_sweep; do
-    left || break
-    KILN_SWEEP_SHAPES=${EPI_SHAPES:-QKV,QKV+rope} timeout 100 $b > /tmp/sw.txt 2>&1
-    { echo "== $(basename $b) round $r rc=$? ($(el) s)"; grep -E "^  |SUMMARY" /tmp/sw.txt; } >> "$OUT/qkv_sweep.txt"
-  done
-done
-grep -E "^==|SUMMARY|<- rule" "$OUT/qkv_sweep.txt"
-L8=samples/llama3_8b_layer.kiln
-for r in 1 2; do
-  for b in $V/kiln_base build/kiln; do
-    prof $b 8b-s2048 $L8 B=1,S=2048,T=2048 $r 0
-    prof $b 8b-b4s4096 $L8 B=4,S=4096,T=4096 $r 0
-  done
-done
-sort "$OUT/table.txt"
+sweeps qkv_sweep.txt "${EPI_SHAPES:-QKV,QKV+rope}" $V/kiln_sweep_base build/bench/kiln_sweep
+prefill8b $V/kiln_base build/kiln
 grep -E "^== |_k1_matmul" "$OUT/profiles.txt" | cut -c1-140
 left && { timeout $((LIMIT - $(el))) build/bench/kiln_sweep "$OUT/kiln_sweep_epi.csv" > "$OUT/kiln_sweep_epi.log" 2>&1; echo "kiln_sweep epi rc=$? $(el) s"; grep SUMMARY "$OUT/kiln_sweep_epi.log"; }
