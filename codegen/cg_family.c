@@ -574,13 +574,6 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * faster on an H100, see README). A build-time knob for measurements. */
 #define KILN_CG_GEMV_SMALL_MB 40
 #endif
-#ifndef KILN_CG_GEMV_PREFETCH_MIN_MB
-/* the prefetch only for weights of more than this many MB (0: no lower bound). The idea to
- * measure: the prefetch of a GEMV that follows decode attention streams under the attention and
- * stretches its dependent round trips (bench/persist measured that bytes in flight do that);
- * 9 leaves out the 1B layer's 8.4 MB O projection only. A build-time knob for measurements. */
-#define KILN_CG_GEMV_PREFETCH_MIN_MB 0
-#endif
 #ifndef KILN_CG_GEMV_PREFETCH
 /* 1: gemv.cuh's KILN_PDL_PREFETCH (the first block's weight rows into L2 before the wait), on
  * weights up to KILN_CG_GEMV_SMALL_MB. A build-time knob for benchmarks. */
@@ -2357,16 +2350,13 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         define(plan, "KILN_SPLITK", "%d", h.splitk);
         define(plan, "KILN_GEMV_DEFER", "%d", KILN_CG_GEMV_DEFER);
         define(plan, "KILN_GEMV_LAUNCH_AT", "%d", KILN_CG_GEMV_LAUNCH);
-        /* the weight's bytes at these dims, for KILN_CG_GEMV_SMALL_MB and
-         * KILN_CG_GEMV_PREFETCH_MIN_MB (-1: not known, taken as large) */
+        /* the weight's bytes at these dims, for KILN_CG_GEMV_SMALL_MB (-1: not known, taken as large) */
         int64_t nval = 0, kval = 0;
         const int64_t wbytes = ir_dim_value(&N, dims, &nval) && ir_dim_value(&K, dims, &kval)
                                    ? nval * kval * ir_dtype_size(w->type.dtype)
                                    : -1;
         const bool small_w = KILN_CG_GEMV_SMALL_MB <= 0 || (wbytes >= 0 && wbytes <= (int64_t)KILN_CG_GEMV_SMALL_MB << 20);
-        const bool above_min = KILN_CG_GEMV_PREFETCH_MIN_MB <= 0 || wbytes < 0 ||
-                               wbytes > (int64_t)KILN_CG_GEMV_PREFETCH_MIN_MB << 20;
-        if (KILN_CG_GEMV_PREFETCH && small_w && above_min) define(plan, "KILN_PDL_PREFETCH", "1");
+        if (KILN_CG_GEMV_PREFETCH && small_w) define(plan, "KILN_PDL_PREFETCH", "1");
         /* the ring's slots: as many as fit two CTAs per SM (beside 8 KB of static shared memory
          * each), at most KILN_CG_GEMV_RING */
         int64_t ring = ((gen->target->smem_per_block + 1024) / 2 - 8192) / ((int64_t)h.cols * 256 * 16);

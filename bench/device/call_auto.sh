@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # bench/device/call_auto.sh — one call whose kind may bring an H100 or an H200 (carry build-gpu: the
-# full pack of scripts/gpu_pack.sh, plus in build-gpu/variants/ kiln_nopfo (call_nopfo.sh) and
-# kiln_base, kiln_sweep_base (bench/wgmma/qkv_epi_device.sh)):
+# full pack of scripts/gpu_pack.sh, plus in build-gpu/variants/ kiln_base, kiln_sweep_base
+# (bench/wgmma/qkv_epi_device.sh)):
 #   1. bench/wgmma/qkv_epi_device.sh (the QKV epilogue against the build before it; 330 s);
 #   2. on an H200, call_next.sh (the owed H200 numbers and checks) with what is left of LIMIT
-#      (590); on an H100, call_nopfo.sh (150 s) and then `ctest -L gpu` with what is left.
+#      (590); on an H100, `ctest -L gpu` with what is left.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 export OUT=${OUT:-/tmp/out}
@@ -19,7 +19,6 @@ echo "qkv_epi done $(el0) s"
 if echo "$name" | grep -q H200; then
   OUT="$OUT/next" LIMIT=$((LIMIT - $(el0) - 20)) bash bench/device/call_next.sh
 else
-  OUT="$OUT/nopfo" LIMIT=150 bash bench/device/call_nopfo.sh
   rest=$((LIMIT - $(el0) - 15))
   if [ "$rest" -gt 60 ]; then
     (cd build && timeout "$rest" ctest -L gpu --output-on-failure -j1 > "$OUT/ctest_gpu.log" 2>&1; echo "ctest rc=$?" >> "$OUT/ctest_gpu.log")
