@@ -2206,21 +2206,15 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const bool epi_regs_qkv = epi_regs && qkv && (KILN_CG_WG_DECODE & 256);
     const int pairs = (wc.bm / 64 / (wc.pp ? 1 : 2)) * (wc.bn / 8) * 2;
     bool epi_pre = false;
-    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, false, 0, 0);
+    int epi_loads = 0; /* the value hook's loads (a residual, a bias) */
+    if (wgmma && wc.ts && !qkv) epi_loads = emit_mm_epilogue(gen, hooks, &epi, true, false, 0, 0);
     if (epi_regs && !qkv && emit_mm_epilogue(gen, hooks, &epi, true, false, 1, 64 / pairs) > 0) {
         emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
         epi_pre = true;
     }
     /* KILN_CG_WG_EPI_WARM: the same L2 prefetches at large M, when the epilogue loads anything */
-    bool epi_warm_large = false;
-    if (KILN_CG_WG_EPI_WARM && wgmma && !skinny && wc.ts && !qkv && !epi_early && !epi_pre) {
-        cg_str probe = {0};
-        epi_warm_large = emit_mm_epilogue(gen, &probe, &epi, true, true, 0, 0) > 0;
-        if (epi_warm_large) cg_str_append(hooks, probe.s, probe.len);
-        if (probe.oom) hooks->oom = true;
-        cg_str_free(&probe);
-    }
-    if (epi_early && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
+    const bool epi_warm_large = KILN_CG_WG_EPI_WARM && wgmma && !skinny && epi_loads > 0;
+    if ((epi_early || epi_warm_large) && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
     /* bit 7: the tile's end without a round trip to memory (KILN_WGMMA_TAIL) */
     const bool tail = wgmma && skinny && (KILN_CG_WG_DECODE & 128);
 

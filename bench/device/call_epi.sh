@@ -20,20 +20,14 @@ L8=samples/llama3_8b_layer.kiln L1=samples/llama3_1b_layer.kiln Q3=samples/qwen3
 echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1) $(tail -1 "$OUT/ctest_gpu.log")" | tee -a "$OUT/times.txt"
 grep -E "\*\*\*|Failed" "$OUT/ctest_gpu.log" | head -20
 S8='-D D=512 -D H=4 -D KV=2 -D F=512'
-chk() { # BIN LABEL ARGS...: `BIN run ARGS --random --check`, 150 s at most
-  local b=$1 l=$2; shift 2
-  timeout 150 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
-  local rc=$?
-  echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
-}
 {
-  chk $V/kiln_qkvwide l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
-  chk $V/kiln_qkvwide l1 $L1 -D D=256 -D H=4 -D KV=1 -D F=512 --dims B=8,S=2200,T=2200 --pos=0 &
-  chk $V/kiln_qkvwide q3 $Q3 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
-  chk $V/kiln_epiwarm l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
-  chk $V/kiln_silu l8 $L8 $S8 --dims B=2,S=300,T=512 &
-  chk $V/kiln_silu l8dec $L8 $S8 --dims B=3,S=1,T=64 --steps 4 &
-  chk $V/kiln_silu moe samples/qwen_moe_layer.kiln -D D=256 -D H=2 -D FE=64 -D FS=128 -D E=8 --dims B=2,S=40,T=64 &
+  CHK_TIMEOUT=150 bchk $V/kiln_qkvwide l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
+  CHK_TIMEOUT=150 bchk $V/kiln_qkvwide l1 $L1 -D D=256 -D H=4 -D KV=1 -D F=512 --dims B=8,S=2200,T=2200 --pos=0 &
+  CHK_TIMEOUT=150 bchk $V/kiln_qkvwide q3 $Q3 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
+  CHK_TIMEOUT=150 bchk $V/kiln_epiwarm l8 $L8 $S8 --dims B=4,S=2400,T=2400 --pos=0 &
+  CHK_TIMEOUT=150 bchk $V/kiln_silu l8 $L8 $S8 --dims B=2,S=300,T=512 &
+  CHK_TIMEOUT=150 bchk $V/kiln_silu l8dec $L8 $S8 --dims B=3,S=1,T=64 --steps 4 &
+  CHK_TIMEOUT=150 bchk $V/kiln_silu moe samples/qwen_moe_layer.kiln -D D=256 -D H=2 -D FE=64 -D FS=128 -D E=8 --dims B=2,S=40,T=64 &
   wait
 } 2>&1 | sed 's/^/  /' | tee -a "$OUT/checks.txt"
 echo "checks done $(el) s" | tee -a "$OUT/times.txt"

@@ -43,11 +43,11 @@ kchk() {
   timeout 90 build/kiln run "$@" --random --check > "/tmp/chk_$l.txt" 2>&1
   echo "check $l rc=$? $(grep -E 'check step' "/tmp/chk_$l.txt" | tail -1 | cut -c1-110)"
 }
-# bchk BIN LABEL ARGS...: `BIN run ARGS --random --check` (60 s at most) into
+# bchk BIN LABEL ARGS...: `BIN run ARGS --random --check` (CHK_TIMEOUT s at most, default 60) into
 # /tmp/chk_BIN_LABEL.txt, one line on stdout: the binary, its status and last check line
 bchk() {
   local b=$1 l=$2; shift 2
-  timeout 60 "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
+  timeout "${CHK_TIMEOUT:-60}" "$b" run "$@" --random --check > "/tmp/chk_$(basename "$b")_$l.txt" 2>&1
   local rc=$?
   echo "$(basename "$b") $l rc=$rc $(grep -E 'check step' "/tmp/chk_$(basename "$b")_$l.txt" | tail -1 | cut -c1-100)"
 }
