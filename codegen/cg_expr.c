@@ -728,7 +728,6 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
     if (gen->ld_pre == 1)
         return cg_printf(gen, "(pre[%d] = kiln_ld(p.%s + %s))", gen->ld_count++, f, cg_idx_flatten(gen, x));
     if (gen->ld_pre == 2) return cg_printf(gen, "pre[%d]", gen->ld_count++);
-    gen->ld_count++; /* the loads of an epilogue hook (emit_mm_epilogue returns them) */
     if (gen->ptr_wrap) /* kiln_ldv: a plain integer load the compiler may merge with its neighbours */
         return cg_printf(gen, "%s(%s(p.%s) + %s)", gen->ld_fn ? gen->ld_fn : "kiln_ldv", gen->ptr_wrap, f,
                          cg_idx_flatten(gen, x));

@@ -528,17 +528,10 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
 
 #ifndef KILN_CG_WG_QKV_WIDE
 /* 1: the QKV epilogue through shared memory (qkv_tma_plan) at large M takes the cooperative
- * 128x256 tile (4 stages, one head staged at a time) where its tiles fill at least two waves;
+ * 128x256 tile (4 stages, one head staged at a time) where its tiles fill at least two waves, or,
+ * M unknown (the large-shape variant), where N >= 4096 (wg_choose's rule for the other products);
  * 0: ping-pong 128x128, 5 stages, at every large M (docs/MATMUL.md). A build-time knob. */
-#define KILN_CG_WG_QKV_WIDE 0
-#endif
-#ifndef KILN_CG_WG_EPI_WARM
-/* 1: at large M (not skinny), a TMA-store epilogue that reads operands (a residual, a bias) asks the
- * L2 for them KWG_WARM_LEAD K steps before each tile's mainloop ends (matmul_wgmma.cuh
- * KILN_WGMMA_EPI_EARLY 1, the hook kiln_epilogue_warm), so that the tile's end, where both consumers
- * of a cooperative tile wait on those loads, reads them from the L2 (docs/MATMUL.md, "The fused
- * epilogues"). 0: only at skinny M (KILN_CG_WG_DECODE bit 2). A build-time knob, off until timed. */
-#define KILN_CG_WG_EPI_WARM 0
+#define KILN_CG_WG_QKV_WIDE 1
 #endif
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
@@ -2048,9 +2041,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * head staged at a time; skinny M keeps its 64-row tiles and split, one head staged */
     if (qkv_ts && !h.gemv && !skinny) {
         wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1, 0, 0};
-        /* KILN_CG_WG_QKV_WIDE: cooperative 128x256 (4 stages) where its tiles fill two waves */
+        /* KILN_CG_WG_QKV_WIDE: cooperative 128x256 (4 stages) where its tiles fill two waves, or,
+         * M unknown, where N >= 4096 */
         const int64_t tiles = hm && hn ? ((mv + 127) / 128) * ((nv + 255) / 256) * (hb ? bv : 1) : 0;
-        if (KILN_CG_WG_QKV_WIDE && tiles >= 2 * (int64_t)gen->target->sm_count)
+        const bool wide = hm ? tiles >= 2 * (int64_t)gen->target->sm_count : hn && nv >= 4096;
+        if (KILN_CG_WG_QKV_WIDE && wide)
             wc = (wg_cfg){128, 256, 4, 0, 1, qt.hd, 1, 0, 0};
     }
     if (qkv_ts && skinny) wc.ts = 1, wc.ec = qt.hd;
@@ -2206,15 +2201,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     const bool epi_regs_qkv = epi_regs && qkv && (KILN_CG_WG_DECODE & 256);
     const int pairs = (wc.bm / 64 / (wc.pp ? 1 : 2)) * (wc.bn / 8) * 2;
     bool epi_pre = false;
-    int epi_loads = 0; /* the value hook's loads (a residual, a bias) */
-    if (wgmma && wc.ts && !qkv) epi_loads = emit_mm_epilogue(gen, hooks, &epi, true, false, 0, 0);
+    if (wgmma && wc.ts && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, false, 0, 0);
     if (epi_regs && !qkv && emit_mm_epilogue(gen, hooks, &epi, true, false, 1, 64 / pairs) > 0) {
         emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
         epi_pre = true;
     }
-    /* KILN_CG_WG_EPI_WARM: the same L2 prefetches at large M, when the epilogue loads anything */
-    const bool epi_warm_large = KILN_CG_WG_EPI_WARM && wgmma && !skinny && epi_loads > 0;
-    if ((epi_early || epi_warm_large) && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
+    if (epi_early && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
     /* bit 7: the tile's end without a round trip to memory (KILN_WGMMA_TAIL) */
     const bool tail = wgmma && skinny && (KILN_CG_WG_DECODE & 128);
 
@@ -2239,7 +2231,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (w_early && (KILN_CG_WG_DECODE & 8)) define(plan, "KILN_WGMMA_W_L2", "%d", 2 * wc.stages);
         if (w_once) define(plan, "KILN_WGMMA_W_EVICT_FIRST", "1");
         if (epi_regs_qkv || epi_pre) define(plan, "KILN_WGMMA_EPI_EARLY", "2");
-        else if (epi_early || epi_warm_large) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
+        else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");

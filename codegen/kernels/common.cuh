@@ -89,8 +89,11 @@ __device__ __forceinline__ float kiln_round_bf16(float v) { return __bfloat162fl
 __device__ __forceinline__ float kiln_round_f16(float v) { return __half2float(__float2half_rn(v)); }
 
 // ---- the elementwise ops that are more than one operator ------------------
-__device__ __forceinline__ float kiln_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ float kiln_silu(float x) { return x / (1.0f + expf(-x)); }
+// sigmoid and silu divide with __fdividef (2 ulp; 0 once 1 + e^-x passes 2^126, where the true
+// value is below 2e-36): an IEEE `/` is a range check and a branch to a slow-path call per
+// element, which serializes an epilogue's elements (docs/MATMUL.md, "The fused epilogues")
+__device__ __forceinline__ float kiln_sigmoid(float x) { return __fdividef(1.0f, 1.0f + expf(-x)); }
+__device__ __forceinline__ float kiln_silu(float x) { return __fdividef(x, 1.0f + expf(-x)); }
 __device__ __forceinline__ float kiln_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }
 __device__ __forceinline__ float kiln_gelu_tanh(float x)
 {

@@ -65,9 +65,11 @@ expect 0 'refused +residual-norm \(lines 37, 40\)' compile samples/llama3_8b_lay
 expect 0 'k5 +matmul +linear \(line 41\) \+ slice, slice, silu, mul' compile samples/llama3_8b_layer.kiln -D B=1 -D S=1 -D T=64 --emit=plan
 # the template of each kernel: the Hopper matmul at prefill dims, the GEMV at decode, mma.sync elsewhere
 # (k1 rotates Q/K and writes the caches in its epilogue, through shared memory and TMA stores at prefill:
-# ping-pong 128x128 tiles; attention then reads rotated q and the caches and takes the Hopper template;
-# at B*S <= 256 through shared memory too, on the skinny 64-row tiles)
-expect 0 'k1 +matmul \(wgmma 128x128 s5 ping-pong tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
+# the cooperative 128x256 tile where its tiles fill two waves (384 tiles at M = 2048, N = 6144), else
+# ping-pong 128x128 (M = 256: 48 tiles); attention then reads rotated q and the caches and takes the
+# Hopper template; at B*S <= 256 through shared memory too, on the skinny 64-row tiles)
+expect 0 'k1 +matmul \(wgmma 128x256 s4 tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
+expect 0 'k1 +matmul \(wgmma 128x128 s5 ping-pong tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=257 -D T=512 --emit=plan
 expect 0 'k2 +attention_prefill \(wgmma 2x64x128 s2\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=1 -D S=2048 -D T=2048 --emit=plan
 expect 0 'k1 +matmul \(wgmma 64x128 s8 ping-pong tma-store\), mma.sync fallback' compile samples/llama3_8b_layer.kiln -D B=2 -D S=100 -D T=128 --emit=plan
 # k3 reads the attention output through a reshape with B=1 bound: a unit axis does not stop the template

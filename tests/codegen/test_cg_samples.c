@@ -112,8 +112,14 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
                            ks[i].tmaps[2].box_rows == 64 && ks[i].tmaps[3].box_rows == 64));
             const bool epi = strstr(ks[i].generated, "kiln_qkv_turns") != NULL;
             CHECK((strstr(ks[i].generated, "#define KILN_WGMMA_QKV 1") != NULL) == qkv);
-            /* the TMA epilogue: ping-pong 128x128, 5 stages; the register one: 64-row tiles */
-            CHECK(!qkv || (epi && ks[i].config && !strncmp(ks[i].config, "wgmma 128x128 s5 ping-pong tma-store", 36)));
+            /* the TMA epilogue at the large-shape variant (M unknown): the cooperative 128x256 tile,
+             * 4 stages, where N >= 4096, else ping-pong 128x128, 5 stages; the register one: 64-row tiles */
+            int64_t wn = 0;
+            const bool wide = qkv && ir_dim_is_const(&ks[i].tmaps[1].rows, &wn) && wn >= 4096;
+            CHECK_MSG(!qkv || (epi && ks[i].config &&
+                               !strncmp(ks[i].config, wide ? "wgmma 128x256 s4 tma-store" : "wgmma 128x128 s5 ping-pong tma-store",
+                                        wide ? 26 : 36)),
+                      "%s: %s %s (N %lld)", sample, ks[i].name, ks[i].config ? ks[i].config : "-", (long long)wn);
             CHECK(qkv || !epi || (ks[i].config && !strncmp(ks[i].config, "wgmma 64x128 s8 ping-pong", 25)));
             nqkv_tma += qkv;
             nqkv_regs += epi && !qkv;
