@@ -7,10 +7,12 @@
 #      (the 8B and Qwen3 layers at D=2048, H=16, KV=8: N = 4096, partial row tiles; full 8B widths
 #      at S=130), SwiGLU at decode, the MoE layer's sigmoid gate, then compute-sanitizer memcheck and
 #      racecheck of a small 8B prefill through the new tile;
-#   2. profiles of the 8B prefill (S=2048; B=4 S=4096) and of the 1B and 8B decode, the new build
-#      against kiln_base, two interleaved rounds.
-# Each step only while under LIMIT (480). Results in $OUT.
-DEFAULT_LIMIT=480
+#   2. profiles of the 8B prefill (S=2048; B=4 S=4096), the new build against kiln_base, two
+#      interleaved rounds;
+#   3. final_bench.sh with the time left: the decode profiles, then bench/run.sh's CASES (default the
+#      8B prefill rows, 1B and 8B decode) for VARIANTS (default kiln,compile-graph).
+# Each step only while under LIMIT (520). Results in $OUT.
+DEFAULT_LIMIT=520
 . "$(dirname "$0")/common.sh"
 V=build/variants
 L8=samples/llama3_8b_layer.kiln L1=samples/llama3_1b_layer.kiln Q3=samples/qwen3_8b_layer.kiln
@@ -35,12 +37,10 @@ echo "ctest + checks $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_
 grep -E "\*\*\*|Failed" "$OUT/ctest_gpu.log" | head -20
 grep -E "^kiln_llama3_8b_layer_k1|wgmma" /tmp/chk_kiln_l8w.txt | head -3
 prefill8b build/kiln $V/kiln_base
-for r in 1 2; do
-  for b in build/kiln $V/kiln_base; do
-    prof $b 1b-dec $L1 B=1,S=1,T=1024 $r
-    prof $b 8b-dec $L8 B=1,S=1,T=1024 $r
-  done
-done
 grep -E "^== |_k[1356]_matmul" "$OUT/profiles.txt" | cut -c1-150
-sort "$OUT/table.txt"
+# the rest: final_bench.sh (decode profiles, graph_gap, the bench rows with PyTorch) in what is left
+LIMIT=$((LIMIT - $(el))) OUT="$OUT" CASES=${CASES:-8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode} \
+  VARIANTS=${VARIANTS:-kiln,compile-graph} bash "$(dirname "$0")/final_bench.sh" > "$OUT/final_bench.log" 2>&1
+echo "final_bench rc=$? $(el) s" | tee -a "$OUT/times.txt"
+tail -40 "$OUT/final_bench.log"
 cat "$OUT/times.txt"
