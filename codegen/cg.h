@@ -205,7 +205,8 @@ typedef struct cg_xform {
  * KilnArgs field `arg` (offsets applied). The dims evaluate with the call's
  * dims (ir_dim_value). Map i sits at byte 128*i of the parameter. OUT: the
  * output of the TMA-store epilogue (K = its row length, 64 x 64 boxes). */
-typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W, CG_TMAP_Q, CG_TMAP_K, CG_TMAP_V, CG_TMAP_OUT } cg_tmap_operand;
+/* CG_TMAP_RES: the epilogue's residual, read by TMA (matmul_wgmma.cuh KILN_WGMMA_RES_TMA) */
+typedef enum cg_tmap_operand { CG_TMAP_A, CG_TMAP_W, CG_TMAP_Q, CG_TMAP_K, CG_TMAP_V, CG_TMAP_OUT, CG_TMAP_RES } cg_tmap_operand;
 typedef struct cg_tmap {
     cg_tmap_operand operand;
     int arg;            /* index in cg_kernel.args of the base pointer */

@@ -238,8 +238,8 @@ static int build(const ir_graph *g, int k, const cg_options *opts, const bool *b
         out->args_size = 8 * (size_t)out->nargs;
         /* the maps, then KilnArgs: both Hopper templates' parameters hold
          * 3 maps whether or not each is used (the matmul's output map only
-         * with the TMA store); the QKV epilogue's (more than 3: q and the
-         * caches) 5 */
+         * with the TMA store); with more than 3 (the QKV epilogue's q and
+         * caches, the TMA residual's) 5 */
         out->param_prefix = out->ntmaps ? 128 * (size_t)(out->ntmaps > 3 ? CG_MAX_TMAPS : 3) : 0;
         out->param_size = out->ntmaps ? (out->param_prefix + out->args_size + 63) / 64 * 64 : out->args_size;
 
@@ -500,7 +500,7 @@ void cg_kernel_describe(const ir_graph *g, const cg_kernel *k, FILE *out)
     if (k->fallback)
         fprintf(out, "  fallback: %s (%s) when an operand is not TMA-describable at run time\n", k->fallback->name,
                 k->fallback->config ? k->fallback->config : cg_family_template(k->fallback->family));
-    static const char *const operand_names[] = {"A", "W", "q", "k", "v", "output"};
+    static const char *const operand_names[] = {"A", "W", "q", "k", "v", "output", "residual"};
     for (int i = 0; i < k->ntmaps; i++) {
         const cg_tmap *t = &k->tmaps[i];
         char b3[128], b4[128], b5[128];

@@ -725,8 +725,11 @@ static const char *load(cg_gen *gen, const ir_node *n, const cg_idx *x)
 {
     const char *f = cg_ptr(gen, n, false);
     if (!f) return "0.0f";
-    if (gen->ld_pre == 1)
-        return cg_printf(gen, "(pre[%d] = kiln_ld(p.%s + %s))", gen->ld_count++, f, cg_idx_flatten(gen, x));
+    if (gen->ld_pre == 1) {
+        const char *ix = cg_idx_flatten(gen, x);
+        if (gen->ld_count < CG_LD_REC) gen->ld_field[gen->ld_count] = f, gen->ld_index[gen->ld_count] = ix;
+        return cg_printf(gen, "(pre[%d] = kiln_ld(p.%s + %s))", gen->ld_count++, f, ix);
+    }
     if (gen->ld_pre == 2) return cg_printf(gen, "pre[%d]", gen->ld_count++);
     if (gen->ptr_wrap) /* kiln_ldv: a plain integer load the compiler may merge with its neighbours */
         return cg_printf(gen, "%s(%s(p.%s) + %s)", gen->ld_fn ? gen->ld_fn : "kiln_ldv", gen->ptr_wrap, f,

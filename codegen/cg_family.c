@@ -533,6 +533,13 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * 0: ping-pong 128x128, 5 stages, at every large M (docs/MATMUL.md). A build-time knob. */
 #define KILN_CG_WG_QKV_WIDE 1
 #endif
+#ifndef KILN_CG_WG_RES_TMA
+/* 1: at large M (not skinny), a TMA-store epilogue whose only loads are one operand of the
+ * output's type read exactly where the output is written (a residual: the 8B layer's O and down)
+ * gets it by TMA into the staging, a round ahead (matmul_wgmma.cuh KILN_WGMMA_RES_TMA), instead
+ * of element loads at each tile's end. A build-time knob, off until it has run on a GPU. */
+#define KILN_CG_WG_RES_TMA 0
+#endif
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
  * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
@@ -911,6 +918,7 @@ static int emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool va
     if (warm) gen->ld_fn = "kiln_ld_warm";
     gen->ld_pre = pre;
     gen->ld_count = 0;
+    gen->ld_out[0] = gen->ld_out[1] = NULL;
     const ir_node *A = e->A, *bias = e->bias;
     const int ro = e->ro;
     cg_str body = {0};
@@ -956,6 +964,7 @@ static int emit_mm_epilogue(cg_gen *gen, cg_str *hooks, const mm_epi *e, bool va
                                                                 : cg_printf(gen, "((b * %s + m) * %s + %s)", Ms, Ns, col));
             oi.c[ro - 1] = col;
             if (A->op == IR_OP_MATMUL) oi.c[ro - 2] = "m";
+            if (pre == 1) gen->ld_out[c] = cg_idx_flatten(gen, &oi);
             if (val) cg_line(gen, "r%d = %s;", c, cg_value(gen, e->outs[0], &oi));
             else
                 for (int j = 0; j < e->nouts; j++) cg_store(gen, e->outs[j], &oi, cg_value(gen, e->outs[j], &oi));
@@ -1732,6 +1741,32 @@ static bool qkv_tma_plan(cg_gen *gen, const qkv_seg *segs, int nseg, ir_dtype t,
     return q->node[0] && q->node[1]; /* the maps: q, then one or two caches */
 }
 
+
+/* The field of the one operand a TMA-store epilogue reads (KILN_WGMMA_RES_TMA), or -1: the value
+ * hook's body (probed with its loads recorded) loads exactly twice, both from one pointer field of
+ * the output's element type, at the output's own flattened index of columns n and n + 1, so that
+ * a TMA box of that field with the output's geometry holds what the hook would load. */
+static int res_tma_field(cg_gen *gen, const mm_epi *e, const char *out_field)
+{
+    if (e->swiglu || !out_field) return -1;
+    cg_str probe = {0};
+    const int nld = emit_mm_epilogue(gen, &probe, e, true, false, 1, 2);
+    const bool oom = probe.oom;
+    cg_str_free(&probe);
+    if (oom || nld != 2 || !gen->ld_out[0] || !gen->ld_out[1]) return -1;
+    for (int c = 0; c < 2; c++)
+        if (strcmp(gen->ld_field[c], gen->ld_field[0]) || strcmp(gen->ld_index[c], gen->ld_out[c])) return -1;
+    int fr = -1, fo = -1;
+    for (int i = 0; i < gen->nargs; i++) {
+        if (!strcmp(gen->args[i].field, gen->ld_field[0])) fr = i;
+        if (!strcmp(gen->args[i].field, out_field)) fo = i;
+    }
+    if (fr < 0 || fo < 0 || fr == fo) return -1;
+    const char *rt = gen->args[fr].ctype, *ot = gen->args[fo].ctype;
+    if (!strncmp(rt, "const ", 6)) rt += 6;
+    return strcmp(rt, ot) ? -1 : fr;
+}
+
 /* The hooks of the QKV epilogue through shared memory (matmul_wgmma.cuh kwg_epilogue_qkv);
  * the fields they read are the register hook's (emit_qkv_epilogue runs first), so the wgmma
  * kernel and its fallback have the same KilnArgs. */
@@ -2207,6 +2242,18 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         epi_pre = true;
     }
     if (epi_early && !epi_pre && !qkv) emit_mm_epilogue(gen, hooks, &epi, true, true, 0, 0);
+    /* KILN_CG_WG_RES_TMA: at large M, one split, a residual read where the output is written comes by
+     * TMA into the staging; the value hook becomes kiln_epilogue_post over the two values the
+     * template reads there (pre[0] at column n, pre[1] at n + 1) */
+    const char *out_f = wgmma && wc.ts && !qkv ? cg_ptr(gen, outs[0], true) : NULL;
+    const int res_f = KILN_CG_WG_RES_TMA && out_f && !skinny && !swiglu && wc.split == 1 && wc.ck <= 1 && !epi_pre &&
+                              !epi_early
+                          ? res_tma_field(gen, &epi, out_f)
+                          : -1;
+    if (res_f >= 0) {
+        emit_mm_epilogue(gen, hooks, &epi, true, false, 1, 2);
+        emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
+    }
     /* bit 7: the tile's end without a round trip to memory (KILN_WGMMA_TAIL) */
     const bool tail = wgmma && skinny && (KILN_CG_WG_DECODE & 128);
 
@@ -2233,6 +2280,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (epi_regs_qkv || epi_pre) define(plan, "KILN_WGMMA_EPI_EARLY", "2");
         else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
+        if (res_f >= 0) define(plan, "KILN_WGMMA_RES_TMA", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
@@ -2283,12 +2331,16 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             ir_dim so = ir_dim_times(M, onb, &gen->dim_overflow);
             gen->kern->tmaps[2] = (cg_tmap){CG_TMAP_OUT, fo, outs[0]->type.dtype, onb, M, onb, batch, so, 64, false};
             gen->kern->ntmaps = 3;
+            if (res_f >= 0) { /* the residual: the output's geometry (res_tma_field) */
+                gen->kern->tmaps[3] = (cg_tmap){CG_TMAP_RES, res_f, outs[0]->type.dtype, onb, M, onb, batch, so, 64, false};
+                gen->kern->ntmaps = 4;
+            }
         }
         /* persistent: one CTA per SM (the ring takes most of its shared
          * memory), at most one per unit (batch row blocks x column blocks x
          * K slices) */
         L->block = WG_THREADS;
-        L->smem = wg_smem(&wc);
+        L->smem = wg_smem(&wc) + (res_f >= 0 ? 16 : 0); /* the TMA residual's two mbarriers */
         L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), wc.bm, gen->target->sm_count,
                                    ir_dim_times(N, ir_dim_const(wc.split), &gen->dim_overflow), wc.bn};
         L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);

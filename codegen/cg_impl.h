@@ -45,6 +45,8 @@ typedef struct cg_strided {
     ir_dim off;
 } cg_strided;
 
+#define CG_LD_REC 4 /* cg_gen.ld_field, ld_index */
+
 typedef struct cg_gen {
     const ir_graph *g;
     int k;                   /* the group */
@@ -81,6 +83,10 @@ typedef struct cg_gen {
      * 0 as ld_fn says; 1 load k also stored in pre[k]; 2 load k read from pre[k]. ld_count: the
      * loads emitted so far (k) */
     int ld_pre, ld_count;
+    /* with ld_pre 1, the first CG_LD_REC loads: each one's KilnArgs field and flattened index, and
+     * the output's flattened index at columns n and n + 1 (the TMA residual of matmul_wgmma.cuh,
+     * KILN_WGMMA_RES_TMA: the epilogue's operand read exactly where the output is written) */
+    const char *ld_field[CG_LD_REC], *ld_index[CG_LD_REC], *ld_out[2];
 } cg_gen;
 
 bool cg_fail(cg_gen *gen, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

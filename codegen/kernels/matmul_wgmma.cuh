@@ -85,6 +85,15 @@
 //     shuffle); the others: the generated kiln_epilogue_pre loads what kiln_epilogue_val would
 //     (KILN_HAS_EPILOGUE_PRE, KILN_EPI_NPRE floats per call) and kiln_epilogue_post computes
 //     the values from them (tiles of at most 64 such floats per thread; else as 0);
+//   KILN_WGMMA_RES_TMA 1 (large M; with KILN_WGMMA_TMA_STORE, not with SwiGLU, the QKV epilogue,
+//     split-K or a cluster): the epilogue's one operand, a residual of the output's element type
+//     read where the output is written, comes by TMA (map `to[1]`, the output's geometry) into the
+//     staging, as the same 64 x 64 swizzled boxes the output leaves by: round 0 of a tile is asked
+//     for KWG_WARM_LEAD K steps before its mainloop ends (once the previous tile's stores have read
+//     the staging), each later round once the round before has been stored. The consumer waits on
+//     its mbarrier, reads the pair at the place it will write its output pair, and the generated
+//     kiln_epilogue_post (KILN_EPI_NPRE 2: pre[0] at column n, pre[1] at n + 1) computes the
+//     values. No element load waits at the tile's end.
 //   KILN_WGMMA_TAIL 1: the tile's end without a memory round trip or GPU-wide fence: the last
 //     TMA stores are waited for until they have read the staging only (their writes complete
 //     with the grid, as any store's), the cluster split's partial sums travel by st.async
@@ -209,6 +218,14 @@
 #ifndef KILN_WGMMA_TAIL
 #define KILN_WGMMA_TAIL 0
 #endif
+#ifndef KILN_WGMMA_RES_TMA
+#define KILN_WGMMA_RES_TMA 0
+#endif
+#if KILN_WGMMA_RES_TMA && (!KILN_WGMMA_TMA_STORE || KILN_SWIGLU || KILN_WGMMA_CLUSTER_K > 1 || KILN_SPLITK > 1)
+#error "matmul_wgmma.cuh: KILN_WGMMA_RES_TMA needs the TMA store, no SwiGLU, no split-K"
+#endif
+/* KILN_WGMMA_RES_TMA: one mbarrier per consumer (in the split-K exchange's slots, unused then) */
+#define KWG_SMEM_RES (KILN_WGMMA_RES_TMA ? 16 : 0)
 /* K steps before the end of a tile's mainloop at which KILN_WGMMA_EPI_EARLY asks for the
  * epilogue's operands (about one ring of steps: the loads' latency under the weight stream) */
 #ifndef KWG_WARM_LEAD
@@ -221,7 +238,7 @@
 #ifndef KILN_SMEM_BYTES
 #define KILN_SMEM_BYTES                                                                                        \
     (KWG_SMEM_TOTAL(KILN_BM, KILN_BN, KILN_STAGES, KILN_WGMMA_PINGPONG, KILN_WGMMA_TMA_STORE ? KILN_WGMMA_EPI_COLS : 0) + \
-     KWG_SMEM_RED(KILN_BM, KILN_BN, KILN_WGMMA_CLUSTER_K, KILN_MATMUL_NORM))
+     KWG_SMEM_RED(KILN_BM, KILN_BN, KILN_WGMMA_CLUSTER_K, KILN_MATMUL_NORM) + KWG_SMEM_RES)
 #endif
 
 // A CUtensorMap as the driver encodes it: opaque, 128 bytes, 64-byte aligned (cuda.h is not
@@ -465,6 +482,12 @@ __device__ __forceinline__ void kwg_fence_async_smem() { asm volatile("fence.pro
 // A barrier of one consumer warpgroup (ids 1 and 2; 0 is __syncthreads).
 __device__ __forceinline__ void kwg_wg_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void kwg_sts32(unsigned a, unsigned v) { asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory"); }
+__device__ __forceinline__ unsigned kwg_lds32(unsigned a)
+{
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+    return v;
+}
 __device__ __forceinline__ void kwg_sts16(unsigned a, unsigned short v)
 {
     asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(a), "h"(v) : "memory");
@@ -477,6 +500,14 @@ __device__ __forceinline__ unsigned kwg_pack2(float x, float y)
     __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
 #endif
     return *reinterpret_cast<unsigned *>(&h);
+}
+__device__ __forceinline__ float2 kwg_unpack2(unsigned u)
+{
+#if KILN_WGMMA_F16
+    return __half22float2(*reinterpret_cast<const __half2 *>(&u));
+#else
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
+#endif
 }
 __device__ __forceinline__ unsigned short kwg_pack1(float x)
 {
@@ -585,12 +616,32 @@ __device__ __forceinline__ void kwg_pre_load(const KilnArgs &p, long long b, lon
 // while the consumer goes on to its next tile. The TMA store clips rows >= M and columns past
 // the output's width. Before the staging buffer is written again, the thread that issued the
 // stores waits until they have read it (bulk wait_group.read), then the warpgroup syncs.
+// KILN_WGMMA_RES_TMA: round r's residual boxes (the staging's MW x EC/64 boxes of 64 x 64) asked
+// for on the consumer's mbarrier `rbar`, by its thread 0, once the staging is free.
+template <int MW, int BN, int EC>
+__device__ __forceinline__ void kwg_res_issue(const kiln_tmap *tr, unsigned stage, unsigned rbar, long long b,
+                                              long long rbase, int nb, int r)
+{
+    constexpr int NCH = EC / 64;
+    kwg_bar_expect_tx(rbar, (unsigned)(MW * NCH * 8192));
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int q = 0; q < NCH; q++)
+            kwg_tma_load(stage + (unsigned)((mi * NCH + q) * 8192), tr, rbar, nb * BN + r * EC + q * 64,
+                         (int)(rbase + mi * 64), (int)b);
+}
+
 template <bool CHECK, int MW, int BN, int EC>
 __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
                                                  long long b, long long rbase, int nb, float (&acc)[MW][BN / 2],
-                                                 long long M, long long N, bool &pending, const kwg_pre_regs<MW, BN> &pre)
+                                                 long long M, long long N, bool &pending, const kwg_pre_regs<MW, BN> &pre,
+                                                 unsigned rbar, unsigned &rph, bool issued0)
 {
     (void)pre;
+    (void)rbar;
+    (void)rph;
+    (void)issued0;
     constexpr int OBN = KILN_SWIGLU ? BN / 2 : BN; // output columns of a tile
     constexpr int CPJ = KILN_SWIGLU ? 4 : 8;       // output columns of 8 accumulator columns
     constexpr int NCH = EC / 64;                   // 64-column boxes per round
@@ -602,7 +653,24 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
 #pragma unroll
     for (int r = 0; r < OBN / EC; r++) {
         if (pending && wt == 0) kwg_store_wait_read();
+#if KILN_WGMMA_RES_TMA
+        if (wt == 0 && (r > 0 || !issued0)) kwg_res_issue<MW, BN, EC>(to + 1, stage, rbar, b, rbase, nb, r);
+#endif
         kwg_wg_sync(1 + c);
+#if KILN_WGMMA_RES_TMA
+        kwg_bar_wait(rbar, rph);
+        rph ^= 1u;
+#endif
+        // where pair (mi, column group jc + q of the round, h) lives in the staging: 64 x 64 boxes
+        // in the 128-byte swizzle
+        auto at = [&](int mi, int jq, int h) {
+            const int oc = jq * CPJ + (lane & 3) * (KILN_SWIGLU ? 1 : 2); // output column in the round
+            const unsigned byte = (unsigned)(oc & 63) * 2u;
+            const int rr = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
+            return stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + rr * 128) +
+                   ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u));
+        };
+        (void)at;
 #pragma unroll
         for (int mi = 0; mi < MW; mi++)
 #pragma unroll
@@ -620,7 +688,14 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
                         const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
                         v[q][h] = make_float2(0.f, 0.f);
                         if (!CHECK || (m < M && n < N))
-#if KWG_PRE
+#if KILN_WGMMA_RES_TMA
+                        {
+                            const float2 rv = kwg_unpack2(kwg_lds32(at(mi, jc + q, h)));
+                            const float res[2] = {rv.x, rv.y};
+                            v[q][h] = kiln_epilogue_post(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                                                         !CHECK || n + 1 < N, res);
+                        }
+#elif KWG_PRE
                             v[q][h] = kiln_epilogue_post(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
                                                          !CHECK || n + 1 < N, pre.v[mi][j][h]);
 #else
@@ -631,13 +706,9 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
                 }
 #pragma unroll
                 for (int q = 0; q < EB; q++) {
-                    const int oc = (jc + q) * CPJ + (lane & 3) * (KILN_SWIGLU ? 1 : 2); // output column in the round
-                    const unsigned byte = (unsigned)(oc & 63) * 2u;
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const int rr = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
-                        const unsigned a = stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + rr * 128) +
-                                           ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u));
+                        const unsigned a = at(mi, jc + q, h);
                         if (KILN_SWIGLU) kwg_sts16(a, kwg_pack1(v[q][h].x));
                         else kwg_sts32(a, kwg_pack2(v[q][h].x, v[q][h].y));
                     }
@@ -1252,7 +1323,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
     static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
     static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");
-    static_assert(KWG_SMEM_TOTAL(BM, BN, STAGES, PP, TS ? EC : 0) + KWG_SMEM_RED(BM, BN, CK, KILN_MATMUL_NORM) <=
+    static_assert(KWG_SMEM_TOTAL(BM, BN, STAGES, PP, TS ? EC : 0) + KWG_SMEM_RED(BM, BN, CK, KILN_MATMUL_NORM) +
+                          KWG_SMEM_RES <=
                       227 * 1024,
                   "the ring and the staging do not fit in shared memory");
     constexpr unsigned A_BYTES = BM * KWG_BK * 2, B_BYTES = BN * KWG_BK * 2, B_PART = B_BYTES / CM;
@@ -1268,6 +1340,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #define KWG_ORDER(c) (bars + 8u * (unsigned)(2 * STAGES + (c)))
 #define KWG_RFULL(c) (bars + 8u * (unsigned)(2 * STAGES + 3 + (c)))
 #define KWG_REMPTY(c) (bars + 8u * (unsigned)(2 * STAGES + 5 + (c)))
+#define KWG_RES(c) KWG_RFULL(c) // KILN_WGMMA_RES_TMA (no split-K exchange then)
 
     const long long M = p.M, N = p.N, K = p.K;
     const int tiles_m = (int)((M + BM - 1) / BM), tiles_n = (int)((N + BN - 1) / BN);
@@ -1293,6 +1366,10 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         }
         kwg_bar_init(KWG_ORDER(0), 4);
         kwg_bar_init(KWG_ORDER(1), 4);
+        if (KILN_WGMMA_RES_TMA) {
+            kwg_bar_init(KWG_RES(0), 1); // the consumer's thread 0's expect_tx; the residual's bytes complete it
+            kwg_bar_init(KWG_RES(1), 1);
+        }
         if (CK > 1)
 #pragma unroll
             for (int c = 0; c < 2; c++) {
@@ -1397,6 +1474,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         };
         int s = 0;
         unsigned ph = 0, turn = 0, ruse = 0; // ruse: CK exchanges done
+        unsigned rph = 0;                    // KILN_WGMMA_RES_TMA: the phase of KWG_RES(c) to wait for
+        (void)rph;
 #if !KILN_MATMUL_NORM
         float ss[MW][2]; // (kwg_cluster_reduce's sums: unused without the folded norm)
         (void)ss;
@@ -1438,6 +1517,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             if (krank == 0) kwg_pre_load<MW, BN>(p, b, rbase, nb, M, N, pre);
 #endif
             const int warm_at = nk > KWG_WARM_LEAD ? nk - KWG_WARM_LEAD : 0;
+            bool res0 = false; // KILN_WGMMA_RES_TMA: round 0's residual asked for under the mainloop
+            (void)res0;
             if (nk == 0) {
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++)
@@ -1474,6 +1555,16 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 for (int mi = 0; mi < MW; mi++) kwg_fence_acc(ss[mi]);
 #endif
                 if (KILN_WGMMA_EPI_EARLY == 1 && kt == warm_at && krank == 0) kwg_warm<MW, BN>(p, b, rbase, nb, M, N, wpos);
+#if KILN_WGMMA_RES_TMA
+                if (kt == warm_at) { // the staging is free once the previous tile's stores have read it
+                    if (wt == 0) {
+                        if (pending) kwg_store_wait_read();
+                        kwg_res_issue<MW, BN, EC>(to + 1, sC + (unsigned)(c * MW * 64 * EC * 2), KWG_RES(c), b, rbase,
+                                                  nb, 0);
+                    }
+                    res0 = true;
+                }
+#endif
                 if (ALT && kt == nk - 1 && lane == 0) kwg_bar_arrive(KWG_ORDER(1 - c)); // your turn
 #ifdef KWG_TEST_EARLY_RELEASE
                 // tests only (bench/wgmma): a planted race that racecheck must report: the slot
@@ -1535,8 +1626,11 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 kwg_epilogue_qkv<MW, BN>(p, to, stage, c, rbase, nb, acc, M, pending, wpos, wg_turn);
 #else
                 if (interior)
-                    kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre);
-                else kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre);
+                    kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre,
+                                                                  KWG_RES(c), rph, res0);
+                else
+                    kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre,
+                                                                 KWG_RES(c), rph, res0);
 #endif
                 continue;
             }
@@ -1561,6 +1655,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #undef KWG_ORDER
 #undef KWG_RFULL
 #undef KWG_REMPTY
+#undef KWG_RES
 }
 
 #ifndef KILN_CLUSTER_M
@@ -1568,11 +1663,12 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #endif
 // The kernel's one parameter: the three tensor maps (A, W, then the output's, encoded only
 // with KILN_WGMMA_TMA_STORE), then KilnArgs: 384 + 8*nargs bytes; with KILN_WGMMA_QKV five
-// maps (A, W, q, two caches), 640 + 8*nargs bytes.
+// maps (A, W, q, two caches), with KILN_WGMMA_RES_TMA five too (A, W, the output, the residual,
+// one unused), 640 + 8*nargs bytes.
 struct KilnTmaArgs {
     kiln_tmap a, w, o;
-#if KILN_WGMMA_QKV
-    kiln_tmap c0, c1; // the QKV epilogue's cache maps (o: its q map), right after o
+#if KILN_WGMMA_QKV || KILN_WGMMA_RES_TMA
+    kiln_tmap c0, c1; // right after o: the QKV epilogue's cache maps (o: its q map); the residual's (c0)
 #endif
     KilnArgs p;
 };

@@ -104,10 +104,14 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
     }
     for (int i = 0; i < n; i++)
         if (ks[i].family == CG_FAMILY_MATMUL_WGMMA) {
-            /* A, W, [the TMA-store output]; the QKV epilogue's: A, W, q, one or two caches (640-byte prefix) */
-            const bool qkv = ks[i].ntmaps > 3;
+            /* A, W, [the TMA-store output, [its residual]]; the QKV epilogue's: A, W, q, one or two caches
+             * (640-byte prefix, as with the residual's map) */
+            const bool qkv = ks[i].ntmaps > 2 && ks[i].tmaps[2].operand == CG_TMAP_Q;
+            const bool res = ks[i].ntmaps == 4 && ks[i].tmaps[3].operand == CG_TMAP_RES;
+            CHECK(!res || (ks[i].tmaps[2].operand == CG_TMAP_OUT && ks[i].tmaps[3].box_rows == 64 &&
+                           strstr(ks[i].generated, "#define KILN_WGMMA_RES_TMA 1") != NULL));
             CHECK((ks[i].ntmaps >= 2 && ks[i].ntmaps <= 5) && ks[i].param_size > ks[i].args_size && ks[i].fallback);
-            CHECK(ks[i].param_prefix == (qkv ? 640u : 384u));
+            CHECK(ks[i].param_prefix == (qkv || res ? 640u : 384u));
             CHECK(!qkv || (ks[i].tmaps[2].operand == CG_TMAP_Q && ks[i].tmaps[3].operand == CG_TMAP_K &&
                            ks[i].tmaps[2].box_rows == 64 && ks[i].tmaps[3].box_rows == 64));
             const bool epi = strstr(ks[i].generated, "kiln_qkv_turns") != NULL;

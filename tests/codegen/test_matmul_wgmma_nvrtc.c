@@ -51,6 +51,11 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 64, 128, 51, 1, 1, 6, 128, 1, 0, 1, 2},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 51, 1, 1, 8, 128, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 35, 1, 1, 10, 0, 1, 0, 1, 4},
+    /* the residual by TMA into the staging (bk 64): cooperative 128x256 (the 8B O and down), ping-pong
+     * 128x128, f16 */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 64, 0, 1, 4, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 64, 1, 1, 5, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_BIAS_RES, 128, 256, 64, 0, 1, 4, 64, 1, 0, 0, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

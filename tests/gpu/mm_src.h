@@ -128,7 +128,9 @@ typedef struct mm_cfg {
     /* matmul_wgmma keeps its decode-sized options in bk: bit 0 KILN_WGMMA_W_EARLY, bit 1
      * KILN_WGMMA_W_EVICT_FIRST, bit 2 KILN_WGMMA_EPI_EARLY (with the bias + residual epilogue: its
      * warm-up hook), bit 3 KILN_WGMMA_W_L2 at two rings of K steps, bit 4 KILN_WGMMA_EPI_EARLY 2
-     * (with the bias + residual epilogue: its preloading pair), bit 5 KILN_WGMMA_TAIL */
+     * (with the bias + residual epilogue: its preloading pair), bit 5 KILN_WGMMA_TAIL, bit 6
+     * KILN_WGMMA_RES_TMA (the bias + residual epilogue: the residual by TMA into the staging, its
+     * map after the output's; the preloading pair's kiln_epilogue_post adds it) */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
@@ -189,8 +191,9 @@ static inline size_t mm_gmma_smem(const mm_cfg *c, long long K)
 static inline long long mm_gmma_tiles(const mm_cfg *c, long long N) { return (N + 16 * c->cols - 1) / (16 * c->cols); }
 static inline size_t mm_smem_bytes(const mm_cfg *c)
 {
-    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_TOTAL + KWG_SMEM_RED */
+    if (c->kind == MM_KIND_WGMMA) /* matmul_wgmma.cuh KWG_SMEM_TOTAL + KWG_SMEM_RED + KWG_SMEM_RES */
         return (size_t)c->stages * (size_t)(c->bm + c->bn) * 64 * 2 + 1024 + (size_t)c->stages * 16 + 32 +
+               ((c->bk & 64) ? 16 : 0) +
                (size_t)(c->wm ? 2 : 1) * (size_t)c->bm * (size_t)c->cols * 2 +
                (c->ck > 1 ? (size_t)(c->ck - 1) * (size_t)(c->bm / 64) * 128 * (size_t)(c->bn / 8 + (c->norm ? 1 : 0)) * 16 + 32
                           : 0);
@@ -251,9 +254,9 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     if (c->kind == MM_KIND_WGMMA)
         nu_printf(&b,
                   "#define KILN_WGMMA_W_EARLY %d\n#define KILN_WGMMA_W_EVICT_FIRST %d\n#define KILN_WGMMA_EPI_EARLY %d\n"
-                  "#define KILN_WGMMA_W_L2 %d\n#define KILN_WGMMA_TAIL %d\n",
+                  "#define KILN_WGMMA_W_L2 %d\n#define KILN_WGMMA_TAIL %d\n#define KILN_WGMMA_RES_TMA %d\n",
                   c->bk & 1, (c->bk >> 1) & 1, (c->bk & 16) ? 2 : (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0,
-                  (c->bk >> 5) & 1);
+                  (c->bk >> 5) & 1, (c->bk >> 6) & 1);
     if (c->kind == MM_KIND_WGMMA && c->ck > 1) nu_printf(&b, "#define KILN_WGMMA_CLUSTER_K %d\n", c->ck);
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
@@ -282,7 +285,7 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
         nu_printf(&b, "%s", c->epi == MM_EPI_BIAS_RES ? mm_val_bias_res_text : mm_val_store_text);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 4) && !(c->bk & 16) && c->epi == MM_EPI_BIAS_RES)
         nu_printf(&b, "%s", mm_warm_bias_res_text);
-    if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 16) && c->epi == MM_EPI_BIAS_RES)
+    if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 80) && c->epi == MM_EPI_BIAS_RES)
         nu_printf(&b, "%s", mm_pre_bias_res_text);
     nu_printf(&b, "%s", tmpl);
     if (tmpl2) nu_printf(&b, "%s", tmpl2);

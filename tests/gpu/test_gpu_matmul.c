@@ -171,9 +171,10 @@ static const double CPU_REF_LIMIT = 3e7; /* multiply-adds; above: cuBLAS */
 static int g_maxsmem; /* the device's opt-in shared memory per block (gemv_mma's staged K slice) */
 static int g_small;   /* KILN_MM_SMALL=1: only the cases checked on the CPU (for compute-sanitizer) */
 
-/* matmul_wgmma.cuh's one kernel parameter (KilnTmaArgs). */
+/* matmul_wgmma.cuh's one kernel parameter (KilnTmaArgs): the maps of A, W and the output, with
+ * KILN_WGMMA_RES_TMA (mm_src.h: bk bit 6) two more (the residual's, one unused), then KilnArgs. */
 typedef struct wg_args {
-    rt_tmap a, w, o;
+    rt_tmap m[5];
     mm_args p;
 } wg_args;
 
@@ -208,20 +209,30 @@ static rt_status launch_cfg(const compiled *c, const mm_args *a, char *err, size
     wg_args w;
     rt_tmap_operand oa, ow, oo;
     memset(&w, 0, sizeof w);
-    w.p = *a;
+    const bool res = (cf->bk & 64) != 0;
     if (!wg_operands(cf, a, &oa, &ow, &oo)) {
         snprintf(err, n, "operands not describable by TMA");
         return RT_ERR_INVALID;
     }
-    rt_status s = rt_tmap_encode(&w.a, &oa, err, n);
-    if (s == RT_OK) s = rt_tmap_encode(&w.w, &ow, err, n);
-    if (s == RT_OK && cf->cols > 0) s = rt_tmap_encode(&w.o, &oo, err, n);
+    /* the residual: the output's geometry (mm_src.h's hooks read p.res + b * so + m * ldo + n) */
+    const rt_tmap_operand orr = {a->res, cf->dt == MM_F16, a->N, a->M, a->ldo, a->batch, a->so, 64};
+    if (res && !rt_tmap_describable(&orr)) {
+        snprintf(err, n, "the residual is not describable by TMA");
+        return RT_ERR_INVALID;
+    }
+    rt_status s = rt_tmap_encode(&w.m[0], &oa, err, n);
+    if (s == RT_OK) s = rt_tmap_encode(&w.m[1], &ow, err, n);
+    if (s == RT_OK && cf->cols > 0) s = rt_tmap_encode(&w.m[2], &oo, err, n);
+    if (s == RT_OK && res) s = rt_tmap_encode(&w.m[3], &orr, err, n);
     if (s != RT_OK) return s;
+    /* KilnArgs right after the maps: at +384, or +640 with the residual's */
+    const size_t at = (res ? 5 : 3) * sizeof(rt_tmap), psize = (at + sizeof *a + 63) / 64 * 64;
+    memcpy((unsigned char *)&w + at, a, sizeof *a);
     const long long units_m = ((a->M + cf->bm - 1) / cf->bm + cf->wn - 1) / cf->wn;
     const long long units = a->batch * units_m * ((a->N + cf->bn - 1) / cf->bn) * (cf->splitk > 1 ? cf->splitk : 1);
     /* split-K in a cluster: one cluster of ck CTAs along y per unit (resident: clusters) */
     rt_dim3 g = {(unsigned)(cf->wn * (units < c->resident ? units : c->resident)), cf->ck > 1 ? (unsigned)cf->ck : 1u, 1};
-    return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &w, sizeof w, err, n);
+    return rt_launch(&c->k, g, bl, mm_smem_bytes(cf), NULL, &w, psize, err, n);
 }
 
 static void run_case(const compiled *c, const mm_case *t, cublasHandle_t blas)
@@ -912,6 +923,13 @@ static const mm_cfg test_cfgs[] = {
     /* 84 */ GEMV_R(MM_F16, 1, MM_EPI_STORE, 8, 4, 1, 3, 0, 2),
     /* 85 */ GEMV_R(MM_BF16, 1, MM_EPI_BIAS_RES, 8, 1, 1, 0, 2, 4),
     /* 86 */ GEMV_R(MM_F32, 1, MM_EPI_STORE, 4, 1, 0, 5, 0, 3),
+    /* the residual by TMA into the staging (bit 6: KILN_WGMMA_RES_TMA; codegen's knob
+     * KILN_CG_WG_RES_TMA): the cooperative 128x256 tile of the 8B O and down (several tiles per
+     * CTA: round 0 asked for under the mainloop once the previous tile's stores have read the
+     * staging), ping-pong 128x128, f16 with four rounds of 64 columns */
+    /* 87 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 1, 64),
+    /* 88 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 1, 128, 1, 64),
+    /* 89 */ WGMMA_O(MM_F16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 64, 1, 64),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
