@@ -2071,9 +2071,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * a GELU epilogue stages 64 at a time (at 128 its kernel spills under the consumers' register cap) */
     if (wc.ec > (swiglu ? wc.bn / 2 : wc.bn)) wc.ec = swiglu ? wc.bn / 2 : wc.bn;
     if (heavy && wc.ec > 64) wc.ec = 64;
-    /* the QKV epilogue through shared memory: ping-pong 128x128, 5 stages (docs/MATMUL.md: its
-     * rotation runs under the other consumer's mainloop; cooperative tiles wait for it), one
-     * head staged at a time; skinny M keeps its 64-row tiles and split, one head staged */
+    /* the QKV epilogue through shared memory, one head staged at a time: ping-pong 128x128, 5
+     * stages, or the cooperative 128x256 tile (KILN_CG_WG_QKV_WIDE, below; docs/MATMUL.md: with
+     * the rotation per head it is the faster); skinny M keeps its 64-row tiles and split */
     if (qkv_ts && !h.gemv && !skinny) {
         wc = (wg_cfg){128, 128, 5, 1, 1, qt.hd, 1, 0, 0};
         /* KILN_CG_WG_QKV_WIDE: cooperative 128x256 (4 stages) where its tiles fill two waves, or,
