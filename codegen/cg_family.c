@@ -1741,7 +1741,6 @@ static bool qkv_tma_plan(cg_gen *gen, const qkv_seg *segs, int nseg, ir_dtype t,
     return q->node[0] && q->node[1]; /* the maps: q, then one or two caches */
 }
 
-
 /* The field of the one operand a TMA-store epilogue reads (KILN_WGMMA_RES_TMA), or -1: the value
  * hook's body (probed with its loads recorded) loads exactly twice, both from one pointer field of
  * the output's element type, at the output's own flattened index of columns n and n + 1, so that
@@ -2245,11 +2244,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* KILN_CG_WG_RES_TMA: at large M, one split, a residual read where the output is written comes by
      * TMA into the staging; the value hook becomes kiln_epilogue_post over the two values the
      * template reads there (pre[0] at column n, pre[1] at n + 1) */
-    const char *out_f = wgmma && wc.ts && !qkv ? cg_ptr(gen, outs[0], true) : NULL;
-    const int res_f = KILN_CG_WG_RES_TMA && out_f && !skinny && !swiglu && wc.split == 1 && wc.ck <= 1 && !epi_pre &&
-                              !epi_early
-                          ? res_tma_field(gen, &epi, out_f)
-                          : -1;
+    const bool res_ok = KILN_CG_WG_RES_TMA && wgmma && wc.ts && !qkv && !skinny && !swiglu && wc.split == 1 &&
+                        wc.ck <= 1 && !epi_pre && !epi_early;
+    const int res_f = res_ok ? res_tma_field(gen, &epi, cg_ptr(gen, outs[0], true)) : -1;
     if (res_f >= 0) {
         emit_mm_epilogue(gen, hooks, &epi, true, false, 1, 2);
         emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
