@@ -698,6 +698,7 @@ enum { WG_BK = 64, WG_THREADS = 384 };
 static int64_t wg_smem(const wg_cfg *c)
 {
     return (int64_t)c->stages * (c->bm + c->bn) * WG_BK * 2 + 1024 + c->stages * 16 + 32 +
+           (KILN_CG_WG_RES_TMA && c->ts ? 16 : 0) + /* the TMA residual's mbarriers, wherever it may apply */
            (c->ts ? (int64_t)(c->pp ? 2 : 1) * c->bm * c->ec * 2 : 0) +
            (c->ck > 1 ? (int64_t)(c->ck - 1) * (c->bm / 64) * 128 * (c->bn / 8 + (c->nrm ? 1 : 0)) * 16 + 32 : 0);
 }
@@ -2104,10 +2105,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         snprintf(ntxt, sizeof ntxt, hn ? "%lld" : "sym", (long long)nv);
         snprintf(ktxt, sizeof ktxt, hk ? "%lld" : "sym", (long long)kv);
         snprintf(btxt, sizeof btxt, hb ? "%lld" : "sym", (long long)bv);
-        gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d%s",
+        /* a build with the TMA residual (KILN_CG_WG_RES_TMA) times other kernels: its own problems */
+        gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d%s%s",
                                             ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
                                             qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0,
-                                            cg_lt_problem_suffix(gen, lt));
+                                            KILN_CG_WG_RES_TMA ? " res=tma" : "", cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
         gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL,
                                                qkv_ts ? qt.hd : 0, gen->target, gen->kern->tune_cands);
@@ -2337,7 +2339,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
          * memory), at most one per unit (batch row blocks x column blocks x
          * K slices) */
         L->block = WG_THREADS;
-        L->smem = wg_smem(&wc) + (res_f >= 0 ? 16 : 0); /* the TMA residual's two mbarriers */
+        L->smem = wg_smem(&wc);
         L->grid[0] = (cg_grid_dim){ir_dim_times(M, batch, &gen->dim_overflow), wc.bm, gen->target->sm_count,
                                    ir_dim_times(N, ir_dim_const(wc.split), &gen->dim_overflow), wc.bn};
         L->grid[1] = L->grid[2] = grid_dim(ir_dim_const(1), 1, 0);

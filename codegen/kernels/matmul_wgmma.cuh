@@ -221,8 +221,9 @@
 #ifndef KILN_WGMMA_RES_TMA
 #define KILN_WGMMA_RES_TMA 0
 #endif
-#if KILN_WGMMA_RES_TMA && (!KILN_WGMMA_TMA_STORE || KILN_SWIGLU || KILN_WGMMA_CLUSTER_K > 1 || KILN_SPLITK > 1)
-#error "matmul_wgmma.cuh: KILN_WGMMA_RES_TMA needs the TMA store, no SwiGLU, no split-K"
+#if KILN_WGMMA_RES_TMA && (!KILN_WGMMA_TMA_STORE || KILN_SWIGLU || KILN_WGMMA_QKV || KILN_WGMMA_CLUSTER_K > 1 || \
+                           KILN_SPLITK > 1 || (defined(KILN_CLUSTER_M) && KILN_CLUSTER_M > 1) || KILN_WGMMA_EPI_EARLY)
+#error "matmul_wgmma.cuh: KILN_WGMMA_RES_TMA needs the TMA store, no SwiGLU or QKV epilogue, no split-K or cluster, no early epilogue"
 #endif
 /* KILN_WGMMA_RES_TMA: one mbarrier per consumer (in the split-K exchange's slots, unused then) */
 #define KWG_SMEM_RES (KILN_WGMMA_RES_TMA ? 16 : 0)
