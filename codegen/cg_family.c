@@ -1743,28 +1743,34 @@ static bool qkv_tma_plan(cg_gen *gen, const qkv_seg *segs, int nseg, ir_dtype t,
 }
 
 /* The field of the one operand a TMA-store epilogue reads (KILN_WGMMA_RES_TMA), or -1: the value
- * hook's body (probed with its loads recorded) loads exactly twice, both from one pointer field of
- * the output's element type, at the output's own flattened index of columns n and n + 1, so that
- * a TMA box of that field with the output's geometry holds what the hook would load. */
-static int res_tma_field(cg_gen *gen, const mm_epi *e, const char *out_field)
+ * hook's body, emitted as kiln_epilogue_pre with its loads recorded, loads exactly twice, both from
+ * one pointer field of the output's element type, at the output's own flattened index of columns n
+ * and n + 1, so that a TMA box of that field with the output's geometry holds what the hook would
+ * load. Then that emission and kiln_epilogue_post (the values from pre[0], pre[1]) go to hooks. */
+static int res_tma_field(cg_gen *gen, cg_str *hooks, const mm_epi *e, const char *out_field)
 {
     if (e->swiglu || !out_field) return -1;
-    cg_str probe = {0};
-    const int nld = emit_mm_epilogue(gen, &probe, e, true, false, 1, 2);
-    const bool oom = probe.oom;
-    cg_str_free(&probe);
-    if (oom || nld != 2 || !gen->ld_out[0] || !gen->ld_out[1]) return -1;
-    for (int c = 0; c < 2; c++)
-        if (strcmp(gen->ld_field[c], gen->ld_field[0]) || strcmp(gen->ld_index[c], gen->ld_out[c])) return -1;
+    cg_str pre = {0};
+    const int nld = emit_mm_epilogue(gen, &pre, e, true, false, 1, 2);
     int fr = -1, fo = -1;
-    for (int i = 0; i < gen->nargs; i++) {
+    bool same = !pre.oom && nld == 2 && gen->ld_out[0] && gen->ld_out[1];
+    for (int c = 0; same && c < 2; c++)
+        same = !strcmp(gen->ld_field[c], gen->ld_field[0]) && !strcmp(gen->ld_index[c], gen->ld_out[c]);
+    for (int i = 0; same && i < gen->nargs; i++) {
         if (!strcmp(gen->args[i].field, gen->ld_field[0])) fr = i;
         if (!strcmp(gen->args[i].field, out_field)) fo = i;
     }
-    if (fr < 0 || fo < 0 || fr == fo) return -1;
-    const char *rt = gen->args[fr].ctype, *ot = gen->args[fo].ctype;
-    if (!strncmp(rt, "const ", 6)) rt += 6;
-    return strcmp(rt, ot) ? -1 : fr;
+    if (fr >= 0 && fo >= 0 && fr != fo) {
+        const char *rt = gen->args[fr].ctype;
+        if (!strncmp(rt, "const ", 6)) rt += 6;
+        if (strcmp(rt, gen->args[fo].ctype)) fr = -1;
+    } else fr = -1;
+    if (fr >= 0) {
+        cg_str_append(hooks, pre.s, pre.len);
+        emit_mm_epilogue(gen, hooks, e, true, false, 2, 0);
+    }
+    cg_str_free(&pre);
+    return fr;
 }
 
 /* The hooks of the QKV epilogue through shared memory (matmul_wgmma.cuh kwg_epilogue_qkv);
@@ -2248,11 +2254,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
      * template reads there (pre[0] at column n, pre[1] at n + 1) */
     const bool res_ok = KILN_CG_WG_RES_TMA && wgmma && wc.ts && !qkv && !skinny && !swiglu && wc.split == 1 &&
                         wc.ck <= 1 && !epi_pre && !epi_early;
-    const int res_f = res_ok ? res_tma_field(gen, &epi, cg_ptr(gen, outs[0], true)) : -1;
-    if (res_f >= 0) {
-        emit_mm_epilogue(gen, hooks, &epi, true, false, 1, 2);
-        emit_mm_epilogue(gen, hooks, &epi, true, false, 2, 0);
-    }
+    const int res_f = res_ok ? res_tma_field(gen, hooks, &epi, cg_ptr(gen, outs[0], true)) : -1;
     /* bit 7: the tile's end without a round trip to memory (KILN_WGMMA_TAIL) */
     const bool tail = wgmma && skinny && (KILN_CG_WG_DECODE & 128);
 

@@ -1456,6 +1456,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1, wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+        const unsigned stage = sC + (unsigned)(c * MW * 64 * EC * 2); // TS: this consumer's staging
+        (void)stage;
         float acc[MW][BN / 2];
 #if KILN_MATMUL_NORM
         float ss[MW][2] = {}; // the folded norm's sums of squares of this tile's rows
@@ -1560,8 +1562,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 if (kt == warm_at) { // the staging is free once the previous tile's stores have read it
                     if (wt == 0) {
                         if (pending) kwg_store_wait_read();
-                        kwg_res_issue<MW, BN, EC>(to + 1, sC + (unsigned)(c * MW * 64 * EC * 2), KWG_RES(c), b, rbase,
-                                                  nb, 0);
+                        kwg_res_issue<MW, BN, EC>(to + 1, stage, KWG_RES(c), b, rbase, nb, 0);
                     }
                     res0 = true;
                 }
@@ -1622,7 +1623,6 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
             const bool interior = rbase + MW * 64 <= M && (long long)(nb + 1) * BN <= N;
 #if KILN_WGMMA_TMA_STORE
             if (TS) {
-                const unsigned stage = sC + (unsigned)(c * MW * 64 * EC * 2);
 #if KILN_WGMMA_QKV
                 kwg_epilogue_qkv<MW, BN>(p, to, stage, c, rbase, nb, acc, M, pending, wpos, wg_turn);
 #else
