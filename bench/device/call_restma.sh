@@ -10,19 +10,25 @@
 #      the 1B and Qwen3 layers, B = 2 S = 300;
 #   3. kiln_sweep O+res and down+res at M = 2048, main against kiln_sweep_restma, two rounds;
 #   4. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_restma, two rounds.
-# Each step only while under LIMIT (500). Results in $OUT.
-DEFAULT_LIMIT=500
+# On an H200, bench/run.sh's rows come first (ROWS=0 skips them; CASES and VARIANTS as in
+# call_last.sh). Each step only while under LIMIT (540). Results in $OUT.
+DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
+if [ "${ROWS:-1}" = 1 ] && grep -q H200 "$OUT/gpu.txt"; then
+  bench_rows "${CASES:-8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode}" "${VARIANTS:-kiln,compile-graph}"
+fi
 V=build/variants
 L8=samples/llama3_8b_layer.kiln
 W='-D D=2048 -D H=16 -D KV=8 -D F=512'
 KILN_MM_FILTER=_o64 timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_o64.log" 2>&1
 echo "test_gpu_matmul _o64 rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_o64.log" | tail -1)" | tee -a "$OUT/times.txt"
 for tool in memcheck racecheck; do
-  KILN_MM_SMALL=1 KILN_MM_FILTER=_o64 timeout 120 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
-    > "$OUT/san_$tool.txt" 2>&1
-  echo "$tool _o64 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
+  ( KILN_MM_SMALL=1 KILN_MM_FILTER=_o64 timeout 120 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
+      > "$OUT/san_$tool.txt" 2>&1
+    echo "$tool _o64 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" ) \
+    | tee -a "$OUT/times.txt" &
 done
+wait
 {
   CHK_TIMEOUT=150 bchk $V/kiln_restma l8w $L8 $W --dims B=2,S=300,T=512 --pos=0 &
   CHK_TIMEOUT=200 bchk $V/kiln_restma l8full $L8 --dims B=1,S=130,T=256 --pos=0 &
