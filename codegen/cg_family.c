@@ -537,8 +537,8 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
 /* 1: at large M (not skinny), a TMA-store epilogue whose only loads are one operand of the
  * output's type read exactly where the output is written (a residual: the 8B layer's O and down)
  * gets it by TMA into the staging, a round ahead (matmul_wgmma.cuh KILN_WGMMA_RES_TMA), instead
- * of element loads at each tile's end. A build-time knob, off until it has run on a GPU. */
-#define KILN_CG_WG_RES_TMA 0
+ * of element loads at each tile's end; 0: the element loads (docs/MATMUL.md). A build-time knob. */
+#define KILN_CG_WG_RES_TMA 1
 #endif
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
@@ -2111,11 +2111,11 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         snprintf(ntxt, sizeof ntxt, hn ? "%lld" : "sym", (long long)nv);
         snprintf(ktxt, sizeof ktxt, hk ? "%lld" : "sym", (long long)kv);
         snprintf(btxt, sizeof btxt, hb ? "%lld" : "sym", (long long)bv);
-        /* a build with the TMA residual (KILN_CG_WG_RES_TMA) times other kernels: its own problems */
+        /* a build without the TMA residual (KILN_CG_WG_RES_TMA 0) times other kernels: its own problems */
         gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d%s%s",
                                             ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
                                             qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0,
-                                            KILN_CG_WG_RES_TMA ? " res=tma" : "", cg_lt_problem_suffix(gen, lt));
+                                            KILN_CG_WG_RES_TMA ? "" : " res=ldg", cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
         gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL,
                                                qkv_ts ? qt.hd : 0, gen->target, gen->kern->tune_cands);

@@ -56,7 +56,7 @@ static ir_graph *compile_sample(const char *path)
 
 static int nwgmma; /* kernels of the Hopper template, over all samples */
 /* ... of them with the QKV epilogue: through shared memory and TMA stores, or from registers */
-static int nqkv_tma, nqkv_regs;
+static int nqkv_tma, nqkv_regs, nres_tma;
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -126,6 +126,7 @@ static void emit_variant(const ir_graph *g, const char *sample, const int64_t *d
                       "%s: %s %s (N %lld)", sample, ks[i].name, ks[i].config ? ks[i].config : "-", (long long)wn);
             CHECK(qkv || !epi || (ks[i].config && !strncmp(ks[i].config, "wgmma 64x128 s8 ping-pong", 25)));
             nqkv_tma += qkv;
+            nres_tma += res;
             nqkv_regs += epi && !qkv;
             nwgmma++;
         }
@@ -253,6 +254,9 @@ int main(void)
          * partial rotary the register one */
         printf("QKV epilogues at prefill: %d through TMA stores, %d from registers\n", nqkv_tma, nqkv_regs);
         if (!getenv("KILN_TEST_SAMPLES")) CHECK(nqkv_tma >= 3 && nqkv_regs >= 1);
+        /* the residual by TMA (KILN_CG_WG_RES_TMA): at least the 8B, 1B and Qwen3 layers' O and down */
+        printf("residuals by TMA at prefill: %d\n", nres_tma);
+        if (!getenv("KILN_TEST_SAMPLES")) CHECK(nres_tma >= 6);
         free(which);
     }
     free(knames);
