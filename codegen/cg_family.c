@@ -540,6 +540,12 @@ static int gemv_minb(int64_t rows, ir_dtype t) { return rows <= 2 && t != IR_F32
  * of element loads at each tile's end; 0: the element loads (docs/MATMUL.md). A build-time knob. */
 #define KILN_CG_WG_RES_TMA 1
 #endif
+#ifndef KILN_CG_WG_RES_REGS
+/* 1: with the residual by TMA, the rounds after a tile's first take their residual from
+ * registers loaded under the mainloop (matmul_wgmma.cuh KILN_WGMMA_RES_REGS, where they fit) instead
+ * of a TMA load each behind the round before's store. A build-time knob, off until measured. */
+#define KILN_CG_WG_RES_REGS 0
+#endif
 #ifndef KILN_CG_GEMV_DEFER
 /* gemv.cuh's KILN_GEMV_DEFER: column blocks whose partial sums a CTA holds before one CTA-wide
  * reduction (0: a reduction after every block). A build-time knob for benchmarks. */
@@ -1766,6 +1772,13 @@ static int res_tma_field(cg_gen *gen, cg_str *hooks, const mm_epi *e, const char
         if (strcmp(rt, gen->args[fo].ctype)) fr = -1;
     } else fr = -1;
     if (fr >= 0) {
+        /* KILN_CG_WG_RES_REGS: the later rounds load the residual's pairs themselves, at the index
+         * proven above (column n; n + 1 follows it) */
+        if (KILN_CG_WG_RES_REGS)
+            cg_str_printf(hooks,
+                          "__device__ __forceinline__ const void *kiln_res_at(const KilnArgs &p, long long b, long long m, "
+                          "long long n)\n{\n    (void)b;\n    return p.%s + %s;\n}\n",
+                          gen->ld_field[0], gen->ld_index[0]);
         cg_str_append(hooks, pre.s, pre.len);
         emit_mm_epilogue(gen, hooks, e, true, false, 2, 0);
     }
@@ -2115,7 +2128,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->tune_problem = cg_printf(gen, "matmul_wgmma %s M=%s N=%s K=%s batch=%s out=%s swiglu=%d heavy=%d%s%s",
                                             ir_dtype_name(a->type.dtype), mtxt, ntxt, ktxt, btxt,
                                             qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0,
-                                            KILN_CG_WG_RES_TMA ? "" : " res=ldg", cg_lt_problem_suffix(gen, lt));
+                                            KILN_CG_WG_RES_TMA ? (KILN_CG_WG_RES_REGS ? " res=regs" : "") : " res=ldg", cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
         gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL,
                                                qkv_ts ? qt.hd : 0, gen->target, gen->kern->tune_cands);
@@ -2282,6 +2295,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
         if (res_f >= 0) define(plan, "KILN_WGMMA_RES_TMA", "1");
+        if (res_f >= 0 && KILN_CG_WG_RES_REGS) define(plan, "KILN_WGMMA_RES_REGS", "1");
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);

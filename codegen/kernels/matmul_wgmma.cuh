@@ -94,6 +94,12 @@
 //     its mbarrier, reads the pair at the place it will write its output pair, and the generated
 //     kiln_epilogue_post (KILN_EPI_NPRE 2: pre[0] at column n, pre[1] at n + 1) computes the
 //     values. No element load waits at the tile's end.
+//   KILN_WGMMA_RES_REGS 1 (with KILN_WGMMA_RES_TMA): the rounds after the first take their
+//     residual from registers instead (where they fit: at most 128 output columns of them per m64
+//     block, 32 registers), loaded by each consumer thread, as pairs in the output's type, at the
+//     K step round 0 is asked for (the generated kiln_res_at(p, b, m, n): the residual's address at
+//     the output's index). No later round then waits for a store to read the staging and a TMA
+//     load behind it.
 //   KILN_WGMMA_TAIL 1: the tile's end without a memory round trip or GPU-wide fence: the last
 //     TMA stores are waited for until they have read the staging only (their writes complete
 //     with the grid, as any store's), the cluster split's partial sums travel by st.async
@@ -224,6 +230,12 @@
 #if KILN_WGMMA_RES_TMA && (!KILN_WGMMA_TMA_STORE || KILN_SWIGLU || KILN_WGMMA_QKV || KILN_WGMMA_CLUSTER_K > 1 || \
                            KILN_SPLITK > 1 || (defined(KILN_CLUSTER_M) && KILN_CLUSTER_M > 1) || KILN_WGMMA_EPI_EARLY)
 #error "matmul_wgmma.cuh: KILN_WGMMA_RES_TMA needs the TMA store, no SwiGLU or QKV epilogue, no split-K or cluster, no early epilogue"
+#endif
+#ifndef KILN_WGMMA_RES_REGS
+#define KILN_WGMMA_RES_REGS 0
+#endif
+#if KILN_WGMMA_RES_REGS && !KILN_WGMMA_RES_TMA
+#error "matmul_wgmma.cuh: KILN_WGMMA_RES_REGS needs KILN_WGMMA_RES_TMA"
 #endif
 /* KILN_WGMMA_RES_TMA: one mbarrier per consumer (in the split-K exchange's slots, unused then) */
 #define KWG_SMEM_RES (KILN_WGMMA_RES_TMA ? 16 : 0)
@@ -608,6 +620,34 @@ __device__ __forceinline__ void kwg_pre_load(const KilnArgs &p, long long b, lon
             }
 }
 #endif
+// KILN_WGMMA_RES_REGS: the residual of a tile's rounds after the first (output columns EC..BN of
+// the tile), this thread's pairs (mi, column group g, h) as loaded, in the output's type; `on`
+// where they fit in 32 registers
+template <int MW, int BN, int EC> struct kwg_rr {
+    static constexpr bool on = KILN_WGMMA_RES_REGS && BN > EC && MW * (BN - EC) <= 128;
+    unsigned v[MW][on ? (BN - EC) / 8 : 1][2];
+};
+#if KILN_WGMMA_RES_REGS
+template <int MW, int BN, int EC>
+__device__ __forceinline__ void kwg_rr_load(const KilnArgs &p, long long b, long long rbase, int nb, long long M,
+                                            long long N, kwg_rr<MW, BN, EC> &rr)
+{
+    if constexpr (kwg_rr<MW, BN, EC>::on) {
+        const int wt = threadIdx.x & 127, warp = wt >> 5, lane = wt & 31;
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int g = 0; g < (BN - EC) / 8; g++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const long long m = rbase + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+                    const long long n = (long long)nb * BN + EC + g * 8 + (lane & 3) * 2;
+                    // a pair at an even column of rows whose width is a multiple of 8: 4-byte aligned
+                    rr.v[mi][g][h] = m < M && n < N ? *(const unsigned *)kiln_res_at(p, b, m, n) : 0u;
+                }
+    }
+}
+#endif
 #if KILN_WGMMA_TMA_STORE && !KILN_WGMMA_QKV
 // The epilogue through shared memory and TMA stores (KILN_WGMMA_TMA_STORE 1): the hook
 // kiln_epilogue_val returns the output values (KILN_SWIGLU: one, at column n / 2), the
@@ -637,12 +677,18 @@ template <bool CHECK, int MW, int BN, int EC>
 __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_tmap *to, unsigned stage, int c,
                                                  long long b, long long rbase, int nb, float (&acc)[MW][BN / 2],
                                                  long long M, long long N, bool &pending, const kwg_pre_regs<MW, BN> &pre,
-                                                 unsigned rbar, unsigned &rph, bool issued0)
+                                                 unsigned rbar, unsigned &rph, bool issued0, kwg_rr<MW, BN, EC> &rr)
 {
     (void)pre;
     (void)rbar;
     (void)rph;
     (void)issued0;
+    (void)rr;
+    constexpr bool RR = kwg_rr<MW, BN, EC>::on; // rounds after the first: the residual in registers
+    (void)RR;
+#if KILN_WGMMA_RES_REGS
+    if (RR && !issued0) kwg_rr_load<MW, BN, EC>(p, b, rbase, nb, M, N, rr);
+#endif
     constexpr int OBN = KILN_SWIGLU ? BN / 2 : BN; // output columns of a tile
     constexpr int CPJ = KILN_SWIGLU ? 4 : 8;       // output columns of 8 accumulator columns
     constexpr int NCH = EC / 64;                   // 64-column boxes per round
@@ -655,12 +701,14 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
     for (int r = 0; r < OBN / EC; r++) {
         if (pending && wt == 0) kwg_store_wait_read();
 #if KILN_WGMMA_RES_TMA
-        if (wt == 0 && (r > 0 || !issued0)) kwg_res_issue<MW, BN, EC>(to + 1, stage, rbar, b, rbase, nb, r);
+        if (wt == 0 && (r > 0 ? !RR : !issued0)) kwg_res_issue<MW, BN, EC>(to + 1, stage, rbar, b, rbase, nb, r);
 #endif
         kwg_wg_sync(1 + c);
 #if KILN_WGMMA_RES_TMA
-        kwg_bar_wait(rbar, rph);
-        rph ^= 1u;
+        if (r == 0 || !RR) {
+            kwg_bar_wait(rbar, rph);
+            rph ^= 1u;
+        }
 #endif
         // where pair (mi, column group jc + q of the round, h) lives in the staging: 64 x 64 boxes
         // in the 128-byte swizzle
@@ -691,7 +739,8 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
                         if (!CHECK || (m < M && n < N))
 #if KILN_WGMMA_RES_TMA
                         {
-                            const float2 rv = kwg_unpack2(kwg_lds32(at(mi, jc + q, h)));
+                            const float2 rv = RR && r > 0 ? kwg_unpack2(rr.v[mi][RR && r > 0 ? (r - 1) * (EC / CPJ) + jc + q : 0][h])
+                                                          : kwg_unpack2(kwg_lds32(at(mi, jc + q, h)));
                             const float res[2] = {rv.x, rv.y};
                             v[q][h] = kiln_epilogue_post(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
                                                          !CHECK || n + 1 < N, res);
@@ -1516,6 +1565,8 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #endif
             kwg_pre_regs<MW, BN> pre; // KILN_WGMMA_EPI_EARLY 2: the epilogue's loads
             (void)pre;
+            kwg_rr<MW, BN, TS ? EC : 64> rr; // KILN_WGMMA_RES_REGS: the later rounds' residual
+            (void)rr;
 #if KWG_PRE
             if (krank == 0) kwg_pre_load<MW, BN>(p, b, rbase, nb, M, N, pre);
 #endif
@@ -1564,6 +1615,9 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                         if (pending) kwg_store_wait_read();
                         kwg_res_issue<MW, BN, EC>(to + 1, stage, KWG_RES(c), b, rbase, nb, 0);
                     }
+#if KILN_WGMMA_RES_REGS
+                    kwg_rr_load<MW, BN, TS ? EC : 64>(p, b, rbase, nb, M, N, rr);
+#endif
                     res0 = true;
                 }
 #endif
@@ -1628,10 +1682,10 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
 #else
                 if (interior)
                     kwg_epilogue_tma<false, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre,
-                                                                  KWG_RES(c), rph, res0);
+                                                                  KWG_RES(c), rph, res0, rr);
                 else
                     kwg_epilogue_tma<true, MW, BN, TS ? EC : 64>(p, to, stage, c, b, rbase, nb, acc, M, N, pending, pre,
-                                                                 KWG_RES(c), rph, res0);
+                                                                 KWG_RES(c), rph, res0, rr);
 #endif
                 continue;
             }

@@ -56,6 +56,12 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 64, 0, 1, 4, 128, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 64, 1, 1, 5, 128, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_BIAS_RES, 128, 256, 64, 0, 1, 4, 64, 1, 0, 0, 0},
+    /* ... with the later rounds' residual in registers (bk 192): cooperative 128x256 (one round of
+     * 128 columns in registers) and 256x128 (two m64 blocks, 64 columns), f16 at 64 columns a round
+     * (three rounds: too many for the registers, so all by TMA) */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 192, 0, 1, 4, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 256, 128, 192, 0, 1, 4, 64, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_BIAS_RES, 128, 256, 192, 0, 1, 4, 64, 1, 0, 0, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

@@ -103,6 +103,12 @@ static const char mm_pre_bias_res_text[] =
     "    if (has1) v1 += kiln_ld(p.bias + n + 1) + pre[1];\n"
     "    return make_float2(v0, v1);\n"
     "}\n";
+/* ... and the residual's address at the output's index (matmul_wgmma.cuh KILN_WGMMA_RES_REGS) */
+static const char mm_res_at_text[] =
+    "__device__ __forceinline__ const void *kiln_res_at(const KilnArgs &p, long long b, long long m, long long n)\n"
+    "{\n"
+    "    return p.res + (b * p.so + m * p.ldo + n);\n"
+    "}\n";
 static const char mm_epi_bias_res_text[] =
     "__device__ __forceinline__ void kiln_epilogue2(const KilnArgs &p, long long b, long long m,\n"
     "                                               long long n, float v0, float v1, bool has1)\n"
@@ -130,7 +136,8 @@ typedef struct mm_cfg {
      * warm-up hook), bit 3 KILN_WGMMA_W_L2 at two rings of K steps, bit 4 KILN_WGMMA_EPI_EARLY 2
      * (with the bias + residual epilogue: its preloading pair), bit 5 KILN_WGMMA_TAIL, bit 6
      * KILN_WGMMA_RES_TMA (the bias + residual epilogue: the residual by TMA into the staging, its
-     * map after the output's; the preloading pair's kiln_epilogue_post adds it) */
+     * map after the output's; the preloading pair's kiln_epilogue_post adds it), bit 7
+     * KILN_WGMMA_RES_REGS (with bit 6: the later rounds' residual in registers, through kiln_res_at) */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
@@ -254,9 +261,10 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
     if (c->kind == MM_KIND_WGMMA)
         nu_printf(&b,
                   "#define KILN_WGMMA_W_EARLY %d\n#define KILN_WGMMA_W_EVICT_FIRST %d\n#define KILN_WGMMA_EPI_EARLY %d\n"
-                  "#define KILN_WGMMA_W_L2 %d\n#define KILN_WGMMA_TAIL %d\n#define KILN_WGMMA_RES_TMA %d\n",
+                  "#define KILN_WGMMA_W_L2 %d\n#define KILN_WGMMA_TAIL %d\n#define KILN_WGMMA_RES_TMA %d\n"
+                  "#define KILN_WGMMA_RES_REGS %d\n",
                   c->bk & 1, (c->bk >> 1) & 1, (c->bk & 16) ? 2 : (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0,
-                  (c->bk >> 5) & 1, (c->bk >> 6) & 1);
+                  (c->bk >> 5) & 1, (c->bk >> 6) & 1, (c->bk >> 7) & 1);
     if (c->kind == MM_KIND_WGMMA && c->ck > 1) nu_printf(&b, "#define KILN_WGMMA_CLUSTER_K %d\n", c->ck);
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)
@@ -287,6 +295,7 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
         nu_printf(&b, "%s", mm_warm_bias_res_text);
     if (c->kind == MM_KIND_WGMMA && c->cols > 0 && (c->bk & 80) && c->epi == MM_EPI_BIAS_RES)
         nu_printf(&b, "%s", mm_pre_bias_res_text);
+    if (c->kind == MM_KIND_WGMMA && (c->bk & 128)) nu_printf(&b, "%s", mm_res_at_text);
     nu_printf(&b, "%s", tmpl);
     if (tmpl2) nu_printf(&b, "%s", tmpl2);
     free(common);
