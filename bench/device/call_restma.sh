@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # bench/device/call_restma.sh — the first GPU run of the residual by TMA (matmul_wgmma.cuh
-# KILN_WGMMA_RES_TMA; codegen knob KILN_CG_WG_RES_TMA, off on main), one call over the slim build
+# KILN_WGMMA_RES_TMA; codegen knob KILN_CG_WG_RES_TMA, off on main then, on since 2026-12-07; its
+# results: bench/device/results/restma_h200_2026-12-07.txt), one call over the slim build
 # (carry build-gpu, with build-gpu/variants/kiln_restma and kiln_sweep_restma from
 # `bash bench/attn/push_variants.sh build restma "-DKILN_CG_WG_RES_TMA=1"`, copied and stripped):
-#   1. test_gpu_matmul's configurations with it (KILN_MM_FILTER=_o64: the cooperative 128x256 tile,
-#      ping-pong 128x128, f16), then under compute-sanitizer memcheck and racecheck (the small cases);
-#   2. `kiln run --check` of the variant where codegen applies it: the 8B layer at D = 2048 (O and
-#      down on ping-pong 128x128; partial row tiles), at full width at S = 130 (cooperative 128x256),
-#      the 1B and Qwen3 layers, B = 2 S = 300;
-#   3. kiln_sweep O+res and down+res at M = 2048, main against kiln_sweep_restma, two rounds;
-#   4. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_restma, two rounds.
+#   1. side by side (common.sh epi_checks): test_gpu_matmul's configurations with it
+#      (KILN_MM_FILTER=_o64: the cooperative 128x256 tile, ping-pong 128x128, f16), the same under
+#      compute-sanitizer memcheck and racecheck, and `kiln run --check` of the variant;
+#   2. kiln_sweep O+res and down+res at M = 2048, main against kiln_sweep_restma, two rounds;
+#   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_restma, two rounds.
 # On an H200, bench/run.sh's rows come first (ROWS=0 skips them; CASES and VARIANTS as in
 # call_last.sh). Each step only while under LIMIT (540). Results in $OUT.
 DEFAULT_LIMIT=540
@@ -18,25 +17,7 @@ if [ "${ROWS:-1}" = 1 ] && grep -q H200 "$OUT/gpu.txt"; then
   bench_rows "${CASES:-8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode}" "${VARIANTS:-kiln,compile-graph}"
 fi
 V=build/variants
-L8=samples/llama3_8b_layer.kiln
-W='-D D=2048 -D H=16 -D KV=8 -D F=512'
-KILN_MM_FILTER=_o64 timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_o64.log" 2>&1
-echo "test_gpu_matmul _o64 rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_o64.log" | tail -1)" | tee -a "$OUT/times.txt"
-for tool in memcheck racecheck; do
-  ( KILN_MM_SMALL=1 KILN_MM_FILTER=_o64 timeout 120 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
-      > "$OUT/san_$tool.txt" 2>&1
-    echo "$tool _o64 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" ) \
-    | tee -a "$OUT/times.txt" &
-done
-wait
-{
-  CHK_TIMEOUT=150 bchk $V/kiln_restma l8w $L8 $W --dims B=2,S=300,T=512 --pos=0 &
-  CHK_TIMEOUT=200 bchk $V/kiln_restma l8full $L8 --dims B=1,S=130,T=256 --pos=0 &
-  CHK_TIMEOUT=150 bchk $V/kiln_restma l1 samples/llama3_1b_layer.kiln -D D=256 -D H=4 -D KV=1 -D F=512 --dims B=8,S=220,T=256 --pos=0 &
-  CHK_TIMEOUT=150 bchk $V/kiln_restma q3w samples/qwen3_8b_layer.kiln $W --dims B=2,S=300,T=512 --pos=0 &
-  wait
-} 2>&1 | sed 's/^/  /' | tee -a "$OUT/checks.txt"
-echo "checks done $(el) s" | tee -a "$OUT/times.txt"
+epi_checks _o64 $V/kiln_restma
 KILN_SWEEP_M=2048 sweeps sweep.txt O+res,down+res build/bench/kiln_sweep $V/kiln_sweep_restma
 prefill8b build/kiln $V/kiln_restma
 grep -E "^== |_k[36]_matmul" "$OUT/profiles.txt" | cut -c1-150

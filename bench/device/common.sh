@@ -87,3 +87,29 @@ prefill8b() {
   done
   sort "$OUT/table.txt"
 }
+# epi_checks FILTER BIN: a matmul epilogue variant's correctness steps side by side (none timed):
+# test_gpu_matmul's configurations named by FILTER (KILN_MM_FILTER), the same under memcheck and
+# racecheck (KILN_MM_SMALL), and `BIN run --check` where codegen applies an O / down epilogue: the 8B
+# layer at D = 2048 (ping-pong 128x128, partial row tiles) and at full width at S = 130 (cooperative
+# 128x256), the 1B and Qwen3 layers; lines to $OUT/times.txt and $OUT/checks.txt
+epi_checks() {
+  local f=$1 b=$2 tool
+  local L8=samples/llama3_8b_layer.kiln W='-D D=2048 -D H=16 -D KV=8 -D F=512'
+  ( KILN_MM_FILTER=$f timeout 170 build/tests/gpu/test_gpu_matmul > "$OUT/mm$f.log" 2>&1
+    echo "test_gpu_matmul $f rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm$f.log" | tail -1)" ) | tee -a "$OUT/times.txt" &
+  for tool in memcheck racecheck; do
+    ( KILN_MM_SMALL=1 KILN_MM_FILTER=$f timeout 150 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
+        > "$OUT/san_$tool.txt" 2>&1
+      echo "$tool $f rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" ) \
+      | tee -a "$OUT/times.txt" &
+  done
+  {
+    CHK_TIMEOUT=150 bchk "$b" l8w $L8 $W --dims B=2,S=300,T=512 --pos=0 &
+    CHK_TIMEOUT=200 bchk "$b" l8full $L8 --dims B=1,S=130,T=256 --pos=0 &
+    CHK_TIMEOUT=150 bchk "$b" l1 samples/llama3_1b_layer.kiln -D D=256 -D H=4 -D KV=1 -D F=512 --dims B=8,S=220,T=256 --pos=0 &
+    CHK_TIMEOUT=150 bchk "$b" q3w samples/qwen3_8b_layer.kiln $W --dims B=2,S=300,T=512 --pos=0 &
+    wait
+  } 2>&1 | sed 's/^/  /' | tee -a "$OUT/checks.txt"
+  wait
+  echo "checks done $(el) s" | tee -a "$OUT/times.txt"
+}
