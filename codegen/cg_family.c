@@ -2301,6 +2301,12 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);
         if (wc.ck > 1) gen->kern->config = cg_printf(gen, "%s split-k %d in a cluster", gen->kern->config, wc.ck);
         if (norm) gen->kern->config = cg_printf(gen, "%s, rmsnorm of its input", gen->kern->config);
+        if (res_f >= 0) { /* KILN_WGMMA_RES_REGS applies where matmul_wgmma.cuh's kwg_rr is on */
+            const int mw = wc.pp ? wc.bm / 64 : wc.bm / 128;
+            const bool rr = KILN_CG_WG_RES_REGS && wc.bn > wc.ec && mw * (wc.bn - wc.ec) <= 128;
+            gen->kern->config = cg_printf(gen, "%s, residual by TMA%s", gen->kern->config,
+                                          rr ? " (later rounds from registers)" : "");
+        }
         if (gen->kern->tuned) gen->kern->config = cg_printf(gen, "%s (autotuned)", gen->kern->config);
         if (lt->chosen) { /* what runs: cuBLASLt (the template's configuration is the heuristic's, unlaunched) */
             char e[64];

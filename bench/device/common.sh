@@ -89,9 +89,11 @@ prefill8b() {
 }
 # epi_checks FILTER BIN: a matmul epilogue variant's correctness steps side by side (none timed):
 # test_gpu_matmul's configurations named by FILTER (KILN_MM_FILTER), the same under memcheck and
-# racecheck (KILN_MM_SMALL), and `BIN run --check` where codegen applies an O / down epilogue: the 8B
+# racecheck (KILN_MM_SMALL), and `BIN run --check` of layers with an O / down epilogue: the 8B
 # layer at D = 2048 (ping-pong 128x128, partial row tiles) and at full width at S = 130 (cooperative
-# 128x256), the 1B and Qwen3 layers; lines to $OUT/times.txt and $OUT/checks.txt
+# 128x256: the only one of the four with a second round of 128 columns, so the only one where the
+# registers of KILN_WGMMA_RES_REGS take part; one tile per CTA there), the 1B and Qwen3 layers;
+# lines to $OUT/times.txt and $OUT/checks.txt
 epi_checks() {
   local f=$1 b=$2 tool
   local L8=samples/llama3_8b_layer.kiln W='-D D=2048 -D H=16 -D KV=8 -D F=512'

@@ -95,8 +95,9 @@
 //     kiln_epilogue_post (KILN_EPI_NPRE 2: pre[0] at column n, pre[1] at n + 1) computes the
 //     values. No element load waits at the tile's end.
 //   KILN_WGMMA_RES_REGS 1 (with KILN_WGMMA_RES_TMA): the rounds after the first take their
-//     residual from registers instead (where they fit: at most 128 output columns of them per m64
-//     block, 32 registers), loaded by each consumer thread, as pairs in the output's type, at the
+//     residual from registers instead (where they fit: MW m64 blocks times the later rounds'
+//     columns at most 128, 32 registers a thread), loaded by each consumer thread, as pairs in the
+//     output's type, at the
 //     K step round 0 is asked for (the generated kiln_res_at(p, b, m, n): the residual's address at
 //     the output's index). No later round then waits for a store to read the staging and a TMA
 //     load behind it.
@@ -623,7 +624,7 @@ __device__ __forceinline__ void kwg_pre_load(const KilnArgs &p, long long b, lon
 // KILN_WGMMA_RES_REGS: the residual of a tile's rounds after the first (output columns EC..BN of
 // the tile), this thread's pairs (mi, column group g, h) as loaded, in the output's type; `on`
 // where they fit in 32 registers
-template <int MW, int BN, int EC> struct kwg_rr {
+template <int MW, int BN, int EC> struct kwg_rr { // BN: output columns too (no SwiGLU with RES_TMA)
     static constexpr bool on = KILN_WGMMA_RES_REGS && BN > EC && MW * (BN - EC) <= 128;
     unsigned v[MW][on ? (BN - EC) / 8 : 1][2];
 };
@@ -715,9 +716,9 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
         auto at = [&](int mi, int jq, int h) {
             const int oc = jq * CPJ + (lane & 3) * (KILN_SWIGLU ? 1 : 2); // output column in the round
             const unsigned byte = (unsigned)(oc & 63) * 2u;
-            const int rr = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
-            return stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + rr * 128) +
-                   ((((byte >> 4) ^ (unsigned)(rr & 7)) << 4) | (byte & 15u));
+            const int row = warp * 16 + (lane >> 2) + h * 8; // row in the m64 block
+            return stage + (unsigned)((mi * NCH + (oc >> 6)) * 8192 + row * 128) +
+                   ((((byte >> 4) ^ (unsigned)(row & 7)) << 4) | (byte & 15u));
         };
         (void)at;
 #pragma unroll

@@ -62,6 +62,9 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 256, 192, 0, 1, 4, 128, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 256, 128, 192, 0, 1, 4, 64, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_BIAS_RES, 128, 256, 192, 0, 1, 4, 64, 1, 0, 0, 0},
+    /* ... ping-pong 128x128 at 64 columns a round (two m64 blocks, one later round: a GELU-type
+     * epilogue's staging) */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 192, 1, 1, 5, 64, 1, 0, 0, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 
@@ -100,6 +103,34 @@ static int sass_hgmma(const rt_blob *code)
     }
     unlink(path);
     return count;
+}
+
+/* KILN_WGMMA_RES_REGS (bk bit 7) is on where matmul_wgmma.cuh's kwg_rr says: later rounds whose
+ * columns, times the consumer's m64 blocks, are at most 128 */
+static int rr_expected(const mm_cfg *c)
+{
+    const int mw = c->wm ? c->bm / 64 : c->bm / 128;
+    return (c->bk & 128) && c->cols > 0 && c->bn > c->cols && mw * (c->bn - c->cols) <= 128;
+}
+
+/* Whether the PTX of c differs from that of the same configuration without bit 7 (both under the
+ * kernel name `name`); -1 when either does not compile */
+static int rr_changes_ptx(const mm_cfg *c, const char *name, const rt_blob *with)
+{
+    mm_cfg twin = *c;
+    twin.bk &= ~128;
+    char *src = mm_source(&twin, name);
+    if (!src) return -1;
+    rt_compile_opts o = {0};
+    o.arch = "sm_90a";
+    rt_compile_result r;
+    const char *const nm[1] = {name};
+    const char *const sr[1] = {src};
+    rt_nvrtc_compile_many(1, nm, sr, &o, RT_TARGET_PTX, &r, 0, NULL, NULL);
+    const int d = r.status != RT_OK ? -1 : r.code.size != with->size || memcmp(r.code.data, with->data, with->size) != 0;
+    rt_compile_result_free(&r);
+    free(src);
+    return d;
 }
 
 int main(void)
@@ -148,6 +179,11 @@ int main(void)
             if (cfgs[i].cols > 0)
                 CHECK_MSG(has_bytes(p->code.data, p->code.size, "cp.async.bulk.tensor.3d.global.shared::cta"),
                           "%s: no TMA store in PTX", name);
+            /* bit 7 changes the kernel exactly where the registers take the later rounds */
+            if (cfgs[i].bk & 128)
+                CHECK_MSG(rr_changes_ptx(&cfgs[i], names[i], &p->code) == rr_expected(&cfgs[i]),
+                          "%s: KILN_WGMMA_RES_REGS %s the PTX", name,
+                          rr_expected(&cfgs[i]) ? "does not change" : "changes");
             const int hg = sass_hgmma(&c->code);
             if (hg < 0) printf("note %s: cuobjdump did not run here; SASS not checked\n", name);
             else CHECK_MSG(hg > 0, "%s: no HGMMA in the cubin's SASS", name);

@@ -932,10 +932,13 @@ static const mm_cfg test_cfgs[] = {
     /* 89 */ WGMMA_O(MM_F16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 64, 1, 64),
     /* ... with the later rounds' residual in registers (bit 7: KILN_WGMMA_RES_REGS; codegen's knob
      * KILN_CG_WG_RES_REGS): cooperative 128x256 (round 1 of 128 columns), 256x128 (two m64
-     * blocks, round 1 of 64 columns), f16 at 64 columns a round (three later rounds: by TMA) */
+     * blocks, round 1 of 64 columns), f16 at 64 columns a round (three later rounds: by TMA;
+     * test_matmul_wgmma_nvrtc checks which configurations the registers change) */
     /* 90 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 1, 192),
     /* 91 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 256, 128, 4, 0, 64, 1, 192),
     /* 92 */ WGMMA_O(MM_F16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 64, 1, 192),
+    /* ... ping-pong 128x128 at 64 columns a round (two m64 blocks, round 1 in registers) */
+    /* 93 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 1, 64, 1, 192),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
