@@ -14,9 +14,7 @@
 # Each step only while under LIMIT (540). Results in $OUT.
 DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
-if [ "${ROWS:-1}" = 1 ] && grep -q H200 "$OUT/gpu.txt"; then
-  bench_rows "${CASES:-8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode}" "${VARIANTS:-kiln,compile-graph}"
-fi
+rows_on_h200
 V=build/variants
 epi_checks _o192 $V/kiln_resregs
 KILN_SWEEP_M=2048 sweeps sweep.txt O+res,down+res build/bench/kiln_sweep $V/kiln_sweep_resregs

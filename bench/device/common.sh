@@ -115,3 +115,9 @@ epi_checks() {
   wait
   echo "checks done $(el) s" | tee -a "$OUT/times.txt"
 }
+# rows_on_h200: on an H200, bench/run.sh's rows (CASES, default the two 8B prefill rows, 1B and 8B
+# decode; VARIANTS, default kiln,compile-graph) before a call's other steps; ROWS=0 skips them
+rows_on_h200() {
+  [ "${ROWS:-1}" = 1 ] && grep -q H200 "$OUT/gpu.txt" || return 0
+  bench_rows "${CASES:-8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode}" "${VARIANTS:-kiln,compile-graph}"
+}
