@@ -30,7 +30,8 @@
  *     without a fallback (counter tma_fallbacks 0) and
  *     matches the interpreter; with wo rebound at a pointer 2 bytes off
  *     16-byte alignment its projection falls back (counted) and still
- *     matches. */
+ *     matches; so does the O projection with the input x (its residual,
+ *     read by TMA) 2 bytes off. */
 #include "api_util.h"
 
 #include <cuda_runtime_api.h>
@@ -707,9 +708,35 @@ static void test_hopper(kiln_context *ctx)
             expect(c2.tma_fallbacks == c1.tma_fallbacks, "8B (shrunk): a fallback after wo was aligned again");
         }
     }
+    /* the input x 2 bytes off alignment: x is the O projection's residual, which comes by TMA where
+     * TMA can describe it (KILN_CG_WG_RES_TMA): the O kernel falls back to mma.sync (the row kernel
+     * reading x takes its unaligned path), and the result still matches */
+    int xi = -1;
+    for (int i = 0; i < b.g0->nparams && i < 32; i++)
+        if (!strcmp(b.g0->params[i]->name, "x") && b.g0->params[i]->op == IR_OP_INPUT) xi = i;
+    void *rawx = NULL;
+    run_io io;
+    io_make(&b, &io, 2, 12, p12);
+    if (expect(xi >= 0 && io.in_d[xi], "8B (shrunk): input x")) {
+        const size_t xb = type_bytes(&b.g0->params[xi]->type, io.dims, NULL, NULL);
+        if (COK(cudaMalloc(&rawx, xb + 16)) &&
+            COK(cudaMemcpy((char *)rawx + 2, io.in_d[xi], xb, cudaMemcpyDeviceToDevice))) {
+            void *own = io.in_d[xi];
+            io.in_d[xi] = (char *)rawx + 2;
+            kiln_counters x0, x1;
+            kiln_model_counters(b.m, &x0);
+            if (io_run(&b, b.m, &io, NULL)) io_check(&b, &io, "8B (shrunk) B=2 S=12, x (the residual) not 16-byte aligned");
+            kiln_model_counters(b.m, &x1);
+            expect(x1.tma_fallbacks > x0.tma_fallbacks,
+                   "8B (shrunk): the residual x 2 bytes off alignment, yet no fallback was recorded");
+            io.in_d[xi] = own;
+        }
+    }
+    io_free(&io);
     kiln_model_sync(b.m);
     bench_free(&b);
     if (raw) cudaFree(raw);
+    if (rawx) cudaFree(rawx);
 }
 
 static void test_threads(void)
