@@ -2295,7 +2295,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         else if (epi_early) define(plan, "KILN_WGMMA_EPI_EARLY", "1");
         if (tail) define(plan, "KILN_WGMMA_TAIL", "1");
         if (res_f >= 0) define(plan, "KILN_WGMMA_RES_TMA", "1");
-        if (res_f >= 0 && KILN_CG_WG_RES_REGS) define(plan, "KILN_WGMMA_RES_REGS", "1");
+        if (res_f >= 0 && KILN_CG_WG_RES_REGS) define(plan, "KILN_WGMMA_RES_REGS", "1"); /* the template says where */
         gen->kern->config = cg_printf(gen, "wgmma %dx%d s%d%s%s", wc.bm, wc.bn, wc.stages, wc.pp ? " ping-pong" : "",
                                       wc.ts ? " tma-store" : "");
         if (wc.split > 1) gen->kern->config = cg_printf(gen, "%s split-k %d", gen->kern->config, wc.split);

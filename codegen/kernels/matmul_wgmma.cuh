@@ -97,10 +97,9 @@
 //   KILN_WGMMA_RES_REGS 1 (with KILN_WGMMA_RES_TMA): the rounds after the first take their
 //     residual from registers instead (where they fit: MW m64 blocks times the later rounds'
 //     columns at most 128, 32 registers a thread), loaded by each consumer thread, as pairs in the
-//     output's type, at the
-//     K step round 0 is asked for (the generated kiln_res_at(p, b, m, n): the residual's address at
-//     the output's index). No later round then waits for a store to read the staging and a TMA
-//     load behind it.
+//     output's type, at the K step round 0 is asked for (the generated kiln_res_at(p, b, m, n): the
+//     residual's address at the output's index). No later round then waits for a store to read the
+//     staging and a TMA load behind it.
 //   KILN_WGMMA_TAIL 1: the tile's end without a memory round trip or GPU-wide fence: the last
 //     TMA stores are waited for until they have read the staging only (their writes complete
 //     with the grid, as any store's), the cluster split's partial sums travel by st.async
@@ -740,8 +739,8 @@ __device__ __forceinline__ void kwg_epilogue_tma(const KilnArgs &p, const kiln_t
                         if (!CHECK || (m < M && n < N))
 #if KILN_WGMMA_RES_TMA
                         {
-                            const float2 rv = RR && r > 0 ? kwg_unpack2(rr.v[mi][RR && r > 0 ? (r - 1) * (EC / CPJ) + jc + q : 0][h])
-                                                          : kwg_unpack2(kwg_lds32(at(mi, jc + q, h)));
+                            const int g = RR && r > 0 ? (r - 1) * (EC / CPJ) + jc + q : -1; // its register group
+                            const float2 rv = kwg_unpack2(g >= 0 ? rr.v[mi][g][h] : kwg_lds32(at(mi, jc + q, h)));
                             const float res[2] = {rv.x, rv.y};
                             v[q][h] = kiln_epilogue_post(p, b, m, n, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
                                                          !CHECK || n + 1 < N, res);
