@@ -21,10 +21,5 @@ for m in 2048 16384; do
   echo "kiln_sweep M=$m rc=$? $(el) s" | tee -a "$OUT/times.txt"
   grep -E "SUMMARY" "$OUT/sweep_$m.txt"
 done
-if left; then
-  (cd build && timeout $((LIMIT - $(el))) ctest -L gpu -E test_gpu_matmul --output-on-failure -j4 > "$OUT/ctest_gpu.log" 2>&1
-   echo "ctest rc=$?" >> "$OUT/ctest_gpu.log")
-  echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1) $(tail -1 "$OUT/ctest_gpu.log")" | tee -a "$OUT/times.txt"
-  grep -E "\*\*\*|Failed" "$OUT/ctest_gpu.log" | head -20
-fi
+gpu_ctest
 cat "$OUT/times.txt"

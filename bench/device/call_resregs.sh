@@ -10,9 +10,11 @@
 #      with TMA), the same under compute-sanitizer memcheck and racecheck (the small cases), and
 #      `kiln run --check` of the variant where codegen applies it;
 #   2. kiln_sweep O+res and down+res at M = 2048 and 16384, main against kiln_sweep_resregs, two rounds;
-#   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_resregs, two rounds.
-# Each step only while under LIMIT (540). Results in $OUT.
-DEFAULT_LIMIT=540
+#   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_resregs, two rounds;
+#   4. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
+#      gpu_ctest) in the time left.
+# Each step only while under LIMIT (560). Results in $OUT.
+DEFAULT_LIMIT=560
 . "$(dirname "$0")/common.sh"
 rows_on_h200
 V=build/variants
@@ -21,4 +23,8 @@ KILN_SWEEP_M=2048 sweeps sweep.txt O+res,down+res build/bench/kiln_sweep $V/kiln
 KILN_SWEEP_M=16384 sweeps sweep16k.txt O+res,down+res build/bench/kiln_sweep $V/kiln_sweep_resregs
 prefill8b build/kiln $V/kiln_resregs
 grep -E "^== |_k[36]_matmul" "$OUT/profiles.txt" | cut -c1-150
+prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
+prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
+grep -E "^== kiln [18]b-dec|attention|^layer|^bubbles" "$OUT/profiles.txt" | tail -12 | cut -c1-160
+gpu_ctest
 cat "$OUT/times.txt"
