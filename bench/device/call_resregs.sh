@@ -13,9 +13,12 @@
 #   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_resregs, two rounds;
 #   4. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
 #      gpu_ctest) in the time left.
+# The clocks and power every 100 ms beside it all (common.sh clocks_bg): whether the prefill layer's
+# attention runs slower than alone because the clock falls under the matmuls' power draw.
 # Each step only while under LIMIT (560). Results in $OUT.
 DEFAULT_LIMIT=560
 . "$(dirname "$0")/common.sh"
+clocks_bg
 rows_on_h200
 V=build/variants
 epi_checks _o192 $V/kiln_resregs

@@ -16,6 +16,7 @@ left() { [ "$(el)" -lt "$LIMIT" ]; }
 # At most 8 files come back from $OUT: on exit, more than that are packed into $OUT/all.tgz (by
 # the outermost script only, when one of these scripts runs another).
 pack_out() {
+  [ -z "${CLOCKS_PID:-}" ] || kill "$CLOCKS_PID" 2>/dev/null
   [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] || return 0
   tar czf /tmp/kiln_out_all.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/kiln_out_all.tgz "$OUT/all.tgz"
 }
@@ -129,4 +130,14 @@ gpu_ctest() {
    echo "ctest rc=$?" >> "$OUT/ctest_gpu.log")
   echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1) $(tail -1 "$OUT/ctest_gpu.log")" | tee -a "$OUT/times.txt"
   grep -E "\*\*\*|Failed" "$OUT/ctest_gpu.log" | head -20
+}
+# clocks_bg: the SM and memory clocks, power, temperature and throttle reasons every 100 ms until the
+# call ends, to $OUT/clocks.csv (nvidia-smi's timestamps; times.txt's "N s" stamps count from t0)
+clocks_bg() {
+  echo "clocks from t0 = $(date '+%Y/%m/%d %H:%M:%S')" > "$OUT/clocks.csv"
+  local r=clocks_event_reasons.active
+  nvidia-smi --query-gpu=$r --format=csv,noheader > /dev/null 2>&1 || r=clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$r \
+    --format=csv,noheader -lms 100 >> "$OUT/clocks.csv" 2>&1 &
+  CLOCKS_PID=$!
 }
