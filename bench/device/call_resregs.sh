@@ -11,7 +11,9 @@
 #      `kiln run --check` of the variant where codegen applies it;
 #   2. kiln_sweep O+res and down+res at M = 2048 and 16384, main against kiln_sweep_resregs, two rounds;
 #   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_resregs, two rounds;
-#   4. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
+#   4. the 8B layer's prefill attention alone (bench/attn/attn_only_8b.kiln, the same kernel: is it
+#      slower inside the layer?), two rounds;
+#   5. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
 #      gpu_ctest) in the time left.
 # The clocks and power every 100 ms beside it all (common.sh clocks_bg): whether the prefill layer's
 # attention runs slower than alone because the clock falls under the matmuls' power draw.
@@ -26,6 +28,10 @@ KILN_SWEEP_M=2048 sweeps sweep.txt O+res,down+res build/bench/kiln_sweep $V/kiln
 KILN_SWEEP_M=16384 sweeps sweep16k.txt O+res,down+res build/bench/kiln_sweep $V/kiln_sweep_resregs
 prefill8b build/kiln $V/kiln_resregs
 grep -E "^== |_k[36]_matmul" "$OUT/profiles.txt" | cut -c1-150
+for r in 1 2; do
+  prof build/kiln attn-b4s4096 bench/attn/attn_only_8b.kiln B=4,S=4096,T=4096 $r 0 --disable=attention-cache-write
+done
+grep -E "^== kiln attn|^== kiln 8b-b4|_k2_attention" "$OUT/profiles.txt" | cut -c1-190
 prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
 prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
 grep -E "^== kiln [18]b-dec|attention|^layer|^bubbles" "$OUT/profiles.txt" | tail -12 | cut -c1-160
