@@ -12,7 +12,7 @@
 #   2. kiln_sweep O+res and down+res at M = 2048 and 16384, main against kiln_sweep_resregs, two rounds;
 #   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_resregs, two rounds;
 #   4. the 8B layer's prefill attention alone (bench/attn/attn_only_8b.kiln, the same kernel: is it
-#      slower inside the layer?), two rounds;
+#      slower inside the layer?), two rounds (and one first of all, on the cool card);
 #   5. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
 #      gpu_ctest) in the time left.
 # The clocks and power every 100 ms beside it all (common.sh clocks_bg): whether the prefill layer's
@@ -21,6 +21,9 @@
 DEFAULT_LIMIT=560
 . "$(dirname "$0")/common.sh"
 clocks_bg
+# the prefill attention alone on the cool card first (round 0; rounds 1 and 2 after the layer's profiles)
+AO="bench/attn/attn_only_8b.kiln B=4,S=4096,T=4096"
+prof build/kiln attn-b4s4096 $AO 0 0 --disable=attention-cache-write
 rows_on_h200
 V=build/variants
 epi_checks _o192 $V/kiln_resregs
@@ -29,7 +32,7 @@ KILN_SWEEP_M=16384 sweeps sweep16k.txt O+res,down+res build/bench/kiln_sweep $V/
 prefill8b build/kiln $V/kiln_resregs
 grep -E "^== |_k[36]_matmul" "$OUT/profiles.txt" | cut -c1-150
 for r in 1 2; do
-  prof build/kiln attn-b4s4096 bench/attn/attn_only_8b.kiln B=4,S=4096,T=4096 $r 0 --disable=attention-cache-write
+  prof build/kiln attn-b4s4096 $AO $r 0 --disable=attention-cache-write
 done
 grep -E "^== kiln attn|^== kiln 8b-b4|_k2_attention" "$OUT/profiles.txt" | cut -c1-190
 prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
