@@ -6,7 +6,7 @@
 #      inside the graph, the bubbles);
 #   3. kiln_sweep at M = 2048 (every 8B GEMM with and without its epilogue; cuBLAS in the same
 #      process), then at M = 16384 if time is left;
-#   4. `ctest -L gpu -E test_gpu_matmul` (four at a time) in the time left.
+#   4. `ctest -L gpu -E test_gpu_matmul` (six at a time) in the time left.
 # Results in $OUT.
 DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"

@@ -122,11 +122,12 @@ rows_on_h200() {
   [ "${ROWS:-1}" = 1 ] && grep -q H200 "$OUT/gpu.txt" || return 0
   bench_rows "${CASES:-8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode}" "${VARIANTS:-kiln,compile-graph}"
 }
-# gpu_ctest: `ctest -L gpu -E test_gpu_matmul` (four at a time) in the time left under LIMIT, its
-# log to $OUT/ctest_gpu.log, the summary to $OUT/times.txt and any failure on stdout
+# gpu_ctest: `ctest -L gpu -E test_gpu_matmul` (six at a time: the device has 16 cores) in the time
+# left under LIMIT, its log to $OUT/ctest_gpu.log, the summary to $OUT/times.txt and any failure on
+# stdout
 gpu_ctest() {
   left || return
-  (cd build && timeout $((LIMIT - $(el))) ctest -L gpu -E test_gpu_matmul --output-on-failure -j4 > "$OUT/ctest_gpu.log" 2>&1
+  (cd build && timeout $((LIMIT - $(el))) ctest -L gpu -E test_gpu_matmul --output-on-failure -j6 > "$OUT/ctest_gpu.log" 2>&1
    echo "ctest rc=$?" >> "$OUT/ctest_gpu.log")
   echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log" | tail -1) $(tail -1 "$OUT/ctest_gpu.log")" | tee -a "$OUT/times.txt"
   grep -E "\*\*\*|Failed" "$OUT/ctest_gpu.log" | head -20
