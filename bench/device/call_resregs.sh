@@ -39,4 +39,5 @@ prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
 prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
 grep -E "^== kiln [18]b-dec|attention|^layer|^bubbles" "$OUT/profiles.txt" | tail -12 | cut -c1-160
 gpu_ctest
+python3 bench/device/clocks_summary.py "$OUT/clocks.csv" "$OUT/profiles.txt" | tee "$OUT/clocks_summary.txt"
 cat "$OUT/times.txt"
