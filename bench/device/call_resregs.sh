@@ -14,7 +14,8 @@
 #   4. the 8B layer's prefill attention alone (bench/attn/attn_only_8b.kiln, the same kernel: is it
 #      slower inside the layer?), two rounds (and one first of all, on the cool card);
 #   5. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
-#      gpu_ctest) in the time left.
+#      gpu_ctest) in the time left;
+#   6. ncu of three plain QKV candidates (why the ping-pong tile loses), in the time left.
 # The clocks and power every 100 ms beside it all (common.sh clocks_bg): whether the prefill layer's
 # attention runs slower than alone because the clock falls under the matmuls' power draw.
 # Each step only while under LIMIT (560). Results in $OUT.
@@ -39,5 +40,17 @@ prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
 prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
 grep -E "^== kiln [18]b-dec|attention|^layer|^bubbles" "$OUT/profiles.txt" | tail -12 | cut -c1-160
 gpu_ctest
+# 6. in the time still left: ncu of the plain QKV product's cooperative 128x256 (kiln_sweep candidate
+#    0), ping-pong 128x128 s5 (1) and cooperative 256x128 (4) at M = 2048: why the ping-pong tile runs
+#    at 0.80 of cuBLAS (docs/MATMUL.md, "What the QKV + RoPE gap is made of")
+NCU=ncu; command -v $NCU >/dev/null || NCU=/usr/local/cuda/bin/ncu
+for c in 0 1 4; do
+  left || break
+  KILN_SWEEP_M=2048 KILN_SWEEP_SHAPES=QKV KILN_SWEEP_ONLY=$c timeout $((LIMIT - $(el))) $NCU --clock-control none \
+    -k regex:kiln_mm --launch-skip 2 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section WarpStateStats --section MemoryWorkloadAnalysis build/bench/kiln_sweep > "$OUT/ncu_qkv_c$c.txt" 2>&1
+  echo "ncu QKV candidate $c rc=$? $(el) s" | tee -a "$OUT/times.txt"
+  grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Executed Ipc A|Shared Memory|Stall" "$OUT/ncu_qkv_c$c.txt" | head -12
+done
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" "$OUT/profiles.txt" | tee "$OUT/clocks_summary.txt"
 cat "$OUT/times.txt"
