@@ -11,20 +11,15 @@
 #      `kiln run --check` of the variant where codegen applies it;
 #   2. kiln_sweep O+res and down+res at M = 2048 and 16384, main against kiln_sweep_resregs, two rounds;
 #   3. the 8B prefill profiles (S = 2048; B=4 S=4096), main against kiln_resregs, two rounds;
-#   4. the 8B layer's prefill attention alone (bench/attn/attn_only_8b.kiln, the same kernel: is it
-#      slower inside the layer?), two rounds (and one first of all, on the cool card);
-#   5. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
+#   4. main's decode profiles (1B and 8B, B = 1) and `ctest -L gpu -E test_gpu_matmul` (common.sh
 #      gpu_ctest) in the time left;
-#   6. ncu of three plain QKV candidates (why the ping-pong tile loses), in the time left.
-# The clocks and power every 100 ms beside it all (common.sh clocks_bg): whether the prefill layer's
-# attention runs slower than alone because the clock falls under the matmuls' power draw.
+#   5. ncu of three plain QKV candidates (why the ping-pong tile loses), in the time left.
+# The clocks and power every 100 ms beside it all (common.sh clocks_bg; clocks_summary.py per profile):
+# the prefill profiles run power-limited (README, "Why the 8B layer's instance is slower").
 # Each step only while under LIMIT (560). Results in $OUT.
 DEFAULT_LIMIT=560
 . "$(dirname "$0")/common.sh"
 clocks_bg
-# the prefill attention alone on the cool card first (round 0; rounds 1 and 2 after the layer's profiles)
-AO="bench/attn/attn_only_8b.kiln B=4,S=4096,T=4096"
-prof build/kiln attn-b4s4096 $AO 0 0 --disable=attention-cache-write
 rows_on_h200
 V=build/variants
 epi_checks _o192 $V/kiln_resregs
@@ -32,15 +27,11 @@ KILN_SWEEP_M=2048 sweeps sweep.txt O+res,down+res build/bench/kiln_sweep $V/kiln
 KILN_SWEEP_M=16384 sweeps sweep16k.txt O+res,down+res build/bench/kiln_sweep $V/kiln_sweep_resregs
 prefill8b build/kiln $V/kiln_resregs
 grep -E "^== |_k[36]_matmul" "$OUT/profiles.txt" | cut -c1-150
-for r in 1 2; do
-  prof build/kiln attn-b4s4096 $AO $r 0 --disable=attention-cache-write
-done
-grep -E "^== kiln attn|^== kiln 8b-b4|_k2_attention" "$OUT/profiles.txt" | cut -c1-190
 prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
 prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
 grep -E "^== kiln [18]b-dec|attention|^layer|^bubbles" "$OUT/profiles.txt" | tail -12 | cut -c1-160
 gpu_ctest
-# 6. in the time still left: ncu of the plain QKV product's cooperative 128x256 (kiln_sweep candidate
+# 5. in the time still left: ncu of the plain QKV product's cooperative 128x256 (kiln_sweep candidate
 #    0), ping-pong 128x128 s5 (1) and cooperative 256x128 (4) at M = 2048: why the ping-pong tile runs
 #    at 0.80 of cuBLAS (docs/MATMUL.md, "What the QKV + RoPE gap is made of")
 NCU=ncu; command -v $NCU >/dev/null || NCU=/usr/local/cuda/bin/ncu
