@@ -138,7 +138,8 @@ clocks_bg() {
   echo "clocks from t0 = $(date '+%Y/%m/%d %H:%M:%S')" > "$OUT/clocks.csv"
   local r=clocks_event_reasons.active
   nvidia-smi --query-gpu=$r --format=csv,noheader > /dev/null 2>&1 || r=clocks_throttle_reasons.active
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$r \
-    --format=csv,noheader -lms 100 >> "$OUT/clocks.csv" 2>&1 &
-  CLOCKS_PID=$!
+  # started from a subshell, so that it is not a job of this shell: a bare `wait` (epi_checks) would
+  # otherwise wait for it forever (the 2026-12-07 H100 call hung so)
+  CLOCKS_PID=$( (nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$r \
+    --format=csv,noheader -lms 100 >> "$OUT/clocks.csv" 2>&1 </dev/null & echo $!) )
 }
