@@ -65,6 +65,12 @@ static const mm_cfg cfgs[] = {
     /* ... ping-pong 128x128 at 64 columns a round (two m64 blocks, one later round: a GELU-type
      * epilogue's staging) */
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 128, 128, 192, 1, 1, 5, 64, 1, 0, 0, 0},
+    /* clusters of two along M (the W box multicast) with the TMA-store epilogue: ping-pong 128x128
+     * (the plain store: with the bias + residual epilogue it spills 160 bytes), cooperative 128x256,
+     * f16 256x128 */
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 128, 128, 0, 1, 2, 5, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 128, 256, 0, 0, 2, 4, 128, 1, 0, 0, 0},
+    {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_BIAS_RES, 256, 128, 0, 0, 2, 4, 64, 1, 0, 0, 0},
 };
 enum { NCFG = (int)(sizeof cfgs / sizeof cfgs[0]) };
 

@@ -25,7 +25,7 @@
  * Environment: KILN_MM_FILTER=substr runs only configurations whose name
  * contains substr (a|b|...: any of them); KILN_MM_SMALL=1 only the cases checked against the CPU (small enough
  * for compute-sanitizer); KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
- * decode GEMVs and a prefill matmul against cuBLAS (median of 50 launches,
+ * decode GEMVs and the prefill O and QKV products (M = 2048; QKV also 16384) against cuBLAS (median of 50 launches,
  * CUDA events, inputs rotated so weights do not sit in L2); KILN_BENCH=2
  * instead sweeps GEMV and skinny configurations over the Llama layers'
  * projections at M = 1, 17, 32 and 64 (and 2 when KILN_SWEEP_M names it) against cuBLAS in the same process (sweep(): CUPTI
@@ -598,8 +598,11 @@ static void bench_shape(const compiled *cs, int nc, cublasHandle_t blas, long lo
             !CK(cudaMemcpy(W[r], hW.raw, wbytes, cudaMemcpyHostToDevice)))
             goto out;
     }
-    /* split-K scratch big enough for any config here: 16 slices */
-    if (!CK(cudaMalloc((void **)&ws, (size_t)(16 * M * N) * sizeof(float))) ||
+    /* split-K scratch big enough for any config here */
+    int slices = 1;
+    for (int i = 0; i < nc; i++)
+        if (cs[i].cfg.splitk > slices) slices = cs[i].cfg.splitk;
+    if (!CK(cudaMalloc((void **)&ws, (size_t)(slices * M * N) * sizeof(float))) ||
         !CK(cudaMalloc((void **)&sem, (size_t)(N + 1) * sizeof(int))) ||
         !CK(cudaMemset(sem, 0, (size_t)(N + 1) * sizeof(int))))
         goto out;
@@ -806,6 +809,8 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
  * options as above) and its mma.sync fallback */
 #define WGMMA_NORM(dt, epi, bm, bn, st, pp, ec, o) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, 1, 0, 1, 0}
 #define MMA_NORM(dt, nk, epi, bm, bn, bk, wm, wn, st) {MM_KIND_MMA, dt, nk, epi, bm, bn, bk, wm, wn, st, 0, 0, 0, 1, 0}
+/* ... staging ec columns for the TMA store, in clusters of cm CTAs along M (the W box multicast) */
+#define WGMMA_XC(dt, epi, bm, bn, st, pp, ec, cm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, 0, pp, cm, st, ec, 1, 0, 0, 0}
 /* split-K in a cluster of ck CTAs (KILN_WGMMA_CLUSTER_K; o: the decode-sized options; norm: the folded norm) */
 #define WGMMA_CK(dt, epi, bm, bn, st, pp, ec, ck, o, norm) {MM_KIND_WGMMA, dt, 1, epi, bm, bn, o, pp, 1, st, ec, 1, 0, norm, ck}
 
@@ -939,6 +944,13 @@ static const mm_cfg test_cfgs[] = {
     /* 92 */ WGMMA_O(MM_F16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 64, 1, 192),
     /* ... ping-pong 128x128 at 64 columns a round (two m64 blocks, round 1 in registers) */
     /* 93 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 128, 5, 1, 64, 1, 192),
+    /* clusters of two CTAs along M with the TMA-store epilogue (the W box multicast: half the
+     * W bytes from L2 per CTA): ping-pong 128x128 s5 and s4 (the plain store: with the bias +
+     * residual epilogue it spills), cooperative 128x256 s4, f16 256x128 s4 */
+    /* 94 */ WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 128, 5, 1, 128, 2),
+    /* 95 */ WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 128, 4, 1, 128, 2),
+    /* 96 */ WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 128, 2),
+    /* 97 */ WGMMA_XC(MM_F16, MM_EPI_BIAS_RES, 256, 128, 4, 0, 64, 2),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -949,6 +961,11 @@ static const mm_cfg bench_cfgs[] = {
     MMA(MM_BF16, 1, MM_EPI_STORE, 128, 256, 32, 2, 4, 3), MMA(MM_BF16, 1, MM_EPI_STORE, 128, 128, 64, 2, 4, 3),
     WGMMA(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 1),      WGMMA(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 2),
     WGMMA(MM_BF16, MM_EPI_STORE, 64, 256, 5, 1, 2),
+    /* the TMA-store tiles alone and in clusters of two along M (W multicast) */
+    WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 128, 1), WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 128, 2),
+    WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 128, 5, 1, 128, 1), WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 128, 5, 1, 128, 2),
+    WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 128, 4, 1, 128, 2), WGMMA_XC(MM_BF16, MM_EPI_STORE, 256, 128, 4, 0, 64, 1),
+    WGMMA_XC(MM_BF16, MM_EPI_STORE, 256, 128, 4, 0, 64, 2),
 };
 enum { NBENCH = (int)(sizeof bench_cfgs / sizeof bench_cfgs[0]), NGEMV_BENCH = 4 };
 
@@ -1282,6 +1299,8 @@ int main(void)
         bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 4096, 4096);
         bench_shape(comp + NTEST, NGEMV_BENCH, blas, 1, 14336, 4096);
         bench_shape(comp + NTEST + NGEMV_BENCH, NBENCH - NGEMV_BENCH, blas, 2048, 4096, 4096);
+        bench_shape(comp + NTEST + NGEMV_BENCH, NBENCH - NGEMV_BENCH, blas, 2048, 6144, 4096);
+        bench_shape(comp + NTEST + NGEMV_BENCH, NBENCH - NGEMV_BENCH, blas, 16384, 6144, 4096);
     }
 
     cublasDestroy(blas);
