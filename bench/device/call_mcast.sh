@@ -20,7 +20,7 @@ for tool in memcheck racecheck; do
 done
 for r in 1 2; do
   left || break
-  KILN_BENCH=1 KILN_MM_FILTER='_c2_tma|_c1_tma128_sk1|_c1_tma64_sk1' timeout 120 build/tests/gpu/test_gpu_matmul > /tmp/b.txt 2>&1
+  KILN_BENCH=1 KILN_BENCH_ONLY=1 timeout 120 build/tests/gpu/test_gpu_matmul > /tmp/b.txt 2>&1
   { echo "== bench round $r rc=$? ($(el) s)"; sed -n '/^bench M=2048/,$p' /tmp/b.txt | grep -vE "^(ok|FAIL|[0-9]+ passed)"; } | tee -a "$OUT/bench.txt"
 done
 cat "$OUT/times.txt"

@@ -26,7 +26,8 @@
  * contains substr (a|b|...: any of them); KILN_MM_SMALL=1 only the cases checked against the CPU (small enough
  * for compute-sanitizer); KILN_SEED=n fixes the inputs; KILN_BENCH=1 also times
  * decode GEMVs and the prefill O and QKV products (M = 2048; QKV also 16384) against cuBLAS (median of 50 launches,
- * CUDA events, inputs rotated so weights do not sit in L2); KILN_BENCH=2
+ * CUDA events, inputs rotated so weights do not sit in L2; KILN_BENCH_ONLY=1: those
+ * alone, no test cases); KILN_BENCH=2
  * instead sweeps GEMV and skinny configurations over the Llama layers'
  * projections at M = 1, 17, 32 and 64 (and 2 when KILN_SWEEP_M names it) against cuBLAS in the same process (sweep(): CUPTI
  * kernel durations, CSV to $KILN_BENCH_CSV); KILN_SWEEP_ONLY=1 with it compiles and runs
@@ -1166,6 +1167,8 @@ int main(void)
     const int bench = getenv("KILN_BENCH") && atoi(getenv("KILN_BENCH")) > 0;
     const int do_sweep = bench && atoi(getenv("KILN_BENCH")) == 2;
     const int sweep_only = do_sweep && getenv("KILN_SWEEP_ONLY") && atoi(getenv("KILN_SWEEP_ONLY")) > 0;
+    /* KILN_BENCH_ONLY=1 with KILN_BENCH=1: only the benchmark's configurations, no test cases */
+    const int bench_only = bench && !do_sweep && getenv("KILN_BENCH_ONLY") && atoi(getenv("KILN_BENCH_ONLY")) > 0;
     struct cudaDeviceProp prop;
     if (CK(cudaGetDeviceProperties(&prop, 0)))
         printf("device: %s, %d SMs, %.0f MB L2; seed %llu (KILN_SEED to repeat)\n", prop.name,
@@ -1190,6 +1193,7 @@ int main(void)
         memset(&res[i], 0, sizeof res[i]);
         res[i].status = RT_ERR_INVALID;
         if (sweep_only && i < NTEST + NBENCH) continue;
+        if (bench_only && i < NTEST) continue;
         if (!filter || filter_has(filter, nm)) pick[nsel] = all[i], sel[nsel++] = i;
     }
     struct timespec t0, t1;
@@ -1210,6 +1214,7 @@ int main(void)
         char kname[32];
         if (filter && !filter_has(filter, c->name)) continue;
         if (sweep_only && i < NTEST + NBENCH) continue;
+        if (bench_only && i < NTEST) continue;
         snprintf(kname, sizeof kname, "kiln_test_mm%d", kidx[i]);
         if (res[i].status != RT_OK) {
             printf("FAIL %s: compile: %s\n", c->name, res[i].message ? res[i].message : rt_status_str(res[i].status));
@@ -1283,7 +1288,7 @@ int main(void)
 
     if (do_sweep) sweep(comp + NTEST + NBENCH, NSWEEP, blas); /* first: the cases after it may be cut by a timeout */
     static mm_case cases[NTEST * 96];
-    int ncase = sweep_only ? 0 : build_cases(cases);
+    int ncase = sweep_only || bench_only ? 0 : build_cases(cases);
     for (int i = 0; i < ncase && !g_broken; i++) {
         const compiled *c = &comp[cases[i].cfg];
         if (filter && !filter_has(filter, c->name)) continue;
