@@ -6,15 +6,15 @@
 # 1. the configurations' test cases (against cuBLAS and f64) and memcheck/racecheck on the small ones;
 # 2. KILN_BENCH=1: O (2048x4096x4096), QKV (2048 and 16384 x 6144 x 4096) against cuBLAS, each
 #    tile alone and in clusters of two, two rounds. Results in $OUT.
-DEFAULT_LIMIT=400
+DEFAULT_LIMIT=240
 . "$(dirname "$0")/common.sh"
 F='_c2_tma|store_128x256_s4_c1_tma128_sk1|store_128x128_s5_pp_c1_tma128_sk1|store_256x128_s4_c1_tma64_sk1'
-KILN_MM_FILTER=$F timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
+KILN_MM_FILTER=$F timeout 100 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
 echo "cases rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_cases.log" | tail -1)" | tee -a "$OUT/times.txt"
 grep -E "FAIL" "$OUT/mm_cases.log" | head -10
 for tool in memcheck racecheck; do
   left || break
-  KILN_MM_SMALL=1 KILN_MM_FILTER=_c2_tma timeout 100 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
+  KILN_MM_SMALL=1 KILN_MM_FILTER=_c2_tma timeout 70 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
     > "$OUT/san_$tool.txt" 2>&1
   echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
 done
