@@ -5,8 +5,11 @@
 # against 57-61% for the cooperative tiles; multicast halves the W bytes each CTA reads from L2.
 # 1. the configurations' test cases (against cuBLAS and f64) and memcheck/racecheck on the small ones;
 # 2. KILN_BENCH=1: O (2048x4096x4096), QKV (2048 and 16384 x 6144 x 4096) against cuBLAS, each
-#    tile alone and in clusters of two, two rounds. Results in $OUT.
-DEFAULT_LIMIT=240
+#    tile alone and in clusters of two, two rounds;
+# 3. the graph upload (runtime/rt_graph.c, cudaGraphUpload before a graph's first launch): the GPU
+#    tests of the graph path (test_api_gpu, test_decode_gpu, test_fault_gpu, test_rt_*) and the 1B
+#    and 8B decode profiles (their bubble rows). Results in $OUT.
+DEFAULT_LIMIT=260
 . "$(dirname "$0")/common.sh"
 F='_c2_tma|store_128x256_s4_c1_tma128_sk1|store_128x128_s5_pp_c1_tma128_sk1|store_256x128_s4_c1_tma64_sk1'
 KILN_MM_FILTER=$F timeout 100 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
@@ -23,4 +26,10 @@ for r in 1 2; do
   KILN_BENCH=1 KILN_BENCH_ONLY=1 timeout 120 build/tests/gpu/test_gpu_matmul > /tmp/b.txt 2>&1
   { echo "== bench round $r rc=$? ($(el) s)"; sed -n '/^bench M=2048/,$p' /tmp/b.txt | grep -vE "^(ok|FAIL|[0-9]+ passed)"; } | tee -a "$OUT/bench.txt"
 done
+left && (cd build && timeout $((LIMIT - $(el) + 60)) ctest -R "test_api_gpu|test_decode_gpu|test_fault_gpu|test_rt_" \
+  --output-on-failure -j4 > "$OUT/ctest_graph.log" 2>&1; echo "ctest rc=$?" >> "$OUT/ctest_graph.log")
+echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_graph.log" | tail -1)" | tee -a "$OUT/times.txt"
+prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
+prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
+grep -E "^== |^layer|^bubbles" "$OUT/profiles.txt" 2>/dev/null
 cat "$OUT/times.txt"
