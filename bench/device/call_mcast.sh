@@ -9,14 +9,20 @@
 #    tile alone and in clusters of two, two rounds;
 # 3. the graph upload (runtime/rt_graph.c, cudaGraphUpload before a graph's first launch): the GPU
 #    tests of the graph path (test_api_gpu, test_decode_gpu, test_fault_gpu, test_rt_*) and the 1B
-#    and 8B decode profiles (their bubble rows). Results in $OUT.
+#    and 8B decode profiles (their bubble rows), two rounds interleaved with build-gpu/variants/kiln_noupload
+#    (runtime/rt_graph.c compiled with -DKILN_RT_GRAPH_UPLOAD=0, linked as bench/attn/push_variants.sh
+#    links its variants). Results in $OUT.
 DEFAULT_LIMIT=260
 . "$(dirname "$0")/common.sh"
 left && (cd build && timeout $((LIMIT - $(el) + 60)) ctest -R "test_api_gpu|test_decode_gpu|test_fault_gpu|test_rt_" \
   --output-on-failure -j4 > "$OUT/ctest_graph.log" 2>&1; echo "ctest rc=$?" >> "$OUT/ctest_graph.log")
 echo "ctest $(el) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest_graph.log" | tail -1)" | tee -a "$OUT/times.txt"
-prof build/kiln 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 1
-prof build/kiln 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 1
+for r in 1 2; do
+  for b in build/kiln build/variants/kiln_noupload; do
+    prof $b 1b-dec samples/llama3_1b_layer.kiln B=1,S=1,T=1024 $r
+    prof $b 8b-dec samples/llama3_8b_layer.kiln B=1,S=1,T=1024 $r
+  done
+done
 grep -E "^== |^layer|^bubbles" "$OUT/profiles.txt" 2>/dev/null
 F='_c2_tma|store_128x256_s4_c1_tma128_sk1|store_128x128_s5_pp_c1_tma128_sk1|store_256x128_s4_c1_tma64_sk1'
 KILN_MM_FILTER=$F timeout 100 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
