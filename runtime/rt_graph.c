@@ -13,18 +13,12 @@
 
 #include "runtime/rt_err.h"
 
-/* KILN_RT_GRAPH_UPLOAD 0 builds a runtime without the upload below (for measurements) */
-#ifndef KILN_RT_GRAPH_UPLOAD
-#define KILN_RT_GRAPH_UPLOAD 1
-#endif
-
 typedef struct entry {
     int64_t *key;
     int nkey;
     void **ptrs;
     int nptrs;
     cudaGraphExec_t exec;
-    bool uploaded; /* cudaGraphUpload done since it was instantiated or updated */
 } entry;
 
 struct rt_graph_cache {
@@ -170,7 +164,6 @@ rt_status rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const vo
             (void)cudaGraphExecDestroy(hit->exec);
             hit->exec = ex;
         }
-        hit->uploaded = false;
         free(hit->ptrs);
         hit->ptrs = np;
         hit->nptrs = nptrs;
@@ -200,12 +193,6 @@ rt_status rt_graph_run(rt_graph_cache *c, const int64_t *key, int nkey, const vo
         *how = RT_GRAPH_CAPTURED;
     }
     (void)cudaGraphDestroy(g);
-    /* uploaded before its first launch, which shortens the head and tail of every replay
-     * after it (bench/graph/graph_gap.cu's "upload" mode; README, "Decode without bubbles") */
-    if (KILN_RT_GRAPH_UPLOAD && !hit->uploaded) {
-        RT_CUDA_TRY(cudaGraphUpload(hit->exec, (cudaStream_t)stream), err, errlen);
-        hit->uploaded = true;
-    }
     RT_CUDA_TRY(cudaGraphLaunch(hit->exec, (cudaStream_t)stream), err, errlen);
     return RT_OK;
 }

@@ -11,7 +11,8 @@
 #    tests of the graph path (test_api_gpu, test_decode_gpu, test_fault_gpu, test_rt_*) and the 1B
 #    and 8B decode profiles (their bubble rows), two rounds interleaved with build-gpu/variants/kiln_noupload
 #    (runtime/rt_graph.c compiled with -DKILN_RT_GRAPH_UPLOAD=0, linked as bench/attn/push_variants.sh
-#    links its variants). Results in $OUT.
+#    links its variants). Results in $OUT. (The upload gained nothing and was taken out after this call;
+#    results: bench/device/results/mcast_h100_2026-12-08.txt.)
 DEFAULT_LIMIT=260
 . "$(dirname "$0")/common.sh"
 left && (cd build && timeout $((LIMIT - $(el) + 60)) ctest -R "test_api_gpu|test_decode_gpu|test_fault_gpu|test_rt_" \

@@ -404,7 +404,6 @@ CUDA_WRAP(cudaFuncGetAttributes, (struct cudaFuncAttributes *a, const void *f), 
 CUDA_WRAP(cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m), ERR)
 CUDA_WRAP(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t *g), (s, g), ERR)
 CUDA_WRAP(cudaGraphInstantiate, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long f), (e, g, f), ERR)
-CUDA_WRAP(cudaGraphUpload, (cudaGraphExec_t e, cudaStream_t s), (e, s), ERR)
 CUDA_WRAP(cudaGraphLaunch, (cudaGraphExec_t e, cudaStream_t s), (e, s), ERR)
 CUDA_WRAP(cudaPointerGetAttributes, (struct cudaPointerAttributes *a, const void *p), (a, p), ERR)
 CUDA_WRAP(cudaDeviceGetAttribute, (int *v, enum cudaDeviceAttr a, int d), (v, a, d), ERR)
