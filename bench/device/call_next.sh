@@ -14,16 +14,8 @@ DEFAULT_LIMIT=560
 clocks_bg
 CASES=${CASES:-8b-decode-b32,8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode} \
   VARIANTS=${VARIANTS:-kiln,graph,compile-graph} rows_on_h200
-NCU=ncu; command -v $NCU >/dev/null || NCU=/usr/local/cuda/bin/ncu
-for c in 0 1; do
-  left || break
-  KILN_SWEEP_M=2048 KILN_SWEEP_SHAPES=QKV KILN_SWEEP_ONLY=$c timeout $((LIMIT - $(el))) $NCU --clock-control none \
-    -k regex:kiln_mm --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
-    --section SourceCounters --import-source yes \
-    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio \
-    build/bench/kiln_sweep > "$OUT/ncu_qkv_c$c.txt" 2>&1
-  echo "ncu QKV candidate $c rc=$? $(el) s" | tee -a "$OUT/times.txt"
-  grep -E "Duration|gmma_cycles_active|stalled_barrier|Compute \(SM\) Throughput" "$OUT/ncu_qkv_c$c.txt" | head -8
-done
+ncu_qkv "0 1" "Duration|gmma_cycles_active|stalled_barrier|Compute \(SM\) Throughput" \
+  --section SpeedOfLight --section WarpStateStats --section SourceCounters --import-source yes \
+  --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" "$OUT/profiles.txt" > "$OUT/clocks_summary.txt" 2>&1
 cat "$OUT/times.txt"

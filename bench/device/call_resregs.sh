@@ -34,14 +34,7 @@ gpu_ctest
 # 5. in the time still left: ncu of the plain QKV product's cooperative 128x256 (kiln_sweep candidate
 #    0), ping-pong 128x128 s5 (1) and cooperative 256x128 (4) at M = 2048: why the ping-pong tile runs
 #    at 0.80 of cuBLAS (docs/MATMUL.md, "What the QKV + RoPE gap is made of")
-NCU=ncu; command -v $NCU >/dev/null || NCU=/usr/local/cuda/bin/ncu
-for c in 0 1 4; do
-  left || break
-  KILN_SWEEP_M=2048 KILN_SWEEP_SHAPES=QKV KILN_SWEEP_ONLY=$c timeout $((LIMIT - $(el))) $NCU --clock-control none \
-    -k regex:kiln_mm --launch-skip 2 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-    --section WarpStateStats --section MemoryWorkloadAnalysis build/bench/kiln_sweep > "$OUT/ncu_qkv_c$c.txt" 2>&1
-  echo "ncu QKV candidate $c rc=$? $(el) s" | tee -a "$OUT/times.txt"
-  grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Executed Ipc A|Shared Memory|Stall" "$OUT/ncu_qkv_c$c.txt" | head -12
-done
+ncu_qkv "0 1 4" "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Executed Ipc A|Shared Memory|Stall" \
+  --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section MemoryWorkloadAnalysis
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" "$OUT/profiles.txt" | tee "$OUT/clocks_summary.txt"
 cat "$OUT/times.txt"

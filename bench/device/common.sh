@@ -143,3 +143,18 @@ clocks_bg() {
   CLOCKS_PID=$( (nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$r \
     --format=csv,noheader -lms 100 >> "$OUT/clocks.csv" 2>&1 </dev/null & echo $!) )
 }
+# ncu_qkv "CANDIDATES" PATTERN NCU_ARGS...: ncu (--clock-control none, NCU_ARGS: sections, metrics) of
+# kiln_sweep's plain QKV product at M = 2048, one run per candidate (KILN_SWEEP_ONLY) while under
+# LIMIT, into $OUT/ncu_qkv_cN.txt; the lines matching PATTERN (grep -E) on stdout
+ncu_qkv() {
+  local cands=$1 pat=$2 c ncu=ncu
+  shift 2
+  command -v $ncu >/dev/null || ncu=/usr/local/cuda/bin/ncu
+  for c in $cands; do
+    left || break
+    KILN_SWEEP_M=2048 KILN_SWEEP_SHAPES=QKV KILN_SWEEP_ONLY=$c timeout $((LIMIT - $(el))) $ncu --clock-control none \
+      -k regex:kiln_mm --launch-skip 2 --launch-count 1 "$@" build/bench/kiln_sweep > "$OUT/ncu_qkv_c$c.txt" 2>&1
+    echo "ncu QKV candidate $c rc=$? $(el) s" | tee -a "$OUT/times.txt"
+    grep -E "$pat" "$OUT/ncu_qkv_c$c.txt" | head -12
+  done
+}
