@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench/device/call_krot.sh — the W stream's DRAM pattern at skinny M (issue 9's M = 32 target: the
+# 8B projections read their weights at 41-83% of bandwidth at B = 32). Every CTA of a skinny
+# product walks K from its slice's start, so at any moment the whole GPU reads the same 128-byte
+# column of its W rows (rows 8 or 28 KB apart); two changes to the template test whether that
+# pattern is what holds the stream back (matmul_wgmma.cuh):
+#   KILN_WGMMA_KROT r: each tile's K walk starts at (tile * r) mod its steps, wrapping;
+#   KILN_WGMMA_W_TILED: W read box-major (each BN x 64 box 16 KB contiguous), timed only.
+# 1. test_gpu_matmul configurations 98-102 (the rotation on codegen's skinny tiles and splits, the
+#    workspace split, a cooperative tile) against cuBLAS and f64; memcheck and racecheck of two;
+# 2. KILN_BENCH=2 sweep at M = 32 and 64 on the 8B shapes: codegen's configurations for the batched
+#    decode as they are, rotated by 1 and by 7, box-major, box-major rotated; two rounds;
+# 3. on an H200 only, the five bench rows (call_next.sh's).
+# Results in $OUT.
+DEFAULT_LIMIT=480
+. "$(dirname "$0")/common.sh"
+clocks_bg
+T='_ck2_o1843|_ck2_o291|sk1_o259|sk2_o1280|128x256_s4_c1_tma128_sk1_o768'
+KILN_MM_FILTER=$T timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
+echo "cases rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_cases.log" | tail -1)" | tee -a "$OUT/times.txt"
+grep -E "FAIL" "$OUT/mm_cases.log" | head -10
+S='_o35|_o51|sk1_o3|_o291|_o1827|_o4131|_o4387|_o307|_o1843|_o4147|_o4403|_o259|_o1795|_o4099|_o4355'
+for r in 1 2; do
+  left || break
+  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=32,64 KILN_SWEEP_SHAPES=8b. KILN_MM_FILTER=$S \
+    KILN_BENCH_CSV=$OUT/sweep_r$r.csv timeout 150 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
+  { echo "== sweep round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } | tee -a "$OUT/sweep.txt" | grep -E "^==|FAIL"
+done
+for tool in memcheck racecheck; do
+  left || break
+  KILN_MM_SMALL=1 KILN_MM_FILTER='_ck2_o1843|sk1_o259' timeout 70 $san --tool $tool --error-exitcode 9 \
+    build/tests/gpu/test_gpu_matmul > "$OUT/san_$tool.txt" 2>&1
+  echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
+done
+CASES=${CASES:-8b-decode-b32,8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode} \
+  VARIANTS=${VARIANTS:-kiln,graph,compile-graph} rows_on_h200
+python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
+python3 - "$OUT"/sweep_r*.csv <<'PY' | tee "$OUT/sweep_summary.txt"
+import csv, sys, collections
+t = collections.defaultdict(list)
+for f in sys.argv[1:]:
+    for r in csv.DictReader(open(f)):
+        t[(r['shape'], r['M'], r['config'])].append(float(r['us_median']))
+for k in sorted(t):
+    print('%-12s M=%-3s %-58s %s' % (k[0], k[1], k[2], ' '.join('%.2f' % v for v in t[k])))
+PY
+cat "$OUT/times.txt"
