@@ -655,6 +655,11 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
     static const struct { const char *name; long long N, K; } shapes[] = {
         {"1b.qkv", 3072, 2048},  {"1b.o", 2048, 2048},  {"1b.gate_up", 16384, 2048}, {"1b.down", 2048, 8192},
         {"8b.qkv", 6144, 4096},  {"8b.o", 4096, 4096},  {"8b.gate_up", 28672, 4096}, {"8b.down", 4096, 14336},
+        /* probes (only when KILN_SWEEP_SHAPES names "probe"): 16..264 column blocks of 128 over a
+         * long K, so that a 64x128 tile's CTA streams 4 MB of W: the read rate against the number
+         * of SMs streaming at once (one tile per SM up to 132) */
+        {"probe.n16", 2048, 16384},   {"probe.n33", 4224, 16384},   {"probe.n66", 8448, 16384},
+        {"probe.n99", 12672, 16384},  {"probe.n132", 16896, 16384}, {"probe.n264", 33792, 16384},
     };
     static const long long rows[] = {1, 2, 17, 32, 64};
     const char *csv_path = getenv("KILN_BENCH_CSV");
@@ -674,6 +679,7 @@ static void sweep(const compiled *cs, int nc, cublasHandle_t blas)
         for (int ri = 0; ri < (int)(sizeof rows / sizeof rows[0]) && !g_broken; ri++) {
             const long long M = rows[ri], N = shapes[si].N, K = shapes[si].K;
             if (only_s && !strstr(shapes[si].name, only_s)) continue;
+            if (!strncmp(shapes[si].name, "probe", 5) && !(only_s && strstr(only_s, "probe"))) continue;
             if (M == 2 && !only_m) continue; /* two rows (decode at B=2) only when asked for */
             if (only_m) {
                 char want[32], have[80];
@@ -1089,6 +1095,8 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 1792),
     WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 4096),
     WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 4096 + 256),
+    /* the probes' other rings: 64x128 at 4 stages, 64x256 at 4 */
+    WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 4, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 256, 4, 1, 128, 1),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 

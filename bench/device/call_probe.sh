@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# bench/device/call_probe.sh — how fast one SM streams W, against how many SMs stream at once
+# (issue 9's M = 32 target). call_krot.sh (2026-12-08, H100) found neither the K walk's order nor a
+# box-major W layout to matter much, and the H200 sweeps fit a cap of ~32 GB/s per SM for the skinny
+# wgmma tiles (132 x 32 GB/s = 4.2 TB/s < 4.49: a skinny product would then reach the H200's
+# bandwidth only with every SM streaming to the end). The probes (test_gpu_matmul's sweep, shapes
+# "probe.nX": X column blocks of 128 over K = 16384, one 4 MB tile per SM up to 132): at M = 32 the
+# 64x128 tile at 8 and 4 stages and 64x256 at 4, at M = 1 the GEMVs, cuBLAS beside; two rounds.
+# Results in $OUT.
+DEFAULT_LIMIT=200
+. "$(dirname "$0")/common.sh"
+clocks_bg
+S='store_64x128_s8_pp_c1_tma128_sk1|store_64x128_s4_pp_c1_tma128_sk1|store_64x256_s4_pp_c1_tma128_sk1|c8_sk1_m1_grid264'
+for r in 1 2; do
+  left || break
+  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1,32 KILN_SWEEP_SHAPES=probe KILN_MM_FILTER=$S \
+    KILN_BENCH_CSV=$OUT/probe_r$r.csv timeout 90 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
+  { echo "== probe round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } >> "$OUT/probe.txt"
+done
+python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
+python3 - "$OUT"/probe_r*.csv <<'PY' | tee "$OUT/probe_summary.txt"
+import csv, sys, collections
+t = collections.defaultdict(list)
+for f in sys.argv[1:]:
+    for r in csv.DictReader(open(f)):
+        t[(r['config'], int(r['M']), int(r['N']))].append((float(r['us_median']), float(r['weight_MB'])))
+for k in sorted(t):
+    us = min(v[0] for v in t[k]); mb = t[k][0][1]
+    tiles = k[2] // 128
+    print('%-52s M=%-3d N=%-6d %8.1f us  %.2f TB/s  %.1f GB/s per 128-col block' % (k[0], k[1], k[2], us, mb / us / 1e6 * 1e6 / 1e6, mb / tiles / us * 1e3))
+PY
+cat "$OUT/times.txt" 2>/dev/null
