@@ -27,6 +27,6 @@ for f in sys.argv[1:]:
 for k in sorted(t):
     us = min(v[0] for v in t[k]); mb = t[k][0][1]
     tiles = k[2] // 128
-    print('%-52s M=%-3d N=%-6d %8.1f us  %.2f TB/s  %.1f GB/s per 128-col block' % (k[0], k[1], k[2], us, mb / us / 1e6 * 1e6 / 1e6, mb / tiles / us * 1e3))
+    print('%-52s M=%-3d N=%-6d %8.1f us  %.2f TB/s  %.1f GB/s per 128-col block' % (k[0], k[1], k[2], us, mb / us, mb / tiles / us * 1e3))
 PY
 cat "$OUT/times.txt" 2>/dev/null
