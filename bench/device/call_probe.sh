@@ -6,8 +6,12 @@
 # bandwidth only with every SM streaming to the end). The probes (test_gpu_matmul's sweep, shapes
 # "probe.nX": X column blocks of 128 over K = 16384, one 4 MB tile per SM up to 132): at M = 32 the
 # 64x128 tile at 8 and 4 stages and 64x256 at 4, at M = 1 the GEMVs, cuBLAS beside; two rounds.
+# Then the widths that spread the 8B layer's column blocks over the SMs (matmul_wgmma.cuh's new
+# kwg_mma widths; test_gpu_matmul configurations 103-108 checked first, memcheck and racecheck of
+# two): at M = 32 and 64, QKV 64x48, gate/up 64x224 and 64x112, O and down 64x32, against the
+# configurations codegen picks today; two rounds.
 # Results in $OUT.
-DEFAULT_LIMIT=200
+DEFAULT_LIMIT=420
 . "$(dirname "$0")/common.sh"
 clocks_bg
 S='store_64x128_s8_pp_c1_tma128_sk1|store_64x128_s4_pp_c1_tma128_sk1|store_64x256_s4_pp_c1_tma128_sk1|c8_sk1_m1_grid264'
@@ -16,6 +20,23 @@ for r in 1 2; do
   KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1,32 KILN_SWEEP_SHAPES=probe KILN_MM_FILTER=$S \
     KILN_BENCH_CSV=$OUT/probe_r$r.csv timeout 90 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
   { echo "== probe round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } >> "$OUT/probe.txt"
+done
+T='biasres_64x48_|store_64x224_|f16_nk_biasres_64x192|biasres_64x32_s12_pp_c1_tma0_sk2|64x112_s6|biasres_64x16_'
+KILN_MM_FILTER=$T timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
+echo "cases rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_cases.log" | tail -1)" | tee -a "$OUT/times.txt"
+grep -E "FAIL" "$OUT/mm_cases.log" | head -10
+W='tma0_sk1_o3|store_64x128_s6_pp_c1_tma128_sk1_ck2_o35|biasres_64x64_s12_pp_c1_tma64_sk1_ck2_o51|store_64x128_s8_pp_c1_tma128_sk1_o3'
+for r in 1 2; do
+  left || break
+  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=32,64 KILN_SWEEP_SHAPES=8b. KILN_MM_FILTER=$W \
+    KILN_BENCH_CSV=$OUT/width_r$r.csv timeout 150 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
+  { echo "== widths round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } >> "$OUT/widths.txt"
+done
+for tool in memcheck racecheck; do
+  left || break
+  KILN_MM_SMALL=1 KILN_MM_FILTER='biasres_64x48_|64x112_s6' timeout 70 $san --tool $tool --error-exitcode 9 \
+    build/tests/gpu/test_gpu_matmul > "$OUT/san_$tool.txt" 2>&1
+  echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
 done
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
 python3 - "$OUT"/probe_r*.csv <<'PY' | tee "$OUT/probe_summary.txt"
@@ -28,5 +49,14 @@ for k in sorted(t):
     us = min(v[0] for v in t[k]); mb = t[k][0][1]
     tiles = k[2] // 128
     print('%-52s M=%-3d N=%-6d %8.1f us  %.2f TB/s  %.1f GB/s per 128-col block' % (k[0], k[1], k[2], us, mb / us, mb / tiles / us * 1e3))
+PY
+python3 - "$OUT"/width_r*.csv <<'PY' | tee "$OUT/width_summary.txt"
+import csv, sys, collections
+t = collections.defaultdict(list)
+for f in sys.argv[1:]:
+    for r in csv.DictReader(open(f)):
+        t[(r['shape'], int(r['M']), r['config'])].append(float(r['us_median']))
+for k in sorted(t):
+    print('%-12s M=%-3d %-56s %s' % (k[0], k[1], k[2], ' '.join('%.2f' % v for v in t[k])))
 PY
 cat "$OUT/times.txt" 2>/dev/null

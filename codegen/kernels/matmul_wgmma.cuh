@@ -426,6 +426,118 @@ template <> struct kwg_mma<256> {
     }
 };
 
+// the other widths (multiples of 16) that skinny M takes to spread its column blocks evenly over the SMs
+// (codegen's wg_even_bn): the same instruction at n = N
+template <> struct kwg_mma<16> {
+    static __device__ __forceinline__ void run(float (&d)[8], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n16k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7"
+                     "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<32> {
+    static __device__ __forceinline__ void run(float (&d)[16], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+                     "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<48> {
+    static __device__ __forceinline__ void run(float (&d)[24], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n48k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23"
+                     "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<96> {
+    static __device__ __forceinline__ void run(float (&d)[48], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n96k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+                     "}, %48, %49, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<112> {
+    static __device__ __forceinline__ void run(float (&d)[56], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n112k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55"
+                     "}, %56, %57, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<160> {
+    static __device__ __forceinline__ void run(float (&d)[80], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n160k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+                     "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<192> {
+    static __device__ __forceinline__ void run(float (&d)[96], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+                     "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72), KWG_D8(80), KWG_D8(88)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+template <> struct kwg_mma<224> {
+    static __device__ __forceinline__ void run(float (&d)[112], unsigned long long da, unsigned long long db, int accumulate)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %114, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n224k16.f32." KWG_AB " {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+                     "}, %112, %113, p, 1, 1, 0, 0;\n}\n"
+                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72), KWG_D8(80), KWG_D8(88), KWG_D8(96), KWG_D8(104)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    }
+};
+
 // ---- clusters ----------------------------------------------------------------------------
 __device__ __forceinline__ unsigned kwg_cluster_rank()
 {
@@ -1387,7 +1499,9 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     constexpr int CW = PP ? 1 : 2;  // consumer warpgroups per tile
     constexpr int MW = BM / 64 / CW; // m64 blocks per consumer
     static_assert(BM % (64 * CW) == 0 && MW >= 1, "KILN_BM: 128 or 256 (cooperative), 64 or 128 (ping-pong)");
-    static_assert(BN == 64 || BN == 128 || BN == 256, "KILN_BN must be 64, 128 or 256");
+    static_assert(BN == 16 || BN == 32 || BN == 48 || BN == 64 || BN == 96 || BN == 112 || BN == 128 || BN == 160 ||
+                      BN == 192 || BN == 224 || BN == 256,
+                  "KILN_BN: one of kwg_mma's widths (64, 128, 256; 16, 32, 48, 96, 112, 160, 192, 224)");
     static_assert(MW * BN <= 256, "the accumulators do not fit the registers (MW * BN / 2 floats per thread)");
     static_assert(CM == 1 || CM == 2, "KILN_CLUSTER_M must be 1 or 2");
     static_assert(STAGES >= 2, "KILN_STAGES must be at least 2");

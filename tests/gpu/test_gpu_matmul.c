@@ -970,6 +970,15 @@ static const mm_cfg test_cfgs[] = {
     /* 100 */ WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 256 * 1),
     /* 101 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 2, 256 * 5),
     /* 102 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 1, 256 * 3),
+    /* the other widths (skinny M's column blocks spread evenly over the SMs): 48 and 224 from
+     * registers (the 8B QKV and gate/up in 128 tiles), f16 192 through the TMA store, 32 under the
+     * workspace's split, 112 under the cluster's */
+    /* 103 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 48, 12, 1, 0, 1, 3),
+    /* 104 */ WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 224, 6, 1, 0, 1, 0),
+    /* 105 */ WGMMA_X(MM_F16, MM_EPI_BIAS_RES, 64, 192, 6, 1, 64, 1),
+    /* 106 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 32, 12, 1, 0, 2, 0),
+    /* 107 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 112, 6, 1, 0, 2, 35, 0),
+    /* 108 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 16, 12, 1, 0, 1, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -1097,6 +1106,11 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 4096 + 256),
     /* the probes' other rings: 64x128 at 4 stages, 64x256 at 4 */
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 4, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 256, 4, 1, 128, 1),
+    /* the widths that spread the 8B layer's column blocks evenly over 132 SMs (128 tiles): QKV 48,
+     * gate/up 224 (or 112, two per CTA), O and down 32; W early + evict-first, from registers */
+    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 48, 12, 1, 0, 1, 3),  WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 224, 6, 1, 0, 1, 3),
+    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 112, 8, 1, 0, 1, 3),  WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 32, 12, 1, 0, 1, 3),
+    WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 32, 12, 1, 0, 1, 3), WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 0, 1, 3),
 };
 enum { NSWEEP = (int)(sizeof sweep_cfgs / sizeof sweep_cfgs[0]) };
 
