@@ -198,6 +198,14 @@ static int heur_row_threads(const ir_dim *d, int vmax, int *items, int *vec)
 #ifndef KILN_CG_WG_DECODE
 #define KILN_CG_WG_DECODE 211
 #endif
+/* KILN_CG_WG_EVEN 1: at skinny M with one row block, a tile width that spreads the weight's column
+ * blocks evenly over the SMs where it leaves the busiest SM fewer columns to stream than the
+ * configuration otherwise chosen (wg_even: the 8B layer at B = 32 takes QKV 64x48 and gate/up
+ * 64x224, 128 tiles each, against 96 CTAs and 224 tiles); a build-time knob, off until it is timed
+ * on an H200 (bench/device/call_probe.sh) */
+#ifndef KILN_CG_WG_EVEN
+#define KILN_CG_WG_EVEN 0
+#endif
 /* the heuristic's largest cluster split: 2 (the H200 keeps sm_count / 2 clusters of two resident
  * under the skinny tiles' shared memory, only 39 of three and 30 of four, so larger splits of
  * the 8B projections leave a second wave: README, "The M = 32 projections") */
@@ -798,6 +806,49 @@ static void wg_cluster_split(wg_cfg *c, bool skinny, bool norm, const cg_target 
     if (wg_smem(&k) <= t->smem_per_block) *c = k;
 }
 
+static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, const cg_target *t);
+
+/* The widths matmul_wgmma.cuh's kwg_mma takes besides 64, 128 and 256 (ping-pong 64-row tiles only). */
+static bool wg_odd_width(int bn)
+{
+    return bn == 16 || bn == 32 || bn == 48 || bn == 96 || bn == 112 || bn == 160 || bn == 192 || bn == 224;
+}
+
+/* The weight columns the busiest SM streams under c (K slices of a cluster split count as
+ * fractions of a column), for `tiles` column blocks of c->bn: a CTA per SM, a cluster of ck per ck SMs. */
+static double wg_busiest(const wg_cfg *c, int64_t tiles, int sm_count)
+{
+    const int ck = c->ck > 1 ? c->ck : 1, sp = c->split > 1 ? c->split : 1;
+    const int64_t slots = sm_count / ck > 0 ? sm_count / ck : 1, units = tiles * sp;
+    return (double)((units + slots - 1) / slots) * (double)c->bn / (double)(ck * sp);
+}
+
+/* KILN_CG_WG_EVEN: at skinny M with one row block (M <= 64) and N, K, batch known, the width of
+ * kwg_mma's that gives the busiest SM the fewest weight columns to stream (ties: the wider, fewer
+ * tiles), unsplit, as many stages as fit (at most 12), the TMA store where the output columns
+ * are a multiple of 64 (else from registers); taken over *c only when it leaves the busiest SM
+ * strictly fewer columns. Not for the QKV epilogue (a tile holds whole heads). */
+static void wg_even(wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv,
+                    bool swiglu, bool qkv, bool heavy, const cg_target *t)
+{
+    static const int widths[] = {16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256};
+    if (!KILN_CG_WG_EVEN || !skinny || qkv || !mv || !nv || !kv || !bv || *mv > 64 || *nv <= 0 || *bv <= 0) return;
+    const double now = wg_busiest(c, *bv * ((*nv + c->bn - 1) / c->bn), t->sm_count);
+    wg_cfg best = *c;
+    double least = now;
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        const int bn = widths[i], obn = swiglu ? bn / 2 : bn;
+        if (swiglu && obn % 8) continue;
+        wg_cfg e = {64, bn, 12, 1, c->ts && obn % 64 == 0, 64, 1, 0, 0};
+        if (!e.ts) e.ec = 64;
+        while (e.stages > 2 && wg_smem(&e) > t->smem_per_block) e.stages--;
+        if (!wg_legal(&e, swiglu, heavy, false, t)) continue;
+        const double load = wg_busiest(&e, *bv * ((*nv + bn - 1) / bn), t->sm_count);
+        if (load < least || (load == least && least < now && bn > best.bn)) least = load, best = e;
+    }
+    if (least < now) *c = best;
+}
+
 /* Whether c is a configuration the template takes (its static_asserts) for
  * a tile whose output has obn columns per bn accumulator columns (SwiGLU:
  * half), with the staging of `ts`, `heavy`'s register cap (64 staged
@@ -806,7 +857,7 @@ static void wg_cluster_split(wg_cfg *c, bool skinny, bool norm, const cg_target 
 static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, const cg_target *t)
 {
     const int cw = c->pp ? 1 : 2;
-    if (c->bn != 128 && c->bn != 256 && !(c->bn == 64 && c->pp && c->bm == 64)) return false;
+    if (c->bn != 128 && c->bn != 256 && !((c->bn == 64 || wg_odd_width(c->bn)) && c->pp && c->bm == 64)) return false;
     if (c->pp ? (c->bm != 64 && c->bm != 128) : (c->bm != 128 && c->bm != 256)) return false;
     if ((c->bm / 64 / cw) * c->bn > 256 || c->stages < 2 || c->stages > 16) return false;
     if (c->split < 1 || c->split > 16 || (c->split > 1 && !can_split)) return false;
@@ -2110,6 +2161,9 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     /* skinny M: the split in a cluster (wg_cluster_split), the ring shortened to fit its exchange */
     wg_cluster_split(&wc, skinny, norm != NULL, gen->target);
     if (norm && wc.split > 1) wc.split = 1;
+    /* KILN_CG_WG_EVEN: the column blocks spread evenly over the SMs */
+    wg_even(&wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, swiglu, qkv, heavy,
+            gen->target);
     /* cuBLASLt as an implementation (codegen/cg_lt.c): a candidate where it expresses the whole epilogue */
     cg_lt_nodes ltn;
     const cg_lt_in lti = {A, a, w, bias, norm != NULL, swiglu, qkv, outs, nouts, b_nk, M, N, K, batch, lda, ldw, sa, sw};

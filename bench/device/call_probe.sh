@@ -10,8 +10,12 @@
 # kwg_mma widths; test_gpu_matmul configurations 103-108 checked first, memcheck and racecheck of
 # two): at M = 32 and 64, QKV 64x48, gate/up 64x224 and 64x112, O and down 64x32, against the
 # configurations codegen picks today; two rounds.
+# Then codegen's rule for them (KILN_CG_WG_EVEN=1, build-gpu/variants/kiln_even: the 8B layer at
+# B = 32 takes QKV 64x48 and gate/up 64x224, the 1B O and down 64x16): `kiln run --check` of the
+# 8B layer at B = 17 and 32 and the 1B at B = 32, then the layers' profiles at B = 32 interleaved
+# with the default build, two rounds.
 # Results in $OUT.
-DEFAULT_LIMIT=420
+DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
 clocks_bg
 S='store_64x128_s8_pp_c1_tma128_sk1|store_64x128_s4_pp_c1_tma128_sk1|store_64x256_s4_pp_c1_tma128_sk1|c8_sk1_m1_grid264'
@@ -38,6 +42,19 @@ for tool in memcheck racecheck; do
     build/tests/gpu/test_gpu_matmul > "$OUT/san_$tool.txt" 2>&1
   echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
 done
+E=build/variants/kiln_even
+for a in "8b-b32 samples/llama3_8b_layer.kiln --dims B=32,S=1,T=1024 --pos=1000" \
+         "8b-b17 samples/llama3_8b_layer.kiln --dims B=17,S=1,T=256 --pos=100" \
+         "1b-b32 samples/llama3_1b_layer.kiln --dims B=32,S=1,T=1024 --pos=1000"; do
+  left && bchk $E $a | tee -a "$OUT/times.txt"
+done
+for r in 1 2; do
+  for b in build/kiln $E; do
+    prof $b 8b-b32 samples/llama3_8b_layer.kiln B=32,S=1,T=1024 $r 1000
+    prof $b 1b-b32 samples/llama3_1b_layer.kiln B=32,S=1,T=1024 $r 1000
+  done
+done
+cat "$OUT/table.txt" 2>/dev/null
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
 python3 - "$OUT"/probe_r*.csv <<'PY' | tee "$OUT/probe_summary.txt"
 import csv, sys, collections
