@@ -235,7 +235,7 @@ typedef struct cg_wg_choice {
 } cg_wg_choice;
 #define CG_IMPL_TEMPLATE 0
 #define CG_IMPL_CUBLASLT 1
-#define CG_MAX_TUNE_CANDS 9 /* the template's configurations (one slot fewer) and cuBLASLt */
+#define CG_MAX_TUNE_CANDS 10 /* the template's configurations (one slot fewer) and cuBLASLt */
 
 /* cuBLASLt as an implementation of a matmul kernel (codegen/cg_lt.c,
  * runtime/rt_cublaslt.h). A matmul whose whole epilogue cuBLASLt expresses

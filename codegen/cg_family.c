@@ -823,30 +823,37 @@ static double wg_busiest(const wg_cfg *c, int64_t tiles, int sm_count)
     return (double)((units + slots - 1) / slots) * (double)c->bn / (double)(ck * sp);
 }
 
-/* KILN_CG_WG_EVEN: at skinny M with one row block (M <= 64) and N, K, batch known, the width of
- * kwg_mma's that gives the busiest SM the fewest weight columns to stream (ties: the wider, fewer
- * tiles), unsplit, as many stages as fit (at most 12), the TMA store where the output columns
- * are a multiple of 64 (else from registers); taken over *c only when it leaves the busiest SM
- * strictly fewer columns. Not for the QKV epilogue (a tile holds whole heads). */
-static void wg_even(wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv, const int64_t *kv, const int64_t *bv,
-                    bool swiglu, bool qkv, bool heavy, const cg_target *t)
+/* At skinny M with one row block (M <= 64) and N, batch known: the width of kwg_mma's that gives
+ * the busiest SM the fewest weight columns to stream (ties: the wider, fewer tiles), unsplit, as
+ * many stages as fit (at most 12), the TMA store where the output columns are a multiple of 64
+ * (else from registers), into *out, when it leaves the busiest SM strictly fewer columns than c.
+ * Not for the QKV epilogue (a tile holds whole heads). KILN_CG_WG_EVEN takes it (wg_even); the
+ * autotuner times it (wg_candidates). */
+static bool wg_even_pick(wg_cfg *out, const wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv,
+                         const int64_t *bv, bool swiglu, bool qkv, bool heavy, const cg_target *t)
 {
     static const int widths[] = {16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256};
-    if (!KILN_CG_WG_EVEN || !skinny || qkv || !mv || !nv || !kv || !bv || *mv > 64 || *nv <= 0 || *bv <= 0) return;
+    if (!skinny || qkv || !mv || !nv || !bv || *mv > 64 || *nv <= 0 || *bv <= 0) return false;
     const double now = wg_busiest(c, *bv * ((*nv + c->bn - 1) / c->bn), t->sm_count);
-    wg_cfg best = *c;
     double least = now;
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
         const int bn = widths[i], obn = swiglu ? bn / 2 : bn;
         if (swiglu && obn % 8) continue;
         wg_cfg e = {64, bn, 12, 1, c->ts && obn % 64 == 0, 64, 1, 0, 0};
-        if (!e.ts) e.ec = 64;
         while (e.stages > 2 && wg_smem(&e) > t->smem_per_block) e.stages--;
         if (!wg_legal(&e, swiglu, heavy, false, t)) continue;
         const double load = wg_busiest(&e, *bv * ((*nv + bn - 1) / bn), t->sm_count);
-        if (load < least || (load == least && least < now && bn > best.bn)) least = load, best = e;
+        if (load < least || (load == least && least < now)) least = load, *out = e; /* ascending: ties go wider */
     }
-    if (least < now) *c = best;
+    return least < now;
+}
+
+/* KILN_CG_WG_EVEN: the column blocks spread evenly over the SMs (wg_even_pick). */
+static void wg_even(wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv, const int64_t *bv, bool swiglu,
+                    bool qkv, bool heavy, const cg_target *t)
+{
+    wg_cfg e;
+    if (KILN_CG_WG_EVEN && wg_even_pick(&e, c, skinny, mv, nv, bv, swiglu, qkv, heavy, t)) *c = e;
 }
 
 /* Whether c is a configuration the template takes (its static_asserts) for
@@ -873,11 +880,12 @@ static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, c
  * stages, cooperative 128x256 and 256x128, ping-pong 64x256; skinny M
  * (known), the 64x128 tile at splits 1, 2 and 4, the 64x64 tile (12 stages) at
  * splits 1, 2 and 4 and the 64x256 tile (splits as wg_cluster_split makes
- * them, given a folded norm: `norm`). The ones the shape cannot take are left
- * out. A cluster split is stored as its split (wg_cluster_split gives the same
+ * them, given a folded norm: `norm`) and `even` (wg_even_pick: the width that
+ * spreads the column blocks evenly over the SMs, where one does). The ones the
+ * shape cannot take are left out. A cluster split is stored as its split (wg_cluster_split gives the same
  * kernel back). */
 static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, bool norm,
-                         int qkv_ec, const cg_target *t, cg_wg_choice *out)
+                         int qkv_ec, const wg_cfg *even, const cg_target *t, cg_wg_choice *out)
 {
     const int ts = heur->ts, ec = heavy ? 64 : 128;
     wg_cfg all[CG_MAX_TUNE_CANDS + 1];
@@ -898,6 +906,7 @@ static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heav
         all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 2, 0, 0};
         all[n++] = (wg_cfg){64, 64, 12, 1, ts, 64, 4, 0, 0};
         all[n++] = (wg_cfg){64, 256, 4, 1, ts, ec, heur->ck > 1 ? heur->ck : heur->split, 0, 0};
+        if (even) all[n++] = *even;
     }
     int m = 0;
     for (int i = 0; i < n && m < CG_MAX_TUNE_CANDS - 1; i++) { /* the last slot: cuBLASLt */
@@ -2162,8 +2171,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
     wg_cluster_split(&wc, skinny, norm != NULL, gen->target);
     if (norm && wc.split > 1) wc.split = 1;
     /* KILN_CG_WG_EVEN: the column blocks spread evenly over the SMs */
-    wg_even(&wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL, hk ? &kv : NULL, hb ? &bv : NULL, swiglu, qkv, heavy,
-            gen->target);
+    wg_even(&wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL, hb ? &bv : NULL, swiglu, qkv, heavy, gen->target);
     /* cuBLASLt as an implementation (codegen/cg_lt.c): a candidate where it expresses the whole epilogue */
     cg_lt_nodes ltn;
     const cg_lt_in lti = {A, a, w, bias, norm != NULL, swiglu, qkv, outs, nouts, b_nk, M, N, K, batch, lda, ldw, sa, sw};
@@ -2184,13 +2192,19 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                                             qkv_ts ? "qkv" : ts_ok ? "tma" : "regs", swiglu ? 1 : 0, heavy ? 1 : 0,
                                             KILN_CG_WG_RES_TMA ? (KILN_CG_WG_RES_REGS ? " res=regs" : "") : " res=ldg", cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
-        gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL,
-                                               qkv_ts ? qt.hd : 0, gen->target, gen->kern->tune_cands);
+        wg_cfg even;
+        const bool has_even = wg_even_pick(&even, &wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL, hb ? &bv : NULL,
+                                           swiglu, qkv, heavy, gen->target);
+        gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL, qkv_ts ? qt.hd : 0,
+                                               has_even ? &even : NULL, gen->target, gen->kern->tune_cands);
         if (lt->why == CG_LT_OK) gen->kern->tune_cands[gen->kern->ntune_cands++] = (cg_wg_choice){.impl = CG_IMPL_CUBLASLT};
         cg_wg_choice tc;
         if (gen->opts && gen->opts->tune && gen->opts->tune(gen->opts->tune_user, gen->kern->tune_problem, &tc)) {
             wg_cfg t = {tc.bm, tc.bn, tc.stages, tc.pp ? 1 : 0, wc.ts, tc.ec, tc.split, 0, 0};
             if (!t.ts || qkv_ts) t.ec = wc.ec;
+            /* a width whose output columns the TMA store's 64-column rounds do not divide (wg_even_pick's
+             * 48, 224, ...) writes from registers */
+            if (t.ts && !qkv_ts && (swiglu ? t.bn / 2 : t.bn) % 64) t.ts = 0;
             wg_cluster_split(&t, skinny, norm != NULL, gen->target);
             if (tc.impl == CG_IMPL_CUBLASLT && lt->why == CG_LT_OK) { /* the kernel stays the heuristic's, unlaunched */
                 lt->chosen = gen->kern->tuned = true;

@@ -60,18 +60,29 @@ static double fake_time(void *user, const cg_kernel *k, const ir_graph *g, const
 
 static char err[4096];
 
+/* The matmul kernel's configuration after compiling `model` at S = s in cache dir `dir`; its
+ * problem must hold `problem`; when `cands` is given, the configurations of its candidates. */
+static char *compile_config_of(const char *dir, const char *model, int64_t s, const char *problem, bool autotune,
+                               fake_timer *ft, const rt_tune_device *dev, char *cands, size_t ncands);
+
 /* The matmul kernel's configuration after compiling MODEL in cache dir `dir`. */
 static char *compile_config(const char *dir, bool autotune, fake_timer *ft, const rt_tune_device *dev)
+{
+    return compile_config_of(dir, MODEL, 4096, "N=2048 K=1024", autotune, ft, dev, NULL, 0);
+}
+
+static char *compile_config_of(const char *dir, const char *model, int64_t s, const char *problem, bool autotune,
+                               fake_timer *ft, const rt_tune_device *dev, char *cands, size_t ncands)
 {
     rt_ctx_config cc = {.compile_only = true, .arch = "sm_90a", .cache_dir = dir};
     rt_ctx *ctx = NULL;
     rt_status st = rt_ctx_create(&ctx, &cc, err, sizeof err);
     CHECK_MSG(st == RT_OK, "context: %s", err);
     if (st != RT_OK) return NULL;
-    static const rt_dim_value md[] = {{"S", 4096}};
-    kc_model_options o = {.compile = {.name = "tune_mm.kiln", .text = MODEL},
-                          .max_dims = md,
-                          .nmax_dims = 1,
+    const rt_dim_value md[] = {{"S", s > 0 ? s : 1}}; /* s <= 0: the model has no dims */
+    kc_model_options o = {.compile = {.name = "tune_mm.kiln", .text = model},
+                          .max_dims = s > 0 ? md : NULL,
+                          .nmax_dims = s > 0 ? 1 : 0,
                           .run = {.lazy = true},
                           .autotune = autotune,
                           .tune_hooks = {.timer = fake_time, .timer_user = ft, .device = dev}};
@@ -83,7 +94,15 @@ static char *compile_config(const char *dir, bool autotune, fake_timer *ft, cons
         const cg_kernel *k = rt_model_kernel(m, i);
         if (k->family == CG_FAMILY_MATMUL_WGMMA) {
             cfg = strdup(k->config);
-            CHECK(k->tune_problem && strstr(k->tune_problem, "N=2048 K=1024"));
+            CHECK_MSG(k->tune_problem && strstr(k->tune_problem, problem), "problem %s", k->tune_problem ? k->tune_problem : "-");
+            if (cands && ncands) {
+                cands[0] = 0;
+                for (int c = 0; c < k->ntune_cands; c++) {
+                    const cg_wg_choice *w = &k->tune_cands[c];
+                    size_t l = strlen(cands);
+                    snprintf(cands + l, ncands - l, "%dx%d s%d split %d; ", w->bm, w->bn, w->stages, w->split);
+                }
+            }
             /* cuBLASLt: a candidate (plain linear), the last one; chosen exactly when the config says so */
             CHECK(k->lt.why == CG_LT_OK && strstr(k->tune_problem, " lt=none"));
             CHECK(k->tune_cands[k->ntune_cands - 1].impl == CG_IMPL_CUBLASLT);
@@ -217,6 +236,31 @@ static void test_cublaslt(const rt_tune_device *dev)
     free(dir), free(dir2), free(dir3);
 }
 
+/* Skinny M (32 rows known, one row block): the width that spreads the column blocks evenly over the SMs
+ * (codegen's wg_even_pick) is a candidate: a plain linear of N = 28672 (the 8B gate/up's columns) in
+ * 128 tiles of 224 columns against 448 of 64 (four on the busiest SM); when it times fastest the
+ * kernel takes it, from registers (224 output columns: no whole rounds of 64 for the TMA store). */
+static void test_even_width(const rt_tune_device *dev)
+{
+    static const char *wide = "model tune_even {\n"
+                              "  input x : bf16[32, 4096]\n"
+                              "  weight w : bf16[28672, 4096]\n"
+                              "  output y = linear(x, w)\n"
+                              "}\n";
+    char *dir = make_tmpdir();
+    fake_timer ft = {0, "64x224"};
+    char cands[1024];
+    char *c = compile_config_of(dir, wide, 0, "M=32 N=28672 K=4096", true, &ft, dev, cands, sizeof cands);
+    CHECK_MSG(strstr(cands, "64x224 s6 split 1"), "candidates: %s", cands);
+    CHECK_MSG(c && strstr(c, "64x224") && strstr(c, "(autotuned)") && !strstr(c, "tma-store"), "tuned: %s", c ? c : "-");
+    /* without autotune: the heuristic's tile (KILN_CG_WG_EVEN off) */
+    char *h = compile_config_of(dir, wide, 0, "M=32 N=28672 K=4096", false, &ft, dev, NULL, 0);
+    CHECK_MSG(h && !strstr(h, "64x224"), "heuristic: %s", h ? h : "-");
+    free(c), free(h);
+    rm_tree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     char *dir = make_tmpdir(), *dir2 = make_tmpdir();
@@ -308,6 +352,7 @@ int main(void)
     free(c5);
 
     test_cublaslt(&dev);
+    test_even_width(&dev);
 
     free(heur);
     free(c1);
