@@ -198,11 +198,13 @@ static int heur_row_threads(const ir_dim *d, int vmax, int *items, int *vec)
 #ifndef KILN_CG_WG_DECODE
 #define KILN_CG_WG_DECODE 211
 #endif
-/* KILN_CG_WG_EVEN 1: at skinny M with one row block, a tile width that spreads the weight's column
- * blocks evenly over the SMs where it leaves the busiest SM fewer columns to stream than the
+/* KILN_CG_WG_EVEN bit 0: at skinny M with one row block, a tile width that spreads the weight's
+ * column blocks evenly over the SMs where it leaves the busiest SM fewer columns to stream than the
  * configuration otherwise chosen (wg_even: the 8B layer at B = 32 takes QKV 64x48 and gate/up
- * 64x224, 128 tiles each, against 96 CTAs and 224 tiles); a build-time knob, off until it is timed
- * on an H200 (bench/device/call_probe.sh) */
+ * 64x224, 128 tiles each, against 96 CTAs and 224 tiles); bit 1: also where it leaves as many
+ * but the other splits K (no exchange at the tile's end: the 8B O and down 64x32 unsplit against
+ * 64x64 split 2 in a cluster). A build-time knob, off until it is timed on an H200
+ * (bench/device/call_probe.sh) */
 #ifndef KILN_CG_WG_EVEN
 #define KILN_CG_WG_EVEN 0
 #endif
@@ -826,16 +828,20 @@ static double wg_busiest(const wg_cfg *c, int64_t tiles, int sm_count)
 /* At skinny M with one row block (M <= 64) and N, batch known: the width of kwg_mma's that gives
  * the busiest SM the fewest weight columns to stream (ties: the wider, fewer tiles), unsplit, as
  * many stages as fit (at most 12), the TMA store where the output columns are a multiple of 64
- * (else from registers), into *out, when it leaves the busiest SM strictly fewer columns than c.
+ * (else from registers), into *out, when it leaves the busiest SM strictly fewer columns than c
+ * (`ties`: or as many, where c splits K).
  * Not for the QKV epilogue (a tile holds whole heads). KILN_CG_WG_EVEN takes it (wg_even); the
  * autotuner times it (wg_candidates). */
 static bool wg_even_pick(wg_cfg *out, const wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv,
-                         const int64_t *bv, bool swiglu, bool qkv, bool heavy, const cg_target *t)
+                         const int64_t *bv, bool swiglu, bool qkv, bool heavy, bool ties, const cg_target *t)
 {
     static const int widths[] = {16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256};
     if (!skinny || qkv || !mv || !nv || !bv || *mv > 64 || *nv <= 0 || *bv <= 0) return false;
     const double now = wg_busiest(c, *bv * ((*nv + c->bn - 1) / c->bn), t->sm_count);
+    /* `ties`: as many columns as c will do when c splits K */
+    const bool split = c->ck > 1 || c->split > 1, tie = ties && split;
     double least = now;
+    bool found = false;
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
         const int bn = widths[i], obn = swiglu ? bn / 2 : bn;
         if (swiglu && obn % 8) continue;
@@ -843,9 +849,10 @@ static bool wg_even_pick(wg_cfg *out, const wg_cfg *c, bool skinny, const int64_
         while (e.stages > 2 && wg_smem(&e) > t->smem_per_block) e.stages--;
         if (!wg_legal(&e, swiglu, heavy, false, t)) continue;
         const double load = wg_busiest(&e, *bv * ((*nv + bn - 1) / bn), t->sm_count);
-        if (load < least || (load == least && least < now)) least = load, *out = e; /* ascending: ties go wider */
+        /* ascending: among equals the wider */
+        if (load < least || (load == least && (least < now || tie))) least = load, *out = e, found = true;
     }
-    return least < now;
+    return found && (least < now || tie);
 }
 
 /* KILN_CG_WG_EVEN: the column blocks spread evenly over the SMs (wg_even_pick). */
@@ -853,7 +860,8 @@ static void wg_even(wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv
                     bool qkv, bool heavy, const cg_target *t)
 {
     wg_cfg e;
-    if (KILN_CG_WG_EVEN && wg_even_pick(&e, c, skinny, mv, nv, bv, swiglu, qkv, heavy, t)) *c = e;
+    if ((KILN_CG_WG_EVEN & 1) && wg_even_pick(&e, c, skinny, mv, nv, bv, swiglu, qkv, heavy, (KILN_CG_WG_EVEN & 2) != 0, t))
+        *c = e;
 }
 
 /* Whether c is a configuration the template takes (its static_asserts) for
@@ -2194,7 +2202,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
         wg_cfg even;
         const bool has_even = wg_even_pick(&even, &wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL, hb ? &bv : NULL,
-                                           swiglu, qkv, heavy, gen->target);
+                                           swiglu, qkv, heavy, true, gen->target);
         gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL, qkv_ts ? qt.hd : 0,
                                                has_even ? &even : NULL, gen->target, gen->kern->tune_cands);
         if (lt->why == CG_LT_OK) gen->kern->tune_cands[gen->kern->ntune_cands++] = (cg_wg_choice){.impl = CG_IMPL_CUBLASLT};

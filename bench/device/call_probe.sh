@@ -11,9 +11,10 @@
 # two): at M = 32 and 64, QKV 64x48, gate/up 64x224 and 64x112, O and down 64x32, against the
 # configurations codegen picks today; two rounds.
 # Then codegen's rule for them (KILN_CG_WG_EVEN=1, build-gpu/variants/kiln_even: the 8B layer at
-# B = 32 takes QKV 64x48 and gate/up 64x224, the 1B O and down 64x16): `kiln run --check` of the
-# 8B layer at B = 17 and 32 and the 1B at B = 32, then the layers' profiles at B = 32 interleaved
-# with the default build, two rounds.
+# B = 32 takes QKV 64x48 and gate/up 64x224, the 1B O and down 64x16; =3, kiln_even3: also the
+# unsplit widths where they tie with a split, the 8B O and down 64x32, the 1B QKV 64x32):
+# `kiln run --check` of the 8B layer at B = 17 and 32 and the 1B at B = 32 with each, then the
+# layers' profiles at B = 32 interleaved with the default build, two rounds.
 # Results in $OUT.
 DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
@@ -42,14 +43,14 @@ for tool in memcheck racecheck; do
     build/tests/gpu/test_gpu_matmul > "$OUT/san_$tool.txt" 2>&1
   echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
 done
-E=build/variants/kiln_even
-for a in "8b-b32 samples/llama3_8b_layer.kiln --dims B=32,S=1,T=1024 --pos=1000" \
+E=build/variants/kiln_even E3=build/variants/kiln_even3
+for e in $E $E3; do for a in "8b-b32 samples/llama3_8b_layer.kiln --dims B=32,S=1,T=1024 --pos=1000" \
          "8b-b17 samples/llama3_8b_layer.kiln --dims B=17,S=1,T=256 --pos=100" \
          "1b-b32 samples/llama3_1b_layer.kiln --dims B=32,S=1,T=1024 --pos=1000"; do
-  left && bchk $E $a | tee -a "$OUT/times.txt"
-done
+  left && bchk $e $a | tee -a "$OUT/times.txt"
+done; done
 for r in 1 2; do
-  for b in build/kiln $E; do
+  for b in build/kiln $E $E3; do
     prof $b 8b-b32 samples/llama3_8b_layer.kiln B=32,S=1,T=1024 $r 1000
     prof $b 1b-b32 samples/llama3_1b_layer.kiln B=32,S=1,T=1024 $r 1000
   done
