@@ -15,7 +15,7 @@
 # unsplit widths where they tie with a split, the 8B O and down 64x32, the 1B QKV 64x32):
 # `kiln run --check` of the 8B layer at B = 17 and 32 and the 1B at B = 32 with each, then the
 # layers' profiles at B = 32 interleaved with the default build, two rounds.
-# Results in $OUT.
+# Pack with bench/device/pack_probe.sh; results in $OUT.
 DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
 clocks_bg
