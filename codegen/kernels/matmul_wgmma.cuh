@@ -61,7 +61,8 @@
 // turn, BM 64 or 128), KILN_CLUSTER_M (1, or 2: clusters of two CTAs on adjacent row blocks,
 // the W box multicast; the W map's box is then BN/2 rows), KILN_WGMMA_F16 (1 when KILN_T is
 // __half). BN is 64 (skinny M: twice the column blocks of 128; not with SwiGLU's TMA store), 128
-// or 256; a consumer holds at most 64 x 256 or 128 x 128 accumulators.
+// or 256, or with ping-pong 64-row tiles 16, 32, 48, 96, 112, 160, 192 or 224 (skinny M: column
+// blocks spread evenly over the SMs); a consumer holds at most 64 x 256 or 128 x 128 accumulators.
 // Decode-sized options (codegen sets them for skinny M; all default 0):
 //   KILN_WGMMA_W_EARLY 1: W is a weight no kernel of the graph writes (common.cuh, PDL): the
 //     producer issues the W boxes of its first min(KILN_STAGES, steps) ring slots before
