@@ -15,33 +15,11 @@
 DEFAULT_LIMIT=480
 . "$(dirname "$0")/common.sh"
 clocks_bg
-T='_ck2_o1843|_ck2_o291|sk1_o259|sk2_o1280|128x256_s4_c1_tma128_sk1_o768'
-KILN_MM_FILTER=$T timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
-echo "cases rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_cases.log" | tail -1)" | tee -a "$OUT/times.txt"
-grep -E "FAIL" "$OUT/mm_cases.log" | head -10
-S='_o35|_o51|sk1_o3|_o291|_o1827|_o4131|_o4387|_o307|_o1843|_o4147|_o4403|_o259|_o1795|_o4099|_o4355'
-for r in 1 2; do
-  left || break
-  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=32,64 KILN_SWEEP_SHAPES=8b. KILN_MM_FILTER=$S \
-    KILN_BENCH_CSV=$OUT/sweep_r$r.csv timeout 150 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
-  { echo "== sweep round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } | tee -a "$OUT/sweep.txt" | grep -E "^==|FAIL"
-done
-for tool in memcheck racecheck; do
-  left || break
-  KILN_MM_SMALL=1 KILN_MM_FILTER='_ck2_o1843|sk1_o259' timeout 70 $san --tool $tool --error-exitcode 9 \
-    build/tests/gpu/test_gpu_matmul > "$OUT/san_$tool.txt" 2>&1
-  echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
-done
+mm_cases '_ck2_o1843|_ck2_o291|sk1_o259|sk2_o1280|128x256_s4_c1_tma128_sk1_o768'
+mm_sweep sweep 32,64 8b. '_o35|_o51|sk1_o3|_o291|_o1827|_o4131|_o4387|_o307|_o1843|_o4147|_o4403|_o259|_o1795|_o4099|_o4355'
+mm_san '_ck2_o1843|sk1_o259'
 CASES=${CASES:-8b-decode-b32,8b-prefill-b4-4k,8b-prefill-2k,1b-decode,8b-decode} \
   VARIANTS=${VARIANTS:-kiln,graph,compile-graph} rows_on_h200
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
-python3 - "$OUT"/sweep_r*.csv <<'PY' | tee "$OUT/sweep_summary.txt"
-import csv, sys, collections
-t = collections.defaultdict(list)
-for f in sys.argv[1:]:
-    for r in csv.DictReader(open(f)):
-        t[(r['shape'], r['M'], r['config'])].append(float(r['us_median']))
-for k in sorted(t):
-    print('%-12s M=%-3s %-58s %s' % (k[0], k[1], k[2], ' '.join('%.2f' % v for v in t[k])))
-PY
+python3 bench/device/sweep_table.py "$OUT"/sweep_r*.csv | tee "$OUT/sweep_summary.txt"
 cat "$OUT/times.txt"

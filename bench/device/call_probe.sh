@@ -19,30 +19,12 @@
 DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
 clocks_bg
-S='store_64x128_s8_pp_c1_tma128_sk1|store_64x128_s4_pp_c1_tma128_sk1|store_64x256_s4_pp_c1_tma128_sk1|c8_sk1_m1_grid264'
-for r in 1 2; do
-  left || break
-  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=1,32 KILN_SWEEP_SHAPES=probe KILN_MM_FILTER=$S \
-    KILN_BENCH_CSV=$OUT/probe_r$r.csv timeout 90 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
-  { echo "== probe round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } >> "$OUT/probe.txt"
-done
-T='biasres_64x48_|store_64x224_|f16_nk_biasres_64x192|biasres_64x32_s12_pp_c1_tma0_sk2|64x112_s6|biasres_64x16_'
-KILN_MM_FILTER=$T timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
-echo "cases rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_cases.log" | tail -1)" | tee -a "$OUT/times.txt"
-grep -E "FAIL" "$OUT/mm_cases.log" | head -10
-W='tma0_sk1_o3|store_64x128_s6_pp_c1_tma128_sk1_ck2_o35|biasres_64x64_s12_pp_c1_tma64_sk1_ck2_o51|store_64x128_s8_pp_c1_tma128_sk1_o3'
-for r in 1 2; do
-  left || break
-  KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=32,64 KILN_SWEEP_SHAPES=8b. KILN_MM_FILTER=$W \
-    KILN_BENCH_CSV=$OUT/width_r$r.csv timeout 150 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
-  { echo "== widths round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } >> "$OUT/widths.txt"
-done
-for tool in memcheck racecheck; do
-  left || break
-  KILN_MM_SMALL=1 KILN_MM_FILTER='biasres_64x48_|64x112_s6' timeout 70 $san --tool $tool --error-exitcode 9 \
-    build/tests/gpu/test_gpu_matmul > "$OUT/san_$tool.txt" 2>&1
-  echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
-done
+mm_sweep probe 1,32 probe \
+  'store_64x128_s8_pp_c1_tma128_sk1|store_64x128_s4_pp_c1_tma128_sk1|store_64x256_s4_pp_c1_tma128_sk1|c8_sk1_m1_grid264'
+mm_cases 'biasres_64x48_|store_64x224_|f16_nk_biasres_64x192|biasres_64x32_s12_pp_c1_tma0_sk2|64x112_s6|biasres_64x16_'
+mm_sweep width 32,64 8b. \
+  'tma0_sk1_o3|store_64x128_s6_pp_c1_tma128_sk1_ck2_o35|biasres_64x64_s12_pp_c1_tma64_sk1_ck2_o51|store_64x128_s8_pp_c1_tma128_sk1_o3'
+mm_san 'biasres_64x48_|64x112_s6'
 E=build/variants/kiln_even E3=build/variants/kiln_even3
 for e in $E $E3; do for a in "8b-b32 samples/llama3_8b_layer.kiln --dims B=32,S=1,T=1024 --pos=1000" \
          "8b-b17 samples/llama3_8b_layer.kiln --dims B=17,S=1,T=256 --pos=100" \
@@ -57,24 +39,6 @@ for r in 1 2; do
 done
 cat "$OUT/table.txt" 2>/dev/null
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
-python3 - "$OUT"/probe_r*.csv <<'PY' | tee "$OUT/probe_summary.txt"
-import csv, sys, collections
-t = collections.defaultdict(list)
-for f in sys.argv[1:]:
-    for r in csv.DictReader(open(f)):
-        t[(r['config'], int(r['M']), int(r['N']))].append((float(r['us_median']), float(r['weight_MB'])))
-for k in sorted(t):
-    us = min(v[0] for v in t[k]); mb = t[k][0][1]
-    tiles = k[2] // 128
-    print('%-52s M=%-3d N=%-6d %8.1f us  %.2f TB/s  %.1f GB/s per 128-col block' % (k[0], k[1], k[2], us, mb / us, mb / tiles / us * 1e3))
-PY
-python3 - "$OUT"/width_r*.csv <<'PY' | tee "$OUT/width_summary.txt"
-import csv, sys, collections
-t = collections.defaultdict(list)
-for f in sys.argv[1:]:
-    for r in csv.DictReader(open(f)):
-        t[(r['shape'], int(r['M']), r['config'])].append(float(r['us_median']))
-for k in sorted(t):
-    print('%-12s M=%-3d %-56s %s' % (k[0], k[1], k[2], ' '.join('%.2f' % v for v in t[k])))
-PY
+python3 bench/device/sweep_table.py --probe "$OUT"/probe_r*.csv | tee "$OUT/probe_summary.txt"
+python3 bench/device/sweep_table.py "$OUT"/width_r*.csv | tee "$OUT/width_summary.txt"
 cat "$OUT/times.txt" 2>/dev/null

@@ -158,3 +158,33 @@ ncu_qkv() {
     grep -E "$pat" "$OUT/ncu_qkv_c$c.txt" | head -12
   done
 }
+# test_gpu_matmul helpers (KILN_MM_FILTER: '|'-separated name parts):
+# mm_cases FILTER: the configurations' test cases (150 s at most) into $OUT/mm_cases.log, a line on stdout
+mm_cases() {
+  left || return
+  KILN_MM_FILTER=$1 timeout 150 build/tests/gpu/test_gpu_matmul > "$OUT/mm_cases.log" 2>&1
+  echo "cases rc=$? $(el) s: $(grep -E 'passed|failed' "$OUT/mm_cases.log" | tail -1)" | tee -a "$OUT/times.txt"
+  grep -E "FAIL" "$OUT/mm_cases.log" | head -10
+}
+# mm_san FILTER: memcheck and racecheck of the configurations' small cases (KILN_MM_SMALL)
+mm_san() {
+  local tool
+  for tool in memcheck racecheck; do
+    left || break
+    KILN_MM_SMALL=1 KILN_MM_FILTER=$1 timeout 70 $san --tool $tool --error-exitcode 9 build/tests/gpu/test_gpu_matmul \
+      > "$OUT/san_$tool.txt" 2>&1
+    echo "$tool rc=$? $(el) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)" | tee -a "$OUT/times.txt"
+  done
+}
+# mm_sweep NAME ROWS SHAPES FILTER: the sweep (KILN_BENCH=2, sweep configurations only) at ROWS
+# (KILN_SWEEP_M) on SHAPES (KILN_SWEEP_SHAPES), two rounds while under LIMIT: $OUT/NAME_rR.csv, the
+# lines in $OUT/NAME.txt
+mm_sweep() {
+  local r
+  for r in 1 2; do
+    left || break
+    KILN_BENCH=2 KILN_SWEEP_ONLY=1 KILN_SWEEP_M=$2 KILN_SWEEP_SHAPES=$3 KILN_MM_FILTER=$4 \
+      KILN_BENCH_CSV=$OUT/$1_r$r.csv timeout 150 build/tests/gpu/test_gpu_matmul > /tmp/sw.txt 2>&1
+    { echo "== $1 round $r rc=$? ($(el) s)"; grep -E "^sweep|FAIL|compiled" /tmp/sw.txt; } >> "$OUT/$1.txt"
+  done
+}

@@ -382,162 +382,65 @@ template <int R> __device__ __forceinline__ void kwg_fence_acc(float (&d)[R])
 // overwrites d. Thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4 + {0, 8} and
 // columns 8*j + 2*(t%4) + {0, 1}: d[4j + 0/1] row +0, d[4j + 2/3] row +8.
 template <int N> struct kwg_mma;
-template <> struct kwg_mma<64> {
-    static __device__ __forceinline__ void run(float (&d)[32], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                     "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<128> {
-    static __device__ __forceinline__ void run(float (&d)[64], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                     "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<256> {
-    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-                     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-                     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-                     "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72), KWG_D8(80), KWG_D8(88), KWG_D8(96), KWG_D8(104), KWG_D8(112), KWG_D8(120)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-
-// the other widths (multiples of 16) that skinny M takes to spread its column blocks evenly over the SMs
-// (codegen's wg_even_bn): the same instruction at n = N
-template <> struct kwg_mma<16> {
-    static __device__ __forceinline__ void run(float (&d)[8], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n16k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7"
-                     "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<32> {
-    static __device__ __forceinline__ void run(float (&d)[16], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n32k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-                     "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<48> {
-    static __device__ __forceinline__ void run(float (&d)[24], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n48k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23"
-                     "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<96> {
-    static __device__ __forceinline__ void run(float (&d)[48], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n96k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-                     "}, %48, %49, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<112> {
-    static __device__ __forceinline__ void run(float (&d)[56], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n112k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55"
-                     "}, %56, %57, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<160> {
-    static __device__ __forceinline__ void run(float (&d)[80], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n160k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-                     "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<192> {
-    static __device__ __forceinline__ void run(float (&d)[96], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n192k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-                     "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72), KWG_D8(80), KWG_D8(88)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
-template <> struct kwg_mma<224> {
-    static __device__ __forceinline__ void run(float (&d)[112], unsigned long long da, unsigned long long db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %114, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n224k16.f32." KWG_AB " {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-                     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
-                     "}, %112, %113, p, 1, 1, 0, 0;\n}\n"
-                     : KWG_D8(0), KWG_D8(8), KWG_D8(16), KWG_D8(24), KWG_D8(32), KWG_D8(40), KWG_D8(48), KWG_D8(56), KWG_D8(64), KWG_D8(72), KWG_D8(80), KWG_D8(88), KWG_D8(96), KWG_D8(104)
-                     : "l"(da), "l"(db), "r"(accumulate));
-    }
-};
+// Its operands: KWG_Lc the first c groups of 8 accumulators in the instruction text, KWG_Oc the
+// same as asm operands; after the N/2 accumulators come the two descriptors and the scale-d flag.
+#define KWG_L1 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define KWG_L2 KWG_L1 ", " "%8, %9, %10, %11, %12, %13, %14, %15"
+#define KWG_L3 KWG_L2 ", " "%16, %17, %18, %19, %20, %21, %22, %23"
+#define KWG_L4 KWG_L3 ", " "%24, %25, %26, %27, %28, %29, %30, %31"
+#define KWG_L5 KWG_L4 ", " "%32, %33, %34, %35, %36, %37, %38, %39"
+#define KWG_L6 KWG_L5 ", " "%40, %41, %42, %43, %44, %45, %46, %47"
+#define KWG_L7 KWG_L6 ", " "%48, %49, %50, %51, %52, %53, %54, %55"
+#define KWG_L8 KWG_L7 ", " "%56, %57, %58, %59, %60, %61, %62, %63"
+#define KWG_L9 KWG_L8 ", " "%64, %65, %66, %67, %68, %69, %70, %71"
+#define KWG_L10 KWG_L9 ", " "%72, %73, %74, %75, %76, %77, %78, %79"
+#define KWG_L11 KWG_L10 ", " "%80, %81, %82, %83, %84, %85, %86, %87"
+#define KWG_L12 KWG_L11 ", " "%88, %89, %90, %91, %92, %93, %94, %95"
+#define KWG_L13 KWG_L12 ", " "%96, %97, %98, %99, %100, %101, %102, %103"
+#define KWG_L14 KWG_L13 ", " "%104, %105, %106, %107, %108, %109, %110, %111"
+#define KWG_L15 KWG_L14 ", " "%112, %113, %114, %115, %116, %117, %118, %119"
+#define KWG_L16 KWG_L15 ", " "%120, %121, %122, %123, %124, %125, %126, %127"
+#define KWG_O1 KWG_D8(0)
+#define KWG_O2 KWG_O1, KWG_D8(8)
+#define KWG_O3 KWG_O2, KWG_D8(16)
+#define KWG_O4 KWG_O3, KWG_D8(24)
+#define KWG_O5 KWG_O4, KWG_D8(32)
+#define KWG_O6 KWG_O5, KWG_D8(40)
+#define KWG_O7 KWG_O6, KWG_D8(48)
+#define KWG_O8 KWG_O7, KWG_D8(56)
+#define KWG_O9 KWG_O8, KWG_D8(64)
+#define KWG_O10 KWG_O9, KWG_D8(72)
+#define KWG_O11 KWG_O10, KWG_D8(80)
+#define KWG_O12 KWG_O11, KWG_D8(88)
+#define KWG_O13 KWG_O12, KWG_D8(96)
+#define KWG_O14 KWG_O13, KWG_D8(104)
+#define KWG_O15 KWG_O14, KWG_D8(112)
+#define KWG_O16 KWG_O15, KWG_D8(120)
+#define KWG_MMA_N(N, REGS, DESC, P, ...)                                                                     \
+    template <> struct kwg_mma<N> {                                                                      \
+        static __device__ __forceinline__ void run(float (&d)[N / 2], unsigned long long da,               \
+                                                   unsigned long long db, int accumulate)                 \
+        {                                                                                                \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                    \
+                         "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." KWG_AB " {" REGS "}, " DESC      \
+                         ", p, 1, 1, 0, 0;\n}\n"                                                          \
+                         : __VA_ARGS__                                                                   \
+                         : "l"(da), "l"(db), "r"(accumulate));                                           \
+        }                                                                                                \
+    };
+// 64, 128 and 256, and the widths skinny M takes to spread its column blocks evenly over the SMs
+// (codegen's wg_even_pick)
+KWG_MMA_N(16, KWG_L1, "%8, %9", "%10", KWG_O1)
+KWG_MMA_N(32, KWG_L2, "%16, %17", "%18", KWG_O2)
+KWG_MMA_N(48, KWG_L3, "%24, %25", "%26", KWG_O3)
+KWG_MMA_N(64, KWG_L4, "%32, %33", "%34", KWG_O4)
+KWG_MMA_N(96, KWG_L6, "%48, %49", "%50", KWG_O6)
+KWG_MMA_N(112, KWG_L7, "%56, %57", "%58", KWG_O7)
+KWG_MMA_N(128, KWG_L8, "%64, %65", "%66", KWG_O8)
+KWG_MMA_N(160, KWG_L10, "%80, %81", "%82", KWG_O10)
+KWG_MMA_N(192, KWG_L12, "%96, %97", "%98", KWG_O12)
+KWG_MMA_N(224, KWG_L14, "%112, %113", "%114", KWG_O14)
+KWG_MMA_N(256, KWG_L16, "%128, %129", "%130", KWG_O16)
 
 // ---- clusters ----------------------------------------------------------------------------
 __device__ __forceinline__ unsigned kwg_cluster_rank()
