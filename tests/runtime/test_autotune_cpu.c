@@ -256,7 +256,17 @@ static void test_even_width(const rt_tune_device *dev)
     /* without autotune: the heuristic's tile (KILN_CG_WG_EVEN off) */
     char *h = compile_config_of(dir, wide, 0, "M=32 N=28672 K=4096", false, &ft, dev, NULL, 0);
     CHECK_MSG(h && !strstr(h, "64x224"), "heuristic: %s", h ? h : "-");
-    free(c), free(h);
+    /* N = 4096 (the 8B O): 64 tiles of 64 split 2 in a cluster (128 CTAs) already spread evenly;
+     * the unsplit 64x32 (128 tiles, no exchange) streams as many columns per SM and is a candidate */
+    static const char *square = "model tune_even {\n"
+                                "  input x : bf16[32, 4096]\n"
+                                "  weight w : bf16[4096, 4096]\n"
+                                "  output y = linear(x, w)\n"
+                                "}\n";
+    ft = (fake_timer){0, "no such configuration"};
+    char *q = compile_config_of(dir, square, 0, "M=32 N=4096 K=4096", true, &ft, dev, cands, sizeof cands);
+    CHECK_MSG(strstr(cands, "64x64 s12 split 2; ") == cands && strstr(cands, "64x32 s12 split 1"), "candidates: %s", cands);
+    free(c), free(h), free(q);
     rm_tree(dir);
     free(dir);
 }
