@@ -14,7 +14,8 @@
 # B = 32 takes QKV 64x48 and gate/up 64x224, the 1B O and down 64x16; =3, kiln_even3: also the
 # unsplit widths where they tie with a split, the 8B O and down 64x32, the 1B QKV 64x32):
 # `kiln run --check` of the 8B layer at B = 17 and 32 and the 1B at B = 32 with each, then the
-# layers' profiles at B = 32 interleaved with the default build, two rounds.
+# layers' profiles at B = 32 interleaved with the default build, two rounds; on an H200 then the
+# B = 32 bench row.
 # Pack with bench/device/pack_probe.sh; results in $OUT.
 DEFAULT_LIMIT=540
 . "$(dirname "$0")/common.sh"
@@ -38,6 +39,8 @@ for r in 1 2; do
   done
 done
 cat "$OUT/table.txt" 2>/dev/null
+# on an H200, the B = 32 row (PyTorch eager in a CUDA graph beside) with what time is left
+CASES=8b-decode-b32 VARIANTS=kiln,graph rows_on_h200
 python3 bench/device/clocks_summary.py "$OUT/clocks.csv" > "$OUT/clocks_summary.txt" 2>&1
 python3 bench/device/sweep_table.py --probe "$OUT"/probe_r*.csv | tee "$OUT/probe_summary.txt"
 python3 bench/device/sweep_table.py "$OUT"/width_r*.csv | tee "$OUT/width_summary.txt"
