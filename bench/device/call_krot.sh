@@ -6,12 +6,13 @@
 # pattern is what holds the stream back (matmul_wgmma.cuh):
 #   KILN_WGMMA_KROT r: each tile's K walk starts at (tile * r) mod its steps, wrapping;
 #   KILN_WGMMA_W_TILED: W read box-major (each BN x 64 box 16 KB contiguous), timed only.
-# 1. test_gpu_matmul configurations 98-102 (the rotation on codegen's skinny tiles and splits, the
+# 1. test_gpu_matmul configurations 98-102 of that tree (the rotation on codegen's skinny tiles and splits, the
 #    workspace split, a cooperative tile) against cuBLAS and f64; memcheck and racecheck of two;
 # 2. KILN_BENCH=2 sweep at M = 32 and 64 on the 8B shapes: codegen's configurations for the batched
 #    decode as they are, rotated by 1 and by 7, box-major, box-major rotated; two rounds;
 # 3. on an H200 only, the five bench rows (call_next.sh's).
-# Results in $OUT.
+# Results in $OUT. (Neither change paid: both were taken out of the template and the test after this
+# call, so the script no longer runs; results: bench/device/results/krot_h100_2026-12-08/.)
 DEFAULT_LIMIT=480
 . "$(dirname "$0")/common.sh"
 clocks_bg

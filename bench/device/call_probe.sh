@@ -7,7 +7,7 @@
 # "probe.nX": X column blocks of 128 over K = 16384, one 4 MB tile per SM up to 132): at M = 32 the
 # 64x128 tile at 8 and 4 stages and 64x256 at 4, at M = 1 the GEMVs, cuBLAS beside; two rounds.
 # Then the widths that spread the 8B layer's column blocks over the SMs (matmul_wgmma.cuh's new
-# kwg_mma widths; test_gpu_matmul configurations 103-108 checked first, memcheck and racecheck of
+# kwg_mma widths; test_gpu_matmul configurations 98-103 checked first, memcheck and racecheck of
 # two): at M = 32 and 64, QKV 64x48, gate/up 64x224 and 64x112, O and down 64x32, against the
 # configurations codegen picks today; two rounds.
 # Then codegen's rule for them (KILN_CG_WG_EVEN=1, build-gpu/variants/kiln_even: the 8B layer at

@@ -107,15 +107,6 @@
 //     completing on the leader's mbarrier (no fence.acq_rel per thread), the leader hands the
 //     exchange back only when its cluster takes another unit, and the final cluster barrier is
 //     relaxed (no remote access is left in flight then).
-//   KILN_WGMMA_KROT r (r > 0): a unit of nk K steps starting at k0 walks them from
-//     k0 + (t * r) mod nk, wrapping (t: its tile), so that the CTAs streaming W at the same
-//     moment read different column offsets of their rows (the sum's order is fixed per tile:
-//     deterministic). Only the producer's coordinates change: the consumers take the slots in
-//     order and do not care which K step a slot holds.
-//   KILN_WGMMA_W_TILED 1: W is stored box-major, each BN x 64 box of the [N, K] matrix contiguous
-//     (16 KB for BN 128), boxes in K order within a column block: the W map is then
-//     {64, ceil(N / BN) * BN * ktiles, batches} with row stride 128 bytes, and box (kt, nb) is at
-//     row (nb * ktiles + kt) * BN. A layout experiment for the DRAM streams of skinny M.
 // Split-K in a cluster (KILN_WGMMA_CLUSTER_K = CK in 2..8; CM 1, KILN_SPLITK 1): a cluster of CK
 //   CTAs along y takes one tile; CTA rank r (its %cluster_ctarank) loads and multiplies K
 //   slice r (ceil(K steps / CK) steps each). Once its mainloop is done, each consumer thread
@@ -243,15 +234,6 @@
 #endif
 #ifndef KILN_WGMMA_RES_REGS
 #define KILN_WGMMA_RES_REGS 0
-#endif
-#ifndef KILN_WGMMA_KROT
-#define KILN_WGMMA_KROT 0
-#endif
-#ifndef KILN_WGMMA_W_TILED
-#define KILN_WGMMA_W_TILED 0
-#endif
-#if KILN_WGMMA_W_TILED && (KILN_CLUSTER_M > 1 || KILN_WGMMA_W_L2)
-#error "matmul_wgmma.cuh: KILN_WGMMA_W_TILED takes neither clusters along M nor KILN_WGMMA_W_L2"
 #endif
 #if KILN_WGMMA_RES_REGS && !KILN_WGMMA_RES_TMA
 #error "matmul_wgmma.cuh: KILN_WGMMA_RES_REGS needs KILN_WGMMA_RES_TMA"
@@ -1475,18 +1457,10 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
     constexpr bool W_EARLY = KILN_WGMMA_W_EARLY != 0 && CM == 1;
     unsigned long long wpol = 0;
     if (KILN_WGMMA_W_EVICT_FIRST && threadIdx.x == 0) wpol = kwg_policy_evict_first();
-    // W box (kt, nb): its map coordinates (KILN_WGMMA_W_TILED: box-major rows)
-    const int wk = KILN_WGMMA_W_TILED ? 0 : 1;
-    auto wrow = [&](int kt, int nb) { return KILN_WGMMA_W_TILED ? (nb * ktiles + kt) * BN : nb * BN; };
     auto load_w = [&](int slot, int kt, int nb, int wb) {
         if (KILN_WGMMA_W_EVICT_FIRST)
-            kwg_tma_load_hint(sB + slot * B_BYTES, tw, KWG_FULL(slot), wk * kt * KWG_BK, wrow(kt, nb), wb, wpol);
-        else kwg_tma_load(sB + slot * B_BYTES, tw, KWG_FULL(slot), wk * kt * KWG_BK, wrow(kt, nb), wb);
-    };
-    // KILN_WGMMA_KROT: the e-th K step of a unit of tile t
-    auto kstep = [&](long long t, int k0, int nk, int e) {
-        if (KILN_WGMMA_KROT == 0 || nk <= 1) return k0 + e;
-        return k0 + (int)(((long long)e + t * (long long)KILN_WGMMA_KROT) % nk);
+            kwg_tma_load_hint(sB + slot * B_BYTES, tw, KWG_FULL(slot), kt * KWG_BK, nb * BN, wb, wpol);
+        else kwg_tma_load(sB + slot * B_BYTES, tw, KWG_FULL(slot), kt * KWG_BK, nb * BN, wb);
     };
     // KILN_WGMMA_W_EARLY: the W boxes of the first `early` slots of this CTA's first unit (ring
     // slots 0.., phase 0: free) are issued now, before the wait: W is a weight no kernel of the
@@ -1501,10 +1475,10 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
         early = nk < STAGES ? nk : STAGES;
         for (int e = 0; e < early; e++) {
             kwg_bar_expect_tx(KWG_FULL(e), A_BYTES + B_BYTES);
-            load_w(e, kstep(t, k0, nk, e), nb, p.sw ? (int)b : 0);
+            load_w(e, k0 + e, nb, p.sw ? (int)b : 0);
         }
         for (int e = early; e < nk && e < early + KILN_WGMMA_W_L2; e++)
-            kwg_tma_prefetch_box(tw, kstep(t, k0, nk, e) * KWG_BK, nb * BN, p.sw ? (int)b : 0);
+            kwg_tma_prefetch_box(tw, (k0 + e) * KWG_BK, nb * BN, p.sw ? (int)b : 0);
     }
     // Programmatic dependent launch (common.cuh): everything above touched only shared memory,
     // the parameter and W; A, the epilogue's operands, the output and the split-K workspace may
@@ -1523,8 +1497,7 @@ __device__ __forceinline__ void kwg_main(const KilnArgs &p, const kiln_tmap *ta,
                 kwg_tile(t, per_batch, units_m, tiles_n, group, b, um, nb);
                 const int mb = um * CM + (int)rank;
                 const int ab = p.sa ? (int)b : 0, wb = p.sw ? (int)b : 0;
-                for (int e = 0; e < nk; e++) {
-                    const int kt = kstep(t, k0, nk, e);
+                for (int kt = k0; kt < k0 + nk; kt++) {
                     if (early > 0) { // slot s of the first pass: its W box and expect_tx are issued
                         early--;
                         kwg_tma_load(sA + s * A_BYTES, ta, KWG_FULL(s), kt * KWG_BK, mb * BM, ab);

@@ -71,11 +71,6 @@ static const mm_cfg cfgs[] = {
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 128, 128, 0, 1, 2, 5, 128, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 128, 256, 0, 0, 2, 4, 128, 1, 0, 0, 0},
     {MM_KIND_WGMMA, MM_F16, 1, MM_EPI_BIAS_RES, 256, 128, 0, 0, 2, 4, 64, 1, 0, 0, 0},
-    /* the K walk rotated by the tile (bk bits 8..11) under the cluster split and W early, with a
-     * workspace split; W read box-major (bk 4096), rotated too */
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 64, 51 + 256 * 7, 1, 1, 12, 64, 1, 0, 0, 2},
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 128, 256 * 5, 1, 1, 8, 128, 2, 0, 0, 0},
-    {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_STORE, 64, 128, 3 + 4096 + 256, 1, 1, 8, 128, 1, 0, 0, 0},
     /* the other widths: 48, 224 and 16 from registers, f16 192 through the TMA store, 32 under the
      * workspace's split, 112 under the cluster's */
     {MM_KIND_WGMMA, MM_BF16, 1, MM_EPI_BIAS_RES, 64, 48, 3, 1, 1, 12, 0, 1, 0, 0, 0},

@@ -137,10 +137,7 @@ typedef struct mm_cfg {
      * (with the bias + residual epilogue: its preloading pair), bit 5 KILN_WGMMA_TAIL, bit 6
      * KILN_WGMMA_RES_TMA (the bias + residual epilogue: the residual by TMA into the staging, its
      * map after the output's; the preloading pair's kiln_epilogue_post adds it), bit 7
-     * KILN_WGMMA_RES_REGS (with bit 6: the later rounds' residual in registers, through kiln_res_at),
-     * bits 8..11 KILN_WGMMA_KROT (the K walk rotated by the tile times that), bit 12
-     * KILN_WGMMA_W_TILED (W stored box-major: the sweep times it on W read as such; the test
-     * cases leave it out) */
+     * KILN_WGMMA_RES_REGS (with bit 6: the later rounds' residual in registers, through kiln_res_at) */
     /* gemv_mma (MM_KIND_GMMA) keeps KILN_GMMA_NT in maxm, KILN_GMMA_MT in cols, KILN_GMMA_WARPS
      * in wm, KILN_GMMA_UNROLL in stages, the grid cap along N in bm (0: none), and splitk */
     /* gemv also (0 = the template's default): stages = KILN_GEMV_UNROLL, wm = KILN_GEMV_MINB
@@ -265,9 +262,9 @@ static inline char *mm_source(const mm_cfg *c, const char *kname)
         nu_printf(&b,
                   "#define KILN_WGMMA_W_EARLY %d\n#define KILN_WGMMA_W_EVICT_FIRST %d\n#define KILN_WGMMA_EPI_EARLY %d\n"
                   "#define KILN_WGMMA_W_L2 %d\n#define KILN_WGMMA_TAIL %d\n#define KILN_WGMMA_RES_TMA %d\n"
-                  "#define KILN_WGMMA_RES_REGS %d\n#define KILN_WGMMA_KROT %d\n#define KILN_WGMMA_W_TILED %d\n",
+                  "#define KILN_WGMMA_RES_REGS %d\n",
                   c->bk & 1, (c->bk >> 1) & 1, (c->bk & 16) ? 2 : (c->bk >> 2) & 1, (c->bk & 8) ? 2 * c->stages : 0,
-                  (c->bk >> 5) & 1, (c->bk >> 6) & 1, (c->bk >> 7) & 1, (c->bk >> 8) & 15, (c->bk >> 12) & 1);
+                  (c->bk >> 5) & 1, (c->bk >> 6) & 1, (c->bk >> 7) & 1);
     if (c->kind == MM_KIND_WGMMA && c->ck > 1) nu_printf(&b, "#define KILN_WGMMA_CLUSTER_K %d\n", c->ck);
     if (c->kind == MM_KIND_WGMMA && c->splitk > 1) nu_printf(&b, "#define KILN_SPLITK %d\n", c->splitk);
     else if (c->kind == MM_KIND_MMA)

@@ -186,9 +186,6 @@ static int wg_operands(const mm_cfg *c, const mm_args *a, rt_tmap_operand *oa, r
 {
     *oa = (rt_tmap_operand){a->a, c->dt == MM_F16, a->K, a->M, a->lda, a->batch, a->sa, c->bm};
     *ow = (rt_tmap_operand){a->w, c->dt == MM_F16, a->K, a->N, a->ldw, a->batch, a->sw, c->bn / c->wn};
-    if (c->bk & 4096) /* KILN_WGMMA_W_TILED: W read as box-major rows of 64 (the sweep's timing only) */
-        *ow = (rt_tmap_operand){a->w, c->dt == MM_F16, 64, (a->N + c->bn - 1) / c->bn * c->bn * ((a->K + 63) / 64), 64,
-                                a->batch, a->sw, c->bn};
     *oo = (rt_tmap_operand){a->out, c->dt == MM_F16, a->N, a->M, a->ldo, a->batch, a->so, 64};
     return c->nk && rt_tmap_describable(oa) && rt_tmap_describable(ow) && (c->cols == 0 || rt_tmap_describable(oo));
 }
@@ -961,24 +958,15 @@ static const mm_cfg test_cfgs[] = {
     /* 95 */ WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 128, 4, 1, 128, 2),
     /* 96 */ WGMMA_XC(MM_BF16, MM_EPI_STORE, 128, 256, 4, 0, 128, 2),
     /* 97 */ WGMMA_XC(MM_F16, MM_EPI_BIAS_RES, 256, 128, 4, 0, 64, 2),
-    /* the K walk rotated by the tile (bits 8..11: KILN_WGMMA_KROT): codegen's skinny tiles under the
-     * cluster split with the options it turns on (O, down; QKV's plain store), the 64x128 tile
-     * unsplit with W early (the ring's first slots issued before the wait), the workspace's
-     * split, a cooperative tile taking several units per CTA */
-    /* 98 */ WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51 + 256 * 7, 0),
-    /* 99 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35 + 256 * 1, 0),
-    /* 100 */ WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 256 * 1),
-    /* 101 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 8, 1, 128, 2, 256 * 5),
-    /* 102 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 128, 256, 4, 0, 128, 1, 256 * 3),
     /* the other widths (skinny M's column blocks spread evenly over the SMs): 48 and 224 from
      * registers (the 8B QKV and gate/up in 128 tiles), f16 192 through the TMA store, 32 under the
      * workspace's split, 112 under the cluster's */
-    /* 103 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 48, 12, 1, 0, 1, 3),
-    /* 104 */ WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 224, 6, 1, 0, 1, 0),
-    /* 105 */ WGMMA_X(MM_F16, MM_EPI_BIAS_RES, 64, 192, 6, 1, 64, 1),
-    /* 106 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 32, 12, 1, 0, 2, 0),
-    /* 107 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 112, 6, 1, 0, 2, 35, 0),
-    /* 108 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 16, 12, 1, 0, 1, 1),
+    /* 98 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 48, 12, 1, 0, 1, 3),
+    /* 99 */ WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 224, 6, 1, 0, 1, 0),
+    /* 100 */ WGMMA_X(MM_F16, MM_EPI_BIAS_RES, 64, 192, 6, 1, 64, 1),
+    /* 101 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 32, 12, 1, 0, 2, 0),
+    /* 102 */ WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 112, 6, 1, 0, 2, 35, 0),
+    /* 103 */ WGMMA_O(MM_BF16, MM_EPI_BIAS_RES, 64, 16, 12, 1, 0, 1, 1),
 };
 enum { NTEST = (int)(sizeof test_cfgs / sizeof test_cfgs[0]) };
 
@@ -1087,23 +1075,6 @@ static const mm_cfg sweep_cfgs[] = {
     WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51, 0), WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 128, 6, 1, 128, 2, 51, 0),
     WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35, 0), WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 64, 12, 1, 64, 2, 35, 0),
     WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 3, 0),
-    /* the W stream's DRAM pattern at M = 32: codegen's choices for the 8B layer's batched decode
-     * (QKV plain 64x128 split 2, O and down 64x64 split 2 with the residual, gate/up's 64x128
-     * unsplit, here a plain store), each as is, with the K walk rotated by the tile (o256: by 1,
-     * o1792: by 7), and on W read box-major (o4096: each BN x 64 box contiguous), alone and rotated */
-    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35 + 256, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35 + 1792, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35 + 4096, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_STORE, 64, 128, 6, 1, 128, 2, 35 + 4096 + 256, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51 + 256, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51 + 1792, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51 + 4096, 0),
-    WGMMA_CK(MM_BF16, MM_EPI_BIAS_RES, 64, 64, 12, 1, 64, 2, 51 + 4096 + 256, 0),
-    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 256),
-    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 1792),
-    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 4096),
-    WGMMA_O(MM_BF16, MM_EPI_STORE, 64, 128, 8, 1, 128, 1, 3 + 4096 + 256),
     /* the probes' other rings: 64x128 at 4 stages, 64x256 at 4 */
     WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 128, 4, 1, 128, 1), WGMMA_X(MM_BF16, MM_EPI_STORE, 64, 256, 4, 1, 128, 1),
     /* the widths that spread the 8B layer's column blocks evenly over 132 SMs (128 tiles): QKV 48,
