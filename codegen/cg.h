@@ -88,6 +88,17 @@ int cg_attention_rope_source(char *buf, size_t n, double theta, const ir_rope_at
  * sums of squares were slower than with the norm's kernel (README, "The
  * decode rule"), so there the norm keeps its kernel. */
 #define CG_NORM_FOLD_HOPPER_MIN_ROWS 17
+/* KILN_CG_WG_EVEN (codegen/cg_family.c, wg_even_pick): at skinny M with one row block, the tile width
+ * of matmul_wgmma.cuh's that spreads the weight's column blocks evenly over the SMs. Bit 0: codegen
+ * takes it where it leaves the busiest SM fewer weight columns to stream than the configuration
+ * otherwise chosen (the 8B layer at B = 32: QKV 64x48 and gate/up 64x224, 128 tiles each, against
+ * 96 CTAs and 224 tiles); bit 1: also where it leaves as many but the other splits K (the 8B O and
+ * down 64x32 unsplit against 64x64 split 2 in a cluster); bit 2: `--autotune` times it among the
+ * skinny candidates. A build-time knob, off until those kernels have run on a GPU and been timed
+ * (bench/device/call_probe.sh; docs/MATMUL.md, "The W stream at skinny M"). */
+#ifndef KILN_CG_WG_EVEN
+#define KILN_CG_WG_EVEN 0
+#endif
 /* The most rows the tensor-core GEMV (gemv_mma.cuh) serves (from 17). Above:
  * the Hopper / mma.sync templates. 16 (no rows): gemv_mma.cuh is not routed, because on the H200 it
  * reads the weights slower than the skinny wgmma configuration at every

@@ -198,16 +198,6 @@ static int heur_row_threads(const ir_dim *d, int vmax, int *items, int *vec)
 #ifndef KILN_CG_WG_DECODE
 #define KILN_CG_WG_DECODE 211
 #endif
-/* KILN_CG_WG_EVEN bit 0: at skinny M with one row block, a tile width that spreads the weight's
- * column blocks evenly over the SMs where it leaves the busiest SM fewer columns to stream than the
- * configuration otherwise chosen (wg_even: the 8B layer at B = 32 takes QKV 64x48 and gate/up
- * 64x224, 128 tiles each, against 96 CTAs and 224 tiles); bit 1: also where it leaves as many
- * but the other splits K (no exchange at the tile's end: the 8B O and down 64x32 unsplit against
- * 64x64 split 2 in a cluster). A build-time knob, off until it is timed on an H200
- * (bench/device/call_probe.sh) */
-#ifndef KILN_CG_WG_EVEN
-#define KILN_CG_WG_EVEN 0
-#endif
 /* the heuristic's largest cluster split: 2 (the H200 keeps sm_count / 2 clusters of two resident
  * under the skinny tiles' shared memory, only 39 of three and 30 of four, so larger splits of
  * the 8B projections leave a second wave: README, "The M = 32 projections") */
@@ -830,8 +820,8 @@ static double wg_busiest(const wg_cfg *c, int64_t tiles, int sm_count)
  * many stages as fit (at most 12), the TMA store where the output columns are a multiple of 64
  * (else from registers), into *out, when it leaves the busiest SM strictly fewer columns than c
  * (`ties`: or as many, where c splits K).
- * Not for the QKV epilogue (a tile holds whole heads). KILN_CG_WG_EVEN takes it (wg_even); the
- * autotuner times it (wg_candidates). */
+ * Not for the QKV epilogue (a tile holds whole heads). KILN_CG_WG_EVEN takes it (wg_even; with
+ * bit 2 the autotuner times it: wg_candidates). */
 static bool wg_even_pick(wg_cfg *out, const wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv,
                          const int64_t *bv, bool swiglu, bool qkv, bool heavy, bool ties, const cg_target *t)
 {
@@ -888,8 +878,8 @@ static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, c
  * stages, cooperative 128x256 and 256x128, ping-pong 64x256; skinny M
  * (known), the 64x128 tile at splits 1, 2 and 4, the 64x64 tile (12 stages) at
  * splits 1, 2 and 4 and the 64x256 tile (splits as wg_cluster_split makes
- * them, given a folded norm: `norm`) and `even` (wg_even_pick: the width that
- * spreads the column blocks evenly over the SMs, where one does). The ones the
+ * them, given a folded norm: `norm`) and `even` (KILN_CG_WG_EVEN bit 2: wg_even_pick's width
+ * that spreads the column blocks evenly over the SMs, where one does). The ones the
  * shape cannot take are left out. A cluster split is stored as its split (wg_cluster_split gives the same
  * kernel back). */
 static int wg_candidates(const wg_cfg *heur, bool skinny, bool swiglu, bool heavy, bool can_split, bool norm,
@@ -2201,8 +2191,8 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
                                             KILN_CG_WG_RES_TMA ? (KILN_CG_WG_RES_REGS ? " res=regs" : "") : " res=ldg", cg_lt_problem_suffix(gen, lt));
         gen->kern->tune_rows = ir_dim_times(M, batch, &gen->dim_overflow);
         wg_cfg even;
-        const bool has_even = wg_even_pick(&even, &wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL, hb ? &bv : NULL,
-                                           swiglu, qkv, heavy, true, gen->target);
+        const bool has_even = (KILN_CG_WG_EVEN & 4) && wg_even_pick(&even, &wc, skinny, hm ? &mv : NULL, hn ? &nv : NULL,
+                                                                    hb ? &bv : NULL, swiglu, qkv, heavy, true, gen->target);
         gen->kern->ntune_cands = wg_candidates(&wc, skinny, swiglu, heavy, can_split, norm != NULL, qkv_ts ? qt.hd : 0,
                                                has_even ? &even : NULL, gen->target, gen->kern->tune_cands);
         if (lt->why == CG_LT_OK) gen->kern->tune_cands[gen->kern->ntune_cands++] = (cg_wg_choice){.impl = CG_IMPL_CUBLASLT};
