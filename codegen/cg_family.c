@@ -800,10 +800,22 @@ static void wg_cluster_split(wg_cfg *c, bool skinny, bool norm, const cg_target 
 
 static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, const cg_target *t);
 
-/* The widths matmul_wgmma.cuh's kwg_mma takes besides 64, 128 and 256 (ping-pong 64-row tiles only). */
-static bool wg_odd_width(int bn)
+/* The tile widths matmul_wgmma.cuh's kwg_mma takes, ascending; those besides 64, 128 and 256 only on
+ * ping-pong 64-row tiles (wg_legal). */
+static const int wg_widths[] = {16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256};
+
+static bool wg_width_ok(int bn)
 {
-    return bn == 16 || bn == 32 || bn == 48 || bn == 96 || bn == 112 || bn == 160 || bn == 192 || bn == 224;
+    for (size_t i = 0; i < sizeof wg_widths / sizeof wg_widths[0]; i++)
+        if (wg_widths[i] == bn) return true;
+    return false;
+}
+
+/* Whether a tile of bn accumulator columns can leave through the TMA store's rounds of 64 output
+ * columns (SwiGLU: half its columns); else its epilogue writes from registers. */
+static bool wg_ts_fits(int bn, bool swiglu)
+{
+    return (swiglu ? bn / 2 : bn) % 64 == 0;
 }
 
 /* The weight columns the busiest SM streams under c (K slices of a cluster split count as
@@ -825,17 +837,16 @@ static double wg_busiest(const wg_cfg *c, int64_t tiles, int sm_count)
 static bool wg_even_pick(wg_cfg *out, const wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv,
                          const int64_t *bv, bool swiglu, bool qkv, bool heavy, bool ties, const cg_target *t)
 {
-    static const int widths[] = {16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256};
     if (!skinny || qkv || !mv || !nv || !bv || *mv > 64 || *nv <= 0 || *bv <= 0) return false;
     const double now = wg_busiest(c, *bv * ((*nv + c->bn - 1) / c->bn), t->sm_count);
     /* `ties`: as many columns as c will do when c splits K */
     const bool split = c->ck > 1 || c->split > 1, tie = ties && split;
     double least = now;
     bool found = false;
-    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
-        const int bn = widths[i], obn = swiglu ? bn / 2 : bn;
-        if (swiglu && obn % 8) continue;
-        wg_cfg e = {64, bn, 12, 1, c->ts && obn % 64 == 0, 64, 1, 0, 0};
+    for (size_t i = 0; i < sizeof wg_widths / sizeof wg_widths[0]; i++) {
+        const int bn = wg_widths[i];
+        if (swiglu && (bn / 2) % 8) continue;
+        wg_cfg e = {64, bn, 12, 1, c->ts && wg_ts_fits(bn, swiglu), 64, 1, 0, 0};
         while (e.stages > 2 && wg_smem(&e) > t->smem_per_block) e.stages--;
         if (!wg_legal(&e, swiglu, heavy, false, t)) continue;
         const double load = wg_busiest(&e, *bv * ((*nv + bn - 1) / bn), t->sm_count);
@@ -862,7 +873,7 @@ static void wg_even(wg_cfg *c, bool skinny, const int64_t *mv, const int64_t *nv
 static bool wg_legal(const wg_cfg *c, bool swiglu, bool heavy, bool can_split, const cg_target *t)
 {
     const int cw = c->pp ? 1 : 2;
-    if (c->bn != 128 && c->bn != 256 && !((c->bn == 64 || wg_odd_width(c->bn)) && c->pp && c->bm == 64)) return false;
+    if (c->bn != 128 && c->bn != 256 && !(wg_width_ok(c->bn) && c->pp && c->bm == 64)) return false;
     if (c->pp ? (c->bm != 64 && c->bm != 128) : (c->bm != 128 && c->bm != 256)) return false;
     if ((c->bm / 64 / cw) * c->bn > 256 || c->stages < 2 || c->stages > 16) return false;
     if (c->split < 1 || c->split > 16 || (c->split > 1 && !can_split)) return false;
@@ -2202,7 +2213,7 @@ bool cg_gen_matmul(cg_gen *gen, cg_plan *plan, cg_str *hooks, const int64_t *dim
             if (!t.ts || qkv_ts) t.ec = wc.ec;
             /* a width whose output columns the TMA store's 64-column rounds do not divide (wg_even_pick's
              * 48, 224, ...) writes from registers */
-            if (t.ts && !qkv_ts && (swiglu ? t.bn / 2 : t.bn) % 64) t.ts = 0;
+            if (t.ts && !qkv_ts && !wg_ts_fits(t.bn, swiglu)) t.ts = 0;
             wg_cluster_split(&t, skinny, norm != NULL, gen->target);
             if (tc.impl == CG_IMPL_CUBLASLT && lt->why == CG_LT_OK) { /* the kernel stays the heuristic's, unlaunched */
                 lt->chosen = gen->kern->tuned = true;
